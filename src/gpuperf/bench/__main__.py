@@ -1,0 +1,59 @@
+"""``python -m gpuperf.bench``: measure every benchmark and the ceilings, write the records.
+
+Needs a CUDA GPU; without one it stops with a message and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gpuperf.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="measurements folder (default: docs/measurements in the checkout)")
+    args = parser.parse_args(argv)
+
+    from gpuperf._runtime import is_interpreter
+
+    import torch
+
+    if not torch.cuda.is_available() or is_interpreter():
+        print("gpuperf.bench: no CUDA GPU is usable here (torch.cuda.is_available() is False or "
+              "TRITON_INTERPRET=1), so nothing can be measured. Run this on a machine with an "
+              "NVIDIA GPU; without one, the docs render the committed records.", file=sys.stderr)
+        return 2
+
+    from gpuperf.bench import catalog, hardware, provenance, records
+    from gpuperf.bench.runner import run
+
+    benchmarks = [catalog.by_name(n) for n in args.names] if args.names else list(catalog.ALL)
+    print("measuring ceilings ...", flush=True)
+    ceilings = hardware.measure_ceilings()
+    hw = {"schema_version": records.SCHEMA_VERSION, "provenance": provenance.collect(), "ceilings": ceilings}
+    root = args.out or records.measurements_dir()
+    folder = root / provenance.gpu_slug(hw["provenance"]["gpu"])
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "hardware.json").write_text(json.dumps(hw, indent=1) + "\n")
+    for key, entry in ceilings.items():
+        print(f"  {key}: {entry['value']:.1f} {entry['unit']}", flush=True)
+
+    failed = []
+    for benchmark in benchmarks:
+        record = run(benchmark, ceilings=ceilings, log=lambda line: print(line, flush=True))
+        path = records.write(record, root)
+        print(f"wrote {path}", flush=True)
+        failed += [f"{benchmark.name} x={r['x']}: {r['status']} {r.get('message', '')}"
+                   for r in record["rows"] if r["provider"] == benchmark.subject.key and r["status"] != "ok"]
+    if failed:
+        print("the kernels under study failed:\n  " + "\n  ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Hardware ceilings, measured on the GPU at hand, and datasheet peaks for reference.
+
+A plot is read against what the chip can do: the copy bandwidth for memory-bound
+kernels and the matmul throughput of the vendor library, per dtype, for
+compute-bound ones. Both are measured in the same run as the kernels.
+"""
+
+from __future__ import annotations
+
+from gpuperf.bench import metrics
+from gpuperf.bench.timing import time_ms
+
+#: Bytes copied to measure bandwidth: 1 GiB, twenty times the largest L2 (H100: 50 MB).
+COPY_BYTES = 2**30
+#: Matmul size for the compute ceilings: large enough to fill every SM.
+MATMUL_SIZE = 8192
+
+#: Datasheet peaks (dense, no sparsity), for citation beside the measured ones.
+#: Source: NVIDIA H100 Tensor Core GPU datasheet; H200 Tensor Core GPU datasheet.
+DATASHEET = {
+    "NVIDIA H100 80GB HBM3": {"copy_gbps": 3350.0, "bf16_tflops": 989.0, "fp16_tflops": 989.0,
+                              "fp8_tflops": 1979.0},
+    "NVIDIA H200": {"copy_gbps": 4800.0, "bf16_tflops": 989.0, "fp16_tflops": 989.0,
+                    "fp8_tflops": 1979.0},
+}
+
+#: Ceiling key -> (label, unit).
+CEILINGS = {
+    "copy_gbps": ("copy bandwidth", "GB/s"),
+    "bf16_tflops": ("cuBLAS bf16 matmul", "TFLOP/s"),
+    "fp16_tflops": ("cuBLAS fp16 matmul", "TFLOP/s"),
+    "fp32_tflops": ("cuBLAS fp32 matmul", "TFLOP/s"),
+    "fp8_tflops": ("cuBLASLt fp8 matmul", "TFLOP/s"),
+}
+
+
+def measure_copy_gbps() -> dict:
+    """Device-to-device copy of :data:`COPY_BYTES` (read + write counted): GB/s quantiles."""
+    import torch
+
+    src = torch.randn(COPY_BYTES // 4, device="cuda")
+    dst = torch.empty_like(src)
+    t = time_ms(lambda: dst.copy_(src))
+    work = metrics.copy_bytes(COPY_BYTES)
+    return _entry(work, t, "GB/s")
+
+
+def measure_matmul_tflops(dtype_name: str) -> dict | None:
+    """``torch.matmul`` (fp8: ``torch._scaled_mm``) at 8192^3 on random inputs: TFLOP/s.
+
+    Returns None for fp8 on GPUs without fp8 tensor cores (compute capability < 8.9).
+    """
+    import torch
+
+    n = MATMUL_SIZE
+    if dtype_name == "fp8":
+        if torch.cuda.get_device_capability() < (8, 9):
+            return None
+        a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()  # column-major, as cuBLASLt needs
+        one = torch.ones((), device="cuda")
+        fn = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    else:
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype_name]
+        a = torch.randn(n, n, device="cuda", dtype=dtype)
+        b = torch.randn(n, n, device="cuda", dtype=dtype)
+        fn = lambda: torch.matmul(a, b)
+    t = time_ms(fn)
+    return _entry(metrics.matmul_flops(n, n, n), t, "TFLOP/s")
+
+
+def _entry(work: float, t, unit: str) -> dict:
+    return {
+        "value": metrics.rate(unit, work, t.ms),
+        # The fastest run (p20 time) gives the highest rate.
+        "value_p20": metrics.rate(unit, work, t.ms_p80),
+        "value_p80": metrics.rate(unit, work, t.ms_p20),
+        "unit": unit,
+        "ms": t.ms,
+    }
+
+
+def measure_ceilings(keys=("copy_gbps", "bf16_tflops", "fp16_tflops", "fp32_tflops", "fp8_tflops")) -> dict:
+    """Measure the ceilings named by ``keys``; return ``{key: {value, value_p20, value_p80, unit, ms}}``."""
+    out = {}
+    for key in keys:
+        if key == "copy_gbps":
+            entry = measure_copy_gbps()
+        else:
+            entry = measure_matmul_tflops(key.removesuffix("_tflops"))
+        if entry is not None:
+            out[key] = entry
+    return out

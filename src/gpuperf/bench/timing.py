@@ -1,0 +1,57 @@
+"""One way to time GPU work on this site: ``triton.testing.do_bench``.
+
+``do_bench`` records CUDA events around each run, flushes L2 before each one by
+writing a 256 MB buffer, and returns the quantiles we ask for. The first call of
+the function is made, and waited for, before timing starts, so compilation
+(Triton's JIT, ``torch.compile``, cuBLAS handle creation) is never timed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+#: Milliseconds of warm-up and of timed repetitions handed to ``do_bench``.
+WARMUP_MS = 25
+REP_MS = 100
+
+TIMING_METHOD = (
+    f"triton.testing.do_bench (CUDA events, L2 flushed before each run, "
+    f"warmup={WARMUP_MS} ms, rep={REP_MS} ms): median with 20th and 80th percentiles"
+)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Milliseconds per call: the median and the 20th and 80th percentiles."""
+
+    ms: float
+    ms_p20: float
+    ms_p80: float
+
+
+def require_cuda() -> None:
+    """Raise ``RuntimeError`` unless PyTorch sees a CUDA device."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError(
+            "timing needs a CUDA GPU and none is visible to PyTorch; without one, "
+            "render the committed measurements instead (gpuperf.bench.run_or_load)"
+        )
+
+
+def time_ms(fn: Callable[[], object], *, warmup: int = WARMUP_MS, rep: int = REP_MS) -> Timing:
+    """Time ``fn()`` with ``triton.testing.do_bench``; return :class:`Timing` in milliseconds.
+
+    Raises:
+        RuntimeError: no CUDA device is available.
+    """
+    require_cuda()
+    import torch
+    from triton.testing import do_bench
+
+    fn()  # compile and warm caches outside the timed region
+    torch.cuda.synchronize()
+    median, p20, p80 = do_bench(fn, warmup=warmup, rep=rep, quantiles=[0.5, 0.2, 0.8])
+    return Timing(ms=median, ms_p20=p20, ms_p80=p80)

@@ -1,0 +1,16 @@
+"""Triton kernels, one op per module, each behind a validating public wrapper.
+
+Importing this package compiles nothing. When no CUDA device is present and
+``TRITON_INTERPRET`` is unset, it turns Triton's interpreter on first, so the
+kernels run (slowly, on small shapes) on the CPU: ``@triton.jit`` reads that
+variable when each kernel is defined.
+"""
+
+from gpuperf._runtime import enable_interpreter_without_gpu
+
+enable_interpreter_without_gpu()
+
+from gpuperf.kernels.softmax import softmax  # noqa: E402
+from gpuperf.kernels.vector_add import vector_add  # noqa: E402
+
+__all__ = ["softmax", "vector_add"]

@@ -1,0 +1,29 @@
+"""Test mode: real kernels on a GPU when one is present, Triton's interpreter otherwise.
+
+``TRITON_INTERPRET`` must be set before any ``@triton.jit`` kernel is defined,
+so this runs before the test modules import :mod:`gpuperf.kernels`.
+"""
+
+import pytest
+import torch
+
+from gpuperf._runtime import enable_interpreter_without_gpu, is_interpreter
+
+enable_interpreter_without_gpu()
+
+#: Device the kernel tests run on: the GPU if there is one, else the CPU (interpreter).
+DEVICE = "cuda" if torch.cuda.is_available() and not is_interpreter() else "cpu"
+
+
+def pytest_collection_modifyitems(config, items):
+    if DEVICE == "cuda":
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (kernels run in Triton's interpreter here)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def device() -> str:
+    return DEVICE

@@ -19,8 +19,7 @@ def _dtype_names(dtypes: Sequence[torch.dtype]) -> str:
 
 
 def check_tensor(name: str, value, dtypes: Sequence[torch.dtype] = FLOAT_DTYPES) -> None:
-    """Raise ``TypeError`` unless ``value`` is a tensor of one of ``dtypes``; ``ValueError``
-    unless it lives on a device the kernels can run on."""
+    """Raise ``TypeError`` unless ``value`` is a tensor of one of ``dtypes``."""
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     if value.dtype not in dtypes:
@@ -28,14 +27,15 @@ def check_tensor(name: str, value, dtypes: Sequence[torch.dtype] = FLOAT_DTYPES)
             f"{name} has dtype {str(value.dtype).removeprefix('torch.')}; "
             f"supported dtypes are {_dtype_names(dtypes)}"
         )
-    check_kernel_device(name, value)
 
 
-def check_same_device(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> None:
+def check_device(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> None:
+    """Raise ``ValueError`` unless all tensors share one device a kernel can run on."""
     devices = [t.device for t in tensors]
     if any(d != devices[0] for d in devices):
         listed = ", ".join(f"{n} on {d}" for n, d in zip(names, devices, strict=True))
         raise ValueError(f"tensors must be on the same device, got {listed}")
+    check_kernel_device(names[0], tensors[0])
 
 
 def check_same_dtype(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> None:

@@ -24,9 +24,10 @@ import triton
 import triton.language as tl
 
 from gpuperf.kernels import _configs
-from gpuperf.kernels._validation import check_tensor
+from gpuperf.kernels._validation import check_device, check_tensor
 
-LOG2E = 1.4426950408889634  # exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction
+# exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
+LOG2E = tl.constexpr(1.4426950408889634)
 
 
 @triton.autotune(
@@ -139,6 +140,7 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     writes it once, the second read served partly from L2.
     """
     check_tensor("x", x)
+    check_device(("x",), (x,))
     if x.dim() == 0:
         raise ValueError("x must have at least 1 dimension (softmax runs over the last), got a 0-d tensor")
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)

@@ -13,7 +13,7 @@ import triton.language as tl
 
 from gpuperf.kernels import _configs
 from gpuperf.kernels._validation import (
-    check_same_device,
+    check_device,
     check_same_dtype,
     check_same_shape,
     check_tensor,
@@ -64,7 +64,7 @@ def vector_add(
     """
     check_tensor("x", x)
     check_tensor("y", y)
-    check_same_device(("x", "y"), (x, y))
+    check_device(("x", "y"), (x, y))
     check_same_dtype(("x", "y"), (x, y))
     check_same_shape(("x", "y"), (x, y))
     if not isinstance(block_size, int) or isinstance(block_size, bool):

@@ -13,10 +13,12 @@ from gpuperf._runtime import is_interpreter
 
 # --- vector add --------------------------------------------------------------------
 
-#: Elements per program and warps per program for ``vector_add``. 4096 fp32
-#: elements over 4 warps gives each thread 32 elements: eight 16-byte loads per
-#: input in flight to cover HBM latency. Tutorial 01 measures the alternatives.
-VECTOR_ADD_BLOCK_SIZE = 4096
+#: Elements per program and warps per program for ``vector_add``: 1024 fp32
+#: elements over 4 warps gives each thread two 16-byte loads per input. On an
+#: H200, block sizes 512 to 4096 with 2 to 16 warps measured within the run-to-run
+#: spread of each other (scripts/explore_configs.py); 8192 and up lose 5-15%
+#: below 2**24 elements (too few programs to spread over 132 SMs).
+VECTOR_ADD_BLOCK_SIZE = 1024
 VECTOR_ADD_NUM_WARPS = 4
 
 # --- softmax -----------------------------------------------------------------------

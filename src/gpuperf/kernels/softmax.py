@@ -72,6 +72,7 @@ def _softmax_online_kernel(
     stride_xn,
     stride_ym,
     BLOCK_N: tl.constexpr,
+    REVERSE_SECOND_PASS: tl.constexpr = True,
 ):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_xm
@@ -104,7 +105,8 @@ def _softmax_online_kernel(
 
     # Pass 2, last chunk first: those are the chunks most likely still in L2.
     for i in range(0, n_chunks):
-        offs = (n_chunks - 1 - i) * BLOCK_N + cols
+        chunk = n_chunks - 1 - i if REVERSE_SECOND_PASS else i
+        offs = chunk * BLOCK_N + cols
         mask = offs < n_cols
         x = tl.load(
             x_row + offs * stride_xn, mask=mask, other=-float("inf"), eviction_policy="evict_first"

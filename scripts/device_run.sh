@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: environment, GPU tests, every benchmark, optional live docs.
-# Usage (device tool): GPUPERF_COMMIT=<sha> bash scripts/device_run.sh [docs]
-# Writes under $OUT: env.txt, tests.log, bench.log, measurements/<gpu>/*.json (and docs.log).
+# The GPU machine's whole job in one call (see /work/.library/device in this workplace,
+# or run it on any machine with an NVIDIA GPU, torch and triton):
+#   bash scripts/device_run.sh measure   GPU tests, config sweep, every benchmark
+#   bash scripts/device_run.sh docs      the site built with live measurements
+# Set GPUPERF_COMMIT to the commit being measured when the tree has no .git.
+# Writes under $OUT: run.log, measurements/<gpu>/*, docs.log, html.tgz.
 set -uo pipefail
-OUT=${OUT:-/tmp/out}
+OUT=${OUT:-/tmp/gpuperf-out}
 mkdir -p "$OUT"
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-{
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
-  python3 -c 'import torch, triton, numpy, sys; print(sys.version); print("torch", torch.__version__, "cuda", torch.version.cuda, "triton", triton.__version__, "numpy", numpy.__version__)'
-} 2>&1 | tee "$OUT/env.txt"
-
-echo "== GPU tests"
-python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tee "$OUT/tests.log" | tail -n 15
-
-echo "== configs"
-python3 scripts/explore_configs.py 2>&1 | tee "$OUT/configs.log"
-
-echo "== benchmarks"
-time python3 -m gpuperf.bench --out "$OUT/measurements" 2>&1 | tee "$OUT/bench.log"
-
-if [ "${1:-}" = docs ]; then
-  echo "== docs, measured live"
-  time python3 -m sphinx -W --keep-going -b html docs "$OUT/html" 2>&1 | tee "$OUT/docs.log" | tail -n 30
+case "${1:-measure}" in
+measure)
+  {
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+    python3 -c 'import torch, triton, numpy, sys; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "triton", triton.__version__, "numpy", numpy.__version__)'
+    echo "== GPU tests"
+    python3 -m pytest -q -p no:cacheprovider -n 4 tests 2>&1 | tail -n 25
+    echo "== config sweep"
+    python3 scripts/explore_configs.py --out "$OUT/measurements"
+    echo "== benchmarks"
+    time python3 -m gpuperf.bench --out "$OUT/measurements"
+  } 2>&1 | tee "$OUT/run.log"
+  ;;
+docs)
+  # Sphinx, sphinx-gallery and furo travel as wheels in .whl (the image has none).
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH="/tmp/site:$PYTHONPATH"
+  rm -rf docs/_build docs/tutorials docs/generated
+  { time python3 -m sphinx -W --keep-going -b html docs "$OUT/html"; } 2>&1 | tee "$OUT/docs.log" | tail -n 40
   tar -czf "$OUT/html.tgz" -C "$OUT" html && rm -rf "$OUT/html"
-fi
+  ;;
+esac

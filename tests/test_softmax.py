@@ -20,7 +20,7 @@ SHAPES = [
     (2, LONG),  # the longest single-pass row
     (2, LONG + 1),  # the shortest online row
     (2, 65536),  # long row: the online kernel, whole chunks
-    (1, 3 * 4096 + 5),  # ragged last chunk
+    (1, 5 * _configs.SOFTMAX_ONLINE_BLOCK_N + 123),  # online, ragged last chunk
 ]
 LONG_SHAPES = [(3, 262144)]
 

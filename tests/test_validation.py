@@ -16,10 +16,26 @@ def t(*shape, dtype=torch.float32, device=DEVICE):
     [
         pytest.param([1.0], t(1), TypeError, "x must be a torch.Tensor, got list", id="x-not-tensor"),
         pytest.param(t(1), 2.0, TypeError, "y must be a torch.Tensor, got float", id="y-not-tensor"),
-        pytest.param(t(4, dtype=torch.int32), t(4), TypeError, r"x has dtype int32; supported dtypes are float32, float16, bfloat16", id="int-dtype"),
-        pytest.param(t(4, dtype=torch.float64), t(4, dtype=torch.float64), TypeError, "supported dtypes", id="fp64"),
-        pytest.param(t(4), t(4, dtype=torch.float16), TypeError, r"same dtype, got x float32, y float16", id="dtype-mismatch"),
-        pytest.param(t(4, 3), t(3, 4), ValueError, r"same shape, got x \(4, 3\), y \(3, 4\)", id="shape-mismatch"),
+        pytest.param(
+            t(4, dtype=torch.int32),
+            t(4),
+            TypeError,
+            r"x has dtype int32; supported dtypes are float32, float16, bfloat16",
+            id="int-dtype",
+        ),
+        pytest.param(
+            t(4, dtype=torch.float64), t(4, dtype=torch.float64), TypeError, "supported dtypes", id="fp64"
+        ),
+        pytest.param(
+            t(4),
+            t(4, dtype=torch.float16),
+            TypeError,
+            r"same dtype, got x float32, y float16",
+            id="dtype-mismatch",
+        ),
+        pytest.param(
+            t(4, 3), t(3, 4), ValueError, r"same shape, got x \(4, 3\), y \(3, 4\)", id="shape-mismatch"
+        ),
         pytest.param(t(4), t(5), ValueError, r"x \(4,\), y \(5,\)", id="length-mismatch"),
     ],
 )

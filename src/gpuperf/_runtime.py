@@ -48,5 +48,9 @@ def check_kernel_device(name: str, tensor) -> None:
     if kind == "cpu" and is_interpreter():
         return
     expected = "a CUDA device" + (" or the CPU" if is_interpreter() else "")
-    hint = "" if is_interpreter() else " (set TRITON_INTERPRET=1 before importing gpuperf.kernels to run on the CPU)"
+    hint = (
+        ""
+        if is_interpreter()
+        else " (set TRITON_INTERPRET=1 before importing gpuperf.kernels to run on the CPU)"
+    )
     raise ValueError(f"{name} must be on {expected}, got a tensor on {tensor.device}{hint}")

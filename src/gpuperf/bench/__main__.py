@@ -14,18 +14,25 @@ from pathlib import Path
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpuperf.bench", description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="measurements folder (default: docs/measurements in the checkout)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="measurements folder (default: docs/measurements in the checkout)",
+    )
     args = parser.parse_args(argv)
-
-    from gpuperf._runtime import is_interpreter
 
     import torch
 
+    from gpuperf._runtime import is_interpreter
+
     if not torch.cuda.is_available() or is_interpreter():
-        print("gpuperf.bench: no CUDA GPU is usable here (torch.cuda.is_available() is False or "
-              "TRITON_INTERPRET=1), so nothing can be measured. Run this on a machine with an "
-              "NVIDIA GPU; without one, the docs render the committed records.", file=sys.stderr)
+        print(
+            "gpuperf.bench: no CUDA GPU is usable here (torch.cuda.is_available() is False or "
+            "TRITON_INTERPRET=1), so nothing can be measured. Run this on a machine with an "
+            "NVIDIA GPU; without one, the docs render the committed records.",
+            file=sys.stderr,
+        )
         return 2
 
     from gpuperf.bench import catalog, hardware, provenance, records
@@ -47,8 +54,11 @@ def main(argv=None) -> int:
         record = run(benchmark, ceilings=ceilings, log=lambda line: print(line, flush=True))
         path = records.write(record, root)
         print(f"wrote {path}", flush=True)
-        failed += [f"{benchmark.name} x={r['x']}: {r['status']} {r.get('message', '')}"
-                   for r in record["rows"] if r["provider"] == benchmark.subject.key and r["status"] != "ok"]
+        failed += [
+            f"{benchmark.name} x={r['x']}: {r['status']} {r.get('message', '')}"
+            for r in record["rows"]
+            if r["provider"] == benchmark.subject.key and r["status"] != "ok"
+        ]
     if failed:
         print("the kernels under study failed:\n  " + "\n  ".join(failed), file=sys.stderr)
         return 1

@@ -34,8 +34,9 @@ def matmul_flops(m: int, n: int, k: int) -> int:
     return 2 * m * n * k
 
 
-def attention_flops(batch: int, heads: int, seq_len: int, head_dim: int, *, causal: bool = False,
-                    backward: bool = False) -> float:
+def attention_flops(
+    batch: int, heads: int, seq_len: int, head_dim: int, *, causal: bool = False, backward: bool = False
+) -> float:
     """FLOPs of attention: ``4 * B * H * S**2 * D`` forward (two matmuls), half when
     causal, 2.5 times the forward for the backward pass (five matmuls instead of two)."""
     flops = 4.0 * batch * heads * seq_len * seq_len * head_dim

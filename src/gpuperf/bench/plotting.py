@@ -30,11 +30,11 @@ def provider_color(key: str) -> str:
 
 
 def format_size(x: int) -> str:
-    """``1048576 -> '2^20'``; other numbers with thousands separators."""
+    """Powers of two from 2^16 up as ``'2^20'``; smaller or other numbers as written (``'4096'``)."""
     x = int(x)
-    if x > 0 and x & (x - 1) == 0:
+    if x >= 2**16 and x & (x - 1) == 0:
         return f"2^{x.bit_length() - 1}"
-    return f"{x:,}"
+    return str(x)
 
 
 def format_rate(value: float, unit: str) -> str:
@@ -46,8 +46,9 @@ def format_rate(value: float, unit: str) -> str:
 def _series(record: dict):
     order = list(dict.fromkeys(r["provider"] for r in record["rows"]))
     for key in order:
-        rows = sorted((r for r in record["rows"] if r["provider"] == key and r["status"] == "ok"),
-                      key=lambda r: r["x"])
+        rows = sorted(
+            (r for r in record["rows"] if r["provider"] == key and r["status"] == "ok"), key=lambda r: r["x"]
+        )
         label = next(r["label"] for r in record["rows"] if r["provider"] == key)
         yield key, label, rows
 
@@ -63,7 +64,7 @@ def plot_record(record: dict, *, source: str = "committed", notes=()):
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
-    fig, ax = plt.subplots(figsize=(8.0, 5.0), facecolor="white")
+    fig, ax = plt.subplots(figsize=(8.0, 6.2), facecolor="white")
     ax.set_facecolor("white")
     ceiling = record["ceiling"]
     c = ceiling["value"]
@@ -78,41 +79,55 @@ def plot_record(record: dict, *, source: str = "committed", notes=()):
         hi = [r.get("value_p80", r["value"]) for r in rows]
         ax.fill_between(xs, lo, hi, color=color, alpha=0.2, lw=0)
         ymax = max(ymax, *hi)
-    ax.axhline(c, ls="--", lw=1.2, color="black",
-               label=f"{ceiling['label']}, measured: {format_rate(c, ceiling['unit'])}")
+    ax.axhline(
+        c,
+        ls="--",
+        lw=1.2,
+        color="black",
+        label=f"{ceiling['label']}, measured: {format_rate(c, ceiling['unit'])}",
+    )
 
     l2 = record["provenance"].get("l2_bytes")
     if record["metric"] == "GB/s" and l2:
         cached = sorted({r["x"] for r in record["rows"] if r["work"] <= l2})
         if cached:
-            ax.axvspan(min(r["x"] for r in record["rows"]) / 1.2, cached[-1] * 1.2, color="#f2e6b3", alpha=0.5,
-                       lw=0, label=f"traffic ≤ L2 ({l2 / 1e6:.0f} MB): partly served by L2, not HBM")
+            ax.axvspan(
+                min(r["x"] for r in record["rows"]) / 1.2,
+                cached[-1] * 1.2,
+                color="#f2e6b3",
+                alpha=0.5,
+                lw=0,
+                label=f"traffic ≤ L2 ({l2 / 2**20:.0f} MiB): partly served by L2, not HBM",
+            )
 
     ax.set_xscale("log", base=2)
     xs_all = sorted({r["x"] for r in record["rows"]})
     ax.set_xticks(xs_all)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(v)))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-    ax.tick_params(axis="x", labelrotation=45 if len(xs_all) > 10 else 0)
+    rotate = len(xs_all) > 10
+    ax.tick_params(axis="x", labelrotation=45 if rotate else 0)
     ax.set_xlabel(record["x_label"])
     ax.set_ylabel(record["metric"])
     ax.set_ylim(0, ymax * 1.08)
     secondary = ax.secondary_yaxis("right", functions=(lambda v: 100 * v / c, lambda p: p * c / 100))
     secondary.set_ylabel(f"% of {ceiling['label']}")
     ax.grid(True, which="major", color="#dddddd", lw=0.6)
-    ax.legend(fontsize=8, loc="best", framealpha=0.95)
+    ax.legend(
+        fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2 if rotate else -0.12), ncol=2, frameon=False
+    )
     where = "measured live in this build" if source == "live" else "committed measurement"
     ax.set_title(f"{record['title']} ({where})", fontsize=11)
 
     lines = textwrap.wrap(caption(record["provenance"]), 120)
-    fig.subplots_adjust(bottom=0.16 + 0.03 * (len(lines) + len(notes)))
+    fig.subplots_adjust(top=0.93, bottom=0.36 + 0.025 * max(0, len(lines) + len(notes) - 3))
     y = 0.01
     for note in reversed(notes):
         fig.text(0.01, y, textwrap.shorten(note, 130), fontsize=7, color="#b00020")
-        y += 0.03
+        y += 0.025
     for line in reversed(lines):
         fig.text(0.01, y, line, fontsize=7, color="#333333")
-        y += 0.03
+        y += 0.025
     return fig
 
 
@@ -123,6 +138,14 @@ def plot_missing(title: str, message: str):
     fig, ax = plt.subplots(figsize=(8.0, 2.5), facecolor="white")
     ax.set_axis_off()
     ax.set_title(title, fontsize=11)
-    ax.text(0.5, 0.5, "\n".join(textwrap.wrap(message, 90)), ha="center", va="center",
-            fontsize=9, color="#b00020", transform=ax.transAxes)
+    ax.text(
+        0.5,
+        0.5,
+        "\n".join(textwrap.wrap(message, 90)),
+        ha="center",
+        va="center",
+        fontsize=9,
+        color="#b00020",
+        transform=ax.transAxes,
+    )
     return fig

@@ -62,7 +62,9 @@ def collect(device_index: int = 0) -> dict:
     import triton
 
     props = torch.cuda.get_device_properties(device_index)
-    driver = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", f"--id={device_index}"])
+    driver = _run(
+        ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", f"--id={device_index}"]
+    )
     return {
         "gpu": props.name,
         "sm_count": props.multi_processor_count,

@@ -22,8 +22,17 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 REFERENCE_GPU = "nvidia-h100-80gb-hbm3"
 
 RECORD_KEYS = (
-    "schema_version", "benchmark", "title", "x_name", "x_label", "metric", "baseline",
-    "ceiling", "sources_sha256", "provenance", "rows",
+    "schema_version",
+    "benchmark",
+    "title",
+    "x_name",
+    "x_label",
+    "metric",
+    "baseline",
+    "ceiling",
+    "sources_sha256",
+    "provenance",
+    "rows",
 )
 ROW_KEYS = ("x", "provider", "label", "status", "work", "ms", "ms_p20", "ms_p80", "value")
 
@@ -69,7 +78,9 @@ def validate(record: dict) -> list[str]:
         if missing:
             problems.append(f"row {i} lacks {missing}")
         elif row["status"] == "ok" and not (row["ms_p20"] <= row["ms"] <= row["ms_p80"]):
-            problems.append(f"row {i}: percentiles out of order ({row['ms_p20']}, {row['ms']}, {row['ms_p80']})")
+            problems.append(
+                f"row {i}: percentiles out of order ({row['ms_p20']}, {row['ms']}, {row['ms_p80']})"
+            )
     if not record["rows"]:
         problems.append("no rows")
     return problems

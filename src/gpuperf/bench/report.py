@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from gpuperf._runtime import has_cuda, is_interpreter
 from gpuperf.bench import records
 from gpuperf.bench.plotting import format_size, plot_missing, plot_record
+from gpuperf.bench.provenance import REPO_ROOT
 from gpuperf.bench.spec import Benchmark
 
 #: ``GPUPERF_BENCH=records`` renders committed records even where a GPU is present;
@@ -35,8 +36,11 @@ class Result:
         """``{x: metric value}`` for one provider's successful rows."""
         if self.record is None:
             return {}
-        return {r["x"]: r["value"] for r in self.record["rows"]
-                if r["provider"] == provider and r["status"] == "ok"}
+        return {
+            r["x"]: r["value"]
+            for r in self.record["rows"]
+            if r["provider"] == provider and r["status"] == "ok"
+        }
 
     def ratios(self, provider: str | None = None) -> dict[int, float]:
         """``{x: provider / baseline}`` (time ratio inverted: above 1 means faster)."""
@@ -60,15 +64,21 @@ class Result:
         keys = list(dict.fromkeys(r["provider"] for r in rec["rows"]))
         subject, base = self.benchmark.subject.key, rec["baseline"]
         by = {(r["x"], r["provider"]): r for r in rec["rows"]}
-        header = [rec["x_name"], *[f"{k} {rec['metric']}" for k in keys],
-                  f"{subject}/{base}", f"{subject} % of {rec['ceiling']['key'].split('_')[0]}"]
+        header = [
+            rec["x_name"],
+            *[f"{k} {rec['metric']}" for k in keys],
+            f"{subject}/{base}",
+            f"{subject} % of {rec['ceiling']['key'].split('_')[0]}",
+        ]
         ratios, fractions = self.ratios(), self.fraction_of_ceiling()
         lines = []
         for x in sorted({r["x"] for r in rec["rows"]}):
             cells = [format_size(x)]
             for k in keys:
                 r = by.get((x, k))
-                cells.append("-" if r is None else (f"{r['value']:.0f}" if r["status"] == "ok" else r["status"]))
+                cells.append(
+                    "-" if r is None else (f"{r['value']:.0f}" if r["status"] == "ok" else r["status"])
+                )
             cells.append(f"{ratios[x]:.2f}x" if x in ratios else "-")
             cells.append(f"{100 * fractions[x]:.0f}%" if x in fractions else "-")
             lines.append(cells)
@@ -95,15 +105,23 @@ def load(benchmark: Benchmark, gpu: str | None = None) -> Result:
     gpu = gpu or records.reference_gpu()
     path = records.record_path(benchmark.name, gpu)
     if not path.exists():
-        return Result(benchmark, None, "missing", [
-            f"MISSING: no committed measurement of {benchmark.name!r} for {gpu} "
-            f"(expected {path}). Run `nox -s bench` on that GPU and commit what it writes."
-        ])
+        shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+        return Result(
+            benchmark,
+            None,
+            "missing",
+            [
+                f"MISSING: no committed measurement of {benchmark.name!r} for {gpu} "
+                f"(expected {shown}). Run `nox -s bench` on that GPU and commit what it writes."
+            ],
+        )
     try:
         record = records.read(path)
     except ValueError as err:
         return Result(benchmark, None, "missing", [f"MALFORMED: {err}"])
-    notes = [f"STALE: {reason}; re-run `nox -s bench` on a GPU." for reason in records.staleness(record, benchmark)]
+    notes = [
+        f"STALE: {reason}; re-run `nox -s bench` on a GPU." for reason in records.staleness(record, benchmark)
+    ]
     return Result(benchmark, record, "committed", notes)
 
 

@@ -49,8 +49,17 @@ def run(
         expected = benchmark.reference(*inputs)
         work = benchmark.work(x)
         for provider in benchmark.providers:
-            row = {"x": x, "provider": provider.key, "label": provider.label, "work": work,
-                   "status": "ok", "ms": None, "ms_p20": None, "ms_p80": None, "value": None}
+            row = {
+                "x": x,
+                "provider": provider.key,
+                "label": provider.label,
+                "work": work,
+                "status": "ok",
+                "ms": None,
+                "ms_p20": None,
+                "ms_p80": None,
+                "value": None,
+            }
             try:
                 fn = provider.make(*inputs)
                 assert_close(f"{benchmark.name} {provider.key} {benchmark.x_name}={x}", expected, fn())
@@ -61,7 +70,9 @@ def run(
                 row.update(status="error", message=f"{type(err).__name__}: {err}"[:500])
             else:
                 row.update(
-                    ms=t.ms, ms_p20=t.ms_p20, ms_p80=t.ms_p80,
+                    ms=t.ms,
+                    ms_p20=t.ms_p20,
+                    ms_p80=t.ms_p80,
                     value=metrics.rate(benchmark.metric, work, t.ms),
                     value_p20=metrics.rate(benchmark.metric, work, t.ms_p80),
                     value_p80=metrics.rate(benchmark.metric, work, t.ms_p20),

@@ -32,7 +32,7 @@ class Provider:
 
 def call(fn: Callable[..., torch.Tensor]) -> Callable[..., Callable[[], torch.Tensor]]:
     """The plain provider factory: ``make(*inputs)`` returns ``lambda: fn(*inputs)``."""
-    return lambda *inputs: (lambda: fn(*inputs))
+    return lambda *inputs: lambda: fn(*inputs)
 
 
 @dataclass(frozen=True)

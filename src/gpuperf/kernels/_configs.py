@@ -1,81 +1,48 @@
-"""Autotune configs and launch parameters, kept as data.
+"""Launch parameters, kept as data, each rule with its reason.
 
-Under Triton's interpreter the autotuner would time every config with CUDA
-events it does not have, so each list collapses to one small config there.
-Every pruning rule carries a one-line reason.
+(Autotuned kernels keep their config lists here too; under Triton's interpreter
+such a list must collapse to one config, since the autotuner would time each
+with CUDA events the interpreter does not have.)
 """
 
 from __future__ import annotations
 
-import triton
-
-from gpuperf._runtime import is_interpreter
-
 # --- vector add --------------------------------------------------------------------
 
 #: Elements per program and warps per program for ``vector_add``: 1024 fp32
-#: elements over 4 warps gives each thread two 16-byte loads per input. On an
-#: H200, block sizes 512 to 4096 with 2 to 16 warps measured within the run-to-run
-#: spread of each other (scripts/explore_configs.py); 8192 and up lose 5-15%
-#: below 2**24 elements (too few programs to spread over 132 SMs).
+#: elements over 8 warps gives each thread one 16-byte load per input, and at
+#: 2**20 elements all 1024 programs are resident at once. On an H100 and an H200,
+#: block sizes 512 to 4096 with 2 to 8 warps measured within the run-to-run spread
+#: of each other from 2**22 elements up (scripts/explore_configs.py); at 2**20 this
+#: one tied x + y in both H100 runs; 8192 and up lose 5-15% below 2**24 elements.
 VECTOR_ADD_BLOCK_SIZE = 1024
-VECTOR_ADD_NUM_WARPS = 4
+VECTOR_ADD_NUM_WARPS = 8
 
 # --- softmax -----------------------------------------------------------------------
+# Chosen from a sweep of every (rows per program, warps) and (chunk, warps) on an
+# H100 (scripts/explore_configs.py; the numbers are in tutorial 02): the best few
+# configs of each row length lie within 1-2% of each other, and these rules land
+# among them. Fixed rules rather than the autotuner keep every run on the same
+# code and cost no tuning time on the first call.
 
 #: Rows longer than this take the online (two-pass, chunked) kernel: a longer
 #: fp32 row no longer fits in one program's registers without spilling.
 SOFTMAX_MAX_FUSED_COLS = 32768
 
-#: Largest tile (rows x padded columns) one program of the single-pass kernel holds.
-_SOFTMAX_MAX_TILE = 32768
-#: Most elements per thread before registers spill (64 fp32 values plus addresses).
-_SOFTMAX_MAX_PER_THREAD = 64
-#: Fewest elements per thread: below 4, loads are narrower than 16 bytes.
-_SOFTMAX_MIN_PER_THREAD = 4
+#: Elements each thread holds in the single-pass kernel: 64 fp32 registers of
+#: data leave room for addresses and the reductions without spilling.
+SOFTMAX_ELEMENTS_PER_THREAD = 64
+
+#: Chunk length and warps of the online kernel: 32 elements per thread per chunk;
+#: the sweep favoured 8192-column chunks over 1024-4096 by 3-10%.
+SOFTMAX_ONLINE_BLOCK_N = 8192
+SOFTMAX_ONLINE_NUM_WARPS = 8
 
 
-def softmax_fused_configs() -> list[triton.Config]:
-    """Candidates for the single-pass kernel: rows per program x warps."""
-    if is_interpreter():
-        # Two rows per program still exercises the row mask under the interpreter.
-        return [triton.Config({"BLOCK_M": 2}, num_warps=1)]
-    return [
-        triton.Config({"BLOCK_M": block_m}, num_warps=num_warps)
-        for block_m in (1, 2, 4, 8, 16, 32, 64)
-        for num_warps in (2, 4, 8, 16, 32)
-    ]
-
-
-def prune_softmax_fused(configs, named_args, **kwargs):
-    """Keep the configs whose tile fits the row length of this call.
-
-    The autotuner caches its choice per row length (``key=["n_cols"]``) and dtype,
-    so the first call with a given row length decides for later ones.
-    """
-    block_n = kwargs.get("BLOCK_N", named_args.get("BLOCK_N"))
-    kept = []
-    for config in configs:
-        block_m = config.kwargs["BLOCK_M"]
-        tile = block_m * block_n
-        per_thread = tile // (config.num_warps * 32)
-        if tile > max(_SOFTMAX_MAX_TILE, block_n):
-            continue  # the tile would not fit in registers
-        if per_thread > _SOFTMAX_MAX_PER_THREAD or per_thread < _SOFTMAX_MIN_PER_THREAD:
-            continue  # spills above, narrow loads below
-        kept.append(config)
-    # The smallest tile always works; it covers rows too short or too few for the rules.
-    return kept or [min(configs, key=lambda c: (c.kwargs["BLOCK_M"], c.num_warps))]
-
-
-def softmax_online_configs() -> list[triton.Config]:
-    """Candidates for the online kernel: columns per chunk x warps, one row per program."""
-    if is_interpreter():
-        return [triton.Config({"BLOCK_N": 4096}, num_warps=1)]
-    return [
-        triton.Config({"BLOCK_N": block_n}, num_warps=num_warps)
-        for block_n in (1024, 2048, 4096, 8192)
-        for num_warps in (4, 8, 16)
-        # 4..32 elements per thread: wide loads, and the running max and sum fit too.
-        if 4 <= block_n // (num_warps * 32) <= 32
-    ]
+def softmax_fused_launch(block_n: int) -> tuple[int, int]:
+    """``(BLOCK_M, num_warps)`` for the single-pass kernel on rows padded to ``block_n``."""
+    # Short rows: four per program, so each program moves at least 4 KB of fp32.
+    block_m = 4 if block_n <= 1024 else 1
+    # At most 64 elements per thread; at least 2 warps.
+    num_warps = max(2, block_m * block_n // (32 * SOFTMAX_ELEMENTS_PER_THREAD))
+    return block_m, num_warps

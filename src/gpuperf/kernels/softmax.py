@@ -30,11 +30,6 @@ from gpuperf.kernels._validation import check_device, check_tensor
 LOG2E = tl.constexpr(1.4426950408889634)
 
 
-@triton.autotune(
-    configs=_configs.softmax_fused_configs(),
-    key=["n_cols"],
-    prune_configs_by={"early_config_prune": _configs.prune_softmax_fused},
-)
 @triton.jit
 def _softmax_kernel(
     x_ptr,
@@ -62,7 +57,6 @@ def _softmax_kernel(
     tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.autotune(configs=_configs.softmax_online_configs(), key=["n_cols"])
 @triton.jit
 def _softmax_online_kernel(
     x_ptr,
@@ -154,12 +148,28 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     n_rows = x2d.shape[0]
     if n_cols <= _configs.SOFTMAX_MAX_FUSED_COLS:
         block_n = triton.next_power_of_2(n_cols)
-        grid = lambda meta: (triton.cdiv(n_rows, meta["BLOCK_M"]),)
-        _softmax_kernel[grid](
-            x2d, y2d, n_rows, n_cols, x2d.stride(0), x2d.stride(1), y2d.stride(0), BLOCK_N=block_n
+        block_m, num_warps = _configs.softmax_fused_launch(block_n)
+        _softmax_kernel[(triton.cdiv(n_rows, block_m),)](
+            x2d,
+            y2d,
+            n_rows,
+            n_cols,
+            x2d.stride(0),
+            x2d.stride(1),
+            y2d.stride(0),
+            BLOCK_N=block_n,
+            BLOCK_M=block_m,
+            num_warps=num_warps,
         )
     else:
         _softmax_online_kernel[(n_rows,)](
-            x2d, y2d, n_cols, x2d.stride(0), x2d.stride(1), y2d.stride(0)
+            x2d,
+            y2d,
+            n_cols,
+            x2d.stride(0),
+            x2d.stride(1),
+            y2d.stride(0),
+            BLOCK_N=_configs.SOFTMAX_ONLINE_BLOCK_N,
+            num_warps=_configs.SOFTMAX_ONLINE_NUM_WARPS,
         )
     return out

@@ -1,0 +1,78 @@
+"""Sessions: ``nox -s tests``, ``nox -s docs``, ``nox -s lint``, ``nox -s bench``.
+
+Every session installs gpuperf (editable) with its dependency group from
+pyproject.toml, pinned by constraints.txt. Without an NVIDIA GPU, ``tests`` and
+``docs`` run the kernels through Triton's interpreter; ``bench`` refuses to start.
+"""
+
+import shutil
+import subprocess
+
+import nox
+
+nox.options.sessions = ["lint", "tests", "docs"]
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_venv = "yes"
+
+PYPROJECT = nox.project.load_toml("pyproject.toml")
+
+
+def _gpu_present() -> bool:
+    smi = shutil.which("nvidia-smi")
+    return bool(smi) and subprocess.run([smi, "-L"], capture_output=True).returncode == 0
+
+
+def _install(session: nox.Session, *groups: str) -> None:
+    deps = [dep for group in groups for dep in nox.project.dependency_groups(PYPROJECT, group)]
+    session.install("-c", "constraints.txt", "-e", ".", *deps)
+
+
+def _env() -> dict:
+    # Also set by tests/conftest.py and docs/conf.py; set here so any subprocess agrees.
+    return {} if _gpu_present() else {"TRITON_INTERPRET": "1"}
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the test suite (GPU tests are skipped without a GPU)."""
+    _install(session, "tests")
+    session.run("pytest", *session.posargs, env=_env())
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the site into docs/_build/html; a warning or a tutorial error fails the build."""
+    _install(session, "docs")
+    session.run(
+        "sphinx-build",
+        "-W",
+        "--keep-going",
+        "-b",
+        "html",
+        "docs",
+        "docs/_build/html",
+        *session.posargs,
+        env=_env(),
+    )
+    session.log("open docs/_build/html/index.html")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff: lint and format check."""
+    session.install("-c", "constraints.txt", *nox.project.dependency_groups(PYPROJECT, "lint"))
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Re-measure every benchmark and the ceilings on this GPU; write docs/measurements/<gpu>/."""
+    if not _gpu_present():
+        session.error(
+            "nox -s bench measures on an NVIDIA GPU and none was found (nvidia-smi -L failed). "
+            "Without a GPU, `nox -s docs` renders the committed measurements."
+        )
+    _install(session)
+    session.run("python", "-m", "gpuperf.bench", *session.posargs)
+    session.run("python", "scripts/explore_configs.py")

@@ -1,0 +1,217 @@
+"""
+Fused softmax: one pass over memory, and what to do when a row does not fit
+===========================================================================
+
+**What you will learn**
+
+* how to count the DRAM traffic of a chain of PyTorch operations, and why
+  fusing them into one kernel is worth several times its speed;
+* how a Triton program reduces along rows (``tl.max``, ``tl.sum``) with the
+  whole row in registers;
+* the *online softmax*: a running maximum and a rescaled running sum, for rows
+  too long to hold on chip;
+* how the result compares with ``torch.softmax``, naive eager PyTorch and
+  ``torch.compile``, against the measured copy bandwidth.
+"""
+
+# %%
+# Counting bytes
+# --------------
+#
+# Softmax over the last dimension, :math:`y_{ij} = e^{x_{ij} - m_i} / \sum_k
+# e^{x_{ik} - m_i}` with :math:`m_i = \max_k x_{ik}` (subtracting the maximum
+# keeps :math:`e^x` from overflowing), written the obvious way in PyTorch, is
+# five kernels:
+#
+# .. literalinclude:: ../../src/gpuperf/reference.py
+#    :pyobject: softmax_naive
+#
+# Each kernel reads its input from DRAM and writes its output back. For an
+# :math:`M \times N` input, ``max`` reads :math:`MN` elements, the subtraction
+# reads :math:`MN` and writes :math:`MN`, ``exp`` the same, ``sum`` reads
+# :math:`MN`, and the division reads and writes :math:`MN` (the per-row vectors
+# of length :math:`M` are negligible): :math:`8MN` elements moved. A fused kernel
+# that reads each row once and writes it once moves :math:`2MN`: four times
+# fewer bytes, so for a memory-bound operation up to four times faster.
+
+rows, cols, fp32 = 4096, 8192, 4
+naive_bytes = 8 * rows * cols * fp32
+fused_bytes = 2 * rows * cols * fp32
+print(f"{rows} x {cols} fp32: naive moves {naive_bytes / 2**20:.0f} MiB, fused {fused_bytes / 2**20:.0f} MiB")
+
+# %%
+# The single-pass kernel
+# ----------------------
+#
+# Each program loads a tile of ``BLOCK_M`` whole rows (padded to ``BLOCK_N``, the
+# next power of two) into registers, reduces each row to its maximum, then to
+# its sum of exponentials, normalises and stores. Padding lanes load ``-inf``:
+# they never win the maximum and add :math:`e^{-\infty} = 0` to the sum. The
+# arithmetic is in float32 whatever the input dtype, rounded once at the store.
+#
+# .. literalinclude:: ../../src/gpuperf/kernels/softmax.py
+#    :pyobject: _softmax_kernel
+#
+# How many rows per program and how many warps? Short rows pack four to a
+# program, so each program moves at least 4 KB; each thread holds at most 64
+# values, the most that stays in registers with room for addresses. These rules
+# came from measuring every configuration on an H100 (the output of
+# ``scripts/explore_configs.py`` is committed beside the records): at every row
+# length the best few configurations lie within 1-2% of each other, and the
+# rules land among them.
+#
+# .. literalinclude:: ../../src/gpuperf/kernels/_configs.py
+#    :pyobject: softmax_fused_launch
+#
+# Rows too long for registers: the online softmax
+# -----------------------------------------------
+#
+# A row of 65,536 float32 values is 256 KB, more than the register file of a
+# whole SM. The classic way out reads the row three times: once for the
+# maximum, once for the sum, once to write the output. Milakov and Gimelshein's
+# *online softmax* (`arXiv:1805.02867 <https://arxiv.org/abs/1805.02867>`_)
+# merges the first two: walk the row in chunks keeping a running maximum
+# :math:`m` and a running sum :math:`s` of :math:`e^{x - m}`; when a chunk raises
+# the maximum to :math:`m'`, the old sum is rescaled by :math:`e^{m - m'}`:
+#
+# .. math:: s' = s \, e^{m - m'} + \textstyle\sum_{\text{chunk}} e^{x - m'}.
+#
+# The same trick is the heart of FlashAttention. Our kernel keeps :math:`m` and
+# :math:`s` per lane (one per position in the chunk) and combines the lanes at
+# the end. A second walk writes :math:`e^{x - m} / s`. It runs *backwards*, so it
+# starts on the chunks the first walk read last, the ones most likely still in
+# L2; the first walk's loads ask L2 to keep the row (``evict_last``), the second
+# walk's ask it not to (``evict_first``). While a lane has seen only
+# :math:`-\infty` its shift is taken as 0, so the rescaling never computes
+# :math:`-\infty - (-\infty)`.
+#
+# .. literalinclude:: ../../src/gpuperf/kernels/softmax.py
+#    :pyobject: _softmax_online_kernel
+#
+# The wrapper picks the kernel by row length, views the input as a matrix of
+# rows without copying when its strides allow, and passes the strides through:
+#
+# .. literalinclude:: ../../src/gpuperf/kernels/softmax.py
+#    :pyobject: softmax
+
+# %%
+# Is it right?
+# ------------
+#
+# Odd shapes, several dimensions, a transposed (non-contiguous) input, a row
+# just past the single-pass limit and rows containing ``-inf``, each against the
+# float64 reference. Without a GPU the kernels run in Triton's interpreter.
+
+import torch
+
+from gpuperf.bench.report import can_measure
+from gpuperf.kernels import softmax
+from gpuperf.kernels._configs import SOFTMAX_MAX_FUSED_COLS
+from gpuperf.reference import softmax_ref
+from gpuperf.testing import assert_close
+
+device = "cuda" if can_measure() else "cpu"
+cases = {
+    "one element": torch.randn(1, device=device),
+    "3 x 7": torch.randn(3, 7, device=device),
+    "2 x 3 x 1000": torch.randn(2, 3, 1000, device=device),
+    "transposed 129 x 33": torch.randn(33, 129, device=device).t(),
+    "longest single-pass row": torch.randn(2, SOFTMAX_MAX_FUSED_COLS, device=device),
+    "online: 2 x 40,000": torch.randn(2, 40_000, device=device),
+}
+for name, x in cases.items():
+    assert_close(f"softmax {name}", softmax_ref(x), softmax(x))
+print(f"softmax matches the float64 reference on {device} for: {', '.join(cases)}")
+
+x = torch.randn(3, 500, device=device)
+x[0, :100] = -float("inf")  # masked positions get probability 0
+x[1] = -float("inf")  # a fully masked row is NaN, as in torch.softmax
+out, expected = softmax(x), torch.softmax(x, dim=-1)
+assert torch.equal(out.isnan(), expected.isnan()) and (out[0, :100] == 0).all()
+assert_close("softmax with -inf", softmax_ref(x), out)
+print("rows with -inf match torch.softmax, NaNs included")
+
+# %%
+# Benchmark: 4096 rows, 256 to 32,768 columns
+# -------------------------------------------
+#
+# Four providers in one run: the Triton kernel, ``torch.softmax`` (PyTorch's
+# hand-written CUDA kernel), the naive five-kernel version above, and that same
+# naive code through ``torch.compile`` (which fuses it into generated Triton),
+# compiled once per size. GB/s counts the fused minimum, :math:`2MN \times 4`
+# bytes, for every provider: the naive version's lower GB/s is exactly its
+# extra traffic.
+
+from gpuperf.bench import run_or_load
+from gpuperf.bench.catalog import SOFTMAX, SOFTMAX_LONG
+
+short = run_or_load(SOFTMAX)
+print(short.table())
+short.plot()
+
+# %%
+# Reading the curves
+# ------------------
+#
+# At 256 columns the whole tensor is 4 MB: the kernel is over in a few
+# microseconds and launch and ramp-up dominate, as in tutorial 01. From there
+# the fused kernels climb towards the copy bandwidth as the tensor grows past
+# L2 (the shaded region) and each program has more bytes to stream. The naive
+# version stays near a quarter of the others, as the byte count predicted.
+
+frac, ratio = short.fraction_of_ceiling(), short.ratios()
+naive = short.ratios("naive")
+if frac:
+    print("Triton, % of copy bandwidth: " + ", ".join(f"{x}: {100 * f:.0f}%" for x, f in frac.items()))
+    print(f"Triton / torch.softmax: {min(ratio.values()):.2f}x to {max(ratio.values()):.2f}x")
+    print(f"naive eager / torch.softmax: {min(naive.values()):.2f}x to {max(naive.values()):.2f}x")
+    compiled = short.ratios("compile")
+    print(f"torch.compile / torch.softmax: {min(compiled.values()):.2f}x to {max(compiled.values()):.2f}x")
+
+# %%
+# Two effects shape the Triton curve. Below about 2,048 columns a 32 MB tensor
+# takes ten microseconds at full bandwidth, so the fixed costs of a launch are a
+# visible fraction of it and no kernel reaches the copy rate there (a copy of the
+# same size does not either; the copy ceiling is measured on 1 GiB). Above it,
+# one or a few rows per program stream at close to the copy rate: the kernel does
+# exactly one read and one write of every element, and the exponentials are hidden
+# under the memory time.
+#
+# ``torch.softmax``'s curve is not smooth: it switches between internal kernels
+# by row length, some of which fall well short of the bandwidth. ``torch.compile``
+# generates a fused Triton kernel of the same shape as ours and lands close to it;
+# where it differs, it is by the launch configuration it chose for that size.
+#
+# Long rows
+# ---------
+#
+# 1024 rows of 65,536 to 262,144 columns take the online kernel.
+
+long = run_or_load(SOFTMAX_LONG)
+print(long.table())
+long.plot()
+
+# %%
+# The online kernel reads each row twice and writes it once. If the second read
+# came entirely from HBM it would move 1.5 times the minimum traffic, capping it
+# at two thirds of the copy bandwidth; the reversed second walk and the L2 hints
+# win back part of that from L2, most at 65,536 columns (a 256 KB row per
+# program) and less as rows outgrow their share of the cache.
+
+frac_long, ratio_long = long.fraction_of_ceiling(), long.ratios()
+if frac_long:
+    print(
+        "Triton online, % of copy bandwidth: "
+        + ", ".join(f"{x}: {100 * f:.0f}%" for x, f in frac_long.items())
+    )
+    print(
+        f"Triton / torch.softmax on long rows: "
+        f"{min(ratio_long.values()):.2f}x to {max(ratio_long.values()):.2f}x"
+    )
+
+# %%
+# **What to take away.** Count the bytes each kernel of a chain moves; fusion
+# removes the intermediate round trips to DRAM, and a fused memory-bound kernel
+# is done when it streams at the copy bandwidth. When the data a program needs
+# does not fit on chip, restructure the algorithm (the online softmax) so it
+# needs fewer passes, and order the passes so the cache serves what it can.

@@ -75,8 +75,8 @@ def online_sweep():
         y = torch.empty_like(x)
         work = metrics.softmax_bytes(SOFTMAX_LONG_ROWS, n, 4)
         results = []
-        for block_n in (2048, 4096, 8192, 16384):
-            for warps in (4, 8, 16):
+        for block_n in (4096, 8192, 16384, 32768):
+            for warps in (4, 8, 16, 32):
                 if not 4 <= block_n // (32 * warps) <= 64:
                     continue
                 for reverse in (True, False):

@@ -52,13 +52,14 @@ print(f"{rows} x {cols} fp32: naive moves {naive_bytes / 2**20:.0f} MiB, fused {
 # .. literalinclude:: ../../src/gpuperf/kernels/softmax.py
 #    :pyobject: _softmax_kernel
 #
-# How many rows per program and how many warps? Short rows pack four to a
-# program, so each program moves at least 4 KB; each thread holds at most 64
-# values, the most that stays in registers with room for addresses. These rules
-# came from measuring every configuration on an H100 (the output of
-# ``scripts/explore_configs.py`` is committed beside the records): at every row
-# length the best few configurations lie within 1-2% of each other, and the
-# rules land among them.
+# How many rows per program and how many warps? Short rows pack up to eight to
+# a program, aiming at 4096 elements (16 KB of fp32) per program, so that no
+# program is mostly start-up cost; 8 warps, more when a thread would otherwise
+# hold over 64 values (the most that stays in registers with room for
+# addresses). These rules came from measuring every configuration on an H100
+# (the output of ``scripts/explore_configs.py`` is committed beside the
+# records): at every row length the best few configurations lie within a few
+# percent of each other, and the rules pick among them.
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/_configs.py
 #    :pyobject: softmax_fused_launch

@@ -36,7 +36,6 @@ extensions = [
 
 html_theme = "furo"
 html_title = "gpuperf"
-html_static_path = ["_static"]
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 templates_path = []
 

@@ -170,18 +170,20 @@ if frac:
     print(f"torch.compile / torch.softmax: {min(compiled.values()):.2f}x to {max(compiled.values()):.2f}x")
 
 # %%
-# Two effects shape the Triton curve. Below about 2,048 columns a 32 MB tensor
-# takes ten microseconds at full bandwidth, so the fixed costs of a launch are a
-# visible fraction of it and no kernel reaches the copy rate there (a copy of the
-# same size does not either; the copy ceiling is measured on 1 GiB). Above it,
-# one or a few rows per program stream at close to the copy rate: the kernel does
-# exactly one read and one write of every element, and the exponentials are hidden
-# under the memory time.
+# Two effects shape the Triton curve. At 1,024 columns the tensor is 16 MB in
+# and 16 MB out, about ten microseconds at full bandwidth, so the fixed costs of
+# a launch (start-up, ramp, drain) are a visible fraction of it: no kernel
+# reaches the copy rate there, which is measured on 1 GiB. Vector add in
+# tutorial 01 shows the same curve at the same traffic. From 2,048 columns up,
+# one or a few rows per program stream at close to the copy rate: the kernel
+# does exactly one read and one write of every element, and the exponentials
+# hide under the memory time.
 #
-# ``torch.softmax``'s curve is not smooth: it switches between internal kernels
-# by row length, some of which fall well short of the bandwidth. ``torch.compile``
-# generates a fused Triton kernel of the same shape as ours and lands close to it;
-# where it differs, it is by the launch configuration it chose for that size.
+# ``torch.softmax``'s curve is not smooth: PyTorch picks among several CUDA
+# kernels by row length, and some of them fall well short of the bandwidth.
+# ``torch.compile`` turns the naive five-kernel code into one fused Triton
+# kernel much like ours and lands close to it; the gaps between the two come
+# from the launch configuration each picks for a size.
 #
 # Long rows
 # ---------

@@ -4,7 +4,7 @@
 #   bash scripts/device_run.sh measure   GPU tests, config sweep, every benchmark
 #   bash scripts/device_run.sh docs      the site built with live measurements
 #   bash scripts/device_run.sh all       both
-# Set GPUPERF_COMMIT to the commit being measured when the tree has no .git.
+# Set GPUPERF_COMMIT to the commit being measured when the tree has no .git; SWEEP=0 skips the sweep.
 # Writes under $OUT: run.log, measurements/<gpu>/*, docs.log, html.tgz.
 set -uo pipefail
 OUT=${OUT:-/tmp/gpuperf-out}
@@ -17,8 +17,10 @@ if [ "$mode" = measure ] || [ "$mode" = all ]; then
     python3 -c 'import torch, triton, numpy, sys; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "triton", triton.__version__, "numpy", numpy.__version__)'
     echo "== GPU tests"
     python3 -m pytest -q -p no:cacheprovider -n 4 tests 2>&1 | tail -n 25
-    echo "== config sweep"
-    python3 scripts/explore_configs.py --out "$OUT/measurements"
+    if [ "${SWEEP:-1}" = 1 ]; then
+      echo "== config sweep"
+      python3 scripts/explore_configs.py --out "$OUT/measurements"
+    fi
     echo "== benchmarks"
     time python3 -m gpuperf.bench --out "$OUT/measurements"
   } 2>&1 | tee "$OUT/run.log"

@@ -88,5 +88,7 @@ def caption(provenance: dict) -> str:
     return (
         f"{p['gpu']} ({p['sm_count']} SMs, {p['memory_gib']} GiB), driver {p['driver']}, "
         f"CUDA {p['cuda']}, torch {p['torch']}, triton {p['triton']}, "
-        f"gpuperf {p['gpuperf_commit']}, {p['date'][:10]}; {p['timing_method'].split(' (')[0]} median"
+        f"gpuperf {p['gpuperf_commit']}, {p['date'][:10]}; {p['timing_method'].split(' (')[0]}"
+        + "".join(f", {m}" for m in re.findall(r"best of \d+ rounds", p["timing_method"]))
+        + ", median"
     )

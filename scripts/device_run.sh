@@ -20,6 +20,8 @@ if [ "$mode" = measure ] || [ "$mode" = all ]; then
     if [ "${SWEEP:-1}" = 1 ]; then
       echo "== config sweep"
       python3 scripts/explore_configs.py --out "$OUT/measurements"
+    else
+      python3 scripts/explore_configs.py --only host --out "$OUT/measurements"
     fi
     echo "== benchmarks"
     time python3 -m gpuperf.bench --out "$OUT/measurements"

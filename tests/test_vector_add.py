@@ -44,3 +44,14 @@ def test_large_tensor_crosses_many_programs():
     n = 2**24 + 3
     x, y = randn((n,), torch.float32, 8), randn((n,), torch.float32, 9)
     assert_close("vector_add large", vector_add_ref(x, y), vector_add(x, y))
+
+
+def test_grid_helpers_match_triton():
+    import triton
+
+    from gpuperf.kernels._grid import cdiv, next_power_of_2
+
+    for n in [0, 1, 2, 3, 4, 5, 255, 256, 257, 32768, 32769, 2**31 + 1]:
+        assert next_power_of_2(n) == triton.next_power_of_2(n), n
+        for d in [1, 2, 3, 1024]:
+            assert cdiv(n, d) == triton.cdiv(n, d), (n, d)

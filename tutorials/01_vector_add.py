@@ -132,6 +132,27 @@ if result.record is not None:
         print(f"{key:>6} at N = {smallest}: {rows[(smallest, key)]['ms'] * 1e3:.1f} us per call")
 
 # %%
+# Those are GPU times: the timing keeps the host out of them (see
+# :doc:`../measuring`). The host pays its own cost for every launch, and a
+# kernel shorter than that cost leaves the GPU waiting on Python. Here is the
+# host time per call, measured with the GPU kept busy so that only the host's
+# work is counted (the committed measurement; its first line says where):
+
+from gpuperf.bench import records
+
+host_log = records.measurements_dir() / records.reference_gpu() / "host_overhead.log"
+if host_log.exists():
+    print(host_log.read_text())
+else:
+    print(f"MISSING: {host_log.name}; run scripts/explore_configs.py --only host on a GPU")
+
+# %%
+# The Triton launcher does more work in Python per call than PyTorch's C++
+# dispatcher, and the wrapper's checks and allocation add to it. Below a few
+# tens of microseconds of GPU work per call, that is what bounds throughput,
+# not the kernel. The cures are the same as for launch latency: more work per
+# launch, or capturing many launches in a CUDA graph.
+#
 # **L2.** In the shaded region the three tensors together are smaller than the
 # L2 cache. ``do_bench`` flushes L2 before each run, so inputs come from HBM,
 # but the written output can stay in L2 and drain after the kernel ends; the

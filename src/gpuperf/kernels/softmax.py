@@ -24,6 +24,7 @@ import triton
 import triton.language as tl
 
 from gpuperf.kernels import _configs
+from gpuperf.kernels._grid import cdiv, next_power_of_2
 from gpuperf.kernels._validation import check_device, check_tensor
 
 # exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
@@ -147,9 +148,9 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     y2d = out.view(-1, n_cols)
     n_rows = x2d.shape[0]
     if n_cols <= _configs.SOFTMAX_MAX_FUSED_COLS:
-        block_n = triton.next_power_of_2(n_cols)
+        block_n = next_power_of_2(n_cols)
         block_m, num_warps = _configs.softmax_fused_launch(block_n)
-        _softmax_kernel[(triton.cdiv(n_rows, block_m),)](
+        _softmax_kernel[(cdiv(n_rows, block_m),)](
             x2d,
             y2d,
             n_rows,

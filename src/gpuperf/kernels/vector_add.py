@@ -12,6 +12,7 @@ import triton
 import triton.language as tl
 
 from gpuperf.kernels import _configs
+from gpuperf.kernels._grid import cdiv
 from gpuperf.kernels._validation import (
     check_device,
     check_same_dtype,
@@ -78,6 +79,6 @@ def vector_add(
     n_elements = out.numel()
     if n_elements == 0:
         return out
-    grid = (triton.cdiv(n_elements, block_size),)
+    grid = (cdiv(n_elements, block_size),)
     _vector_add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=block_size, num_warps=num_warps)
     return out

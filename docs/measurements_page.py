@@ -53,7 +53,12 @@ def write(out_dir: Path, *, interpreted: bool) -> Path:
             + (f" ({format_rate(sheet[k], v['unit'])})" if k in sheet else "")
             for k, v in hw["ceilings"].items()
         )
-        present = [b.name for b in catalog.ALL if records.record_path(b.name, slug, root).exists()]
+        present = []
+        for b in catalog.ALL:
+            path = records.record_path(b.name, slug, root)
+            if path.exists():
+                stale = records.staleness(records.read(path), b)
+                present.append(b.name + (" (stale: kernels changed since)" if stale else ""))
         mark = " (rendered here)" if slug == reference and interpreted else ""
         lines += [
             f"   * - {p['gpu']}, {p['sm_count']} SMs, {p['memory_gib']} GiB (``{slug}``){mark}",

@@ -148,7 +148,9 @@ else:
 
 # %%
 # The Triton launcher does more work in Python per call than PyTorch's C++
-# dispatcher, and the wrapper's checks and allocation add to it. Below a few
+# dispatcher, and the wrapper's checks and allocation add to it. (Host times
+# on a shared virtual machine move by tens of percent from run to run; the
+# order of magnitude is the point.) Below a few
 # tens of microseconds of GPU work per call, that is what bounds throughput,
 # not the kernel. The cures are the same as for launch latency: more work per
 # launch, or capturing many launches in a CUDA graph.

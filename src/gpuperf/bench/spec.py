@@ -81,9 +81,3 @@ class Benchmark:
     def subject(self) -> Provider:
         """The provider under study (the first)."""
         return self.providers[0]
-
-    def provider(self, key: str) -> Provider:
-        for p in self.providers:
-            if p.key == key:
-                return p
-        raise KeyError(f"{self.name} has no provider {key!r}; it has {[p.key for p in self.providers]}")

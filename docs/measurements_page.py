@@ -57,7 +57,11 @@ def write(out_dir: Path, *, interpreted: bool) -> Path:
         for b in catalog.ALL:
             path = records.record_path(b.name, slug, root)
             if path.exists():
-                stale = records.staleness(records.read(path), b)
+                try:
+                    stale = records.staleness(records.read(path), b)
+                except ValueError:  # the tutorial page says what is wrong with it
+                    present.append(f"{b.name} (malformed)")
+                    continue
                 present.append(b.name + (" (stale: kernels changed since)" if stale else ""))
         mark = " (rendered here)" if slug == reference and interpreted else ""
         lines += [

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 import triton
 
-from gpuperf.bench import metrics, provenance, records
+from gpuperf.bench import metrics, records
 from gpuperf.bench.catalog import SOFTMAX, SOFTMAX_LONG, SOFTMAX_LONG_ROWS, SOFTMAX_ROWS
 from gpuperf.bench.timing import time_ms
 from gpuperf.kernels import _configs, softmax, vector_add
@@ -129,8 +129,8 @@ def main():
     parser.add_argument("--out", default=None, help="measurements folder (default: docs/measurements)")
     parser.add_argument("--only", choices=["host"], help="run only the host-overhead measurement")
     args = parser.parse_args()
-    about = provenance.collect()
-    emit(provenance.caption(about))
+    about = records.collect_provenance()
+    emit(records.caption(about))
     host_overhead()
     if args.only != "host":
         vector_add_sweep()
@@ -138,7 +138,7 @@ def main():
         online_sweep()
     root = records.measurements_dir() if args.out is None else Path(args.out)
     name = "host_overhead.log" if args.only == "host" else "explore_configs.log"
-    path = root / provenance.gpu_slug(about["gpu"]) / name
+    path = root / records.gpu_slug(about["gpu"]) / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(LINES) + "\n")
     print(f"wrote {path}")

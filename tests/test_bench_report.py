@@ -4,13 +4,20 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.pyplot as plt
 import pytest
 import torch
 
 from gpuperf.bench import catalog, records
-from gpuperf.bench.plotting import format_size, provider_color
+from gpuperf.bench.plotting import PROVIDER_COLORS, format_size, format_x, provider_color
 from gpuperf.bench.report import Result, run_or_load
-from tests.test_bench_records import synthetic_record
+from tests.test_bench_records import HOST_LIKE, MATMUL_LIKE, synthetic_record
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
 
 
 def test_plot_carries_provenance_and_ceiling():
@@ -18,16 +25,34 @@ def test_plot_carries_provenance_and_ceiling():
     fig = Result(catalog.VECTOR_ADD, record, "committed").plot()
     texts = " ".join(t.get_text() for t in fig.texts)
     assert "Test GPU 80GB" in texts
-    ax = fig.axes[0]
+    (ax,) = fig.axes
     labels = ax.get_legend_handles_labels()[1]
     assert any("copy bandwidth, measured: 3.00 TB/s" in label for label in labels)
-    assert "committed measurement" in ax.get_title()
-    assert any("% of copy bandwidth" in a.get_ylabel() for a in fig.axes[0].child_axes)
+    assert "committed measurement" in fig.get_suptitle()
+    assert ax.get_xscale() == "log"
+    assert [a.get_ylabel() for a in ax.child_axes] == ["% of copy bandwidth"]
+    legend_labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend_labels[:2] == [p.label for p in catalog.VECTOR_ADD.providers]
+
+
+def test_plot_shades_l2_sizes_from_row_bytes():
+    # fake_provenance says L2 holds 1000 bytes; 4096 float32 elements move 48 KiB: none cached.
+    record = synthetic_record()
+    labels = Result(catalog.VECTOR_ADD, record, "committed").plot().axes[0].get_legend_handles_labels()[1]
+    assert not any("L2" in label for label in labels)
+    record["provenance"]["l2_bytes"] = 100_000  # the first size (49,152 bytes) fits now
+    labels = Result(catalog.VECTOR_ADD, record, "committed").plot().axes[0].get_legend_handles_labels()[1]
+    assert any("traffic ≤ L2" in label for label in labels)
 
 
 def test_plot_shows_notes_in_the_figure():
     fig = Result(catalog.VECTOR_ADD, synthetic_record(), "committed", ["STALE: something changed"]).plot()
     assert any("STALE" in t.get_text() for t in fig.texts)
+
+
+def test_live_plot_says_so():
+    fig = Result(catalog.VECTOR_ADD, synthetic_record(), "live").plot()
+    assert "measured live in this build" in fig.get_suptitle()
 
 
 def test_missing_record_plots_a_notice():
@@ -40,10 +65,116 @@ def test_table_has_ratio_and_fraction_of_ceiling():
     result = Result(catalog.VECTOR_ADD, record, "committed")
     table = result.table()
     assert "triton/torch" in table and "triton % of copy" in table
+    assert table.splitlines()[0].split()[0] == "n_elements"  # no heading without axes
     # triton takes 1 ms and torch 2 ms in the synthetic record: 2x faster.
     assert list(result.ratios().values()) == pytest.approx([2.0, 2.0, 2.0])
     x = catalog.VECTOR_ADD.x_values[0]
-    assert result.fraction_of_ceiling()[x] == pytest.approx(catalog.VECTOR_ADD.work(x) / 1e-3 / 1e9 / 3000)
+    assert result.fraction_of_ceiling()[x] == pytest.approx(catalog.VECTOR_ADD.bytes(x) / 1e-3 / 1e9 / 3000)
+    assert result.values("torch")[x] == pytest.approx(catalog.VECTOR_ADD.bytes(x) / 2e-3 / 1e9)
+
+
+def _matmul_ms(c, i, p):
+    # float16 (c=0): triton 1 ms, rowmajor 2 ms, cuBLAS 1.5 ms at every shape;
+    # bfloat16 (c=1): everything twice as slow except cuBLAS.
+    return [1.0, 2.0, 1.5][p] * (2.0 if c == 1 and p < 2 else 1.0)
+
+
+def test_shapes_with_a_dtype_axis_table_has_one_section_per_dtype():
+    result = Result(MATMUL_LIKE, synthetic_record(MATMUL_LIKE, ms=_matmul_ms), "committed")
+    table = result.table()
+    lines = table.splitlines()
+    assert [line for line in lines if line.startswith("dtype=")] == ["dtype=float16", "dtype=bfloat16"]
+    assert sum(line.split()[0] == "shape" for line in lines if line) == 2
+    assert "triton/cublas" in table
+    assert "triton % of fp16" in table and "triton % of bf16" in table
+    # Shapes are written compactly, in declared order.
+    first = [line.split()[0] for line in lines[3:6]]
+    assert first == ["4096³", "8192×4096×14336", "512³"]
+
+
+def test_shapes_with_a_dtype_axis_values_and_ratios_per_axis():
+    result = Result(MATMUL_LIKE, synthetic_record(MATMUL_LIKE, ms=_matmul_ms), "committed")
+    shape = (4096, 4096, 4096)
+    assert result.ratios(dtype="float16")[shape] == pytest.approx(1.5)
+    assert result.ratios(dtype="bfloat16")[shape] == pytest.approx(0.75)
+    assert result.ratios("triton_rowmajor", dtype="float16")[shape] == pytest.approx(0.75)
+    tflops = 2 * 4096**3 / 1e-3 / 1e12
+    assert result.values(dtype="float16")[shape] == pytest.approx(tflops)
+    assert result.values("cublas", dtype="bfloat16")[shape] == pytest.approx(tflops / 1.5)
+    # Each dtype against its own ceiling: 700 TFLOP/s for fp16, 800 for bf16.
+    assert result.fraction_of_ceiling(dtype="float16")[shape] == pytest.approx(tflops / 700)
+    assert result.fraction_of_ceiling(dtype="bfloat16")[shape] == pytest.approx(tflops / 2 / 800)
+    assert list(result.values(dtype="float16")) == list(MATMUL_LIKE.x_values)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda r: r.values(), "several values of axis 'dtype'"),
+        (lambda r: r.ratios(), "pass dtype=... to pick one"),
+        (lambda r: r.fraction_of_ceiling(), "axis 'dtype'"),
+        (lambda r: r.values(dtype="float32"), "axis 'dtype' must be one of"),
+        (lambda r: r.values(dtype="float16", causal=True), "no axis 'causal'"),
+    ],
+    ids=["values", "ratios", "fraction", "unknown-value", "unknown-axis"],
+)
+def test_an_axis_combination_must_be_named(call, message):
+    result = Result(MATMUL_LIKE, synthetic_record(MATMUL_LIKE), "committed")
+    with pytest.raises(ValueError, match=message):
+        call(result)
+
+
+def test_shapes_with_a_dtype_axis_plot_one_panel_per_combination():
+    fig = Result(MATMUL_LIKE, synthetic_record(MATMUL_LIKE), "committed").plot()
+    assert len(fig.axes) == 2  # the % axes are children of their panels
+    assert [ax.get_title() for ax in fig.axes] == ["dtype=float16", "dtype=bfloat16"]
+    for ax, label in zip(fig.axes, ["cuBLAS fp16 matmul", "cuBLAS bf16 matmul"], strict=True):
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["4096³", "8192×4096×14336", "512³"]
+        assert ax.get_xscale() == "linear"  # categories, not log2 sizes
+        assert [a.get_ylabel() for a in ax.child_axes] == [f"% of {label}"]
+        assert any(lbl.startswith(f"{label}, measured:") for lbl in ax.get_legend_handles_labels()[1])
+        # One line per provider, drawn in the site's colours.
+        colors = [line.get_color() for line in ax.get_lines() if line.get_label() in ("Triton", "cuBLAS")]
+        assert colors == [PROVIDER_COLORS["triton"], PROVIDER_COLORS["cublas"]]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend.count("Triton") == 1 and "Triton, row-major order" in legend
+
+
+def test_host_time_per_call_has_no_ceiling_and_a_clear_ratio():
+    # triton 30 us per call, torch 10 us: triton is three times slower.
+    record = synthetic_record(HOST_LIKE, ms=lambda c, i, p: [0.030, 0.010][p])
+    assert record["ceilings"] == {} and record["rows"][0]["value"] == pytest.approx(30.0)
+    result = Result(HOST_LIKE, record, "committed")
+    assert result.ratios() == pytest.approx({"add": 1 / 3, "mul": 1 / 3})
+    assert result.fraction_of_ceiling() == {}
+    table = result.table()
+    assert "torch/triton time" in table and "%" not in table
+    assert table.splitlines()[2].split() == ["add", "30.0", "10.0", "0.33x"]
+
+
+def test_host_time_per_call_plots_grouped_bars_without_ceiling():
+    record = synthetic_record(HOST_LIKE, ms=lambda c, i, p: [0.030, 0.010][p])
+    fig = Result(HOST_LIKE, record, "committed").plot()
+    (ax,) = fig.axes
+    assert ax.child_axes == []  # no % axis
+    assert not any("measured:" in label for label in ax.get_legend_handles_labels()[1])
+    assert "lower is better" in ax.get_ylabel()
+    bars = ax.patches
+    assert len(bars) == 4  # 2 ops x 2 providers
+    heights = sorted(round(b.get_height(), 6) for b in bars)
+    assert heights == pytest.approx([10.0, 10.0, 30.0, 30.0])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["add", "mul"]
+
+
+def test_rate_without_ceiling_has_no_percent():
+    import dataclasses
+
+    bench = dataclasses.replace(catalog.VECTOR_ADD, ceiling=None)
+    result = Result(bench, synthetic_record(bench), "committed")
+    assert result.record["ceilings"] == {}
+    assert result.fraction_of_ceiling() == {}
+    assert "%" not in result.table()
+    assert result.plot().axes[0].child_axes == []
 
 
 def test_format_size():
@@ -52,8 +183,26 @@ def test_format_size():
     assert format_size(3000) == "3000"
 
 
+@pytest.mark.parametrize(
+    "x, shown",
+    [
+        (2**20, "2^20"),
+        (1000, "1000"),
+        ((4096, 4096, 4096), "4096³"),
+        ([4096, 4096, 4096], "4096³"),
+        ((8192, 4096, 14336), "8192×4096×14336"),
+        ((4096, 4096), "4096×4096"),
+        ("softmax", "softmax"),
+    ],
+)
+def test_format_x(x, shown):
+    assert format_x(x) == shown
+
+
 def test_provider_colours_are_stable():
     assert provider_color("triton") == provider_color("triton") != provider_color("torch")
+    assert len(set(PROVIDER_COLORS.values())) == len(PROVIDER_COLORS)
+    assert provider_color("triton_rowmajor") not in (provider_color("triton"), provider_color("cublas"))
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
@@ -84,11 +233,60 @@ def test_every_benchmark_names_real_sources():
 
 
 @pytest.mark.gpu
-def test_live_run_on_gpu_makes_a_valid_record(tmp_path):
+def test_live_run_on_gpu_makes_a_valid_record():
     from gpuperf.bench.runner import run
 
     record = run(catalog.SOFTMAX, x_values=(1024,), log=lambda line: None)
     assert records.validate(record) == []
     by = {r["provider"]: r for r in record["rows"]}
     assert by["triton"]["status"] == "ok" and by["triton"]["value"] > 0
-    assert record["ceiling"]["value"] > 100  # GB/s: any real GPU copies faster than this
+    assert by["triton"]["bytes"] == catalog.SOFTMAX.bytes(1024)
+    assert record["ceilings"]["copy_gbps"]["value"] > 100  # GB/s: any real GPU copies faster than this
+
+
+@pytest.mark.gpu
+def test_live_run_over_shapes_and_dtypes_records_configs_and_ceilings():
+    import dataclasses
+
+    from gpuperf.bench.runner import run
+
+    def broken_config(a, b):
+        raise RuntimeError("no config")
+
+    bench = dataclasses.replace(
+        MATMUL_LIKE,
+        x_values=((256, 256, 256), (256, 128, 512)),
+        providers=(
+            *MATMUL_LIKE.providers[:2],
+            MATMUL_LIKE.providers[2],
+            catalog.Provider("broken", "broken", catalog.call(torch.matmul), config=broken_config),
+        ),
+    )
+    record = run(bench, ceilings={"fp16_tflops": {"value": 1.0, "unit": "TFLOP/s"}}, log=lambda line: None)
+    assert records.validate(record) == []
+    assert list(record["ceilings"]) == ["fp16_tflops", "bf16_tflops"]
+    assert record["ceilings"]["fp16_tflops"]["value"] == 1.0  # given, not measured again
+    assert record["ceilings"]["bf16_tflops"]["value"] > 10  # measured now
+    rows = {(r["x"], r["axes"]["dtype"], r["provider"]): r for r in record["rows"]}
+    assert len(rows) == 2 * 2 * 4
+    ok = rows[((256, 128, 512), "bfloat16", "triton")]
+    assert ok["status"] == "ok" and ok["config"] == {"BLOCK_M": 128} and ok["ceiling"] == "bf16_tflops"
+    assert ok["flops"] == 2 * 256 * 128 * 512
+    broken = rows[((256, 256, 256), "float16", "broken")]
+    assert broken["status"] == "error" and "no config" in broken["message"] and broken["value"] is None
+    result = Result(bench, record, "live")
+    assert result.ratios(dtype="float16")[(256, 256, 256)] > 0
+
+
+@pytest.mark.gpu
+def test_live_run_with_host_timer_reports_microseconds():
+    from gpuperf.bench.runner import run
+
+    record = run(HOST_LIKE, log=lambda line: None)
+    assert records.validate(record) == []
+    assert record["provenance"]["timing_method"].startswith("host clock per call")
+    assert record["ceilings"] == {}
+    for row in record["rows"]:
+        assert row["status"] == "ok" and row["ceiling"] is None
+        assert row["value"] == pytest.approx(row["ms"] * 1e3)
+        assert 0.5 < row["value"] < 1000  # a torch.add costs microseconds of host time

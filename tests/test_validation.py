@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from gpuperf.kernels import softmax, vector_add
+from gpuperf.kernels import MatmulConfig, matmul, softmax, vector_add
 from tests.conftest import DEVICE
 
 
@@ -69,9 +69,131 @@ def test_cpu_tensor_without_interpreter_is_rejected(monkeypatch):
         softmax(torch.randn(4, 4))
     with pytest.raises(ValueError, match=r"must be on a CUDA device"):
         vector_add(torch.randn(4), torch.randn(4))
+    with pytest.raises(ValueError, match=r"a must be on a CUDA device"):
+        matmul(torch.randn(4, 4).half(), torch.randn(4, 4).half())
 
 
 @pytest.mark.gpu
 def test_tensors_on_different_devices_are_rejected():
     with pytest.raises(ValueError, match=r"same device, got x on cuda:0, y on cpu"):
         vector_add(t(4, device="cuda"), t(4, device="cpu"))
+
+
+def h(*shape, dtype=torch.float16, device=DEVICE):
+    return t(*shape, dtype=dtype, device=device)
+
+
+@pytest.mark.parametrize(
+    "a, b, kwargs, error, match",
+    [
+        pytest.param(
+            [[1.0]], h(1, 1), {}, TypeError, "a must be a torch.Tensor, got list", id="a-not-tensor"
+        ),
+        pytest.param(
+            h(1, 1), None, {}, TypeError, "b must be a torch.Tensor, got NoneType", id="b-not-tensor"
+        ),
+        pytest.param(
+            t(4, 4),
+            t(4, 4),
+            {},
+            TypeError,
+            "a has dtype float32; supported dtypes are float16, bfloat16",
+            id="fp32",
+        ),
+        pytest.param(
+            h(4, 4),
+            h(4, 4, dtype=torch.bfloat16),
+            {},
+            TypeError,
+            "same dtype, got a float16, b bfloat16",
+            id="dtype-mismatch",
+        ),
+        pytest.param(h(4), h(4, 4), {}, ValueError, r"2-D, got a \(4,\) and b \(4, 4\)", id="a-1d"),
+        pytest.param(h(2, 4, 4), h(4, 4), {}, ValueError, r"2-D, got a \(2, 4, 4\)", id="a-3d"),
+        pytest.param(
+            h(3, 4),
+            h(5, 6),
+            {},
+            ValueError,
+            r"inner dimensions must match: a is \(3, 4\) and b is \(5, 6\)",
+            id="inner-mismatch",
+        ),
+        pytest.param(
+            h(3, 4),
+            h(4, 6),
+            {"bias": h(5)},
+            ValueError,
+            r"bias must have shape \(6,\) for N = 6, got \(5,\)",
+            id="bias-shape",
+        ),
+        pytest.param(
+            h(3, 4), h(4, 6), {"bias": h(1, 6)}, ValueError, r"bias must have shape \(6,\)", id="bias-2d"
+        ),
+        pytest.param(
+            h(3, 4), h(4, 6), {"bias": t(6)}, TypeError, "bias has dtype float32; supported", id="bias-dtype"
+        ),
+        pytest.param(
+            h(3, 4),
+            h(4, 6),
+            {"bias": h(6, dtype=torch.bfloat16)},
+            TypeError,
+            "same dtype, got a float16, b float16, bias bfloat16",
+            id="bias-dtype-mismatch",
+        ),
+        pytest.param(
+            h(3, 4),
+            h(4, 6),
+            {"activation": "silu"},
+            ValueError,
+            r"activation must be one of \[None, 'relu', 'leaky_relu', 'gelu'\], got 'silu'",
+            id="activation",
+        ),
+        pytest.param(
+            h(3, 4),
+            h(4, 6),
+            {"config": (64, 64, 32)},
+            TypeError,
+            "config must be a gpuperf.kernels.MatmulConfig",
+            id="config-type",
+        ),
+    ],
+)
+def test_matmul_rejects(a, b, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        matmul(a, b, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "fields, match",
+    [
+        ({"block_m": 48}, "block_m must be a power of two >= 16, got 48"),
+        ({"block_k": 8}, "block_k"),
+        ({"num_warps": 3}, "num_warps must be a power of two"),
+        ({"num_stages": 0}, "num_stages must be a positive"),
+    ],
+)
+def test_matmul_config_rejects(fields, match):
+    with pytest.raises(ValueError, match=match):
+        MatmulConfig(**{"block_m": 64, "block_n": 64, "block_k": 32, **fields})
+
+
+@pytest.mark.parametrize(
+    "call, bad_call",
+    [
+        pytest.param(lambda: vector_add(t(8), t(8)), lambda: vector_add(t(8), t(9)), id="vector_add"),
+        pytest.param(lambda: softmax(t(4, 8)), lambda: softmax(t(4, 8, dtype=torch.int32)), id="softmax"),
+        pytest.param(lambda: matmul(h(8, 8), h(8, 8)), lambda: matmul(h(8, 8), h(9, 8)), id="matmul"),
+    ],
+)
+def test_wrappers_validate_on_every_call(call, bad_call):
+    """The launch caches must not skip the checks once a kernel is warm."""
+    for _ in range(3):
+        call()
+    with pytest.raises((TypeError, ValueError)):
+        bad_call()
+
+
+@pytest.mark.gpu
+def test_matmul_tensors_on_different_devices_are_rejected():
+    with pytest.raises(ValueError, match=r"same device, got a on cuda:0, b on cpu"):
+        matmul(h(4, 4, device="cuda"), h(4, 4, device="cpu"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 INTERPRET_VAR = "TRITON_INTERPRET"
 
@@ -54,3 +55,8 @@ def check_kernel_device(name: str, tensor) -> None:
         else " (set TRITON_INTERPRET=1 before importing gpuperf.kernels to run on the CPU)"
     )
     raise ValueError(f"{name} must be on {expected}, got a tensor on {tensor.device}{hint}")
+
+
+def gpu_slug(name: str) -> str:
+    """Folder name for a GPU: ``'NVIDIA H100 80GB HBM3'`` -> ``'nvidia-h100-80gb-hbm3'``."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")

@@ -31,3 +31,44 @@ def softmax_naive(x: torch.Tensor) -> torch.Tensor:
     numerator = torch.exp(z)
     denominator = numerator.sum(dim=-1, keepdim=True)
     return numerator / denominator
+
+
+def matmul_ref(
+    a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None, activation: str | None = None
+) -> torch.Tensor:
+    """``activation(a @ b + bias)`` in float32 on the inputs upcast; returns float32.
+
+    Shapes ``(M, K) @ (K, N)``, ``bias`` ``(N,)``; ``activation`` as
+    :func:`gpuperf.kernels.matmul` (``None``, ``"relu"``, ``"leaky_relu"``, ``"gelu"``).
+    """
+    out = a.float() @ b.float()
+    if bias is not None:
+        out = out + bias.float()
+    return apply_activation(out, activation)
+
+
+def apply_activation(x: torch.Tensor, activation: str | None) -> torch.Tensor:
+    """The epilogue activations of :func:`gpuperf.kernels.matmul`, in PyTorch.
+
+    Raises:
+        ValueError: ``activation`` is not one of the names above.
+    """
+    if activation is None:
+        return x
+    if activation == "relu":
+        return torch.relu(x)
+    if activation == "leaky_relu":
+        return torch.nn.functional.leaky_relu(x, 0.01)
+    if activation == "gelu":
+        return torch.nn.functional.gelu(x, approximate="tanh")
+    raise ValueError(f"activation must be None, 'relu', 'leaky_relu' or 'gelu', got {activation!r}")
+
+
+def matmul_epilogue_eager(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, activation: str = "gelu"):
+    """The unfused epilogue as written in eager PyTorch: cuBLAS, then one kernel per op.
+
+    ``torch.matmul`` writes C, the bias add reads it and writes it again, the
+    activation reads and writes it once more: three passes over ``M * N``
+    elements that the fused kernel does not make. Same dtype as the inputs.
+    """
+    return apply_activation(torch.matmul(a, b) + bias, activation)

@@ -22,16 +22,32 @@ def tolerance(dtype: torch.dtype) -> tuple[float, float]:
         raise TypeError(f"no tolerance for dtype {dtype}; known: {list(TOLERANCES)}") from None
 
 
-def assert_close(name: str, ref: torch.Tensor, out: torch.Tensor) -> None:
+def reduction_atol(dtype: torch.dtype, k: int) -> float:
+    """Absolute tolerance for outputs that each sum ``k`` products (a matmul's K).
+
+    The two results add the same ``k`` terms in different orders, and the inputs
+    were rounded to ``dtype``: the difference grows like ``sqrt(k)`` times the
+    dtype's rounding unit (``torch.finfo(dtype).eps``) for terms of order one, as
+    random normal inputs give. This matters for outputs near zero, where the
+    relative tolerance allows almost nothing.
+    """
+    return max(tolerance(dtype)[1], torch.finfo(dtype).eps * max(k, 1) ** 0.5)
+
+
+def assert_close(name: str, ref: torch.Tensor, out: torch.Tensor, *, k: int | None = None) -> None:
     """Raise ``AssertionError`` unless ``out`` matches ``ref`` within ``out.dtype``'s tolerance.
 
     ``ref`` may be in higher precision; it is compared on ``out``'s device after
     both are cast to float64. NaNs must sit in the same places. ``name`` prefixes
-    the message, so a failure says which check failed.
+    the message, so a failure says which check failed. For a reduction over
+    ``k`` products (a matmul), pass ``k``: the absolute tolerance then grows as
+    :func:`reduction_atol` says.
     """
     if out.shape != ref.shape:
         raise AssertionError(f"{name}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
     rtol, atol = tolerance(out.dtype)
+    if k is not None:
+        atol = reduction_atol(out.dtype, k)
     torch.testing.assert_close(
         out.double(),
         ref.to(device=out.device, dtype=torch.float64),

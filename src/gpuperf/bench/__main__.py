@@ -20,6 +20,11 @@ def main(argv=None) -> int:
         default=None,
         help="measurements folder (default: docs/measurements in the checkout)",
     )
+    parser.add_argument(
+        "--no-tune",
+        action="store_true",
+        help="measure the matmul with the committed tuned configs instead of re-tuning first",
+    )
     args = parser.parse_args(argv)
 
     import torch
@@ -35,19 +40,31 @@ def main(argv=None) -> int:
         )
         return 2
 
-    from gpuperf.bench import catalog, hardware, provenance, records
+    from gpuperf.bench import catalog, hardware, records
     from gpuperf.bench.runner import run
 
     benchmarks = [catalog.by_name(n) for n in args.names] if args.names else list(catalog.ALL)
     print("measuring ceilings ...", flush=True)
     ceilings = hardware.measure_ceilings()
-    hw = {"schema_version": records.SCHEMA_VERSION, "provenance": provenance.collect(), "ceilings": ceilings}
+    hw = {
+        "schema_version": records.HARDWARE_SCHEMA_VERSION,
+        "provenance": records.collect_provenance(),
+        "ceilings": ceilings,
+    }
     root = args.out or records.measurements_dir()
-    folder = root / provenance.gpu_slug(hw["provenance"]["gpu"])
+    folder = root / records.gpu_slug(hw["provenance"]["gpu"])
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "hardware.json").write_text(json.dumps(hw, indent=1) + "\n")
     for key, entry in ceilings.items():
         print(f"  {key}: {entry['value']:.1f} {entry['unit']}", flush=True)
+
+    if not args.no_tune and any(b.name.startswith("matmul") for b in benchmarks):
+        from gpuperf.bench import tuning
+
+        shapes = list(dict.fromkeys(x for b in benchmarks if b.name.startswith("matmul") for x in b.x_values))
+        print(f"tuning the matmul at {len(shapes)} shapes ...", flush=True)
+        sweep = tuning.tune_matmul(shapes, catalog.MATMUL_DTYPES, log=lambda line: print(line, flush=True))
+        print(f"wrote {tuning.write_tuning(sweep)}", flush=True)
 
     failed = []
     for benchmark in benchmarks:
@@ -55,7 +72,9 @@ def main(argv=None) -> int:
         path = records.write(record, root)
         print(f"wrote {path}", flush=True)
         failed += [
-            f"{benchmark.name} x={r['x']}: {r['status']} {r.get('message', '')}"
+            f"{benchmark.name} {benchmark.x_name}={r['x']}"
+            + "".join(f" {k}={v}" for k, v in r["axes"].items())
+            + f": {r['status']} {r.get('message', '')}"
             for r in record["rows"]
             if r["provider"] == benchmark.subject.key and r["status"] != "ok"
         ]

@@ -1,16 +1,185 @@
-"""Every benchmark on the site, declared once.
+"""Every benchmark on the site, declared once, and the types that declare them.
 
-Tutorials import their benchmark from here; ``python -m gpuperf.bench`` runs them
-all; the tests check the declarations against the committed records.
+A :class:`Benchmark` names its providers over one input generator, a baseline,
+x values, optional axes (a dtype, say), a metric and the ceiling to read it
+against. The same declaration serves the tutorials (measured live or rendered
+from the committed record), the ``bench`` command that refreshes the records on
+a GPU machine (``python -m gpuperf.bench`` runs :data:`ALL`), and the tests,
+which check the declarations against the committed records.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import torch
 
 from gpuperf import reference
-from gpuperf.bench import metrics
-from gpuperf.bench.spec import Benchmark, Provider, call
+from gpuperf.bench import hardware, metrics
+from gpuperf.bench.timing import TIMING_METHODS
+
+
+@dataclass(frozen=True)
+class Provider:
+    """One implementation being measured.
+
+    Attributes:
+        key: stable id, also the provider's colour on every plot (``"triton"``, ``"torch"``, ...).
+        label: legend label.
+        make: ``make(*inputs) -> fn`` returning a zero-argument callable that runs the
+            implementation on ``inputs`` and returns its output. Per-size setup
+            (``torch.compile`` of a fresh function, say) belongs in ``make``.
+        config: optional ``config(*inputs) -> dict | None``: the launch or autotune
+            configuration this provider runs on ``inputs`` (a JSON-able dict, e.g.
+            ``{"BLOCK_M": 128, "num_warps": 8}``), recorded in each row. It is
+            called after the provider's first call, so an autotuner has chosen.
+    """
+
+    key: str
+    label: str
+    make: Callable[..., Callable[[], Any]]
+    config: Callable[..., dict | None] | None = None
+
+
+def call(fn: Callable[..., Any]) -> Callable[..., Callable[[], Any]]:
+    """The plain provider factory: ``make(*inputs)`` returns ``lambda: fn(*inputs)``."""
+    return lambda *inputs: lambda: fn(*inputs)
+
+
+def _x_kind(x) -> str | None:
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, int):
+        return "size"
+    if isinstance(x, tuple) and x and all(isinstance(d, int) and not isinstance(d, bool) for d in x):
+        return "shape"
+    if isinstance(x, str):
+        return "name"
+    return None
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A sweep over x values and axis combinations comparing several providers.
+
+    Attributes:
+        name: record file name (``<name>.json``) and id.
+        title: plot title.
+        x_name: name of the swept parameter (``"n_elements"``, ``"shape"``).
+        x_label: axis label for it.
+        x_values: what is measured on a GPU, all of one kind: ints (a size, drawn
+            on a log2 axis), tuples of ints (shapes such as ``(M, N, K)``) or
+            strings (names, e.g. of ops); shapes and strings are drawn as
+            categories in the order given here.
+        make_inputs: ``make_inputs(x, device, **axes) -> tuple of inputs``; random, never zeros.
+        reference: ``reference(*inputs)``, in higher precision; every provider's
+            output must match it before its time is kept.
+        providers: the implementations; the first is the one under study.
+        baseline: key of the provider that ratios are taken against.
+        metric: ``"GB/s"``, ``"TFLOP/s"`` or ``"us/call"`` (host microseconds per
+            call, lower is better; goes with ``timer="host"``).
+        bytes: ``bytes(x, **axes)`` -> the least bytes one call must move.
+        flops: ``flops(x, **axes)`` -> the FLOPs of one call. Both are recorded in
+            every row whatever the metric, so a roofline can place any record.
+        ceiling: key into the measured ceilings (:data:`gpuperf.bench.hardware.CEILINGS`,
+            e.g. ``"copy_gbps"``), or ``ceiling(**axes) -> key`` when it depends
+            on the axes (``"bf16_tflops"`` for bfloat16, ...), or None: no
+            ceiling line and no % of it.
+        sources: files under ``src/gpuperf`` whose change makes a committed record stale.
+        axes: declared axes, each ``(name, values)``, e.g.
+            ``(("dtype", ("float16", "bfloat16")),)``; every combination is
+            measured at every x, and passed by keyword to ``make_inputs``,
+            ``bytes``, ``flops`` and ``ceiling``.
+        timer: ``"device"``: GPU time by :func:`gpuperf.bench.timing.time_ms`; or
+            ``"host"``: host time per call by :func:`gpuperf.bench.timing.host_time_ms`.
+        reduction: optional ``reduction(x, **axes) -> int``: how many products each
+            output element sums (a matmul's K), so the check against the reference
+            allows the rounding that grows with it (:func:`gpuperf.testing.reduction_atol`).
+
+    Raises:
+        ValueError: the declaration is inconsistent; the message names the field.
+    """
+
+    name: str
+    title: str
+    x_name: str
+    x_label: str
+    x_values: tuple
+    make_inputs: Callable[..., tuple]
+    reference: Callable[..., Any]
+    providers: tuple[Provider, ...]
+    baseline: str
+    metric: str
+    bytes: Callable[..., float]
+    flops: Callable[..., float]
+    ceiling: str | Callable[..., str | None] | None
+    sources: tuple[str, ...]
+    axes: tuple[tuple[str, tuple], ...] = ()
+    timer: str = "device"
+    reduction: Callable[..., int] | None = None
+
+    def __post_init__(self):
+        keys = [p.key for p in self.providers]
+        if not keys:
+            raise ValueError("providers must not be empty")
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"providers must have unique keys, got {keys}")
+        if self.baseline not in keys:
+            raise ValueError(f"baseline must be one of the provider keys {keys}, got {self.baseline!r}")
+        if self.metric not in metrics.METRICS:
+            raise ValueError(f"metric must be one of {list(metrics.METRICS)}, got {self.metric!r}")
+        if self.timer not in TIMING_METHODS:
+            raise ValueError(f"timer must be one of {list(TIMING_METHODS)}, got {self.timer!r}")
+        kinds = {_x_kind(x) for x in self.x_values}
+        if not self.x_values or None in kinds or len(kinds) > 1:
+            raise ValueError(
+                "x_values must be a non-empty tuple of ints, of tuples of ints (shapes) or of strings, "
+                f"all of one kind; got {self.x_values!r}"
+            )
+        if len(set(self.x_values)) != len(self.x_values):
+            raise ValueError(f"x_values must be unique, got {self.x_values!r}")
+        names = [axis[0] for axis in self.axes]
+        if len(set(names)) != len(names) or {"device", "x"} & set(names):
+            raise ValueError(f"axes must have unique names other than 'x' and 'device', got {names}")
+        for name, values in self.axes:
+            if not values or not all(isinstance(v, (str, int, float)) for v in values):
+                raise ValueError(
+                    f"axes: {name!r} needs a non-empty tuple of str/int/float values, got {values!r}"
+                )
+        for combo in self.combos():
+            try:
+                key = self.ceiling_key(**combo)
+            except TypeError as err:
+                shown = ", ".join(f"{k}={v!r}" for k, v in combo.items())
+                raise ValueError(f"ceiling({shown}) failed: {err}") from None
+            if key is None:
+                continue
+            if key not in hardware.CEILINGS:
+                raise ValueError(f"ceiling must be a key of {list(hardware.CEILINGS)} or None, got {key!r}")
+            if hardware.CEILINGS[key][1] != self.metric:
+                raise ValueError(
+                    f"ceiling {key!r} is in {hardware.CEILINGS[key][1]}, not in the metric {self.metric}"
+                )
+
+    @property
+    def subject(self) -> Provider:
+        """The provider under study (the first)."""
+        return self.providers[0]
+
+    def combos(self) -> list[dict]:
+        """One ``{axis name: value}`` per combination of the axes, in declared order
+        (``[{}]`` without axes)."""
+        names = [name for name, _ in self.axes]
+        return [
+            dict(zip(names, values, strict=True)) for values in itertools.product(*(v for _, v in self.axes))
+        ]
+
+    def ceiling_key(self, **axes) -> str | None:
+        """The ceiling that the combination ``axes`` is read against (None: no ceiling)."""
+        return self.ceiling(**axes) if callable(self.ceiling) else self.ceiling
 
 
 def _kernels():
@@ -59,7 +228,8 @@ VECTOR_ADD = Benchmark(
     ),
     baseline="torch",
     metric="GB/s",
-    work=lambda n: metrics.elementwise_bytes(n, element_size=4),
+    bytes=lambda n: metrics.elementwise_bytes(n, element_size=4),
+    flops=metrics.vector_add_flops,
     ceiling="copy_gbps",
     sources=("kernels/vector_add.py", "kernels/_configs.py"),
 )
@@ -85,7 +255,8 @@ SOFTMAX = Benchmark(
     providers=_SOFTMAX_PROVIDERS,
     baseline="torch",
     metric="GB/s",
-    work=lambda n: metrics.softmax_bytes(SOFTMAX_ROWS, n, element_size=4),
+    bytes=lambda n: metrics.softmax_bytes(SOFTMAX_ROWS, n, element_size=4),
+    flops=lambda n: metrics.softmax_flops(SOFTMAX_ROWS, n),
     ceiling="copy_gbps",
     sources=("kernels/softmax.py", "kernels/_configs.py"),
 )
@@ -101,12 +272,227 @@ SOFTMAX_LONG = Benchmark(
     providers=_SOFTMAX_PROVIDERS,
     baseline="torch",
     metric="GB/s",
-    work=lambda n: metrics.softmax_bytes(SOFTMAX_LONG_ROWS, n, element_size=4),
+    bytes=lambda n: metrics.softmax_bytes(SOFTMAX_LONG_ROWS, n, element_size=4),
+    flops=lambda n: metrics.softmax_flops(SOFTMAX_LONG_ROWS, n),
     ceiling="copy_gbps",
     sources=("kernels/softmax.py", "kernels/_configs.py"),
 )
 
-ALL: tuple[Benchmark, ...] = (VECTOR_ADD, SOFTMAX, SOFTMAX_LONG)
+# --- matmul -------------------------------------------------------------------------
+
+#: Square products from launch-bound to compute-bound, as (M, N, K).
+MATMUL_SQUARE = tuple((n, n, n) for n in (256, 512, 1024, 2048, 4096, 8192))
+#: Products from a real model, Llama 3 8B (hidden 4096, MLP 14336, 8 KV heads of
+#: 128): the MLP up-projection and the fused QKV projection over 8192 tokens, and
+#: the up-projection at decode time, 16 tokens (skinny: memory-bound on the weights).
+MATMUL_MODEL = ((8192, 14336, 4096), (8192, 6144, 4096), (16, 14336, 4096))
+MATMUL_SHAPES = MATMUL_SQUARE + MATMUL_MODEL
+MATMUL_DTYPES = ("float16", "bfloat16")
+
+_TFLOPS_CEILING = {"float16": "fp16_tflops", "bfloat16": "bf16_tflops"}
+_ELEMENT_SIZE = {"float16": 2, "bfloat16": 2}
+
+
+def _matmul_operands(shape, device, dtype="bfloat16", bias=False):
+    m, n, k = shape
+    dt = getattr(torch, dtype)
+    a = torch.randn(m, k, device=device, dtype=dt)
+    b = torch.randn(k, n, device=device, dtype=dt)
+    return (a, b, torch.randn(n, device=device, dtype=dt)) if bias else (a, b)
+
+
+def _matmul(a, b):
+    return _kernels().matmul(a, b)
+
+
+def _matmul_config(a, b, **overrides):
+    """The config ``matmul`` picks for ``a @ b``, with ``overrides`` (``group_m=1``, say)."""
+    from dataclasses import replace
+
+    from gpuperf.kernels.matmul import matmul_config
+
+    return replace(matmul_config(a, b), **overrides)
+
+
+def _max_autotune(fn):
+    """Provider factory for Inductor's ``max-autotune`` of ``fn``, its GEMM templates
+    restricted to Triton (``max_autotune_gemm_backends="TRITON"``) so that it is a
+    Triton-vs-Triton comparison, without CUDA graphs (which would add input copies)."""
+
+    def make(*inputs):
+        import torch._inductor.config as inductor_config
+
+        torch._dynamo.reset()
+        with inductor_config.patch(max_autotune_gemm_backends="TRITON"):
+            compiled = torch.compile(fn, mode="max-autotune-no-cudagraphs", dynamic=False)
+            compiled(*inputs)  # autotune now, under the patch
+        return lambda: compiled(*inputs)
+
+    return make
+
+
+def _mk(shape, **axes):
+    return shape[2]
+
+
+MATMUL = Benchmark(
+    name="matmul",
+    title="Matmul C = A @ B",
+    x_name="shape",
+    x_label="shape (M×N×K)",
+    x_values=MATMUL_SHAPES,
+    make_inputs=_matmul_operands,
+    reference=reference.matmul_ref,
+    providers=(
+        Provider(
+            "triton",
+            "Triton (gpuperf.kernels.matmul)",
+            call(_matmul),
+            config=lambda a, b: _matmul_config(a, b).as_dict(),
+        ),
+        Provider("cublas", "cuBLAS (torch.matmul)", call(torch.matmul)),
+        Provider("compile", "torch.compile max-autotune (Triton templates)", _max_autotune(torch.matmul)),
+    ),
+    baseline="cublas",
+    metric="TFLOP/s",
+    bytes=lambda shape, dtype: metrics.matmul_bytes(*shape, _ELEMENT_SIZE[dtype]),
+    flops=lambda shape, dtype: metrics.matmul_flops(*shape),
+    ceiling=lambda dtype: _TFLOPS_CEILING[dtype],
+    sources=("kernels/matmul.py", "kernels/_configs.py", "kernels/_launch.py"),
+    axes=(("dtype", MATMUL_DTYPES),),
+    reduction=_mk,
+)
+
+#: Shapes for the fused epilogue and the launch-order comparison.
+MATMUL_EPILOGUE_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 14336, 4096))
+
+MATMUL_EPILOGUE = Benchmark(
+    name="matmul_epilogue",
+    title="Matmul + bias + GELU, bfloat16",
+    x_name="shape",
+    x_label="shape (M×N×K)",
+    x_values=MATMUL_EPILOGUE_SHAPES,
+    make_inputs=lambda shape, device: _matmul_operands(shape, device, "bfloat16", bias=True),
+    reference=lambda a, b, bias: reference.matmul_ref(a, b, bias, "gelu"),
+    providers=(
+        Provider(
+            "triton",
+            "Triton, epilogue fused (gpuperf.kernels.matmul)",
+            call(lambda a, b, bias: _kernels().matmul(a, b, bias=bias, activation="gelu")),
+            config=lambda a, b, bias: _matmul_config(a, b).as_dict(),
+        ),
+        Provider("torch", "cuBLAS, then eager bias and GELU", call(reference.matmul_epilogue_eager)),
+        Provider("compile", "torch.compile of the eager code", _compiled(reference.matmul_epilogue_eager)),
+    ),
+    baseline="torch",
+    metric="TFLOP/s",
+    bytes=lambda shape: metrics.matmul_bytes(*shape, 2, bias=True),
+    flops=lambda shape: metrics.matmul_flops(*shape),
+    ceiling="bf16_tflops",
+    sources=("kernels/matmul.py", "kernels/_configs.py", "kernels/_launch.py"),
+    reduction=_mk,
+)
+
+MATMUL_ORDER = Benchmark(
+    name="matmul_order",
+    title="Program order: grouped vs row-major, float16",
+    x_name="shape",
+    x_label="shape (M×N×K)",
+    x_values=((4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 16384), (8192, 14336, 4096)),
+    make_inputs=lambda shape, device: _matmul_operands(shape, device, "float16"),
+    reference=reference.matmul_ref,
+    providers=(
+        Provider(
+            "triton",
+            "grouped order (GROUP_M = 8)",
+            call(lambda a, b: _kernels().matmul(a, b, config=_matmul_config(a, b, group_m=8))),
+            config=lambda a, b: _matmul_config(a, b, group_m=8).as_dict(),
+        ),
+        Provider(
+            "triton_rowmajor",
+            "row-major order (GROUP_M = 1)",
+            call(lambda a, b: _kernels().matmul(a, b, config=_matmul_config(a, b, group_m=1))),
+            config=lambda a, b: _matmul_config(a, b, group_m=1).as_dict(),
+        ),
+    ),
+    baseline="triton_rowmajor",
+    metric="TFLOP/s",
+    bytes=lambda shape: metrics.matmul_bytes(*shape, 2),
+    flops=lambda shape: metrics.matmul_flops(*shape),
+    ceiling="fp16_tflops",
+    sources=("kernels/matmul.py", "kernels/_configs.py"),
+    reduction=_mk,
+)
+
+# --- host time per call ---------------------------------------------------------------
+
+
+def _host_inputs(op: str, device):
+    """Small inputs, so that the host, not the GPU, bounds the call rate."""
+    if op == "vector_add":
+        return (op, *_random_pair(4096, device))
+    if op == "softmax":
+        return (op, torch.randn(SOFTMAX_ROWS, 256, device=device))
+    a, b = _matmul_operands((512, 512, 512), device, "float16")
+    return (op, a, b)
+
+
+def _ours(op, *tensors):
+    return getattr(_kernels(), op)(*tensors)
+
+
+def _ours_uncached(op, *tensors):
+    from gpuperf.kernels._launch import uncached
+
+    with uncached():
+        return getattr(_kernels(), op)(*tensors)
+
+
+_PYTORCH_OP = {"vector_add": torch.add, "softmax": lambda x: torch.softmax(x, dim=-1), "matmul": torch.matmul}
+_REFERENCE = {
+    "vector_add": reference.vector_add_ref,
+    "softmax": reference.softmax_ref,
+    "matmul": reference.matmul_ref,
+}
+
+HOST_OVERHEAD = Benchmark(
+    name="host_overhead",
+    title="Host time per call (GPU kept busy): our wrappers vs PyTorch's ops",
+    x_name="op",
+    x_label="op (vector_add: 4096 fp32; softmax: 4096 x 256 fp32; matmul: 512^3 fp16)",
+    x_values=("vector_add", "softmax", "matmul"),
+    make_inputs=_host_inputs,
+    reference=lambda op, *tensors: _REFERENCE[op](*tensors),
+    providers=(
+        Provider("triton", "gpuperf.kernels.<op> (cached launch)", call(_ours)),
+        Provider("triton_jit", "the same, launched by kernel[grid]", call(_ours_uncached)),
+        Provider("torch", "the PyTorch op", call(lambda op, *tensors: _PYTORCH_OP[op](*tensors))),
+    ),
+    baseline="torch",
+    metric="us/call",
+    bytes=lambda op: 0,
+    flops=lambda op: 0,
+    ceiling=None,
+    sources=(
+        "kernels/vector_add.py",
+        "kernels/softmax.py",
+        "kernels/matmul.py",
+        "kernels/_launch.py",
+        "kernels/_validation.py",
+    ),
+    timer="host",
+    reduction=lambda op: 512 if op == "matmul" else None,
+)
+
+ALL: tuple[Benchmark, ...] = (
+    VECTOR_ADD,
+    SOFTMAX,
+    SOFTMAX_LONG,
+    HOST_OVERHEAD,
+    MATMUL,
+    MATMUL_EPILOGUE,
+    MATMUL_ORDER,
+)
 
 
 def by_name(name: str) -> Benchmark:

@@ -2,7 +2,8 @@
 
 One set of formulas for every plot and record on the site. Bytes count each
 element read once plus each element written once (the minimum any
-implementation must move); FLOPs count a multiply-add as two.
+implementation must move); FLOPs count a multiply-add as two. Every record row
+stores both, so any record can be placed on a roofline chart.
 """
 
 from __future__ import annotations
@@ -19,9 +20,27 @@ def elementwise_bytes(n_elements: int, element_size: int, n_inputs: int = 2, n_o
     return (n_inputs + n_outputs) * n_elements * element_size
 
 
+def vector_add_flops(n_elements: int) -> int:
+    """FLOPs of ``x + y`` on ``N`` elements: one addition each, ``N``."""
+    return n_elements
+
+
 def softmax_bytes(n_rows: int, n_cols: int, element_size: int) -> int:
     """Bytes moved by a row softmax: the input read once and the output written once."""
     return 2 * n_rows * n_cols * element_size
+
+
+def softmax_flops(n_rows: int, n_cols: int) -> int:
+    """FLOPs of a row softmax, an estimate: ``5 * rows * cols``.
+
+    Five operations per element: the max, the subtraction of the max, the
+    exponential, the sum and the multiplication by the reciprocal of the sum.
+    An exponential costs a GPU more than an addition, and a division may be
+    used instead of the multiplication; the count is a convention, good enough
+    to show that softmax does about one operation per byte, far below any GPU's
+    balance point.
+    """
+    return 5 * n_rows * n_cols
 
 
 def copy_bytes(n_bytes: int) -> int:
@@ -29,9 +48,21 @@ def copy_bytes(n_bytes: int) -> int:
     return 2 * n_bytes
 
 
+def matmul_bytes(m: int, n: int, k: int, element_size: int, *, bias: bool = False) -> int:
+    """Bytes moved by ``(M, K) @ (K, N) [+ bias (N,)]``: each operand read once and the
+    ``(M, N)`` output written once, ``(M*K + K*N + M*N [+ N]) * element_size``."""
+    return (m * k + k * n + m * n + (n if bias else 0)) * element_size
+
+
 def matmul_flops(m: int, n: int, k: int) -> int:
     """FLOPs of ``(M, K) @ (K, N)``: ``2 * M * N * K`` (one multiply and one add per term)."""
     return 2 * m * n * k
+
+
+def attention_bytes(batch: int, heads: int, seq_len: int, head_dim: int, element_size: int) -> int:
+    """Bytes moved by attention forward with ``(B, H, S, D)`` tensors: ``q``, ``k`` and ``v``
+    read once and ``o`` written once, ``4 * B * H * S * D * element_size``."""
+    return 4 * batch * heads * seq_len * head_dim * element_size
 
 
 def attention_flops(
@@ -60,6 +91,10 @@ def tflop_per_s(flops: float, ms: float) -> float:
 #: Unit name -> converter from (work, ms) to the unit.
 RATE = {"GB/s": gb_per_s, "TFLOP/s": tflop_per_s}
 
+#: The metrics a benchmark may report: the two rates (higher is better) and
+#: ``"us/call"``, host microseconds per call (lower is better).
+METRICS = ("GB/s", "TFLOP/s", "us/call")
+
 
 def rate(metric: str, work: float, ms: float) -> float:
     """Convert ``work`` (bytes for GB/s, FLOPs for TFLOP/s) done in ``ms`` into ``metric``."""
@@ -67,3 +102,26 @@ def rate(metric: str, work: float, ms: float) -> float:
         return RATE[metric](work, ms)
     except KeyError:
         raise ValueError(f"metric must be one of {sorted(RATE)}, got {metric!r}") from None
+
+
+def metric_value(metric: str, ms: float, *, n_bytes: float, flops: float) -> float:
+    """One call's ``metric``: GB/s from ``n_bytes``, TFLOP/s from ``flops``, or, for
+    ``"us/call"``, the time itself in microseconds."""
+    if metric == "us/call":
+        return ms * 1e3
+    if metric not in RATE:
+        raise ValueError(f"metric must be one of {list(METRICS)}, got {metric!r}")
+    return rate(metric, n_bytes if metric == "GB/s" else flops, ms)
+
+
+def metric_values(
+    metric: str, ms: float, ms_p20: float, ms_p80: float, *, n_bytes: float, flops: float
+) -> tuple[float, float, float]:
+    """``(value, value_p20, value_p80)`` for the median and the 20th and 80th percentile times.
+
+    The percentiles are those of the value: for a rate the fastest runs (the
+    20th percentile of time) give the highest value, the 80th percentile.
+    """
+    value = lambda t: metric_value(metric, t, n_bytes=n_bytes, flops=flops)
+    a, b = value(ms_p20), value(ms_p80)
+    return value(ms), min(a, b), max(a, b)

@@ -1,20 +1,24 @@
 """The house style for benchmark plots.
 
 Opaque white background (readable in furo's dark mode), one colour per provider
-across the whole site, log2 x-axis for sizes, the measured ceiling drawn with the
-% of it on the right axis, the L2-resident sizes shaded, and a caption naming
-where and when the numbers were measured.
+across the whole site, log2 x-axis for sizes and categories in declared order
+for shapes and names, one panel per axis combination (small multiples), the
+measured ceiling drawn with the % of it on the right axis, the L2-resident sizes
+shaded, and a caption naming where and when the numbers were measured.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import textwrap
 
-from gpuperf.bench.provenance import caption
+from gpuperf.bench.records import caption
 
 #: One colour per provider key, the same on every page.
 PROVIDER_COLORS = {
     "triton": "#1f77b4",
+    "triton_rowmajor": "#17becf",
     "torch": "#ff7f0e",
     "compile": "#2ca02c",
     "naive": "#7f7f7f",
@@ -22,7 +26,17 @@ PROVIDER_COLORS = {
     "cudnn": "#8c564b",
     "flash": "#e377c2",
 }
-_FALLBACK = ("#17becf", "#bcbd22", "#d62728")
+_FALLBACK = ("#bcbd22", "#d62728", "#393b79")
+
+# Layout, in inches.
+_PANEL_H = 4.4
+_TOP = 0.45
+_PANEL_TITLE = 0.25
+_LEFT = 0.8
+_RIGHT = 0.8
+_GAP = 1.25
+_LINE = 0.17  # one line of caption or note
+_CHAR = 0.08  # one character of a tick label
 
 
 def provider_color(key: str) -> str:
@@ -37,24 +51,153 @@ def format_size(x: int) -> str:
     return str(x)
 
 
+def format_x(x) -> str:
+    """An x value as tables and axes show it.
+
+    Sizes as :func:`format_size`; a shape whose three dimensions are equal as
+    ``'4096³'``, any other shape as ``'8192×4096×14336'``; names as they are.
+    """
+    if isinstance(x, (tuple, list)):
+        if len(x) == 3 and len(set(x)) == 1:
+            return f"{x[0]}³"
+        return "×".join(str(d) for d in x)
+    if isinstance(x, str):
+        return x
+    return format_size(x)
+
+
+def format_combo(axes: dict) -> str:
+    """An axis combination as a heading: ``'dtype=bfloat16, causal=1'`` (empty without axes)."""
+    return ", ".join(f"{name}={value}" for name, value in axes.items())
+
+
 def format_rate(value: float, unit: str) -> str:
     if unit == "GB/s" and value >= 1000:
         return f"{value / 1000:.2f} TB/s"
     return f"{value:.0f} {unit}"
 
 
-def _series(record: dict):
-    order = list(dict.fromkeys(r["provider"] for r in record["rows"]))
-    for key in order:
-        rows = sorted(
-            (r for r in record["rows"] if r["provider"] == key and r["status"] == "ok"), key=lambda r: r["x"]
+def x_order(xs) -> list:
+    """Distinct x values in drawing order: sizes ascending, shapes and names as first seen
+    (a record's rows follow the declared order)."""
+    distinct = list(dict.fromkeys(xs))
+    if all(isinstance(x, int) for x in distinct):
+        return sorted(distinct)
+    return distinct
+
+
+def combos(record: dict) -> list[dict]:
+    """The record's axis combinations that have rows, in declared order (``[{}]`` without axes)."""
+    names = list(record["axes"])
+    every = [dict(zip(names, values, strict=True)) for values in itertools.product(*record["axes"].values())]
+    return [c for c in every if any(r["axes"] == c for r in record["rows"])]
+
+
+def _series(rows: list[dict]):
+    for key in dict.fromkeys(r["provider"] for r in rows):
+        mine = [r for r in rows if r["provider"] == key]
+        yield key, mine[0]["label"], [r for r in mine if r["status"] == "ok"]
+
+
+def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
+    """Draw one axis combination's rows on ``ax``; return the inches its x tick labels
+    and x label need below it."""
+    from matplotlib.ticker import FuncFormatter
+
+    metric = record["metric"]
+    xs = x_order(r["x"] for r in rows)
+    bars = metric == "us/call"
+    categorical = bars or not all(isinstance(x, int) for x in xs)
+    pos = {x: i for i, x in enumerate(xs)} if categorical else {x: x for x in xs}
+    series = list(_series(rows))
+    ymax = 0.0
+    width = 0.8 / max(1, len(series))
+    for j, (key, label, ok) in enumerate(series):
+        if not ok:
+            continue
+        ok = sorted(ok, key=lambda r: xs.index(r["x"]))
+        color = provider_color(key)
+        at = [pos[r["x"]] for r in ok]
+        value = [r["value"] for r in ok]
+        lo = [r.get("value_p20", r["value"]) for r in ok]
+        hi = [r.get("value_p80", r["value"]) for r in ok]
+        if bars:
+            ax.bar(
+                [p - 0.4 + (j + 0.5) * width for p in at],
+                value,
+                width * 0.92,
+                color=color,
+                label=label,
+                yerr=[
+                    [v - a for v, a in zip(value, lo, strict=True)],
+                    [b - v for v, b in zip(value, hi, strict=True)],
+                ],
+                error_kw={"lw": 0.8, "capsize": 2, "ecolor": "#333333"},
+            )
+        else:
+            ax.plot(at, value, marker="o", ms=4, lw=1.8, color=color, label=label)
+            ax.fill_between(at, lo, hi, color=color, alpha=0.2, lw=0)
+        ymax = max(ymax, *hi)
+
+    keys = {r["ceiling"] for r in rows} - {None}
+    ceiling = record["ceilings"][keys.pop()] if len(keys) == 1 else None
+    if ceiling is not None:
+        c = ceiling["value"]
+        ymax = max(ymax, c)
+        ax.axhline(
+            c,
+            ls="--",
+            lw=1.2,
+            color="black",
+            label=f"{ceiling['label']}, measured: {format_rate(c, ceiling['unit'])}",
         )
-        label = next(r["label"] for r in record["rows"] if r["provider"] == key)
-        yield key, label, rows
+        secondary = ax.secondary_yaxis("right", functions=(lambda v: 100 * v / c, lambda p: p * c / 100))
+        secondary.set_ylabel(f"% of {ceiling['label']}")
+
+    l2 = record["provenance"].get("l2_bytes")
+    if metric == "GB/s" and l2:
+        n_bytes = {r["x"]: r["bytes"] for r in rows}
+        cached = [x for x in xs if n_bytes[x] <= l2]
+        label = f"traffic ≤ L2 ({l2 / 2**20:.0f} MiB): partly served by L2, not HBM"
+        if cached and not categorical:
+            ax.axvspan(min(xs) / 1.2, max(cached) * 1.2, color="#f2e6b3", alpha=0.5, lw=0, label=label)
+        for i, x in enumerate(cached if categorical else ()):
+            span = (pos[x] - 0.5, pos[x] + 0.5)
+            ax.axvspan(*span, color="#f2e6b3", alpha=0.5, lw=0, label=None if i else label)
+
+    labels = [format_x(x) for x in xs]
+    if categorical:
+        ax.set_xticks(range(len(xs)))
+        ax.set_xticklabels(labels)
+        ax.set_xlim(-0.5, len(xs) - 0.5)
+        rotate = sum(_CHAR * len(s) + 0.15 for s in labels) > 0.9 * panel_w
+    else:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(xs)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(v)))
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+        rotate = len(xs) > 10
+    if rotate:
+        ax.tick_params(axis="x", labelrotation=45)
+        if categorical:
+            for t in ax.get_xticklabels():
+                t.set_horizontalalignment("right")
+                t.set_rotation_mode("anchor")
+    ax.set_xlabel(record["x_label"])
+    ax.set_ylabel("µs per call on the host (lower is better)" if bars else metric)
+    ax.set_ylim(0, (ymax or 1.0) * 1.08)
+    ax.set_facecolor("white")
+    ax.grid(True, which="major", axis="y" if categorical else "both", color="#dddddd", lw=0.6)
+    ax.set_axisbelow(True)
+    # A label rotated by 45 degrees reaches down 0.71 of its length.
+    return 0.65 + (0.71 * _CHAR * max(map(len, labels)) if rotate else 0.0)
 
 
 def plot_record(record: dict, *, source: str = "committed", notes=()):
     """Draw one benchmark record; return the matplotlib ``Figure``.
+
+    One panel per axis combination, side by side, each with its own ceiling
+    line and % axis; one legend for the figure.
 
     Args:
         record: a record as written by :func:`gpuperf.bench.runner.run`.
@@ -62,72 +205,60 @@ def plot_record(record: dict, *, source: str = "committed", notes=()):
         notes: warnings (a stale record, say) printed in red under the plot.
     """
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
 
-    fig, ax = plt.subplots(figsize=(8.0, 6.2), facecolor="white")
-    ax.set_facecolor("white")
-    ceiling = record["ceiling"]
-    c = ceiling["value"]
-    ymax = c
-    for key, label, rows in _series(record):
-        if not rows:
-            continue
-        xs = [r["x"] for r in rows]
-        color = provider_color(key)
-        ax.plot(xs, [r["value"] for r in rows], marker="o", ms=4, lw=1.8, color=color, label=label)
-        lo = [r.get("value_p20", r["value"]) for r in rows]
-        hi = [r.get("value_p80", r["value"]) for r in rows]
-        ax.fill_between(xs, lo, hi, color=color, alpha=0.2, lw=0)
-        ymax = max(ymax, *hi)
-    ax.axhline(
-        c,
-        ls="--",
-        lw=1.2,
-        color="black",
-        label=f"{ceiling['label']}, measured: {format_rate(c, ceiling['unit'])}",
+    panels = combos(record)
+    n = len(panels)
+    panel_w = 6.4 if n == 1 else 4.2
+    width = _LEFT + n * panel_w + (n - 1) * _GAP + _RIGHT
+    fig, axes = plt.subplots(1, n, squeeze=False, facecolor="white")
+    axes = list(axes[0])
+    below_axes = 0.0  # tick labels and the x label
+    for ax, combo in zip(axes, panels, strict=True):
+        rows = [r for r in record["rows"] if r["axes"] == combo]
+        below_axes = max(below_axes, _panel(ax, record, rows, panel_w))
+        if combo:
+            ax.set_title(format_combo(combo), fontsize=10)
+
+    handles = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    ncol = 2 if n == 1 else min(4, n + 1)
+    legend_rows = math.ceil(len(handles) / ncol)
+    lines = textwrap.wrap(caption(record["provenance"]), int(15 * width))
+    notes = [textwrap.shorten(note, int(16 * width)) for note in notes]
+
+    legend_h = 0.24 * legend_rows + 0.1
+    text_h = _LINE * (len(lines) + len(notes)) + 0.1
+    top = _TOP + (_PANEL_TITLE if n > 1 else 0)
+    height = top + _PANEL_H + below_axes + legend_h + text_h
+    fig.set_size_inches(width, height)
+    fig.subplots_adjust(
+        left=_LEFT / width,
+        right=1 - _RIGHT / width,
+        top=1 - top / height,
+        bottom=(below_axes + legend_h + text_h) / height,
+        wspace=_GAP / panel_w,
     )
-
-    l2 = record["provenance"].get("l2_bytes")
-    if record["metric"] == "GB/s" and l2:
-        cached = sorted({r["x"] for r in record["rows"] if r["work"] <= l2})
-        if cached:
-            ax.axvspan(
-                min(r["x"] for r in record["rows"]) / 1.2,
-                cached[-1] * 1.2,
-                color="#f2e6b3",
-                alpha=0.5,
-                lw=0,
-                label=f"traffic ≤ L2 ({l2 / 2**20:.0f} MiB): partly served by L2, not HBM",
-            )
-
-    ax.set_xscale("log", base=2)
-    xs_all = sorted({r["x"] for r in record["rows"]})
-    ax.set_xticks(xs_all)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(v)))
-    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-    rotate = len(xs_all) > 10
-    ax.tick_params(axis="x", labelrotation=45 if rotate else 0)
-    ax.set_xlabel(record["x_label"])
-    ax.set_ylabel(record["metric"])
-    ax.set_ylim(0, ymax * 1.08)
-    secondary = ax.secondary_yaxis("right", functions=(lambda v: 100 * v / c, lambda p: p * c / 100))
-    secondary.set_ylabel(f"% of {ceiling['label']}")
-    ax.grid(True, which="major", color="#dddddd", lw=0.6)
-    ax.legend(
-        fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2 if rotate else -0.12), ncol=2, frameon=False
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="upper center",
+        bbox_to_anchor=(0.5, (legend_h + text_h) / height),
+        ncol=ncol,
+        fontsize=8,
+        frameon=False,
     )
     where = "measured live in this build" if source == "live" else "committed measurement"
-    ax.set_title(f"{record['title']} ({where})", fontsize=11)
+    fig.suptitle(f"{record['title']} ({where})", fontsize=11, y=1 - 0.12 / height, va="top")
 
-    lines = textwrap.wrap(caption(record["provenance"]), 120)
-    fig.subplots_adjust(top=0.93, bottom=0.36 + 0.025 * max(0, len(lines) + len(notes) - 3))
-    y = 0.01
+    y = 0.05 / height
     for note in reversed(notes):
-        fig.text(0.01, y, textwrap.shorten(note, 130), fontsize=7, color="#b00020")
-        y += 0.025
+        fig.text(0.01, y, note, fontsize=7, color="#b00020")
+        y += _LINE / height
     for line in reversed(lines):
         fig.text(0.01, y, line, fontsize=7, color="#333333")
-        y += 0.025
+        y += _LINE / height
     return fig
 
 

@@ -1,21 +1,43 @@
-"""Measurement records: one JSON file per benchmark per GPU, with provenance.
+"""Measurement records: one JSON file per benchmark per GPU, each saying where it came from.
 
 Layout: ``docs/measurements/<gpu-slug>/<benchmark>.json`` and, beside them,
 ``hardware.json`` with the ceilings measured in the same run. A record is tidy:
-one row per (x, provider), so a reader can diff two runs line by line.
+one row per (axis combination, x, provider), so a reader can diff two runs line
+by line.
+
+A record (schema version 2) holds ``schema_version``, ``benchmark``, ``title``,
+``x_name``, ``x_label``, ``metric``, ``baseline``, ``axes`` (``{name: [values]}``),
+``ceilings`` (``{key: {label, unit, value, value_p20, value_p80, ms}}`` for every
+ceiling its rows are read against), ``sources_sha256``, ``provenance`` and
+``rows``. Each row holds ``x`` (an int, a shape as a list of ints, or a string),
+``axes`` (``{name: value}``), ``provider``, ``label``, ``status`` (``"ok"``,
+``"mismatch"`` or ``"error"``, with a ``message`` when not ok), ``bytes`` and
+``flops`` of one call (both, whatever the metric, so that any record can be
+placed on a roofline), ``ceiling`` (a key of ``ceilings``, or None), the times
+``ms``, ``ms_p20``, ``ms_p80``, the metric ``value``, ``value_p20``,
+``value_p80`` (None when not ok) and ``config``, the launch or autotune
+configuration the provider ran (or None).
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import json
 import os
+import platform
+import re
+import subprocess
 from pathlib import Path
 
-from gpuperf.bench.provenance import FIELDS as PROVENANCE_FIELDS
-from gpuperf.bench.provenance import REPO_ROOT
+from gpuperf._runtime import gpu_slug
+from gpuperf.bench.timing import TIMING_METHODS
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: ``hardware.json`` (provenance and ceilings) has its own, unchanged, format.
+HARDWARE_SCHEMA_VERSION = 1
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 #: GPU whose committed records render when no GPU is present (override: ``GPUPERF_GPU``).
@@ -29,12 +51,117 @@ RECORD_KEYS = (
     "x_label",
     "metric",
     "baseline",
-    "ceiling",
+    "axes",
+    "ceilings",
     "sources_sha256",
     "provenance",
     "rows",
 )
-ROW_KEYS = ("x", "provider", "label", "status", "work", "ms", "ms_p20", "ms_p80", "value")
+ROW_KEYS = (
+    "x",
+    "axes",
+    "provider",
+    "label",
+    "status",
+    "bytes",
+    "flops",
+    "ceiling",
+    "ms",
+    "ms_p20",
+    "ms_p80",
+    "value",
+    "value_p20",
+    "value_p80",
+    "config",
+)
+CEILING_KEYS = ("label", "unit", "value")
+STATUSES = ("ok", "mismatch", "error")
+
+#: Keys every record's provenance must have.
+PROVENANCE_FIELDS = (
+    "gpu",
+    "sm_count",
+    "memory_gib",
+    "l2_bytes",
+    "compute_capability",
+    "driver",
+    "cuda",
+    "torch",
+    "triton",
+    "python",
+    "gpuperf_commit",
+    "date",
+    "timing_method",
+)
+
+
+# Where and when: provenance ----------------------------------------------------------
+
+
+def _run(cmd: list[str], cwd: Path | None = None) -> str | None:
+    try:
+        done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=20, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
+
+
+def gpuperf_commit() -> str:
+    """The commit the code was measured at: ``GPUPERF_COMMIT`` if set, else git's
+    HEAD with ``-dirty`` when the tree has changes, else ``'unknown'``."""
+    if os.environ.get("GPUPERF_COMMIT"):
+        return os.environ["GPUPERF_COMMIT"]
+    head = _run(["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO_ROOT)
+    if head is None:
+        return "unknown"
+    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT)
+    return head + ("-dirty" if dirty else "")
+
+
+def collect_provenance(timer: str = "device", device_index: int = 0) -> dict:
+    """Describe the CUDA device, the software stack and the timing method of ``timer``
+    (``"device"`` or ``"host"``, see :data:`gpuperf.bench.timing.TIMING_METHODS`);
+    needs a CUDA device."""
+    import torch
+    import triton
+
+    props = torch.cuda.get_device_properties(device_index)
+    driver = _run(
+        ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", f"--id={device_index}"]
+    )
+    return {
+        "gpu": props.name,
+        "sm_count": props.multi_processor_count,
+        "memory_gib": round(props.total_memory / 2**30, 1),
+        "l2_bytes": getattr(props, "L2_cache_size", None),
+        "compute_capability": f"{props.major}.{props.minor}",
+        "driver": driver or "unknown",
+        "cuda": torch.version.cuda,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+        "gpuperf_commit": gpuperf_commit(),
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "timing_method": TIMING_METHODS[timer],
+    }
+
+
+def caption(provenance: dict) -> str:
+    """One line naming where, when and how a measurement was made.
+
+    The timing method is shortened to its name and rounds, its parenthesised
+    details dropped: ``'triton.testing.do_bench, best of 3 rounds by median'``.
+    """
+    p = provenance
+    method = re.sub(r" \([^)]*\)", "", p["timing_method"]).split(":")[0]
+    return (
+        f"{p['gpu']} ({p['sm_count']} SMs, {p['memory_gib']} GiB), driver {p['driver']}, "
+        f"CUDA {p['cuda']}, torch {p['torch']}, triton {p['triton']}, "
+        f"gpuperf {p['gpuperf_commit']}, {p['date'][:10]}; {method}"
+    )
+
+
+# Files -------------------------------------------------------------------------------
 
 
 def measurements_dir() -> Path:
@@ -61,6 +188,40 @@ def sources_sha256(sources) -> str:
     return h.hexdigest()
 
 
+# The record --------------------------------------------------------------------------
+
+
+def build_record(benchmark, rows: list[dict], ceilings: dict, provenance: dict) -> dict:
+    """Assemble the record of ``benchmark`` from measured ``rows``.
+
+    Args:
+        benchmark: the :class:`~gpuperf.bench.catalog.Benchmark` measured.
+        rows: one dict per (axes, x, provider) with the keys of :data:`ROW_KEYS`.
+        ceilings: measured ceilings ``{key: {value, value_p20, value_p80, unit, ms}}``
+            (as in ``hardware.json``); those the rows use are kept, with their labels.
+        provenance: as made by :func:`collect_provenance`.
+    """
+    from gpuperf.bench.hardware import CEILINGS
+
+    used = dict.fromkeys(r["ceiling"] for r in rows if r["ceiling"] is not None)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "benchmark": benchmark.name,
+        "title": benchmark.title,
+        "x_name": benchmark.x_name,
+        "x_label": benchmark.x_label,
+        "metric": benchmark.metric,
+        "baseline": benchmark.baseline,
+        "axes": {name: list(values) for name, values in benchmark.axes},
+        "ceilings": {
+            key: {"label": CEILINGS[key][0], "unit": CEILINGS[key][1], **ceilings[key]} for key in used
+        },
+        "sources_sha256": sources_sha256(benchmark.sources),
+        "provenance": provenance,
+        "rows": rows,
+    }
+
+
 def validate(record: dict) -> list[str]:
     """Return the schema problems of ``record`` (an empty list when it is well formed)."""
     problems = [f"missing key {k!r}" for k in RECORD_KEYS if k not in record]
@@ -69,18 +230,28 @@ def validate(record: dict) -> list[str]:
     if record["schema_version"] != SCHEMA_VERSION:
         problems.append(f"schema_version {record['schema_version']} != {SCHEMA_VERSION}")
     problems += [f"provenance lacks {k!r}" for k in PROVENANCE_FIELDS if k not in record["provenance"]]
-    ceiling = record["ceiling"]
-    for k in ("key", "label", "value", "unit"):
-        if k not in ceiling:
-            problems.append(f"ceiling lacks {k!r}")
+    for key, ceiling in record["ceilings"].items():
+        problems += [f"ceiling {key!r} lacks {k!r}" for k in CEILING_KEYS if k not in ceiling]
+    axes = record["axes"]
+    problems += [f"axis {name!r} has no values" for name, values in axes.items() if not values]
     for i, row in enumerate(record["rows"]):
         missing = [k for k in ROW_KEYS if k not in row]
         if missing:
             problems.append(f"row {i} lacks {missing}")
-        elif row["status"] == "ok" and not (row["ms_p20"] <= row["ms"] <= row["ms_p80"]):
-            problems.append(
-                f"row {i}: percentiles out of order ({row['ms_p20']}, {row['ms']}, {row['ms_p80']})"
-            )
+            continue
+        if row["status"] not in STATUSES:
+            problems.append(f"row {i}: status {row['status']!r} is not one of {list(STATUSES)}")
+        elif row["status"] == "ok":
+            if not (row["ms_p20"] <= row["ms"] <= row["ms_p80"]):
+                problems.append(
+                    f"row {i}: percentiles out of order ({row['ms_p20']}, {row['ms']}, {row['ms_p80']})"
+                )
+        elif not row.get("message"):
+            problems.append(f"row {i}: status {row['status']!r} without a message")
+        if set(row["axes"]) != set(axes):
+            problems.append(f"row {i}: axes {sorted(row['axes'])} != the record's {sorted(axes)}")
+        if row["ceiling"] is not None and row["ceiling"] not in record["ceilings"]:
+            problems.append(f"row {i}: ceiling {row['ceiling']!r} is not among the record's ceilings")
     if not record["rows"]:
         problems.append("no rows")
     return problems
@@ -95,8 +266,6 @@ def write(record: dict, root: Path | None = None) -> Path:
     problems = validate(record)
     if problems:
         raise ValueError(f"record {record.get('benchmark')!r} is malformed: {problems}")
-    from gpuperf.bench.provenance import gpu_slug
-
     path = record_path(record["benchmark"], gpu_slug(record["provenance"]["gpu"]), root)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1) + "\n")
@@ -104,12 +273,23 @@ def write(record: dict, root: Path | None = None) -> Path:
 
 
 def read(path: Path) -> dict:
-    """Read and validate one record; ``ValueError`` when it does not follow the schema."""
+    """Read and validate one record; ``ValueError`` when it does not follow the schema.
+
+    Shapes come back as tuples (JSON stores them as lists), so that a row's ``x``
+    equals the ``x`` the benchmark declares and can be looked up by it.
+    """
     record = json.loads(Path(path).read_text())
     problems = validate(record)
     if problems:
         raise ValueError(f"{path} is malformed: {problems}")
+    for row in record["rows"]:
+        if isinstance(row["x"], list):
+            row["x"] = tuple(row["x"])
     return record
+
+
+def _point(x, axes: dict, provider: str) -> tuple:
+    return (x, tuple(sorted(axes.items())), provider)
 
 
 def staleness(record: dict, benchmark) -> list[str]:
@@ -120,8 +300,14 @@ def staleness(record: dict, benchmark) -> list[str]:
             f"the kernel sources ({', '.join(benchmark.sources)}) changed after this was "
             f"measured at gpuperf {record['provenance']['gpuperf_commit']}"
         )
-    measured = {(r["x"], r["provider"]) for r in record["rows"]}
-    declared = {(x, p.key) for x in benchmark.x_values for p in benchmark.providers}
+    measured = {_point(r["x"], r["axes"], r["provider"]) for r in record["rows"]}
+    declared = {
+        _point(x, combo, p.key)
+        for combo in benchmark.combos()
+        for x in benchmark.x_values
+        for p in benchmark.providers
+    }
     if declared - measured:
-        reasons.append(f"{len(declared - measured)} declared (size, provider) pairs were never measured")
+        what = "(axes, x, provider)" if benchmark.axes else "(x, provider)"
+        reasons.append(f"{len(declared - measured)} declared {what} points were never measured")
     return reasons

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from gpuperf._runtime import has_cuda, is_interpreter
 from gpuperf.bench import records
-from gpuperf.bench.plotting import format_size, plot_missing, plot_record
-from gpuperf.bench.provenance import REPO_ROOT
-from gpuperf.bench.spec import Benchmark
+from gpuperf.bench.catalog import Benchmark
+from gpuperf.bench.plotting import combos, format_combo, format_x, plot_missing, plot_record, x_order
+from gpuperf.bench.records import REPO_ROOT
 
 #: ``GPUPERF_BENCH=records`` renders committed records even where a GPU is present;
 #: ``live`` insists on measuring; ``auto`` (default) measures when it can.
@@ -19,6 +19,9 @@ MODE_VAR = "GPUPERF_BENCH"
 @dataclass
 class Result:
     """A benchmark's numbers as a page shows them.
+
+    The lookups take the axis combination by keyword (``dtype="bfloat16"``);
+    an axis with one value may be left out, an axis with several may not.
 
     Attributes:
         benchmark: the declaration.
@@ -32,60 +35,103 @@ class Result:
     source: str
     notes: list[str] = field(default_factory=list)
 
-    def values(self, provider: str) -> dict[int, float]:
-        """``{x: metric value}`` for one provider's successful rows."""
+    def _combo(self, axes: dict) -> dict:
+        """The full axis combination that ``axes`` picks; ``ValueError`` naming what is wrong."""
+        declared = dict(self.benchmark.axes)
+        unknown = [name for name in axes if name not in declared]
+        if unknown:
+            raise ValueError(f"{self.benchmark.name} has no axis {unknown[0]!r}; its axes: {list(declared)}")
+        combo = {}
+        for name, values in declared.items():
+            if name in axes:
+                if axes[name] not in values:
+                    raise ValueError(f"axis {name!r} must be one of {list(values)}, got {axes[name]!r}")
+                combo[name] = axes[name]
+            elif len(values) == 1:
+                combo[name] = values[0]
+            else:
+                raise ValueError(
+                    f"{self.benchmark.name} has several values of axis {name!r} ({list(values)}): "
+                    f"pass {name}=... to pick one"
+                )
+        return combo
+
+    def _rows(self, provider: str, combo: dict) -> dict:
         if self.record is None:
             return {}
         return {
-            r["x"]: r["value"]
+            r["x"]: r
             for r in self.record["rows"]
-            if r["provider"] == provider and r["status"] == "ok"
+            if r["provider"] == provider and r["axes"] == combo and r["status"] == "ok"
         }
 
-    def ratios(self, provider: str | None = None) -> dict[int, float]:
-        """``{x: provider / baseline}`` (time ratio inverted: above 1 means faster)."""
-        mine = self.values(provider or self.benchmark.subject.key)
-        base = self.values(self.benchmark.baseline)
-        return {x: mine[x] / base[x] for x in mine if x in base}
+    def values(self, provider: str | None = None, **axes) -> dict:
+        """``{x: metric value}`` for one provider's successful rows (default: the one under study)."""
+        rows = self._rows(provider or self.benchmark.subject.key, self._combo(axes))
+        return {x: r["value"] for x, r in rows.items()}
 
-    def fraction_of_ceiling(self, provider: str | None = None) -> dict[int, float]:
-        """``{x: value / measured ceiling}`` for a provider (default: the one under study)."""
-        if self.record is None:
-            return {}
-        c = self.record["ceiling"]["value"]
-        return {x: v / c for x, v in self.values(provider or self.benchmark.subject.key).items()}
+    def ratios(self, provider: str | None = None, **axes) -> dict:
+        """``{x: baseline time / provider time}``: above 1 means the provider is faster,
+        whatever the metric (``us/call`` included)."""
+        combo = self._combo(axes)
+        mine = self._rows(provider or self.benchmark.subject.key, combo)
+        base = self._rows(self.benchmark.baseline, combo)
+        return {x: base[x]["ms"] / r["ms"] for x, r in mine.items() if x in base}
+
+    def fraction_of_ceiling(self, provider: str | None = None, **axes) -> dict:
+        """``{x: value / measured ceiling}`` for a provider (default: the one under study);
+        ``{}`` when the combination has no ceiling."""
+        rows = self._rows(provider or self.benchmark.subject.key, self._combo(axes))
+        ceilings = self.record["ceilings"] if self.record else {}
+        return {
+            x: r["value"] / ceilings[r["ceiling"]]["value"]
+            for x, r in rows.items()
+            if r["ceiling"] in ceilings
+        }
 
     def table(self) -> str:
-        """A plain-text table: each provider's metric per size, the ratio to the baseline
-        and the % of the ceiling for the provider under study."""
+        """Plain-text tables, one per axis combination under a heading naming it: each
+        provider's metric per x, the ratio of the provider under study to the baseline,
+        and its % of the ceiling (when there is one)."""
         if self.record is None:
             return "\n".join(self.notes)
+        out = list(self.notes)
+        for combo in combos(self.record):
+            if combo:
+                out += ["", format_combo(combo)] if len(out) > len(self.notes) else [format_combo(combo)]
+            out += self._table(combo)
+        return "\n".join(out)
+
+    def _table(self, combo: dict) -> list[str]:
         rec = self.record
-        keys = list(dict.fromkeys(r["provider"] for r in rec["rows"]))
+        rows = [r for r in rec["rows"] if r["axes"] == combo]
+        keys = list(dict.fromkeys(r["provider"] for r in rows))
         subject, base = self.benchmark.subject.key, rec["baseline"]
-        by = {(r["x"], r["provider"]): r for r in rec["rows"]}
+        by = {(r["x"], r["provider"]): r for r in rows}
+        host = rec["metric"] == "us/call"
+        ceiling = next((r["ceiling"] for r in rows if r["ceiling"] is not None), None)
         header = [
             rec["x_name"],
             *[f"{k} {rec['metric']}" for k in keys],
-            f"{subject}/{base}",
-            f"{subject} % of {rec['ceiling']['key'].split('_')[0]}",
+            f"{base}/{subject} time" if host else f"{subject}/{base}",
         ]
-        ratios, fractions = self.ratios(), self.fraction_of_ceiling()
+        if ceiling is not None:
+            header.append(f"{subject} % of {ceiling.split('_')[0]}")
+        ratios, fractions = self.ratios(**combo), self.fraction_of_ceiling(**combo)
         lines = []
-        for x in sorted({r["x"] for r in rec["rows"]}):
-            cells = [format_size(x)]
+        for x in x_order(r["x"] for r in rows):
+            cells = [format_x(x)]
             for k in keys:
                 r = by.get((x, k))
-                cells.append(
-                    "-" if r is None else (f"{r['value']:.0f}" if r["status"] == "ok" else r["status"])
-                )
+                value = "-" if r is None else r["status"] if r["status"] != "ok" else None
+                cells.append(value or f"{r['value']:.{1 if host else 0}f}")
             cells.append(f"{ratios[x]:.2f}x" if x in ratios else "-")
-            cells.append(f"{100 * fractions[x]:.0f}%" if x in fractions else "-")
+            if ceiling is not None:
+                cells.append(f"{100 * fractions[x]:.0f}%" if x in fractions else "-")
             lines.append(cells)
         widths = [max(len(h), *(len(row[i]) for row in lines)) for i, h in enumerate(header)]
         fmt = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
-        out = [fmt(header), fmt(["-" * w for w in widths]), *map(fmt, lines)]
-        return "\n".join([*self.notes, *out])
+        return [fmt(header), fmt(["-" * w for w in widths]), *map(fmt, lines)]
 
     def plot(self):
         """The benchmark's figure (a placeholder naming the missing record when there is none)."""

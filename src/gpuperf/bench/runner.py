@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import zlib
 from collections.abc import Callable
 
-from gpuperf.bench import hardware, metrics, provenance, records
-from gpuperf.bench.spec import Benchmark
-from gpuperf.bench.timing import require_cuda, time_ms
+from gpuperf.bench import hardware, metrics, records
+from gpuperf.bench.catalog import Benchmark
+from gpuperf.bench.timing import host_time_ms, require_cuda, time_ms
 from gpuperf.testing import assert_close
+
+#: A benchmark's ``timer`` -> the function that times one provider.
+TIMERS = {"device": time_ms, "host": host_time_ms}
 
 
 def run(
@@ -19,16 +24,17 @@ def run(
 ) -> dict:
     """Measure ``benchmark`` on the current CUDA device and return its record.
 
-    For each size, every provider's output is first compared with the reference
-    (:func:`gpuperf.testing.assert_close`); only a provider that matched is timed.
-    A provider that fails or mismatches gets a row with status ``"error"`` or
-    ``"mismatch"`` and its message, not a time.
+    For every axis combination and x, every provider's output is first compared
+    with the reference (:func:`gpuperf.testing.assert_close`); only a provider
+    that matched is timed, on the GPU or on the host as the benchmark's
+    ``timer`` says. A provider that fails or mismatches gets a row with status
+    ``"error"`` or ``"mismatch"`` and its message, not a time.
 
     Args:
         benchmark: the declaration to run.
-        x_values: sizes to measure (default: ``benchmark.x_values``).
-        ceilings: ceilings measured earlier in the same run; the benchmark's own
-            ceiling is measured now when absent.
+        x_values: x values to measure (default: ``benchmark.x_values``).
+        ceilings: ceilings measured earlier in the same run; those the benchmark
+            needs and that are absent are measured now, once each.
         log: called with one line per measurement.
 
     Raises:
@@ -37,67 +43,66 @@ def run(
     require_cuda()
     import torch
 
-    if ceilings is None or benchmark.ceiling not in ceilings:
-        ceilings = {**(ceilings or {}), **hardware.measure_ceilings((benchmark.ceiling,))}
-    label, unit = hardware.CEILINGS[benchmark.ceiling]
-    ceiling = {"key": benchmark.ceiling, "label": label, "unit": unit, **ceilings[benchmark.ceiling]}
+    combos = benchmark.combos()
+    ceilings = dict(ceilings or {})
+    needed = dict.fromkeys(k for c in combos if (k := benchmark.ceiling_key(**c)) is not None)
+    missing = tuple(k for k in needed if k not in ceilings)
+    if missing:
+        ceilings.update(hardware.measure_ceilings(missing))
+    timer = TIMERS[benchmark.timer]
 
     rows = []
-    for x in x_values or benchmark.x_values:
-        torch.manual_seed(x)
-        inputs = benchmark.make_inputs(x, torch.device("cuda"))
-        expected = benchmark.reference(*inputs)
-        work = benchmark.work(x)
-        for provider in benchmark.providers:
-            row = {
-                "x": x,
-                "provider": provider.key,
-                "label": provider.label,
-                "work": work,
-                "status": "ok",
-                "ms": None,
-                "ms_p20": None,
-                "ms_p80": None,
-                "value": None,
-            }
-            try:
-                fn = provider.make(*inputs)
-                assert_close(f"{benchmark.name} {provider.key} {benchmark.x_name}={x}", expected, fn())
-                t = time_ms(fn)
-            except AssertionError as err:
-                row.update(status="mismatch", message=str(err)[:500])
-            except Exception as err:  # a baseline that cannot run is reported, not fatal
-                row.update(status="error", message=f"{type(err).__name__}: {err}"[:500])
-            else:
-                row.update(
-                    ms=t.ms,
-                    ms_p20=t.ms_p20,
-                    ms_p80=t.ms_p80,
-                    value=metrics.rate(benchmark.metric, work, t.ms),
-                    value_p20=metrics.rate(benchmark.metric, work, t.ms_p80),
-                    value_p80=metrics.rate(benchmark.metric, work, t.ms_p20),
-                )
-            rows.append(row)
-            shown = f"{row['value']:.1f} {benchmark.metric}" if row["status"] == "ok" else row["status"]
-            log(f"{benchmark.name:>18} {benchmark.x_name}={x:<10} {provider.key:>8}: {shown}")
-        del inputs, expected
-        torch.cuda.empty_cache()
+    for combo in combos:
+        key = benchmark.ceiling_key(**combo)
+        for x in x_values or benchmark.x_values:
+            torch.manual_seed(zlib.crc32(json.dumps([x, combo]).encode()))
+            inputs = benchmark.make_inputs(x, torch.device("cuda"), **combo)
+            expected = benchmark.reference(*inputs)
+            n_bytes, flops = benchmark.bytes(x, **combo), benchmark.flops(x, **combo)
+            where = ", ".join(f"{k}={v}" for k, v in {benchmark.x_name: x, **combo}.items())
+            k = benchmark.reduction(x, **combo) if benchmark.reduction else None
+            for provider in benchmark.providers:
+                row = {
+                    "x": x,
+                    "axes": dict(combo),
+                    "provider": provider.key,
+                    "label": provider.label,
+                    "status": "ok",
+                    "bytes": n_bytes,
+                    "flops": flops,
+                    # A ceiling that could not be measured here (fp8 before sm_89) is left out.
+                    "ceiling": key if key in ceilings else None,
+                    "ms": None,
+                    "ms_p20": None,
+                    "ms_p80": None,
+                    "value": None,
+                    "value_p20": None,
+                    "value_p80": None,
+                    "config": None,
+                }
+                try:
+                    fn = provider.make(*inputs)
+                    assert_close(f"{benchmark.name} {provider.key} {where}", expected, fn(), k=k)
+                    if provider.config is not None:
+                        row["config"] = provider.config(*inputs)
+                        json.dumps(row["config"])  # a record must stay JSON
+                    t = timer(fn)
+                except AssertionError as err:
+                    row.update(status="mismatch", message=str(err)[:500])
+                except Exception as err:  # a baseline that cannot run is reported, not fatal
+                    row.update(status="error", message=f"{type(err).__name__}: {err}"[:500])
+                else:
+                    value, p20, p80 = metrics.metric_values(
+                        benchmark.metric, t.ms, t.ms_p20, t.ms_p80, n_bytes=n_bytes, flops=flops
+                    )
+                    row.update(
+                        ms=t.ms, ms_p20=t.ms_p20, ms_p80=t.ms_p80, value=value, value_p20=p20, value_p80=p80
+                    )
+                rows.append(row)
+                shown = f"{row['value']:.1f} {benchmark.metric}" if row["status"] == "ok" else row["status"]
+                log(f"{benchmark.name:>18} {where:<30} {provider.key:>16}: {shown}")
+            del inputs, expected
+            torch.cuda.empty_cache()
 
-    return build_record(benchmark, rows, ceiling, provenance.collect())
-
-
-def build_record(benchmark: Benchmark, rows: list[dict], ceiling: dict, provenance_: dict) -> dict:
-    """Assemble a record (see :mod:`gpuperf.bench.records`) from measured rows."""
-    return {
-        "schema_version": records.SCHEMA_VERSION,
-        "benchmark": benchmark.name,
-        "title": benchmark.title,
-        "x_name": benchmark.x_name,
-        "x_label": benchmark.x_label,
-        "metric": benchmark.metric,
-        "baseline": benchmark.baseline,
-        "ceiling": ceiling,
-        "sources_sha256": records.sources_sha256(benchmark.sources),
-        "provenance": provenance_,
-        "rows": rows,
-    }
+    provenance = records.collect_provenance(benchmark.timer)
+    return records.build_record(benchmark, rows, ceilings, provenance)

@@ -1,4 +1,4 @@
-"""One way to time GPU work on this site: ``triton.testing.do_bench``.
+"""Two ways to time work on this site: GPU time with ``triton.testing.do_bench``, and host time per call.
 
 ``do_bench`` records CUDA events around each run, flushes L2 before each one by
 writing a 256 MB buffer, and returns the quantiles we ask for. The first call of
@@ -19,12 +19,16 @@ us between its 20th and 80th percentiles). So:
   kept, since host stalls only ever add time.
 
 The host's launch overhead is real and matters for small kernels; it is
-measured separately (``scripts/explore_configs.py``), not folded into kernel times.
+measured separately, never folded into kernel times: :func:`host_time_ms` times
+the calls on the host clock while the GPU is kept busy, so that only the host's
+own work per call is counted (a benchmark declared with ``timer="host"``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -41,6 +45,21 @@ TIMING_METHOD = (
     f"before each run, warmup={WARMUP_MS} ms, rep={REP_MS} ms), best of {ROUNDS} rounds by median: "
     f"median with 20th and 80th percentiles"
 )
+
+#: Calls timed per round and rounds per measurement by :func:`host_time_ms`.
+HOST_CALLS = 200
+HOST_ROUNDS = 5
+#: GPU time (ms) queued ahead of each host-timed round, so the GPU never waits for the host.
+HOST_BUSY_MS = 50.0
+
+HOST_TIMING_METHOD = (
+    f"host clock per call (time.perf_counter around {HOST_CALLS} calls, the GPU kept busy by "
+    f"torch.cuda._sleep for at least {HOST_BUSY_MS:.0f} ms so the launch queue never drains), "
+    f"{HOST_ROUNDS} rounds: median with 20th and 80th percentiles over rounds"
+)
+
+#: A benchmark's ``timer`` -> the timing method its records name in their provenance.
+TIMING_METHODS = {"device": TIMING_METHOD, "host": HOST_TIMING_METHOD}
 
 
 @dataclass(frozen=True)
@@ -86,6 +105,78 @@ def time_ms(
             if best is None or median < best.ms:
                 best = Timing(ms=median, ms_p20=p20, ms_p80=p80)
     return best
+
+
+def host_time_ms(fn: Callable[[], object], *, calls: int = HOST_CALLS, rounds: int = HOST_ROUNDS) -> Timing:
+    """Host time per call of ``fn()``, in milliseconds: what Python, the dispatcher and the
+    launcher cost on the CPU for each call, with the GPU's own time left out.
+
+    ``fn`` is called once (compilation, caches) and waited for. Each round then
+    queues a ``torch.cuda._sleep`` long enough to outlast the round, times
+    ``calls`` calls of ``fn`` with :func:`time.perf_counter` and waits for the GPU.
+    With the GPU busy the whole round, each launch only appends to its queue:
+    the host never waits on the GPU, and what is timed is the host's own work.
+    The sleep lasts at least :data:`HOST_BUSY_MS`, and twice as long as an
+    untimed first round took, so slow calls are covered too; its length in
+    cycles comes from the device's clock rate. Keep ``calls`` times the kernels
+    launched per call below the driver's launch queue depth (about a thousand),
+    or the host blocks on a full queue and that wait is timed.
+
+    Returns:
+        :class:`Timing`: the median over rounds of the time per call, and the 20th
+        and 80th percentiles over rounds.
+
+    Raises:
+        RuntimeError: no CUDA device is available.
+        ValueError: ``calls`` or ``rounds`` is below 1.
+    """
+    if calls < 1 or rounds < 1:
+        raise ValueError(f"calls and rounds must be at least 1, got calls={calls}, rounds={rounds}")
+    require_cuda()
+    import torch
+
+    fn()  # compile and warm caches outside the timed region
+    torch.cuda.synchronize()
+    busy_ms = HOST_BUSY_MS
+    per_call = []
+    for i in range(rounds + 1):  # round 0 is untimed: it sizes the sleep for the others
+        torch.cuda.synchronize()
+        torch.cuda._sleep(_sleep_cycles(busy_ms))
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        elapsed_ms = (time.perf_counter() - start) * 1e3
+        torch.cuda.synchronize()
+        if i == 0:
+            busy_ms = max(HOST_BUSY_MS, 2 * elapsed_ms)
+        else:
+            per_call.append(elapsed_ms / calls)
+    return Timing(
+        ms=statistics.median(per_call), ms_p20=_quantile(per_call, 0.2), ms_p80=_quantile(per_call, 0.8)
+    )
+
+
+def _sleep_cycles(ms: float) -> int:
+    """GPU clock cycles that ``torch.cuda._sleep`` must spin to last about ``ms`` milliseconds.
+
+    The device's clock rate is in kHz, that is cycles per millisecond. Where
+    PyTorch does not report it, 2 GHz is assumed (an H100's boost clock is
+    1.98 GHz; a slower clock only makes the sleep longer, which is safe).
+    """
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    khz = getattr(props, "clock_rate", None) or 2_000_000
+    return int(ms * khz)
+
+
+def _quantile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values``, interpolating linearly between order statistics."""
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 @contextlib.contextmanager

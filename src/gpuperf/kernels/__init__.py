@@ -3,14 +3,17 @@
 Importing this package compiles nothing. When no CUDA device is present and
 ``TRITON_INTERPRET`` is unset, it turns Triton's interpreter on first, so the
 kernels run (slowly, on small shapes) on the CPU: ``@triton.jit`` reads that
-variable when each kernel is defined.
+variable when each kernel is defined. Each op is also registered with
+``torch.library`` (``torch.ops.gpuperf.<op>``) so that ``torch.compile`` can
+keep a model that calls it in one graph.
 """
 
 from gpuperf._runtime import enable_interpreter_without_gpu
 
 enable_interpreter_without_gpu()
 
+from gpuperf.kernels.matmul import MatmulConfig, matmul  # noqa: E402
 from gpuperf.kernels.softmax import softmax  # noqa: E402
 from gpuperf.kernels.vector_add import vector_add  # noqa: E402
 
-__all__ = ["softmax", "vector_add"]
+__all__ = ["MatmulConfig", "matmul", "softmax", "vector_add"]

@@ -7,6 +7,12 @@ with CUDA events the interpreter does not have.)
 
 from __future__ import annotations
 
+import functools
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
 # --- vector add --------------------------------------------------------------------
 
 #: Elements per program and warps per program for ``vector_add``: 1024 fp32
@@ -52,3 +58,136 @@ def softmax_fused_launch(block_n: int) -> tuple[int, int]:
     # 8 warps, more when a thread would hold over 64 elements.
     num_warps = max(8, block_m * block_n // (32 * SOFTMAX_ELEMENTS_PER_THREAD))
     return block_m, num_warps
+
+
+# --- matmul ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MatmulConfig:
+    """One launch configuration of :func:`gpuperf.kernels.matmul`.
+
+    Attributes:
+        block_m, block_n, block_k: the tile each program computes (BLOCK_M x BLOCK_N
+            of C) and the depth of each step along K; powers of two, at least 16.
+        group_m: rows of tiles per group in the grouped launch order (1: row-major).
+        num_warps: warps per program (4 or 8: one or two Hopper warpgroups).
+        num_stages: depth of the software pipeline (tiles of A and B in flight).
+    """
+
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int = 8
+    num_warps: int = 8
+    num_stages: int = 3
+
+    def __post_init__(self):
+        for name in ("block_m", "block_n", "block_k"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 16 or value & (value - 1):
+                raise ValueError(f"MatmulConfig.{name} must be a power of two >= 16, got {value!r}")
+        for name in ("group_m", "num_warps", "num_stages"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f"MatmulConfig.{name} must be a positive int, got {value!r}")
+        if self.num_warps & (self.num_warps - 1):
+            raise ValueError(f"MatmulConfig.num_warps must be a power of two, got {self.num_warps}")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def label(self) -> str:
+        """Short form for tables: ``'128x256x64 g8 w8 s3'``."""
+        return (
+            f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
+            f"w{self.num_warps} s{self.num_stages}"
+        )
+
+
+#: The candidates ``nox -s bench`` times at every benchmarked shape (the sweep
+#: is committed under kernels/tuned/<gpu>/matmul.json). Large tiles for large
+#: products: a 128x256 tile does 2*128*256*64 FLOPs per 48 KB of fp16 loaded
+#: per K step, 43 FLOP/B from shared memory; smaller tiles for small or skinny
+#: products, where a large tile leaves SMs idle or computes padding. 8 warps
+#: give two warpgroups to share a 128-row tile on Hopper's wgmma.
+MATMUL_CONFIGS: tuple[MatmulConfig, ...] = (
+    MatmulConfig(128, 256, 64, num_warps=8, num_stages=3),
+    MatmulConfig(128, 256, 64, num_warps=8, num_stages=4),
+    MatmulConfig(256, 128, 64, num_warps=8, num_stages=3),
+    MatmulConfig(256, 128, 64, num_warps=8, num_stages=4),
+    MatmulConfig(128, 128, 64, num_warps=8, num_stages=4),
+    MatmulConfig(128, 128, 64, num_warps=4, num_stages=4),
+    MatmulConfig(128, 128, 128, num_warps=8, num_stages=3),
+    MatmulConfig(128, 64, 64, num_warps=4, num_stages=4),
+    MatmulConfig(64, 128, 64, num_warps=4, num_stages=4),
+    MatmulConfig(64, 256, 64, num_warps=4, num_stages=4),
+    MatmulConfig(64, 64, 64, num_warps=4, num_stages=4),
+    MatmulConfig(64, 64, 128, num_warps=4, num_stages=3),
+    MatmulConfig(32, 64, 128, num_warps=4, num_stages=4),
+    MatmulConfig(16, 64, 128, num_warps=4, num_stages=4),
+    MatmulConfig(16, 128, 128, num_warps=4, num_stages=4),
+    MatmulConfig(16, 256, 64, num_warps=4, num_stages=4),
+)
+
+#: The config for a GPU or shape the sweep never saw: a middle-sized tile that
+#: ran within 10-20% of the best on the large H100 shapes (tuned/ records).
+MATMUL_DEFAULT = MatmulConfig(128, 128, 64, num_warps=8, num_stages=4)
+
+#: Under Triton's interpreter: one small tile, so the CPU runs few, cheap programs.
+MATMUL_INTERPRETER = MatmulConfig(32, 32, 32, group_m=4, num_warps=4, num_stages=1)
+
+#: Shared memory one program may use on Hopper (227 KB; the A100 has 163 KB).
+SHARED_MEMORY_BYTES = 227 * 1024
+
+
+def matmul_candidates(m: int, n: int, k: int, element_size: int = 2) -> list[MatmulConfig]:
+    """The configs of :data:`MATMUL_CONFIGS` worth timing for an ``(M, K) @ (K, N)`` product."""
+    kept = []
+    for c in MATMUL_CONFIGS:
+        # A tile over twice the matrix computes mostly padding.
+        if c.block_m > 2 * max(16, m) or c.block_n > 2 * max(16, n) or c.block_k > 2 * max(16, k):
+            continue
+        # The pipeline's buffers must fit in shared memory, or the kernel will not launch.
+        if (c.block_m + c.block_n) * c.block_k * element_size * c.num_stages > SHARED_MEMORY_BYTES:
+            continue
+        # Over 128 fp32 accumulators per thread spill to local memory.
+        if c.block_m * c.block_n // (32 * c.num_warps) > 128:
+            continue
+        kept.append(c)
+    return kept
+
+
+@functools.cache
+def _tuned_table(gpu_slug: str) -> dict:
+    """``{dtype name: [((M, N, K), MatmulConfig), ...]}`` from the committed sweep of one GPU."""
+    path = TUNED_DIR / gpu_slug / "matmul.json"
+    if not path.exists():
+        return {}
+    table: dict[str, list] = {}
+    for entry in json.loads(path.read_text())["best"]:
+        table.setdefault(entry["dtype"], []).append((tuple(entry["shape"]), MatmulConfig(**entry["config"])))
+    return table
+
+
+#: Where the committed sweeps live: kernels/tuned/<gpu folder>/matmul.json.
+TUNED_DIR = Path(__file__).resolve().parent / "tuned"
+
+
+def matmul_config(gpu_slug: str | None, dtype_name: str, m: int, n: int, k: int) -> MatmulConfig:
+    """The tuned config for the nearest benchmarked shape on this GPU and dtype.
+
+    Nearest means the smallest sum of ``|log2(size / tuned size)|`` over M, N and K.
+    Falls back to :data:`MATMUL_DEFAULT` for a GPU without a committed sweep, and
+    to :data:`MATMUL_INTERPRETER` when ``gpu_slug`` is None (the interpreter).
+    """
+    if gpu_slug is None:
+        return MATMUL_INTERPRETER
+    entries = _tuned_table(gpu_slug).get(dtype_name)
+    if not entries:
+        return MATMUL_DEFAULT
+
+    def distance(shape):
+        return sum(abs(math.log2(max(a, 1) / b)) for a, b in zip((m, n, k), shape, strict=True))
+
+    return min(entries, key=lambda e: distance(e[0]))[1]

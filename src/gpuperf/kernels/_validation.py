@@ -1,6 +1,9 @@
 """Checks every public kernel wrapper runs on its inputs before launching.
 
 Each failure names the argument and states what was expected and what was given.
+The checks read only cheap tensor attributes (type, dtype, ``is_cuda``, device,
+shape): a wrapper's whole host time per call is measured against PyTorch's op
+(tutorial 03), and these run on every call.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ import torch
 from gpuperf._runtime import check_kernel_device
 
 FLOAT_DTYPES: tuple[torch.dtype, ...] = (torch.float32, torch.float16, torch.bfloat16)
+HALF_DTYPES: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16)
 
 
-def _dtype_names(dtypes: Sequence[torch.dtype]) -> str:
+def dtype_names(dtypes: Sequence[torch.dtype]) -> str:
     return ", ".join(str(d).removeprefix("torch.") for d in dtypes)
 
 
@@ -25,28 +29,49 @@ def check_tensor(name: str, value, dtypes: Sequence[torch.dtype] = FLOAT_DTYPES)
     if value.dtype not in dtypes:
         raise TypeError(
             f"{name} has dtype {str(value.dtype).removeprefix('torch.')}; "
-            f"supported dtypes are {_dtype_names(dtypes)}"
+            f"supported dtypes are {dtype_names(dtypes)}"
         )
 
 
-def check_device(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> None:
-    """Raise ``ValueError`` unless all tensors share one device a kernel can run on."""
-    devices = [t.device for t in tensors]
-    if any(d != devices[0] for d in devices):
-        listed = ", ".join(f"{n} on {d}" for n, d in zip(names, devices, strict=True))
-        raise ValueError(f"tensors must be on the same device, got {listed}")
-    check_kernel_device(names[0], tensors[0])
+def check_tensors(
+    names: Sequence[str], tensors: Sequence, dtypes: Sequence[torch.dtype] = FLOAT_DTYPES
+) -> None:
+    """Check the tensor inputs of one kernel call together.
 
-
-def check_same_dtype(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> None:
-    dtypes = [t.dtype for t in tensors]
-    if any(d != dtypes[0] for d in dtypes):
-        listed = ", ".join(f"{n} {_dtype_names([d])}" for n, d in zip(names, dtypes, strict=True))
-        raise TypeError(f"tensors must have the same dtype, got {listed}")
+    Raises:
+        TypeError: an input is not a tensor, its dtype is not in ``dtypes``, or
+            the inputs' dtypes differ.
+        ValueError: the inputs are on different devices, or on a device the kernel
+            cannot run on (the CPU while Triton's interpreter is off).
+    """
+    # The common case in a few attribute reads: CUDA tensors of one supported
+    # dtype on one device. Anything else takes the checks below, which say what is wrong.
+    first = tensors[0]
+    if isinstance(first, torch.Tensor) and first.is_cuda and first.dtype in dtypes:
+        dtype, device = first.dtype, first.get_device()
+        for value in tensors[1:]:
+            if not (
+                isinstance(value, torch.Tensor) and value.dtype is dtype and value.get_device() == device
+            ):
+                break
+        else:
+            return
+    for name, value in zip(names, tensors, strict=True):
+        check_tensor(name, value, dtypes)
+    for value in tensors[1:]:
+        if value.dtype != first.dtype:
+            listed = ", ".join(f"{n} {dtype_names([t.dtype])}" for n, t in zip(names, tensors, strict=True))
+            raise TypeError(f"tensors must have the same dtype, got {listed}")
+        if value.device != first.device:
+            listed = ", ".join(f"{n} on {t.device}" for n, t in zip(names, tensors, strict=True))
+            raise ValueError(f"tensors must be on the same device, got {listed}")
+    if not first.is_cuda:
+        check_kernel_device(names[0], first)
 
 
 def check_same_shape(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> None:
-    shapes = [tuple(t.shape) for t in tensors]
-    if any(s != shapes[0] for s in shapes):
-        listed = ", ".join(f"{n} {s}" for n, s in zip(names, shapes, strict=True))
+    """Raise ``ValueError`` unless all tensors have one shape."""
+    first = tensors[0].shape
+    if any(t.shape != first for t in tensors[1:]):
+        listed = ", ".join(f"{n} {tuple(t.shape)}" for n, t in zip(names, tensors, strict=True))
         raise ValueError(f"tensors must have the same shape, got {listed}")

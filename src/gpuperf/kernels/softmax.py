@@ -19,13 +19,17 @@ softmax tutorial (https://triton-lang.org/main/getting-started/tutorials/02-fuse
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 import triton.language as tl
+from torch.library import triton_op
 
 from gpuperf.kernels import _configs
 from gpuperf.kernels._grid import cdiv, next_power_of_2
-from gpuperf.kernels._validation import check_device, check_tensor
+from gpuperf.kernels._launch import Launcher, traced
+from gpuperf.kernels._validation import check_tensors
 
 # exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
 LOG2E = tl.constexpr(1.4426950408889634)
@@ -111,6 +115,44 @@ def _softmax_online_kernel(
         tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty), mask=mask, eviction_policy="evict_first")
 
 
+_launch = {k: Launcher(k) for k in (_softmax_kernel, _softmax_online_kernel)}
+_launch_traced = {k: traced(k) for k in (_softmax_kernel, _softmax_online_kernel)}
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan(n_cols: int) -> tuple:
+    """``(kernel, BLOCK_N, BLOCK_M, num_warps)`` for rows of ``n_cols``.
+
+    BLOCK_M is None for the online kernel, which gives each row its own program.
+    """
+    if n_cols <= _configs.SOFTMAX_MAX_FUSED_COLS:
+        block_n = next_power_of_2(n_cols)
+        block_m, num_warps = _configs.softmax_fused_launch(block_n)
+        return _softmax_kernel, block_n, block_m, num_warps
+    return _softmax_online_kernel, _configs.SOFTMAX_ONLINE_BLOCK_N, None, _configs.SOFTMAX_ONLINE_NUM_WARPS
+
+
+def _softmax_into(y2d: torch.Tensor, x2d: torch.Tensor, launchers: dict) -> torch.Tensor:
+    n_rows, n_cols = x2d.shape
+    if n_rows and n_cols:
+        kernel, block_n, block_m, num_warps = _plan(n_cols)
+        launch = launchers[kernel]
+        stride_xm, stride_xn = x2d.stride()
+        if block_m is None:
+            runtime = (x2d, y2d, n_cols, stride_xm, stride_xn, n_cols)
+            launch((n_rows,), runtime, (block_n, True), num_warps=num_warps)
+        else:
+            runtime = (x2d, y2d, n_rows, n_cols, stride_xm, stride_xn, n_cols)
+            launch((cdiv(n_rows, block_m),), runtime, (block_n, block_m), num_warps=num_warps)
+    return y2d
+
+
+@triton_op("gpuperf::softmax", mutates_args=())
+def _softmax_op(x2d: torch.Tensor) -> torch.Tensor:
+    y2d = torch.empty(x2d.shape, dtype=x2d.dtype, device=x2d.device)
+    return _softmax_into(y2d, x2d, _launch_traced)
+
+
 def softmax(x: torch.Tensor) -> torch.Tensor:
     """Softmax over the last dimension of ``x``, computed in float32.
 
@@ -131,46 +173,22 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
         TypeError: ``x`` is not a tensor or has an unsupported dtype.
         ValueError: ``x`` is 0-d, or is on the CPU while the interpreter is off.
 
+    Also registered as ``torch.ops.gpuperf.softmax`` (``torch.library.triton_op``):
+    inside ``torch.compile`` this function calls that op, so a compiled model
+    keeps one graph and Inductor sees the kernels.
+
     Algorithm: rows of up to 32,768 columns are read once into registers (one
     read and one write of the tensor); longer rows use the online softmax
     (Milakov and Gimelshein, arXiv:1805.02867), which reads the row twice and
     writes it once, the second read served partly from L2.
     """
-    check_tensor("x", x)
-    check_device(("x",), (x,))
+    check_tensors(("x",), (x,))
     if x.dim() == 0:
         raise ValueError("x must have at least 1 dimension (softmax runs over the last), got a 0-d tensor")
-    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if x.numel() == 0:
-        return out
-    n_cols = x.shape[-1]
-    x2d = x.reshape(-1, n_cols)
-    y2d = out.view(-1, n_cols)
-    n_rows = x2d.shape[0]
-    if n_cols <= _configs.SOFTMAX_MAX_FUSED_COLS:
-        block_n = next_power_of_2(n_cols)
-        block_m, num_warps = _configs.softmax_fused_launch(block_n)
-        _softmax_kernel[(cdiv(n_rows, block_m),)](
-            x2d,
-            y2d,
-            n_rows,
-            n_cols,
-            x2d.stride(0),
-            x2d.stride(1),
-            y2d.stride(0),
-            BLOCK_N=block_n,
-            BLOCK_M=block_m,
-            num_warps=num_warps,
-        )
-    else:
-        _softmax_online_kernel[(n_rows,)](
-            x2d,
-            y2d,
-            n_cols,
-            x2d.stride(0),
-            x2d.stride(1),
-            y2d.stride(0),
-            BLOCK_N=_configs.SOFTMAX_ONLINE_BLOCK_N,
-            num_warps=_configs.SOFTMAX_ONLINE_NUM_WARPS,
-        )
-    return out
+        return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    x2d = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
+    if torch.compiler.is_compiling():
+        return torch.ops.gpuperf.softmax(x2d).view(x.shape)
+    y2d = _softmax_into(torch.empty_like(x2d, memory_format=torch.contiguous_format), x2d, _launch)
+    return y2d if y2d.shape == x.shape else y2d.view(x.shape)

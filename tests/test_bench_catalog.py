@@ -1,0 +1,99 @@
+"""Benchmark declarations: what they must say, and the helpers the runner and pages use."""
+
+import dataclasses
+
+import pytest
+
+from gpuperf.bench import catalog
+from gpuperf.bench.catalog import Provider, call
+from tests.test_bench_records import HOST_LIKE, MATMUL_LIKE
+
+_TRITON = catalog.VECTOR_ADD.providers[0]
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"baseline": "cublas"}, "baseline must be one of the provider keys"),
+        ({"providers": (_TRITON, _TRITON)}, "providers must have unique keys"),
+        ({"providers": ()}, "providers must not be empty"),
+        ({"metric": "GFLOP/s"}, "metric must be one of"),
+        ({"timer": "wall"}, "timer must be one of"),
+        ({"x_values": ()}, "x_values must be a non-empty tuple"),
+        ({"x_values": (1, "two")}, "x_values must be .* all of one kind"),
+        ({"x_values": ([1, 2, 3],)}, "x_values must be"),
+        ({"x_values": (4, 4)}, "x_values must be unique"),
+        ({"axes": (("dtype", ()),)}, "axes: 'dtype' needs a non-empty tuple"),
+        ({"axes": (("dtype", ("a",)), ("dtype", ("b",)))}, "axes must have unique names"),
+        ({"axes": (("device", ("cuda",)),)}, "axes must have unique names other than"),
+        ({"ceiling": "hbm_gbps"}, "ceiling must be a key of"),
+        ({"ceiling": "bf16_tflops"}, "ceiling 'bf16_tflops' is in TFLOP/s, not in the metric GB/s"),
+        ({"ceiling": lambda: "nope"}, "ceiling must be a key of"),
+        ({"metric": "us/call"}, "ceiling 'copy_gbps' is in GB/s, not in the metric us/call"),
+        (
+            {"axes": (("dtype", ("float32",)),), "ceiling": lambda: "copy_gbps"},
+            r"ceiling\(dtype='float32'\) failed",
+        ),
+    ],
+    ids=lambda v: next(iter(v)) if isinstance(v, dict) else None,
+)
+def test_inconsistent_declarations_are_refused(change, field):
+    with pytest.raises(ValueError, match=field):
+        dataclasses.replace(catalog.VECTOR_ADD, **change)
+
+
+def test_combos_without_axes():
+    assert catalog.VECTOR_ADD.combos() == [{}]
+    assert catalog.VECTOR_ADD.ceiling_key() == "copy_gbps"
+    assert HOST_LIKE.ceiling_key() is None
+
+
+def test_combos_cover_every_combination_in_declared_order():
+    bench = dataclasses.replace(
+        MATMUL_LIKE,
+        axes=(("dtype", ("float16", "bfloat16")), ("bias", (False, True))),
+        ceiling=lambda dtype, bias: MATMUL_LIKE.ceiling_key(dtype=dtype),
+    )
+    assert bench.combos() == [
+        {"dtype": "float16", "bias": False},
+        {"dtype": "float16", "bias": True},
+        {"dtype": "bfloat16", "bias": False},
+        {"dtype": "bfloat16", "bias": True},
+    ]
+
+
+def test_ceiling_key_follows_the_axes():
+    assert MATMUL_LIKE.ceiling_key(dtype="float16") == "fp16_tflops"
+    assert MATMUL_LIKE.ceiling_key(dtype="bfloat16") == "bf16_tflops"
+
+
+def test_subject_is_the_first_provider():
+    assert MATMUL_LIKE.subject.key == "triton"
+    assert MATMUL_LIKE.providers[0].config(None, None) == {"BLOCK_M": 128}
+    assert Provider("x", "x", call(abs)).config is None
+
+
+def test_call_makes_a_zero_argument_function():
+    fn = call(lambda a, b: a - b)(5, 3)
+    assert fn() == 2
+
+
+def test_catalog_entries_count_bytes_and_flops():
+    assert catalog.VECTOR_ADD.bytes(1000) == 12_000 and catalog.VECTOR_ADD.flops(1000) == 1000
+    assert catalog.SOFTMAX.bytes(256) == 2 * catalog.SOFTMAX_ROWS * 256 * 4
+    assert catalog.SOFTMAX.flops(256) == 5 * catalog.SOFTMAX_ROWS * 256
+    assert catalog.SOFTMAX_LONG.flops(65536) == 5 * catalog.SOFTMAX_LONG_ROWS * 65536
+    assert {b.ceiling for b in (catalog.VECTOR_ADD, catalog.SOFTMAX, catalog.SOFTMAX_LONG)} == {"copy_gbps"}
+    m = catalog.MATMUL
+    assert m.flops((8192, 14336, 4096), dtype="bfloat16") == 2 * 8192 * 14336 * 4096
+    assert m.bytes((16, 14336, 4096), dtype="float16") == 2 * (16 * 4096 + 4096 * 14336 + 16 * 14336)
+    assert [m.ceiling_key(**c) for c in m.combos()] == ["fp16_tflops", "bf16_tflops"]
+    assert m.reduction((64, 32, 16), dtype="float16") == 16
+    assert catalog.MATMUL_EPILOGUE.bytes((4, 8, 16)) == 2 * (4 * 16 + 16 * 8 + 4 * 8 + 8)
+    assert catalog.HOST_OVERHEAD.ceiling is None and catalog.HOST_OVERHEAD.timer == "host"
+
+
+def test_by_name():
+    assert catalog.by_name("softmax") is catalog.SOFTMAX
+    with pytest.raises(KeyError, match="known"):
+        catalog.by_name("nope")

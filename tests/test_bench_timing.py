@@ -1,0 +1,56 @@
+"""Timing: the quantile helper everywhere, the timers themselves on a GPU."""
+
+import time
+
+import pytest
+import torch
+
+from gpuperf.bench import timing
+
+
+def test_quantile_interpolates_between_order_statistics():
+    values = [5.0, 1.0, 3.0, 2.0, 4.0]
+    assert timing._quantile(values, 0.5) == 3.0
+    assert timing._quantile(values, 0.2) == pytest.approx(1.8)
+    assert timing._quantile(values, 0.8) == pytest.approx(4.2)
+    assert timing._quantile([7.0], 0.8) == 7.0
+
+
+def test_every_timer_has_a_method_for_the_record():
+    assert set(timing.TIMING_METHODS) == {"device", "host"}
+    assert "do_bench" in timing.TIMING_METHODS["device"]
+    assert "torch.cuda._sleep" in timing.TIMING_METHODS["host"]
+
+
+def test_host_timing_needs_positive_counts():
+    with pytest.raises(ValueError, match="calls and rounds must be at least 1"):
+        timing.host_time_ms(lambda: None, calls=0)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
+def test_host_timing_without_gpu_fails_clearly():
+    with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
+        timing.host_time_ms(lambda: None)
+
+
+@pytest.mark.gpu
+def test_host_time_counts_the_host_not_the_gpu():
+    x = torch.randn(2**26, device="cuda")  # 256 MiB: about 0.1 ms of GPU time per x * 2
+    gpu = timing.time_ms(lambda: x * 2).ms
+    t = timing.host_time_ms(lambda: x * 2)
+    assert t.ms_p20 <= t.ms <= t.ms_p80
+    # The GPU is kept busy, so the host time is the launch cost alone: far below the GPU time.
+    assert t.ms < gpu / 2, (t, gpu)
+    assert t.ms < 0.2  # a PyTorch op costs microseconds of host time
+
+
+@pytest.mark.gpu
+def test_host_time_includes_host_work():
+    t = timing.host_time_ms(lambda: time.sleep(0.001), calls=10, rounds=3)
+    assert 1.0 <= t.ms < 3.0
+
+
+@pytest.mark.gpu
+def test_sleep_cycles_scale_with_milliseconds():
+    assert timing._sleep_cycles(50.0) == pytest.approx(10 * timing._sleep_cycles(5.0), rel=1e-6)
+    assert timing._sleep_cycles(50.0) > 10_000_000  # any GPU clock is above 200 MHz

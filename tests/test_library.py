@@ -1,0 +1,128 @@
+"""The ops as PyTorch sees them: torch.library registration, torch.compile, CUDA graphs,
+and the launch cache that keeps their host time low."""
+
+import pytest
+import torch
+
+from gpuperf.kernels import matmul, softmax, vector_add
+from gpuperf.kernels._launch import Launcher, _int_key
+from gpuperf.reference import matmul_ref, softmax_ref, vector_add_ref
+from gpuperf.testing import assert_close
+from tests._params import randn
+
+
+def model(x, a, b, bias):
+    """A small graph that calls every registered op between PyTorch ops."""
+    h = matmul(a, b, bias=bias, activation="gelu")
+    s = softmax(x * 2.0)
+    return vector_add(s, s).sum() + h.float().sum(), h
+
+
+def model_ref(x, a, b, bias):
+    s = softmax_ref(x * 2.0)
+    h = matmul_ref(a, b, bias, "gelu")
+    return vector_add_ref(s, s).sum() + h.double().sum(), h
+
+
+def inputs():
+    return (
+        randn((6, 50), torch.float32, seed=1),
+        randn((20, 32), torch.float16, seed=2),
+        randn((32, 24), torch.float16, seed=3),
+        randn((24,), torch.float16, seed=4),
+    )
+
+
+def test_ops_are_registered_with_torch_library():
+    x = randn((5, 7), torch.float32)
+    a, b = randn((4, 8), torch.float16), randn((8, 3), torch.float16)
+    assert_close("torch.ops.gpuperf.softmax", softmax_ref(x), torch.ops.gpuperf.softmax(x))
+    assert_close(
+        "torch.ops.gpuperf.vector_add", vector_add_ref(x, x), torch.ops.gpuperf.vector_add(x, x, 1024, 4)
+    )
+    out = torch.ops.gpuperf.matmul(a, b, None, "relu", 16, 16, 16, 1, 4, 1)
+    assert_close("torch.ops.gpuperf.matmul", matmul_ref(a, b, None, "relu"), out, k=8)
+
+
+def test_compile_fullgraph_traces_every_op_without_a_graph_break():
+    """fullgraph=True raises on any graph break; the eager backend runs the captured graph."""
+    torch._dynamo.reset()
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    compiled = torch.compile(model, backend=backend, fullgraph=True)
+    args = inputs()
+    total, h = compiled(*args)
+    ref_total, ref_h = model_ref(*args)
+    assert len(graphs) == 1
+    called = {
+        str(n.target).removesuffix(".default") for n in graphs[0].graph.nodes if n.op == "call_function"
+    }
+    assert {"gpuperf.matmul", "gpuperf.softmax", "gpuperf.vector_add"} <= called
+    assert_close("compiled matmul", ref_h, h, k=32)
+    torch.testing.assert_close(total.double(), ref_total, rtol=1e-3, atol=1e-2)
+
+
+def test_launch_key_follows_tritons_specialization():
+    """Arguments that Triton compiles differently for must never share a cached binary."""
+    from gpuperf.kernels.vector_add import _vector_add_kernel
+
+    launcher = Launcher(_vector_add_kernel)
+    x = torch.empty(64, dtype=torch.float32)
+    key = lambda x, y, n, block: launcher.key((x, y, n), (block,), 4, 3, 0)
+    assert key(x, x, 16, 8) == key(x, x, 32, 8)  # both multiples of 16
+    assert key(x, x, 16, 8) != key(x, x, 17, 8)  # divisibility by 16
+    assert key(x, x, 1, 8) != key(x, x, 17, 8)  # the value 1 is a constant
+    assert key(x, x, 17, 8) != key(x, x, 2**31 + 1, 8)  # i32 vs i64
+    assert key(x, x, 16, 8) != key(x, x, 16, 16)  # constexpr value
+    assert key(x, x[1:], 16, 8) != key(x, x, 16, 8)  # 16-byte alignment of a pointer
+    assert key(x, x.half(), 16, 8) != key(x, x, 16, 8)  # pointer dtype
+    assert launcher.key((x, x, 16), (8,), 8, 3, 0) != launcher.key((x, x, 16), (8,), 4, 3, 0)  # num_warps
+    assert launcher.key((x, x, 16), (8,), 4, 3, 1) != launcher.key((x, x, 16), (8,), 4, 3, 0)  # device
+    assert [_int_key(v) for v in (1, 16, 17, 2**40)] == [1, 2, 0, 6]
+
+
+@pytest.mark.gpu
+def test_cached_launches_use_the_binary_triton_would_pick():
+    from gpuperf.kernels import vector_add as module_vector_add  # noqa: F401
+    from gpuperf.kernels.vector_add import _launch, _vector_add_kernel
+
+    base = torch.randn(4096 + 8, device="cuda")
+    for n, offset in [(4096, 0), (4096, 1), (4095, 0), (1, 0), (4096, 4)]:
+        x = base[offset : offset + n]
+        out = vector_add(x, x)  # fills the cache
+        out = vector_add(x, x)  # launches from it
+        assert_close("vector_add", vector_add_ref(x, x), out)
+        key = _launch.key((x, x, out, n), (1024,), 8, 3, torch.cuda.current_device())
+        expected = _vector_add_kernel[(1,)](x, x, out, n, 1024, num_warps=8, num_stages=3)
+        assert _launch._compiled[key][2] == expected.function, (n, offset)  # the same loaded binary
+
+
+@pytest.mark.gpu
+def test_compile_inductor_and_cuda_graphs():
+    args = tuple(t.cuda() for t in inputs())
+    ref_total, ref_h = model_ref(*args)
+    for mode in ("default", "reduce-overhead"):
+        torch._dynamo.reset()
+        compiled = torch.compile(model, fullgraph=True, mode=mode)
+        for _ in range(3):  # reduce-overhead records a CUDA graph on a later call, then replays it
+            total, h = compiled(*args)
+        assert_close(f"inductor {mode} matmul", ref_h, h, k=32)
+        torch.testing.assert_close(total.double(), ref_total, rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.gpu
+def test_eager_wrappers_capture_into_a_cuda_graph():
+    x, a, b, bias = (t.cuda() for t in inputs())
+    model(x, a, b, bias)  # compile and cache outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        total, h = model(x, a, b, bias)
+    x.copy_(randn(tuple(x.shape), torch.float32, seed=9))
+    graph.replay()
+    ref_total, ref_h = model_ref(x, a, b, bias)
+    assert_close("graph matmul", ref_h, h, k=32)
+    torch.testing.assert_close(total.double(), ref_total, rtol=1e-3, atol=1e-2)

@@ -1,0 +1,137 @@
+import pytest
+import torch
+
+from gpuperf.kernels import MatmulConfig, matmul
+from gpuperf.kernels.matmul import ACTIVATIONS, matmul_config
+from gpuperf.reference import matmul_ref
+from gpuperf.testing import assert_close
+from tests._params import randn
+
+HALF_DTYPES = [
+    pytest.param(torch.float16, id="fp16"),
+    # The interpreter's tl.dot multiplies bfloat16 as raw bits: checked on a GPU only.
+    pytest.param(torch.bfloat16, id="bf16", marks=pytest.mark.gpu),
+]
+
+# (M, N, K): one element; a row or a column; sizes off every tile edge; K past
+# one tile and not a multiple of BLOCK_K; a whole number of interpreter tiles.
+SHAPES = [(1, 1, 1), (1, 40, 33), (37, 1, 20), (17, 33, 65), (64, 64, 64), (70, 45, 100)]
+
+
+def shape_id(shape):
+    return "x".join(map(str, shape))
+
+
+def operands(m, n, k, dtype, seed=0):
+    return randn((m, k), dtype, seed=seed), randn((k, n), dtype, seed=seed + 1)
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
+def test_matches_reference(shape, dtype):
+    m, n, k = shape
+    a, b = operands(m, n, k, dtype, seed=m + n + k)
+    out = matmul(a, b)
+    assert out.shape == (m, n) and out.dtype == dtype and out.is_contiguous()
+    assert_close("matmul", matmul_ref(a, b), out, k=k)
+
+
+@pytest.mark.parametrize("activation", ACTIVATIONS, ids=str)
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_bias_and_activation_fused(activation, dtype):
+    a, b = operands(33, 50, 40, dtype, seed=3)
+    bias = randn((50,), dtype, seed=5)
+    out = matmul(a, b, bias=bias, activation=activation)
+    assert_close(f"matmul {activation}", matmul_ref(a, b, bias, activation), out, k=40)
+
+
+@pytest.mark.parametrize("activation", ACTIVATIONS, ids=str)
+def test_activation_without_bias(activation):
+    a, b = operands(20, 24, 48, torch.float16, seed=7)
+    assert_close("matmul", matmul_ref(a, b, None, activation), matmul(a, b, activation=activation), k=48)
+
+
+@pytest.mark.parametrize(
+    "layout",
+    ["a_transposed", "b_transposed", "both_transposed", "a_strided"],
+)
+def test_any_strides_without_copies(layout):
+    m, n, k = 36, 28, 44
+    if layout in ("a_transposed", "both_transposed"):
+        a = randn((k, m), torch.float16, seed=1).t()
+    elif layout == "a_strided":
+        a = randn((m, 2 * k), torch.float16, seed=1)[:, ::2]  # every other column: stride 2 along K
+    else:
+        a = randn((m, k), torch.float16, seed=1)
+    b = randn((n, k), torch.float16, seed=2).t() if "b_" in layout or "both" in layout else None
+    if b is None:
+        b = randn((k, n), torch.float16, seed=2)
+    assert not (a.is_contiguous() and b.is_contiguous())
+    assert_close(f"matmul {layout}", matmul_ref(a, b), matmul(a, b), k=k)
+
+
+def test_k_zero_gives_the_epilogue_of_zeros():
+    a = torch.empty(5, 0, dtype=torch.float16, device=randn((1,), torch.float16).device)
+    b = torch.empty(0, 7, dtype=torch.float16, device=a.device)
+    assert torch.equal(matmul(a, b), torch.zeros(5, 7, dtype=torch.float16, device=a.device))
+    bias = randn((7,), torch.float16, seed=9)
+    out = matmul(a, b, bias=bias, activation="gelu")
+    assert_close("matmul K=0", matmul_ref(a, b, bias, "gelu"), out)
+    assert_close("torch.matmul K=0", torch.matmul(a, b).float(), matmul(a, b))
+
+
+@pytest.mark.parametrize("shape", [(0, 5, 3), (4, 0, 3), (0, 0, 0)], ids=shape_id)
+def test_empty_output_returns_without_a_launch(shape):
+    m, n, k = shape
+    a, b = operands(m, n, k, torch.float16)
+    out = matmul(a, b, bias=randn((n,), torch.float16))
+    assert out.shape == (m, n) and out.dtype == torch.float16
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        MatmulConfig(16, 16, 16, group_m=1, num_warps=4, num_stages=1),  # row-major order
+        MatmulConfig(32, 16, 64, group_m=2, num_warps=4, num_stages=2),
+        MatmulConfig(16, 64, 32, group_m=8, num_warps=4, num_stages=1),
+    ],
+    ids=lambda c: c.label().replace(" ", "-"),
+)
+def test_config_changes_speed_not_the_answer(config):
+    a, b = operands(45, 70, 50, torch.float16, seed=11)
+    assert_close(f"matmul {config.label()}", matmul_ref(a, b), matmul(a, b, config=config), k=50)
+
+
+def test_default_config_is_a_matmul_config():
+    a, b = operands(8, 8, 8, torch.float16)
+    assert isinstance(matmul_config(a, b), MatmulConfig)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+@pytest.mark.parametrize(
+    "shape",
+    [(1024, 1024, 1024), (4096, 4096, 4096), (16, 14336, 4096), (1000, 1000, 1000), (4099, 257, 3001)],
+    ids=shape_id,
+)
+def test_large_shapes_on_gpu(shape, dtype):
+    m, n, k = shape
+    a, b = operands(m, n, k, dtype, seed=1)
+    bias = randn((n,), dtype, seed=2)
+    assert_close("matmul", matmul_ref(a, b), matmul(a, b), k=k)
+    assert_close(
+        "matmul gelu", matmul_ref(a, b, bias, "gelu"), matmul(a, b, bias=bias, activation="gelu"), k=k
+    )
+
+
+@pytest.mark.gpu
+def test_tuned_config_is_used_on_a_tuned_gpu():
+    from gpuperf._runtime import gpu_slug
+    from gpuperf.kernels import _configs
+
+    slug = gpu_slug(torch.cuda.get_device_name())
+    if not (_configs.TUNED_DIR / slug / "matmul.json").exists():
+        pytest.skip(f"no committed tuning sweep for {slug}")
+    a, b = operands(4096, 4096, 4096, torch.float16)
+    assert matmul_config(a, b) == _configs.matmul_config(slug, "float16", 4096, 4096, 4096)
+    assert matmul_config(a, b) != _configs.MATMUL_INTERPRETER

@@ -4,7 +4,6 @@
 * softmax, single pass: every (rows per program, warps) that holds 4 to 64
   elements per thread, per benchmarked row length, beside the default rule's pick;
 * softmax, online: every (chunk, warps), with the second pass reversed or not;
-* the host time one call costs, for the wrappers and for PyTorch's ops.
 
 Usage: ``python scripts/explore_configs.py [--out docs/measurements]``; the output
 is also written to ``<out>/<gpu>/explore_configs.log`` under a provenance line.
@@ -19,7 +18,7 @@ import triton
 from gpuperf.bench import metrics, records
 from gpuperf.bench.catalog import SOFTMAX, SOFTMAX_LONG, SOFTMAX_LONG_ROWS, SOFTMAX_ROWS
 from gpuperf.bench.timing import time_ms
-from gpuperf.kernels import _configs, softmax, vector_add
+from gpuperf.kernels import _configs, vector_add
 from gpuperf.kernels.softmax import _softmax_kernel, _softmax_online_kernel
 
 LINES: list[str] = []
@@ -92,53 +91,17 @@ def online_sweep():
         )
 
 
-def host_overhead():
-    """Host time per call, with the GPU kept busy so the launch queue never throttles the host."""
-    import time
-
-    emit("host times: time.perf_counter over 200 calls, GPU kept busy by torch.cuda._sleep")
-
-    x = torch.randn(SOFTMAX_ROWS, 256, device="cuda")
-    y = torch.empty_like(x)
-    a, b = torch.randn(2**12, device="cuda"), torch.randn(2**12, device="cuda")
-    block_m, warps = _configs.softmax_fused_launch(256)
-    grid = (triton.cdiv(SOFTMAX_ROWS, block_m),)
-    calls = {
-        "torch.softmax": lambda: torch.softmax(x, dim=-1),
-        "x + y": lambda: a + b,
-        "_softmax_kernel[grid](...)": lambda: _softmax_kernel[grid](
-            x, y, SOFTMAX_ROWS, 256, 256, 1, 256, BLOCK_N=256, BLOCK_M=block_m, num_warps=warps
-        ),
-        "gpuperf.kernels.softmax": lambda: softmax(x),
-        "gpuperf.kernels.vector_add": lambda: vector_add(a, b),
-    }
-    for name, fn in calls.items():
-        fn()
-        torch.cuda.synchronize()
-        torch.cuda._sleep(2_000_000_000)  # about a second of GPU time: the queue never drains
-        start = time.perf_counter()
-        for _ in range(200):
-            fn()
-        per_call = (time.perf_counter() - start) / 200 * 1e6
-        torch.cuda.synchronize()
-        emit(f"host time per call, {name}: {per_call:.1f} us")
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=None, help="measurements folder (default: docs/measurements)")
-    parser.add_argument("--only", choices=["host"], help="run only the host-overhead measurement")
     args = parser.parse_args()
     about = records.collect_provenance()
     emit(records.caption(about))
-    host_overhead()
-    if args.only != "host":
-        vector_add_sweep()
-        fused_sweep()
-        online_sweep()
+    vector_add_sweep()
+    fused_sweep()
+    online_sweep()
     root = records.measurements_dir() if args.out is None else Path(args.out)
-    name = "host_overhead.log" if args.only == "host" else "explore_configs.log"
-    path = root / records.gpu_slug(about["gpu"]) / name
+    path = root / records.gpu_slug(about["gpu"]) / "explore_configs.log"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(LINES) + "\n")
     print(f"wrote {path}")

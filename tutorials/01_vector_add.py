@@ -134,26 +134,34 @@ if result.record is not None:
 # %%
 # Those are GPU times: the timing keeps the host out of them (see
 # :doc:`../measuring`). The host pays its own cost for every launch, and a
-# kernel shorter than that cost leaves the GPU waiting on Python. Here is the
-# host time per call, measured with the GPU kept busy so that only the host's
-# work is counted (the committed measurement; its first line says where):
+# kernel shorter than that cost leaves the GPU waiting on Python. The host time
+# per call is a benchmark of its own, measured with the GPU kept busy so that
+# only the host's work is counted: our wrapper, the same wrapper launching
+# through Triton's own ``kernel[grid](...)``, and the PyTorch op.
 
-from gpuperf.bench import records
+from gpuperf.bench.catalog import HOST_OVERHEAD
 
-host_log = records.measurements_dir() / records.reference_gpu() / "host_overhead.log"
-if host_log.exists():
-    print(host_log.read_text())
-else:
-    print(f"MISSING: {host_log.name}; run scripts/explore_configs.py --only host on a GPU")
+host = run_or_load(HOST_OVERHEAD)
+print(host.table())
+host.plot()
 
 # %%
-# The Triton launcher does more work in Python per call than PyTorch's C++
-# dispatcher, and the wrapper's checks and allocation add to it. (Host times
-# on a shared virtual machine move by tens of percent from run to run; the
-# order of magnitude is the point.) Below a few
-# tens of microseconds of GPU work per call, that is what bounds throughput,
-# not the kernel. The cures are the same as for launch latency: more work per
-# launch, or capturing many launches in a CUDA graph.
+# ``kernel[grid](...)`` does a lot of Python on every call: it binds the
+# arguments to the kernel's signature, works out which specialized binary they
+# need (is each pointer 16-byte aligned? is each integer 1, or a multiple of
+# 16?), looks the binary up, and builds launch metadata. PyTorch's ``x + y``
+# does its equivalent in C++. Our wrappers keep the compiled kernels in a
+# dictionary keyed by exactly what Triton specializes on, computed in a few
+# lines of Python, and hand the arguments (tensors already turned into
+# addresses) straight to the compiled launcher; the first call with a new key
+# still goes through ``kernel[grid]``, so a binary never runs on arguments
+# Triton would have compiled differently. Tutorial 03 and the profiling guide
+# say more; the code is in ``src/gpuperf/kernels/_launch.py``. (Host times on
+# a shared virtual machine move by tens of percent from run to run; compare
+# the columns of one run.) Below a few tens of microseconds of GPU work per
+# call, the host is what bounds throughput, not the kernel. The cures are the
+# same as for launch latency: more work per launch, or capturing many launches
+# in a CUDA graph.
 #
 # **L2.** In the shaded region the three tensors together are smaller than the
 # L2 cache. ``do_bench`` flushes L2 before each run, so inputs come from HBM,

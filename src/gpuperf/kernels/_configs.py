@@ -1,8 +1,10 @@
 """Launch parameters, kept as data, each rule with its reason.
 
-(Autotuned kernels keep their config lists here too; under Triton's interpreter
-such a list must collapse to one config, since the autotuner would time each
-with CUDA events the interpreter does not have.)
+The fixed rules of the memory-bound kernels, and the matmul's candidate configs
+with the pruning rules of :func:`matmul_candidates`. The matmul is tuned once per
+benchmarked shape by ``nox -s bench``; the sweep is committed under
+``kernels/tuned/<gpu>/matmul.json`` and :func:`matmul_config` reads it. Under
+Triton's interpreter one small config is used, since timing configs needs a GPU.
 """
 
 from __future__ import annotations
@@ -124,14 +126,17 @@ MATMUL_CONFIGS: tuple[MatmulConfig, ...] = (
     MatmulConfig(64, 256, 64, num_warps=4, num_stages=4),
     MatmulConfig(64, 64, 64, num_warps=4, num_stages=4),
     MatmulConfig(64, 64, 128, num_warps=4, num_stages=3),
+    MatmulConfig(32, 32, 64, num_warps=4, num_stages=4),
+    MatmulConfig(32, 64, 64, num_warps=4, num_stages=4),
     MatmulConfig(32, 64, 128, num_warps=4, num_stages=4),
     MatmulConfig(16, 64, 128, num_warps=4, num_stages=4),
     MatmulConfig(16, 128, 128, num_warps=4, num_stages=4),
     MatmulConfig(16, 256, 64, num_warps=4, num_stages=4),
 )
 
-#: The config for a GPU or shape the sweep never saw: a middle-sized tile that
-#: ran within 10-20% of the best on the large H100 shapes (tuned/ records).
+#: The config for a GPU without a committed sweep: a middle-sized tile whose
+#: pipeline fits the shared memory of any GPU since the A100 (128 KB). On the
+#: H100 it ran at 80-85% of the best config at 4096^3 and 8192^3 (first sweep).
 MATMUL_DEFAULT = MatmulConfig(128, 128, 64, num_warps=8, num_stages=4)
 
 #: Under Triton's interpreter: one small tile, so the CPU runs few, cheap programs.

@@ -1,0 +1,93 @@
+"""L2 hit rate and DRAM traffic of the matmul in grouped and row-major order, from Nsight Compute.
+
+Usage (GPU with ``ncu`` on the PATH): ``python scripts/ncu_matmul_order.py [--out docs/measurements]``.
+It runs itself under ``ncu`` with ``--inner``, which launches the kernel once per
+(shape, order), reads ncu's CSV and writes ``<out>/<gpu>/matmul_order_ncu.json``
+(provenance, the metrics, one row per launch). ``--clock-control none`` leaves the
+GPU's clocks as they are, as every other measurement here does.
+"""
+
+import argparse
+import csv
+import io
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+SHAPES = ((8192, 8192, 8192), (16384, 16384, 16384))
+ORDERS = (("grouped", 8), ("row-major", 1))
+METRICS = ("lts__t_sector_hit_rate.pct", "dram__bytes_read.sum", "gpu__time_duration.sum")
+
+
+def inner():
+    import torch
+
+    from gpuperf.kernels import matmul
+    from gpuperf.kernels.matmul import matmul_config
+
+    for m, n, k in SHAPES:
+        a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+        for _, group_m in ORDERS:
+            matmul(a, b, config=replace(matmul_config(a, b), group_m=group_m))
+        torch.cuda.synchronize()
+
+
+def outer(out: Path | None):
+    from gpuperf.bench import records
+
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        sys.exit("ncu (Nsight Compute) is not on the PATH")
+    cmd = [
+        ncu,
+        "--csv",
+        "--clock-control",
+        "none",
+        "-k",
+        "regex:_matmul_kernel",
+        "--metrics",
+        ",".join(METRICS),
+    ]
+    done = subprocess.run([*cmd, sys.executable, __file__, "--inner"], capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"ncu failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    text = done.stdout[done.stdout.index('"ID"') :]
+    values: dict[int, dict] = {}
+    for row in csv.DictReader(io.StringIO(text)):
+        values.setdefault(int(row["ID"]), {})[row["Metric Name"]] = (
+            float(row["Metric Value"].replace(",", "")),
+            row["Metric Unit"],
+        )
+    launches = [(shape, order, g) for shape in SHAPES for order, g in ORDERS]
+    if len(values) != len(launches):
+        sys.exit(f"expected {len(launches)} profiled launches, got {len(values)}")
+    rows = []
+    for (shape, order, group_m), launch_id in zip(launches, sorted(values), strict=True):
+        row = {"shape": list(shape), "dtype": "float16", "order": order, "group_m": group_m}
+        row.update({name: {"value": v, "unit": u} for name, (v, u) in values[launch_id].items()})
+        rows.append(row)
+        print(shape, order, {name: f"{v:g} {u}" for name, (v, u) in values[launch_id].items()})
+    record = {
+        "schema_version": 1,
+        "tool": "ncu " + " ".join(cmd[1:]),
+        "provenance": records.collect_provenance(),
+        "metrics": list(METRICS),
+        "rows": rows,
+    }
+    root = out or records.measurements_dir()
+    path = root / records.gpu_slug(record["provenance"]["gpu"]) / "matmul_order_ncu.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, default=None, help="measurements folder")
+    args = parser.parse_args()
+    inner() if args.inner else outer(args.out)

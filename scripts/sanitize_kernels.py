@@ -1,0 +1,33 @@
+"""Run every kernel at odd shapes, for ``compute-sanitizer --tool memcheck`` (GPU only).
+
+Usage: ``compute-sanitizer --tool memcheck python scripts/sanitize_kernels.py``. The
+shapes cross every edge: one element, partial blocks and tiles, K not a multiple
+of BLOCK_K, transposed operands, rows just past the single-pass softmax limit.
+"""
+
+import torch
+
+from gpuperf.kernels import _configs, matmul, softmax, vector_add
+
+
+def main():
+    torch.manual_seed(0)
+    for shape in [(1,), (1000,), (4097,), (3, 5, 7)]:
+        vector_add(torch.randn(shape, device="cuda"), torch.randn(shape, device="cuda"))
+    long_row = _configs.SOFTMAX_MAX_FUSED_COLS + 1
+    for shape in [(1, 1), (3, 7), (5, 1000), (2, long_row), (1, 5 * _configs.SOFTMAX_ONLINE_BLOCK_N + 123)]:
+        softmax(torch.randn(shape, device="cuda"))
+    softmax(torch.randn(129, 33, device="cuda").t())
+    for m, n, k in [(1, 1, 1), (17, 33, 65), (130, 70, 200), (4099, 257, 3001), (16, 17, 4096), (5, 7, 0)]:
+        for dtype in (torch.float16, torch.bfloat16):
+            a = torch.randn(m, k, device="cuda", dtype=dtype)
+            b = torch.randn(k, n, device="cuda", dtype=dtype)
+            bias = torch.randn(n, device="cuda", dtype=dtype)
+            matmul(a, b, bias=bias, activation="gelu")
+            matmul(a.t().contiguous().t(), b.t().contiguous().t())
+    torch.cuda.synchronize()
+    print("every kernel ran at odd shapes")
+
+
+if __name__ == "__main__":
+    main()

@@ -98,7 +98,7 @@ def test_cached_launches_use_the_binary_triton_would_pick():
         assert_close("vector_add", vector_add_ref(x, x), out)
         key = _launch.key((x, x, out, n), (1024,), 8, 3, torch.cuda.current_device())
         expected = _vector_add_kernel[(1,)](x, x, out, n, 1024, num_warps=8, num_stages=3)
-        assert _launch._compiled[key][2] == expected.function, (n, offset)  # the same loaded binary
+        assert _launch._compiled[key][1] == expected.function, (n, offset)  # the same loaded binary
 
 
 @pytest.mark.gpu
@@ -126,3 +126,55 @@ def test_eager_wrappers_capture_into_a_cuda_graph():
     ref_total, ref_h = model_ref(x, a, b, bias)
     assert_close("graph matmul", ref_h, h, k=32)
     torch.testing.assert_close(total.double(), ref_total, rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", ["vector_add", "softmax", "matmul", "matmul_bias_gelu"])
+def test_planned_launches_compute_on_the_new_inputs(op):
+    """The second call with inputs like the first launches from a plan; it must read the new inputs."""
+    from gpuperf.kernels import matmul as matmul_module
+    from gpuperf.kernels import softmax as softmax_module
+    from gpuperf.kernels import vector_add as vector_add_module
+
+    base = torch.randn(3 * 4096 + 8, device="cuda")
+    half = torch.randn(300 * 130 + 8, device="cuda", dtype=torch.float16)
+    cases = {
+        "vector_add": (
+            vector_add_module,
+            lambda o: (base[o : o + 4096], base[4096 + o : 8192 + o]),
+            vector_add,
+            vector_add_ref,
+            None,
+        ),
+        "softmax": (
+            softmax_module,
+            lambda o: (base[o : o + 4096].view(32, 128),),
+            softmax,
+            softmax_ref,
+            None,
+        ),
+        "matmul": (
+            matmul_module,
+            lambda o: (half[o : o + 300 * 70].view(300, 70), half[o : o + 70 * 130].view(70, 130)),
+            matmul,
+            matmul_ref,
+            70,
+        ),
+        "matmul_bias_gelu": (
+            matmul_module,
+            lambda o: (
+                half[o : o + 300 * 70].view(300, 70),
+                half[o : o + 70 * 130].view(70, 130),
+                half[o : o + 130],
+            ),
+            lambda a, b, bias: matmul(a, b, bias=bias, activation="gelu"),
+            lambda a, b, bias: matmul_ref(a, b, bias, "gelu"),
+            70,
+        ),
+    }
+    module, make, fn, ref, k = cases[op]
+    module._plans._plans.clear()
+    for offset in (0, 8, 1, 9, 0):  # aligned, aligned again (planned), misaligned twice, aligned
+        inputs = make(offset)
+        assert_close(f"{op} offset {offset}", ref(*inputs), fn(*inputs), k=k)
+    assert len(module._plans._plans) == 2  # one plan for 16-byte aligned inputs, one for misaligned

@@ -114,54 +114,104 @@ class Launcher:
         return tuple(key), args
 
     def __call__(
-        self, grid: tuple, runtime: tuple, constexprs: tuple, *, num_warps: int = 4, num_stages: int = 3
-    ) -> None:
-        if self.interpreted or not CACHE_ENABLED or knobs.runtime.launch_enter_hook.calls:
+        self,
+        grid: tuple,
+        runtime: tuple,
+        constexprs: tuple,
+        *,
+        num_warps: int = 4,
+        num_stages: int = 3,
+        bind: bool = False,
+    ):
+        """Launch; with ``bind=True`` also return a :class:`Bound` launch for the next
+        calls with the same arguments but other tensors (None where there can be none)."""
+        if self.interpreted or not fast_path_enabled():
             self.kernel[grid](*runtime, *constexprs, num_warps=num_warps, num_stages=num_stages)
-            return
+            return None
         device = torch._C._cuda_getDevice()
         key, args = self._key_and_args(runtime, constexprs, num_warps, num_stages, device)
         entry = self._compiled.get(key)
+        grid = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
         if entry is None:
             compiled = self.kernel[grid](*runtime, *constexprs, num_warps=num_warps, num_stages=num_stages)
-            self._compiled[key] = self._entry(compiled)
-            return
-        direct, launch, function, metadata, flags = entry
-        grid_1 = grid[1] if len(grid) > 1 else 1
-        grid_2 = grid[2] if len(grid) > 2 else 1
-        stream = torch._C._cuda_getCurrentRawStream(device)
-        # None, None, None: launch metadata and the enter and exit hooks, none installed.
-        if direct:
-            launch(
-                grid[0],
-                grid_1,
-                grid_2,
-                stream,
-                function,
-                *flags,
-                metadata,
-                None,
-                None,
-                None,
-                *args,
-                *constexprs,
-            )
+            entry = self._compiled[key] = self._entry(compiled)
+            if not bind:
+                return None
         else:
-            launch(grid[0], grid_1, grid_2, stream, function, metadata, None, None, None, *args, *constexprs)
+            launch, function, head = entry
+            stream = torch._C._cuda_getCurrentRawStream(device)
+            launch(*grid, stream, function, *head, *args, *constexprs)
+        if not bind:
+            return None
+        n_tensors = next((i for i, v in enumerate(runtime) if not isinstance(v, torch.Tensor)), len(runtime))
+        if any(isinstance(v, torch.Tensor) for v in runtime[n_tensors:]):
+            return None  # a Bound takes the tensors' addresses first
+        return Bound(entry, grid, device, tuple(args[n_tensors:]) + tuple(constexprs))
 
     def _entry(self, compiled) -> tuple:
+        """``(launch, function, head)``: ``launch(*grid, stream, function, *head, *args)`` runs it."""
         run = compiled.run
-        # The C launcher directly, when the kernel needs no scratch memory (which
-        # CudaLauncher.__call__ would allocate): it saves a Python frame per launch.
-        direct = (
+        # None, None, None after the metadata: launch metadata and the enter and exit
+        # hooks, none installed. The C launcher is called directly when the kernel
+        # needs no scratch memory (which CudaLauncher.__call__ would allocate).
+        if (
             self._direct
             and getattr(run, "global_scratch_size", 1) == 0
             and getattr(run, "profile_scratch_size", 1) == 0
-        )
-        if direct:
-            flags = (run.launch_cooperative_grid, run.launch_pdl, None, None)  # no scratch buffers
-            return True, run.launch, compiled.function, compiled.packed_metadata, flags
-        return False, run, compiled.function, compiled.packed_metadata, ()
+        ):
+            head = (run.launch_cooperative_grid, run.launch_pdl, None, None, compiled.packed_metadata)
+            return run.launch, compiled.function, (*head, None, None, None)
+        return run, compiled.function, (compiled.packed_metadata, None, None, None)
+
+
+class Bound:
+    """One launch with everything fixed but the addresses of the kernel's leading tensors.
+
+    A wrapper keeps these in a :class:`Plans` keyed by the metadata of inputs it has
+    already checked (shape, strides, dtype, device, 16-byte alignment), so a call
+    with inputs like those skips the checks, the planning and the specialization
+    key, and pays for the output allocation and the launch alone.
+    """
+
+    __slots__ = ("device", "function", "grid", "head", "launch", "tail")
+
+    def __init__(self, entry: tuple, grid: tuple, device: int, tail: tuple):
+        self.launch, self.function, self.head = entry
+        self.grid, self.device, self.tail = grid, device, tail
+
+    def __call__(self, *addresses: int) -> None:
+        stream = torch._C._cuda_getCurrentRawStream(self.device)
+        self.launch(*self.grid, stream, self.function, *self.head, *addresses, *self.tail)
+
+
+class Plans:
+    """The :class:`Bound` launches of one op, by the metadata of inputs already checked.
+
+    Off (``get`` returns None) under :func:`uncached` and while a launch hook is
+    installed, like the launch cache itself. Holds at most ``maxsize`` plans and
+    starts again when full, so a program with ever-changing shapes cannot grow it.
+    """
+
+    def __init__(self, maxsize: int = 1024):
+        self.maxsize = maxsize
+        self._plans: dict = {}
+
+    def get(self, key):
+        if CACHE_ENABLED and not knobs.runtime.launch_enter_hook.calls:
+            return self._plans.get(key)
+        return None
+
+    def put(self, key, plan) -> None:
+        if plan is None:
+            return
+        if len(self._plans) >= self.maxsize:
+            self._plans.clear()
+        self._plans[key] = plan
+
+
+def fast_path_enabled() -> bool:
+    """False under :func:`uncached` or while a launch hook (proton, say) is installed."""
+    return CACHE_ENABLED and not knobs.runtime.launch_enter_hook.calls
 
 
 def traced(kernel):
@@ -178,7 +228,7 @@ def traced(kernel):
 
         direct = Launcher(kernel)
 
-        def launch_unless_tracing(grid, runtime, constexprs, *, num_warps: int = 4, num_stages: int = 3):
+        def launch_unless_tracing(grid, runtime, constexprs, *, num_warps=4, num_stages=3, bind=False):
             if not any(isinstance(p, torch.Tensor) and is_fake(p) for p in runtime):
                 direct(grid, runtime, constexprs, num_warps=num_warps, num_stages=num_stages)
 
@@ -187,7 +237,7 @@ def traced(kernel):
 
     wrapped = wrap_triton(kernel)
 
-    def launch(grid, runtime, constexprs, *, num_warps: int = 4, num_stages: int = 3) -> None:
+    def launch(grid, runtime, constexprs, *, num_warps=4, num_stages=3, bind=False) -> None:
         wrapped[grid](*runtime, *constexprs, num_warps=num_warps, num_stages=num_stages)
 
     return launch

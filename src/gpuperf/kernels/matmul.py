@@ -28,7 +28,7 @@ from gpuperf._runtime import gpu_slug
 from gpuperf.kernels import _configs
 from gpuperf.kernels._configs import MatmulConfig
 from gpuperf.kernels._grid import cdiv
-from gpuperf.kernels._launch import Launcher, traced
+from gpuperf.kernels._launch import Launcher, Plans, traced
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 
 #: Epilogue activations, by name; the kernel takes the name as a constexpr.
@@ -119,6 +119,7 @@ def _matmul_kernel(
 
 _launch = Launcher(_matmul_kernel)
 _launch_traced = traced(_matmul_kernel)
+_plans = Plans()
 
 
 @functools.cache
@@ -148,11 +149,10 @@ def _fields(c: MatmulConfig) -> tuple[int, ...]:
     return (c.block_m, c.block_n, c.block_k, c.group_m, c.num_warps, c.num_stages)
 
 
-def _matmul_into(c, a, b, bias, activation, config: MatmulConfig, launch) -> torch.Tensor:
+def _matmul_into(c, a, b, bias, activation, config: MatmulConfig, launch, bind=False):
+    """Launch ``c = activation(a @ b + bias)``; return the :class:`Bound` launch when ``bind``."""
     m, k = a.shape
     n = b.shape[1]
-    if m == 0 or n == 0:
-        return c
     if k == 0:
         # Nothing to read: the kernel's loop runs zero times and only the
         # epilogue runs, so any valid pointer stands in for A and B.
@@ -183,8 +183,9 @@ def _matmul_into(c, a, b, bias, activation, config: MatmulConfig, launch) -> tor
         bias is not None,
         activation,
     )
-    launch(grid, runtime, constexprs, num_warps=config.num_warps, num_stages=config.num_stages)
-    return c
+    return launch(
+        grid, runtime, constexprs, num_warps=config.num_warps, num_stages=config.num_stages, bind=bind
+    )
 
 
 @triton_op("gpuperf::matmul", mutates_args=())
@@ -202,7 +203,9 @@ def _matmul_op(
 ) -> torch.Tensor:
     config = MatmulConfig(block_m, block_n, block_k, group_m, num_warps, num_stages)
     c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
-    return _matmul_into(c, a, b, bias, activation, config, _launch_traced)
+    if c.numel():
+        _matmul_into(c, a, b, bias, activation, config, _launch_traced)
+    return c
 
 
 def matmul(
@@ -249,6 +252,17 @@ def matmul(
     Algorithm: tiled matmul with grouped program order, as Triton's tutorial 03;
     FLOPs ``2 * M * N * K``.
     """
+    tensors = type(a) is torch.Tensor and type(b) is torch.Tensor
+    if tensors and (bias is None or type(bias) is torch.Tensor) and not torch.compiler.is_compiling():
+        # Inputs like ones already checked and planned launch from the plan.
+        a_address, b_address = a.data_ptr(), b.data_ptr()
+        plan = _plans.get(_plan_key(a, a_address, b, b_address, bias, activation, config))
+        if plan is not None:
+            bound, shape = plan
+            c = a.new_empty(shape)
+            c_address = c.data_ptr()
+            bound(a_address, b_address, c_address, c_address if bias is None else bias.data_ptr())
+            return c
     if bias is None:
         check_tensors(("a", "b"), (a, b), HALF_DTYPES)
     else:
@@ -270,10 +284,23 @@ def matmul(
     if torch.compiler.is_compiling():
         fields = _config_fields(a.get_device(), a.dtype, m, n, k) if config is None else _fields(config)
         return torch.ops.gpuperf.matmul(a, b, bias, activation, *fields)
-    if config is None:
-        config = _config_for(a.get_device(), a.dtype, m, n, k)
+    launch_config = _config_for(a.get_device(), a.dtype, m, n, k) if config is None else config
     c = a.new_empty((m, n))
-    return _matmul_into(c, a, b, bias, activation, config, _launch)
+    if m and n:
+        bound = _matmul_into(c, a, b, bias, activation, launch_config, _launch, bind=k > 0)
+        if bound is not None:  # (K = 0 launches with stand-in pointers: not a plan for other inputs)
+            key = _plan_key(a, a.data_ptr(), b, b.data_ptr(), bias, activation, config)
+            _plans.put(key, (bound, (m, n)))
+    return c
+
+
+def _plan_key(a, a_address, b, b_address, bias, activation, config) -> tuple:
+    """Everything the checks, the config choice and Triton's specialization read."""
+    key = (a.shape, a.stride(), a.dtype, a.get_device(), a_address % 16, b.shape, b.stride(), b.dtype)
+    key += (b.get_device(), b_address % 16, activation, config)
+    if bias is not None:
+        key += (bias.shape, bias.stride(), bias.dtype, bias.get_device(), bias.data_ptr() % 16)
+    return key
 
 
 __all__ = ["ACTIVATIONS", "MatmulConfig", "matmul", "matmul_config"]

@@ -2,6 +2,7 @@
 # The GPU machine's work in few calls (see /work/.library/device in this workplace,
 # or run it on any machine with an NVIDIA GPU, torch and triton):
 #   bash scripts/device_run.sh check     GPU tests and compute-sanitizer on every kernel
+#   bash scripts/device_run.sh quick     the GPU tests of the launch paths only
 #   bash scripts/device_run.sh memory    ceilings and the memory-bound and host benchmarks
 #   bash scripts/device_run.sh matmul    tune the matmul, its benchmarks, ncu's L2 counters
 #   bash scripts/device_run.sh sweep     the launch-configuration sweep of tutorials 01-02
@@ -22,6 +23,7 @@ for mode in "$@"; do
         python3 -c 'import torch, triton, numpy, sys; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "triton", triton.__version__, "numpy", numpy.__version__)'
         python3 -m pytest -q -p no:cacheprovider -n 4 tests 2>&1 | tail -n 25
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
+      quick) python3 -m pytest -q -p no:cacheprovider tests/test_library.py 2>&1 | tail -n 5 ;;
       memory) time python3 -m gpuperf.bench vector_add softmax softmax_long_rows host_overhead ;;
       matmul)
         time python3 -m gpuperf.bench matmul matmul_epilogue matmul_order
@@ -37,5 +39,6 @@ for mode in "$@"; do
       *) echo "unknown mode $mode" ;;
     esac
   } 2>&1 | tee "$OUT/$mode.log"
+  # After every mode, so a later one that runs out of time loses nothing measured before it.
+  tar -czf "$OUT/results.tgz" docs/measurements $(ls -d src/gpuperf/kernels/tuned 2>/dev/null)
 done
-tar -czf "$OUT/results.tgz" docs/measurements src/gpuperf/kernels/tuned 2>/dev/null

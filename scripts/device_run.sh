@@ -28,6 +28,9 @@ for mode in "$@"; do
       matmul)
         time python3 -m gpuperf.bench matmul matmul_epilogue matmul_order
         python3 scripts/ncu_matmul_order.py ;;
+      matmul-tuned)  # the same with the committed tuning sweep (no re-tuning)
+        time python3 -m gpuperf.bench --no-tune matmul matmul_epilogue matmul_order
+        python3 scripts/ncu_matmul_order.py ;;
       sweep) python3 scripts/explore_configs.py ;;
       docs)
         # Sphinx, sphinx-gallery and furo travel as wheels in .whl (the image has none).

@@ -2,7 +2,7 @@
 
 Usage (GPU with ``ncu`` on the PATH): ``python scripts/ncu_matmul_order.py [--out docs/measurements]``.
 It runs itself under ``ncu`` with ``--inner``, which launches the kernel once per
-(shape, order), reads ncu's CSV and writes ``<out>/<gpu>/matmul_order_ncu.json``
+(shape, order), reads ncu's CSV and writes ``<out>/<gpu>/ncu/matmul_order.json``
 (provenance, the metrics, one row per launch). ``--clock-control none`` leaves the
 GPU's clocks as they are, as every other measurement here does.
 """
@@ -79,7 +79,7 @@ def outer(out: Path | None):
         "rows": rows,
     }
     root = out or records.measurements_dir()
-    path = root / records.gpu_slug(record["provenance"]["gpu"]) / "matmul_order_ncu.json"
+    path = root / records.gpu_slug(record["provenance"]["gpu"]) / "ncu" / "matmul_order.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {path}")

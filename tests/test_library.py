@@ -1,6 +1,8 @@
 """The ops as PyTorch sees them: torch.library registration, torch.compile, CUDA graphs,
 and the launch cache that keeps their host time low."""
 
+import importlib
+
 import pytest
 import torch
 
@@ -87,7 +89,6 @@ def test_launch_key_follows_tritons_specialization():
 
 @pytest.mark.gpu
 def test_cached_launches_use_the_binary_triton_would_pick():
-    from gpuperf.kernels import vector_add as module_vector_add  # noqa: F401
     from gpuperf.kernels.vector_add import _launch, _vector_add_kernel
 
     base = torch.randn(4096 + 8, device="cuda")
@@ -132,10 +133,10 @@ def test_eager_wrappers_capture_into_a_cuda_graph():
 @pytest.mark.parametrize("op", ["vector_add", "softmax", "matmul", "matmul_bias_gelu"])
 def test_planned_launches_compute_on_the_new_inputs(op):
     """The second call with inputs like the first launches from a plan; it must read the new inputs."""
-    from gpuperf.kernels import matmul as matmul_module
-    from gpuperf.kernels import softmax as softmax_module
-    from gpuperf.kernels import vector_add as vector_add_module
-
+    # gpuperf.kernels.<op> is the function; the modules are looked up by name.
+    matmul_module, softmax_module, vector_add_module = (
+        importlib.import_module(f"gpuperf.kernels.{name}") for name in ("matmul", "softmax", "vector_add")
+    )
     base = torch.randn(3 * 4096 + 8, device="cuda")
     half = torch.randn(300 * 130 + 8, device="cuda", dtype=torch.float16)
     cases = {
@@ -173,8 +174,26 @@ def test_planned_launches_compute_on_the_new_inputs(op):
         ),
     }
     module, make, fn, ref, k = cases[op]
-    module._plans._plans.clear()
+    module._plans.clear()
     for offset in (0, 8, 1, 9, 0):  # aligned, aligned again (planned), misaligned twice, aligned
         inputs = make(offset)
         assert_close(f"{op} offset {offset}", ref(*inputs), fn(*inputs), k=k)
-    assert len(module._plans._plans) == 2  # one plan for 16-byte aligned inputs, one for misaligned
+    assert len(module._plans) == 2  # one plan for 16-byte aligned inputs, one for misaligned
+
+
+def test_plans_forget_and_stay_bounded():
+    from gpuperf.kernels._launch import Plans
+
+    plans = Plans(maxsize=2)
+    plans.put("a", 1)
+    plans.put("b", 2)
+    plans.put("none", None)  # nothing to keep
+    assert len(plans) == 2 and plans.get("a") == 1
+    plans.put("c", 3)  # full: starts again
+    assert len(plans) == 1 and plans.get("a") is None and plans.get("c") == 3
+    from gpuperf.kernels._launch import uncached
+
+    with uncached():
+        assert plans.get("c") is None  # the host benchmark's baseline path takes no plan
+    plans.clear()
+    assert len(plans) == 0

@@ -92,15 +92,17 @@ def tune_matmul(shapes, dtypes, *, log: Callable[[str], None] = print) -> dict:
 def write_tuning(sweep: dict, root: Path | None = None) -> Path:
     """Write ``sweep`` to ``<root>/<gpu>/matmul.json`` (default root: the package's ``kernels/tuned``)
     and make the next :func:`gpuperf.kernels.matmul` call use it."""
+    import importlib
+
     from gpuperf._runtime import gpu_slug
-    from gpuperf.kernels import _configs, matmul
+    from gpuperf.kernels import _configs
 
     root = root or _configs.TUNED_DIR
     path = root / gpu_slug(sweep["provenance"]["gpu"]) / "matmul.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(sweep, indent=1) + "\n")
-    _configs._tuned_table.cache_clear()
-    matmul._config_for.cache_clear()
+    # (gpuperf.kernels.matmul is the function; the module is looked up by name.)
+    importlib.import_module("gpuperf.kernels.matmul").forget_tuned_configs()
     return path
 
 

@@ -201,6 +201,12 @@ class Plans:
             return self._plans.get(key)
         return None
 
+    def clear(self) -> None:
+        self._plans.clear()
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
     def put(self, key, plan) -> None:
         if plan is None:
             return

@@ -133,6 +133,13 @@ def _config_for(device_index: int, dtype: torch.dtype, m: int, n: int, k: int) -
     return _configs.matmul_config(slug, str(dtype).removeprefix("torch."), m, n, k)
 
 
+def forget_tuned_configs() -> None:
+    """Drop every cached config choice and plan: the next call reads the tuning sweeps again."""
+    _configs._tuned_table.cache_clear()
+    _config_for.cache_clear()
+    _plans.clear()
+
+
 def matmul_config(a: torch.Tensor, b: torch.Tensor) -> MatmulConfig:
     """The launch config :func:`matmul` picks for ``a @ b`` (from the committed tuning sweep)."""
     return _config_for(a.get_device(), a.dtype, a.shape[0], b.shape[1], a.shape[1])

@@ -314,3 +314,12 @@ def test_synthetic_record_is_not_mutated_by_validation():
     before = copy.deepcopy(record)
     records.validate(record)
     assert record == before
+
+
+def test_code_tokens_ignore_comments_and_layout_but_not_code():
+    base = 'def f(x):\n    """Doc."""\n    return x + 1  # add one\n'
+    assert records.code_tokens(base) == records.code_tokens(
+        '# a new comment\ndef f(x):\n\n    """Doc."""\n    return x + 1\n'
+    )
+    assert records.code_tokens(base) != records.code_tokens(base.replace("x + 1", "x + 2"))
+    assert records.code_tokens('y = f"{a} b"\n') == 'y=f"{a} b"'

@@ -44,6 +44,12 @@ def test_vector_add_rejects(x, y, error, match):
         vector_add(x, y)
 
 
+def test_vector_add_rejects_num_warps():
+    for bad in (3, 0, [4]):
+        with pytest.raises(ValueError, match="num_warps must be a power of two"):
+            vector_add(t(8), t(8), num_warps=bad)
+
+
 @pytest.mark.parametrize("block_size, error", [(1000, ValueError), (0, ValueError), (64.0, TypeError)])
 def test_vector_add_rejects_block_size(block_size, error):
     with pytest.raises(error, match="block_size"):

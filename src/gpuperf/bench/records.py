@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import io
 import json
 import os
 import platform
 import re
 import subprocess
+import tokenize
 from pathlib import Path
 
 from gpuperf._runtime import gpu_slug
@@ -179,12 +181,29 @@ def record_path(benchmark_name: str, gpu: str, root: Path | None = None) -> Path
     return (root or measurements_dir()) / gpu / f"{benchmark_name}.json"
 
 
+def code_tokens(text: str) -> str:
+    """Python source without its comments and layout: the token strings, joined.
+
+    A comment or a blank line changes nothing a GPU runs, so it should not mark a
+    record stale. Tokens are joined with nothing between them, which also makes
+    the result the same under Python 3.11 (an f-string is one token) and 3.12+
+    (an f-string is several).
+    """
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    return "".join(t.string for t in tokens if t.type not in skip)
+
+
 def sources_sha256(sources) -> str:
-    """Hash of the kernel sources a benchmark measures (paths relative to ``src/gpuperf``)."""
+    """Hash of the kernel sources a benchmark measures (paths relative to ``src/gpuperf``).
+
+    Python files are hashed without comments and layout (:func:`code_tokens`).
+    """
     h = hashlib.sha256()
     for rel in sorted(sources):
         h.update(rel.encode())
-        h.update((PACKAGE_ROOT / rel).read_bytes())
+        path = PACKAGE_ROOT / rel
+        h.update(code_tokens(path.read_text()).encode() if path.suffix == ".py" else path.read_bytes())
     return h.hexdigest()
 
 

@@ -259,8 +259,13 @@ def matmul(
     Algorithm: tiled matmul with grouped program order, as Triton's tutorial 03;
     FLOPs ``2 * M * N * K``.
     """
-    tensors = type(a) is torch.Tensor and type(b) is torch.Tensor
-    if tensors and (bias is None or type(bias) is torch.Tensor) and not torch.compiler.is_compiling():
+    # (Only plain values reach the plans' dictionary: a bad argument, hashable or
+    # not, goes to the checks below and gets their error.)
+    tensors = (
+        type(a) is torch.Tensor and type(b) is torch.Tensor and (bias is None or type(bias) is torch.Tensor)
+    )
+    known = activation in ACTIVATIONS and (config is None or type(config) is MatmulConfig)
+    if tensors and known and not torch.compiler.is_compiling():
         # Inputs like ones already checked and planned launch from the plan.
         a_address, b_address = a.data_ptr(), b.data_ptr()
         plan = _plans.get(_plan_key(a, a_address, b, b_address, bias, activation, config))

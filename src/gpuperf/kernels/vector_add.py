@@ -75,7 +75,7 @@ def vector_add(
         TypeError: ``x`` or ``y`` is not a tensor, has an unsupported dtype, or
             the dtypes differ; ``block_size`` is not an int.
         ValueError: the shapes or devices differ, a tensor is on the CPU while the
-            interpreter is off, or ``block_size`` is not a power of two.
+            interpreter is off, or ``block_size`` or ``num_warps`` is not a power of two.
 
     Also registered as ``torch.ops.gpuperf.vector_add`` (``torch.library.triton_op``):
     inside ``torch.compile`` this function calls that op, so a compiled model
@@ -84,7 +84,8 @@ def vector_add(
     Memory traffic: reads ``2 * N`` and writes ``N`` elements, so the kernel is
     bandwidth-bound at every size; its ceiling is the device's copy bandwidth.
     """
-    if type(x) is torch.Tensor and type(y) is torch.Tensor and not torch.compiler.is_compiling():
+    tensors = type(x) is torch.Tensor and type(y) is torch.Tensor
+    if tensors and type(block_size) is int and type(num_warps) is int and not torch.compiler.is_compiling():
         # Inputs like ones already checked and planned launch from the plan.
         x_address, y_address = x.data_ptr(), y.data_ptr()
         bound = _plans.get(_plan_key(x, x_address, y, y_address, block_size, num_warps))
@@ -99,6 +100,8 @@ def vector_add(
         raise TypeError(f"block_size must be an int, got {type(block_size).__name__}")
     if block_size < 1 or block_size & (block_size - 1):
         raise ValueError(f"block_size must be a power of two, got {block_size}")
+    if type(num_warps) is not int or num_warps < 1 or num_warps & (num_warps - 1):
+        raise ValueError(f"num_warps must be a power of two, got {num_warps!r}")
     contiguous = x.is_contiguous() and y.is_contiguous()
     x = x.contiguous()
     y = y.contiguous()

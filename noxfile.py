@@ -75,4 +75,8 @@ def bench(session: nox.Session) -> None:
         )
     _install(session)
     session.run("python", "-m", "gpuperf.bench", *session.posargs)
+    if shutil.which("ncu"):
+        session.run("python", "scripts/ncu_matmul_order.py")
+    else:
+        session.log("ncu (Nsight Compute) not found: tutorial 03 keeps its committed L2 counters")
     session.run("python", "scripts/explore_configs.py")

@@ -57,6 +57,8 @@ sphinx_gallery_conf = {
     "show_memory": False,
     "min_reported_time": 10,
     "matplotlib_animations": False,
+    # A cell that ends with a figure shows the figure, not "<Figure size ... with 1 Axes>".
+    "ignore_repr_types": r"matplotlib\.figure\.Figure",
 }
 
 # The landing page's table of GPUs and ceilings, generated from the committed records.

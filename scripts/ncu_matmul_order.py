@@ -74,7 +74,9 @@ def outer(out: Path | None):
     record = {
         "schema_version": 1,
         "tool": "ncu " + " ".join(cmd[1:]),
-        "provenance": records.collect_provenance(),
+        "provenance": records.collect_provenance(
+            method="Nsight Compute counters of one profiled launch (kernel replay, --clock-control none)"
+        ),
         "metrics": list(METRICS),
         "rows": rows,
     }

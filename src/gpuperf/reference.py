@@ -68,7 +68,7 @@ def matmul_epilogue_eager(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, 
     """The unfused epilogue as written in eager PyTorch: cuBLAS, then one kernel per op.
 
     ``torch.matmul`` writes C, the bias add reads it and writes it again, the
-    activation reads and writes it once more: three passes over ``M * N``
-    elements that the fused kernel does not make. Same dtype as the inputs.
+    activation reads and writes it once more: five passes over the ``M * N``
+    output where the fused kernel makes one (its final write). Same dtype as the inputs.
     """
     return apply_activation(torch.matmul(a, b) + bias, activation)

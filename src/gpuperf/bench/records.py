@@ -120,10 +120,11 @@ def gpuperf_commit() -> str:
     return head + ("-dirty" if dirty else "")
 
 
-def collect_provenance(timer: str = "device", device_index: int = 0) -> dict:
+def collect_provenance(timer: str = "device", device_index: int = 0, *, method: str | None = None) -> dict:
     """Describe the CUDA device, the software stack and the timing method of ``timer``
-    (``"device"`` or ``"host"``, see :data:`gpuperf.bench.timing.TIMING_METHODS`);
-    needs a CUDA device."""
+    (``"device"`` or ``"host"``, see :data:`gpuperf.bench.timing.TIMING_METHODS`), or
+    ``method`` when the measurement was made some other way (a tuning sweep, a
+    profiler's counters); needs a CUDA device."""
     import torch
     import triton
 
@@ -144,7 +145,7 @@ def collect_provenance(timer: str = "device", device_index: int = 0) -> dict:
         "python": platform.python_version(),
         "gpuperf_commit": gpuperf_commit(),
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "timing_method": TIMING_METHODS[timer],
+        "timing_method": method or TIMING_METHODS[timer],
     }
 
 

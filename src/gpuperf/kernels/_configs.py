@@ -110,7 +110,7 @@ class MatmulConfig:
 #: The candidates ``nox -s bench`` times at every benchmarked shape (the sweep
 #: is committed under kernels/tuned/<gpu>/matmul.json). Large tiles for large
 #: products: a 128x256 tile does 2*128*256*64 FLOPs per 48 KB of fp16 loaded
-#: per K step, 43 FLOP/B from shared memory; smaller tiles for small or skinny
+#: per K step, 85 FLOP/B; smaller tiles for small or skinny
 #: products, where a large tile leaves SMs idle or computes padding. 8 warps
 #: give two warpgroups to share a 128-row tile on Hopper's wgmma.
 MATMUL_CONFIGS: tuple[MatmulConfig, ...] = (

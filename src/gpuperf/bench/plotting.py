@@ -99,6 +99,14 @@ def _series(rows: list[dict]):
         yield key, mine[0]["label"], [r for r in mine if r["status"] == "ok"]
 
 
+def _joined(a, b) -> bool:
+    """Whether a line may join neighbouring x values ``a`` and ``b``: both sizes, or both square shapes."""
+    if isinstance(a, int) and isinstance(b, int):
+        return True
+    square = lambda x: isinstance(x, tuple) and len(set(x)) == 1
+    return square(a) and square(b)
+
+
 def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
     """Draw one axis combination's rows on ``ax``; return the inches its x tick labels
     and x label need below it."""
@@ -135,8 +143,33 @@ def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
                 error_kw={"lw": 0.8, "capsize": 2, "ecolor": "#333333"},
             )
         else:
-            ax.plot(at, value, marker="o", ms=4, lw=1.8, color=color, label=label)
-            ax.fill_between(at, lo, hi, color=color, alpha=0.2, lw=0)
+            # A line joins neighbours of one family only (sizes, or square shapes); other
+            # shapes, a model's products say, stand as points, unrelated to their neighbours.
+            start = 0
+            for end in range(1, len(ok) + 1):
+                if end < len(ok) and _joined(ok[end - 1]["x"], ok[end]["x"]):
+                    continue
+                seg = slice(start, end)
+                ax.plot(
+                    at[seg],
+                    value[seg],
+                    marker="o",
+                    ms=4,
+                    lw=1.8,
+                    color=color,
+                    label=label if start == 0 else None,
+                )
+                ax.fill_between(at[seg], lo[seg], hi[seg], color=color, alpha=0.2, lw=0)
+                if end - start == 1:
+                    ax.errorbar(
+                        at[seg],
+                        value[seg],
+                        yerr=[[value[start] - lo[start]], [hi[start] - value[start]]],
+                        color=color,
+                        lw=0.8,
+                        capsize=2,
+                    )
+                start = end
         ymax = max(ymax, *hi)
 
     keys = {r["ceiling"] for r in rows} - {None}

@@ -331,7 +331,8 @@ def _max_autotune(fn):
     return make
 
 
-def _mk(shape, **axes):
+def _matmul_k(shape, **axes):
+    """K, the length of the reduction behind each output element (for the tolerance)."""
     return shape[2]
 
 
@@ -360,10 +361,10 @@ MATMUL = Benchmark(
     ceiling=lambda dtype: _TFLOPS_CEILING[dtype],
     sources=("kernels/matmul.py", "kernels/_configs.py", "kernels/_launch.py"),
     axes=(("dtype", MATMUL_DTYPES),),
-    reduction=_mk,
+    reduction=_matmul_k,
 )
 
-#: Shapes for the fused epilogue and the launch-order comparison.
+#: Shapes for the fused epilogue: a square product at two sizes and the MLP up-projection.
 MATMUL_EPILOGUE_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 14336, 4096))
 
 MATMUL_EPILOGUE = Benchmark(
@@ -390,7 +391,7 @@ MATMUL_EPILOGUE = Benchmark(
     flops=lambda shape: metrics.matmul_flops(*shape),
     ceiling="bf16_tflops",
     sources=("kernels/matmul.py", "kernels/_configs.py", "kernels/_launch.py"),
-    reduction=_mk,
+    reduction=_matmul_k,
 )
 
 MATMUL_ORDER = Benchmark(
@@ -421,7 +422,7 @@ MATMUL_ORDER = Benchmark(
     flops=lambda shape: metrics.matmul_flops(*shape),
     ceiling="fp16_tflops",
     sources=("kernels/matmul.py", "kernels/_configs.py"),
-    reduction=_mk,
+    reduction=_matmul_k,
 )
 
 # --- host time per call ---------------------------------------------------------------

@@ -73,14 +73,8 @@ def measure_matmul_tflops(dtype_name: str) -> dict | None:
 
 
 def _entry(work: float, t, unit: str) -> dict:
-    return {
-        "value": metrics.rate(unit, work, t.ms),
-        # The fastest run (p20 time) gives the highest rate.
-        "value_p20": metrics.rate(unit, work, t.ms_p80),
-        "value_p80": metrics.rate(unit, work, t.ms_p20),
-        "unit": unit,
-        "ms": t.ms,
-    }
+    value, p20, p80 = metrics.metric_values(unit, t.ms, t.ms_p20, t.ms_p80, n_bytes=work, flops=work)
+    return {"value": value, "value_p20": p20, "value_p80": p80, "unit": unit, "ms": t.ms}
 
 
 def measure_ceilings(keys=("copy_gbps", "bf16_tflops", "fp16_tflops", "fp32_tflops", "fp8_tflops")) -> dict:

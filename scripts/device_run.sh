@@ -5,6 +5,8 @@
 #   bash scripts/device_run.sh quick     the GPU tests of the launch paths only
 #   bash scripts/device_run.sh memory    ceilings and the memory-bound and host benchmarks
 #   bash scripts/device_run.sh matmul    tune the matmul, its benchmarks, ncu's L2 counters
+#   bash scripts/device_run.sh attention-tune   tune the attention kernels, quick check vs SDPA
+#   bash scripts/device_run.sh attention       the attention benchmarks (committed tuned configs)
 #   bash scripts/device_run.sh sweep     the launch-configuration sweep of tutorials 01-02
 #   bash scripts/device_run.sh docs      the site built with live measurements
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
@@ -31,6 +33,11 @@ for mode in "$@"; do
       matmul-tuned)  # the same with the committed tuning sweep (no re-tuning)
         time python3 -m gpuperf.bench --no-tune matmul matmul_epilogue matmul_order
         python3 scripts/ncu_matmul_order.py ;;
+      attention-tune)
+        python3 -m pytest -q -p no:cacheprovider tests/test_attention.py 2>&1 | tail -n 8
+        python3 -c 'from gpuperf.bench import tuning; print("wrote", tuning.write_tuning(tuning.tune_attention()))'
+        compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
+      attention) time python3 -m gpuperf.bench --no-tune attention_forward attention_memory attention_backward ;;
       sweep) python3 scripts/explore_configs.py ;;
       docs)
         # Sphinx, sphinx-gallery and furo travel as wheels in .whl (the image has none).

@@ -2,13 +2,14 @@
 
 Usage: ``compute-sanitizer --tool memcheck python scripts/sanitize_kernels.py``. The
 shapes cross every edge: one element, partial blocks and tiles, K not a multiple
-of BLOCK_K, transposed operands, rows just past the single-pass softmax limit.
+of BLOCK_K, transposed operands, rows just past the single-pass softmax limit,
+attention sequences of 77 with grouped heads and causal masking, forward and backward.
 Each call is made twice: the second launches from the plan the first one made.
 """
 
 import torch
 
-from gpuperf.kernels import _configs, matmul, softmax, vector_add
+from gpuperf.kernels import _configs, attention, matmul, softmax, vector_add
 
 
 def twice(fn, *args, **kwargs):
@@ -31,6 +32,20 @@ def main():
             bias = torch.randn(n, device="cuda", dtype=dtype)
             twice(matmul, a, b, bias=bias, activation="gelu")
             twice(matmul, a.t().contiguous().t(), b.t().contiguous().t())
+    # Attention forward and backward: S = 77 (no tile multiple), GQA, MQA, causal, S_q != S_k.
+    for b, h, h_kv, s_q, s_k, d, causal in [
+        (1, 1, 1, 1, 1, 16, False),
+        (2, 4, 4, 77, 77, 64, True),
+        (1, 8, 2, 77, 77, 128, True),
+        (1, 4, 1, 77, 130, 32, False),
+        (1, 2, 2, 200, 45, 128, False),
+    ]:
+        for dtype in (torch.float16, torch.bfloat16):
+            q = torch.randn(b, h, s_q, d, device="cuda", dtype=dtype, requires_grad=True)
+            k, v = (
+                torch.randn(b, h_kv, s_k, d, device="cuda", dtype=dtype, requires_grad=True) for _ in "kv"
+            )
+            attention(q, k, v, causal=causal).backward(torch.randn(b, h, s_q, d, device="cuda", dtype=dtype))
     torch.cuda.synchronize()
     print("every kernel ran at odd shapes")
 

@@ -6,9 +6,9 @@ import importlib
 import pytest
 import torch
 
-from gpuperf.kernels import matmul, softmax, vector_add
+from gpuperf.kernels import attention, matmul, softmax, vector_add
 from gpuperf.kernels._launch import Launcher, _int_key
-from gpuperf.reference import matmul_ref, softmax_ref, vector_add_ref
+from gpuperf.reference import attention_ref, matmul_ref, softmax_ref, vector_add_ref
 from gpuperf.testing import assert_close
 from tests._params import randn
 
@@ -197,3 +197,72 @@ def test_plans_forget_and_stay_bounded():
         assert plans.get("c") is None  # the host benchmark's baseline path takes no plan
     plans.clear()
     assert len(plans) == 0
+
+
+def attention_model(x, w):
+    """A block that projects, attends with grouped heads and reduces: trained through the op."""
+    qkv = (x @ w).view(1, 30, 6, 16).transpose(1, 2)  # (B, heads, S, D): 4 query heads, 1 K and 1 V head
+    q, k, v = qkv[:, :4], qkv[:, 4:5], qkv[:, 5:6]
+    return attention(q, k, v, causal=True).float().square().sum()
+
+
+def attention_model_ref(x, w):
+    qkv = (x.float() @ w.float()).view(1, 30, 6, 16).transpose(1, 2)
+    q, k, v = qkv[:, :4], qkv[:, 4:5], qkv[:, 5:6]
+    return attention_ref(q, k, v, causal=True).square().sum()
+
+
+def attention_inputs():
+    x = randn((30, 32), torch.float16, seed=5).requires_grad_()
+    w = (randn((32, 96), torch.float16, seed=6) * 0.2).requires_grad_()
+    return x, w
+
+
+def _grads(fn, *args):
+    args = [a.detach().requires_grad_() for a in args]
+    loss = fn(*args)
+    loss.backward()
+    return loss, [a.grad for a in args]
+
+
+def test_compile_fullgraph_trains_through_attention():
+    """The op and its backward stay in one graph; gradients match the float32 reference's."""
+    torch._dynamo.reset()
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    compiled = torch.compile(attention_model, backend=backend, fullgraph=True)
+    loss, grads = _grads(compiled, *attention_inputs())
+    ref_loss, ref_grads = _grads(attention_model_ref, *attention_inputs())
+    assert len(graphs) == 1
+    called = {str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"}
+    assert any("gpuperf.attention_forward" in c for c in called), called
+    torch.testing.assert_close(loss.double(), ref_loss.double(), rtol=2e-2, atol=1e-2)
+    for name, g, ref in zip("xw", grads, ref_grads, strict=True):
+        torch.testing.assert_close(g.float(), ref.float(), rtol=2e-2, atol=2e-2, msg=lambda m, n=name: f"d{n}: {m}")
+
+
+def test_attention_op_is_registered_with_its_backward():
+    q, k, v = (randn((1, 2, 9, 16), torch.float16, seed=s).requires_grad_() for s in (1, 2, 3))
+    out, lse = torch.ops.gpuperf.attention_forward(q, k, v, False, 0.25)
+    assert lse.dtype == torch.float32 and lse.shape == (1, 2, 9)
+    assert_close("torch.ops.gpuperf.attention_forward", attention_ref(q, k, v, False, 0.25), out, k=9)
+    grad_out = randn(out.shape, torch.float16, seed=4)
+    dq, dk, dv = torch.ops.gpuperf.attention_backward(grad_out, q, k, v, out, lse, False, 0.25)
+    out.backward(grad_out)
+    for name, expected, got in (("dq", q.grad, dq), ("dk", k.grad, dk), ("dv", v.grad, dv)):
+        torch.testing.assert_close(got, expected, rtol=0, atol=0, msg=lambda m, n=name: f"{n}: {m}")
+
+
+@pytest.mark.gpu
+def test_compile_inductor_trains_through_attention():
+    args = tuple(t.detach().cuda() for t in attention_inputs())
+    ref_loss, ref_grads = _grads(attention_model_ref, *args)
+    torch._dynamo.reset()
+    loss, grads = _grads(torch.compile(attention_model, fullgraph=True), *args)
+    torch.testing.assert_close(loss.double(), ref_loss.double(), rtol=2e-2, atol=1e-2)
+    for g, ref in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(g.float(), ref.float(), rtol=2e-2, atol=2e-2)

@@ -72,3 +72,81 @@ def matmul_epilogue_eager(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, 
     output where the fused kernel makes one (its final write). Same dtype as the inputs.
     """
     return apply_activation(torch.matmul(a, b) + bias, activation)
+
+
+def attention_naive(q, k, v, causal: bool = False, scale: float | None = None) -> torch.Tensor:
+    """Attention as written naively in eager PyTorch: the whole score matrix, in ``q``'s dtype.
+
+    ``softmax(q @ kᵀ · scale) @ v`` with ``q`` ``(B, H, S_q, D)`` and ``k``, ``v``
+    ``(B, H_kv, S_k, D)``; each group of ``H / H_kv`` query heads reads one key/value
+    head. ``scale`` defaults to ``1 / sqrt(D)``; ``causal`` masks keys ``j > i``
+    (needs ``S_q == S_k``). It writes the ``(B, H, S_q, S_k)`` scores and
+    probabilities to memory and reads them back: the unfused baseline of tutorial 04.
+    """
+    return _attention_rows(q, k, v, causal, 0, scale)
+
+
+#: Queries per chunk in the float32 references: bounds the score matrix they hold.
+ATTENTION_REF_CHUNK = 1024
+
+
+def attention_ref(q, k, v, causal: bool = False, scale: float | None = None) -> torch.Tensor:
+    """:func:`attention_naive` in float32 on the inputs upcast; returns float32.
+
+    Computed :data:`ATTENTION_REF_CHUNK` queries at a time (each output row depends
+    on its own query and the keys), so long sequences never hold an ``S_q x S_k``
+    float32 matrix at once.
+    """
+    q, k, v = q.float(), k.float(), v.float()
+    chunks = [
+        _attention_rows(q[..., start:stop, :], *_keys_for(k, v, causal, stop), causal, start, scale)
+        for start, stop in _chunks(q.shape[-2])
+    ]
+    return torch.cat(chunks, dim=-2)
+
+
+def attention_grads_ref(q, k, v, grad_out, causal: bool = False, scale: float | None = None):
+    """Gradients ``(dq, dk, dv)`` of attention for the output gradient ``grad_out``, in float32.
+
+    By autograd through :func:`attention_naive` on float32 copies, one chunk of
+    :data:`ATTENTION_REF_CHUNK` queries at a time: the loss is a sum over output
+    rows, so the chunks' gradients with respect to ``k`` and ``v`` add up to the
+    whole one's, and each chunk's ``dq`` is its own rows'.
+    """
+    k32 = k.detach().float().requires_grad_()
+    v32 = v.detach().float().requires_grad_()
+    dq = torch.empty(q.shape, dtype=torch.float32, device=q.device)
+    dk = torch.zeros_like(k32)
+    dv = torch.zeros_like(v32)
+    for start, stop in _chunks(q.shape[-2]):
+        q_rows = q[..., start:stop, :].detach().float().requires_grad_()
+        out = _attention_rows(q_rows, *_keys_for(k32, v32, causal, stop), causal, start, scale)
+        g_q, g_k, g_v = torch.autograd.grad(out, (q_rows, k32, v32), grad_out[..., start:stop, :].float())
+        dq[..., start:stop, :] = g_q
+        dk += g_k
+        dv += g_v
+    return dq, dk, dv
+
+
+def _chunks(n: int) -> list[tuple[int, int]]:
+    return [(s, min(s + ATTENTION_REF_CHUNK, n)) for s in range(0, max(n, 1), ATTENTION_REF_CHUNK)]
+
+
+def _keys_for(k, v, causal: bool, stop: int):
+    """The keys rows ``< stop`` can see: all of them, or under ``causal`` the first ``stop``."""
+    return (k[..., :stop, :], v[..., :stop, :]) if causal else (k, v)
+
+
+def _attention_rows(q, k, v, causal: bool, first_row: int, scale: float | None):
+    """Attention of the query rows ``first_row, first_row + 1, ...`` held in ``q``."""
+    group = q.shape[1] // k.shape[1]
+    if group > 1:
+        k = k.repeat_interleave(group, dim=1)
+        v = v.repeat_interleave(group, dim=1)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    scores = (q @ k.transpose(-2, -1)) * scale
+    if causal:
+        rows = torch.arange(first_row, first_row + q.shape[-2], device=q.device)[:, None]
+        cols = torch.arange(k.shape[-2], device=q.device)[None, :]
+        scores = scores.masked_fill(cols > rows, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v

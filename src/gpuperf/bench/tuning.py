@@ -89,101 +89,157 @@ def tune_matmul(shapes, dtypes, *, log: Callable[[str], None] = print) -> dict:
 
 
 def write_tuning(sweep: dict, root: Path | None = None) -> Path:
-    """Write ``sweep`` to ``<root>/<gpu>/matmul.json`` (default root: the package's ``kernels/tuned``)
-    and make the next :func:`gpuperf.kernels.matmul` call use it."""
+    """Write ``sweep`` to ``<root>/<gpu>/<kernel>.json`` (default root: the package's
+    ``kernels/tuned``) and make the next call of that kernel's op use it."""
     import importlib
 
     from gpuperf._runtime import gpu_slug
     from gpuperf.kernels import _configs
 
     root = root or _configs.TUNED_DIR
-    path = root / gpu_slug(sweep["provenance"]["gpu"]) / "matmul.json"
+    path = root / gpu_slug(sweep["provenance"]["gpu"]) / f"{sweep['kernel']}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(sweep, indent=1) + "\n")
-    # (gpuperf.kernels.matmul is the function; the module is looked up by name.)
-    importlib.import_module("gpuperf.kernels.matmul").forget_tuned_configs()
+    # (gpuperf.kernels.<op> is the function; the module is looked up by name.)
+    importlib.import_module(f"gpuperf.kernels.{sweep['kernel']}").forget_tuned_configs()
     return path
 
 
-def read_tuning(gpu_slug: str, root: Path | None = None) -> dict | None:
-    """The committed sweep of ``gpu_slug`` (None when there is none)."""
+def read_tuning(gpu_slug: str, root: Path | None = None, kernel: str = "matmul") -> dict | None:
+    """The committed sweep of ``kernel`` on ``gpu_slug`` (None when there is none)."""
     from gpuperf.kernels import _configs
 
-    path = (root or _configs.TUNED_DIR) / gpu_slug / "matmul.json"
+    path = (root or _configs.TUNED_DIR) / gpu_slug / f"{kernel}.json"
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def sweep_caption(sweep: dict) -> str:
-    """Where and when the sweep ran, and how each config was timed (its ``"timing"``)."""
-    from gpuperf.bench.records import caption
-
-    return caption({**sweep["provenance"], "timing_method": sweep["timing"]})
+#: Where the attention sweep times its candidates: tokens per batch and model width
+#: as the attention benchmarks (B * S = 16384, H * D = 2048), at S = 4096, float16.
+ATTENTION_SWEEP_SEQ_LEN = 4096
 
 
-def sweep_table(sweep: dict) -> str:
-    """Per dtype and shape: configs timed, the winner, best and worst TFLOP/s, worst/best,
-    and how many configs came within 3% of the best (a plain-text table)."""
-    from gpuperf.bench.plotting import format_x
-    from gpuperf.kernels._configs import MatmulConfig
+def tune_attention(head_dims=(64, 128), *, log: Callable[[str], None] = print) -> dict:
+    """Time each candidate config of the three attention kernels for every head dim, causal or not.
 
-    best = {(e["dtype"], tuple(e["shape"])): e for e in sweep["best"]}
-    trials: dict[tuple, list] = {}
-    for t in sweep["trials"]:
-        trials.setdefault((t["dtype"], tuple(t["shape"])), []).append(t)
-    lines = []
-    for dtype in dict.fromkeys(d for d, _ in trials):
-        lines += [
-            f"dtype={dtype}",
-            f"{'shape':>15}  tried  {'winner':>20}  best TFLOP/s  worst TFLOP/s  worst/best  within 3%",
-        ]
-        for (d, shape), tried in trials.items():
-            ok = [t["tflops"] for t in tried if t["status"] == "ok"]
-            if d != dtype or not ok:
-                continue
-            winner = MatmulConfig(**best[(d, shape)]["config"]).label()
-            close = sum(v >= 0.97 * max(ok) for v in ok)
-            lines.append(
-                f"{format_x(shape):>15}  {len(tried):>5}  {winner:>20}  {max(ok):12.0f}  {min(ok):13.0f}"
-                f"  {min(ok) / max(ok):10.2f}  {close:>9}"
+    The forward candidates are timed on the forward pass; the dK/dV candidates on
+    the whole backward with the default dQ config, then the dQ candidates with the
+    best dK/dV config. Every candidate's output is first checked against the
+    float32 reference. Returns the sweep (provenance, candidates, trials, and the
+    best ``(forward, dkdv, dq)`` per head dim and masking).
+
+    Raises:
+        RuntimeError: no CUDA device is available.
+    """
+    import torch
+
+    from gpuperf.bench import records
+    from gpuperf.bench.timing import require_cuda
+    from gpuperf.kernels import _configs
+
+    require_cuda()
+    candidates = {
+        "forward": _configs.ATTENTION_FORWARD_CANDIDATES,
+        "dkdv": _configs.ATTENTION_DKDV_CANDIDATES,
+        "dq": _configs.ATTENTION_DQ_CANDIDATES,
+    }
+    trials, best = [], []
+    for head_dim in head_dims:
+        for causal in (False, True):
+            case_trials, chosen = _tune_attention_case(head_dim, causal, candidates, log)
+            trials += case_trials
+            best.append(
+                {"head_dim": head_dim, "causal": causal, **{n: c.as_dict() for n, c in chosen.items()}}
             )
-        lines.append("")
-    return "\n".join(lines)
+            torch.cuda.empty_cache()
+    timing = f"one do_bench round per config (warmup={SWEEP_WARMUP_MS} ms, rep={SWEEP_REP_MS} ms), median"
+    return {
+        "schema_version": 1,
+        "kernel": "attention",
+        "provenance": records.collect_provenance(method=timing),
+        "timing": timing,
+        "shape": {
+            "seq_len": ATTENTION_SWEEP_SEQ_LEN,
+            "tokens": 16384,
+            "model_width": 2048,
+            "dtype": "float16",
+        },
+        "candidates": {name: [c.as_dict() for c in configs] for name, configs in candidates.items()},
+        "trials": trials,
+        "best": best,
+    }
 
 
-def plot_sweep(sweep: dict, dtype: str):
-    """Heatmap of the sweep for one dtype: configs x shapes, each config's TFLOP/s as % of
-    the best at that shape (blank: pruned, not timed; outlined: the winner). Returns the figure."""
-    import matplotlib.pyplot as plt
-    import numpy as np
+def _tune_attention_case(head_dim: int, causal: bool, candidates: dict, log) -> tuple[list, dict]:
+    """The trials of every candidate at one head dim and masking, and the chosen configs."""
+    import importlib
 
-    from gpuperf.bench.plotting import format_x
-    from gpuperf.kernels._configs import MatmulConfig
+    import torch
 
-    configs = [MatmulConfig(**c) for c in sweep["candidates"]]
-    shapes = list(dict.fromkeys(tuple(t["shape"]) for t in sweep["trials"] if t["dtype"] == dtype))
-    shapes.sort(key=lambda s: (len(set(s)) != 1, s[0] if len(set(s)) == 1 else 0))  # squares first
-    pct = np.full((len(configs), len(shapes)), np.nan)
-    for t in sweep["trials"]:
-        if t["dtype"] == dtype and t["status"] == "ok":
-            pct[configs.index(MatmulConfig(**t["config"])), shapes.index(tuple(t["shape"]))] = t["tflops"]
-    pct = 100 * pct / np.nanmax(pct, axis=0)
-    winners = {tuple(e["shape"]): MatmulConfig(**e["config"]) for e in sweep["best"] if e["dtype"] == dtype}
+    from gpuperf.bench import metrics
+    from gpuperf.bench.timing import time_ms
+    from gpuperf.kernels import _configs
+    from gpuperf.reference import attention_grads_ref, attention_ref
+    from gpuperf.testing import assert_close
 
-    fig, ax = plt.subplots(figsize=(11, 8.6), facecolor="white")
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("white")
-    image = ax.imshow(pct, cmap=cmap, vmin=0, vmax=100, aspect="auto")
-    for i, j in np.argwhere(~np.isnan(pct)):
-        color = "white" if pct[i, j] < 60 else "black"
-        ax.text(j, i, f"{pct[i, j]:.0f}", ha="center", va="center", fontsize=7.5, color=color)
-        if winners.get(shapes[j]) == configs[i]:
-            ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="#d62728", lw=2))
-    ax.set_xticks(range(len(shapes)), [format_x(s) for s in shapes], rotation=35, ha="right")
-    ax.set_yticks(range(len(configs)), [c.label() for c in configs], fontsize=8)
-    ax.set_xlabel("shape (M×N×K)")
-    ax.set_ylabel("config: BLOCK_M x BLOCK_N x BLOCK_K, GROUP_M, warps, stages")
-    fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02, label="% of the best config's TFLOP/s at this shape")
-    ax.set_title(f"Matmul tuning sweep, {dtype}: every candidate config at every shape", fontsize=11)
-    fig.subplots_adjust(left=0.2, right=0.93, top=0.95, bottom=0.2)
-    fig.text(0.01, 0.015, sweep_caption(sweep), fontsize=7, color="#333333")
-    return fig
+    ops = importlib.import_module("gpuperf.kernels.attention")
+    seq = ATTENTION_SWEEP_SEQ_LEN
+    batch, heads = 16384 // seq, 2048 // head_dim
+    torch.manual_seed(head_dim + causal)
+    q, k, v, grad_out = (
+        torch.randn(batch, heads, seq, head_dim, device="cuda", dtype=torch.float16) for _ in range(4)
+    )
+    scale = head_dim**-0.5
+    expected = attention_ref(q, k, v, causal)
+    expected_grads = attention_grads_ref(q, k, v, grad_out, causal)
+    flops = metrics.attention_flops(batch, heads, seq, head_dim, causal=causal)
+    o = torch.empty_like(q)
+    lse = torch.empty(batch, heads, seq, device="cuda")
+    grads = tuple(torch.empty_like(t) for t in (q, k, v))
+    chosen = dict(zip(_configs.ATTENTION_KERNELS, _configs.ATTENTION_DEFAULT[head_dim], strict=True))
+
+    def forward(config):
+        ops._forward_into(o, lse, q, k, v, causal, scale, config)
+        return o
+
+    def backward(dkdv, dq):
+        ops._backward_into(*grads, grad_out, q, k, v, o, lse, causal, scale, (None, dkdv, dq))
+        return grads
+
+    trials = []
+    for kernel in _configs.ATTENTION_KERNELS:
+        forward(chosen["forward"])  # the backward reads o and lse
+        kernel_trials = []
+        for config in candidates[kernel]:
+            trial = {"kernel": kernel, "head_dim": head_dim, "causal": causal}
+            trial.update(config=config.as_dict(), status="ok")
+            if kernel == "forward":
+                fn, work = (lambda c=config: forward(c)), flops
+            elif kernel == "dkdv":
+                fn, work = (lambda c=config: backward(c, chosen["dq"])), 2.5 * flops
+            else:
+                fn, work = (lambda c=config: backward(chosen["dkdv"], c)), 2.5 * flops
+            try:
+                if kernel == "forward":
+                    assert_close("attention sweep", expected, fn(), k=seq)
+                else:
+                    for name, ref, got in zip(("dq", "dk", "dv"), expected_grads, fn(), strict=True):
+                        assert_close(f"attention sweep {name}", ref, got, k=seq)
+                t = time_ms(fn, warmup=SWEEP_WARMUP_MS, rep=SWEEP_REP_MS, rounds=1)
+            except AssertionError as err:
+                trial.update(status="mismatch", message=str(err)[:300])
+            except Exception as err:  # a config that does not compile or launch is recorded
+                trial.update(status="error", message=f"{type(err).__name__}: {err}"[:300])
+            else:
+                trial.update(ms=t.ms, tflops=metrics.tflop_per_s(work, t.ms))
+            kernel_trials.append(trial)
+        ok = [t for t in kernel_trials if t["status"] == "ok"]
+        if ok:
+            winner = min(ok, key=lambda t: t["ms"])
+            chosen[kernel] = _configs.AttentionConfig(**winner["config"])
+            log(
+                f"tuned attention {kernel} D={head_dim} causal={causal}: {len(ok)} configs, best "
+                f"{chosen[kernel].label()} {winner['tflops']:.0f} TFLOP/s, "
+                f"worst {min(t['tflops'] for t in ok):.0f}"
+            )
+        trials += kernel_trials
+    return trials, chosen

@@ -12,8 +12,9 @@ from gpuperf._runtime import enable_interpreter_without_gpu
 
 enable_interpreter_without_gpu()
 
+from gpuperf.kernels.attention import attention  # noqa: E402
 from gpuperf.kernels.matmul import MatmulConfig, matmul  # noqa: E402
 from gpuperf.kernels.softmax import softmax  # noqa: E402
 from gpuperf.kernels.vector_add import vector_add  # noqa: E402
 
-__all__ = ["MatmulConfig", "matmul", "softmax", "vector_add"]
+__all__ = ["MatmulConfig", "attention", "matmul", "softmax", "vector_add"]

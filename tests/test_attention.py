@@ -1,0 +1,235 @@
+"""Fused attention: forward and gradients against the float32 reference, odd shapes, GQA,
+causal masking, strides, and every bad input."""
+
+import math
+
+import pytest
+import torch
+
+from gpuperf.kernels import attention
+from gpuperf.reference import attention_grads_ref, attention_naive, attention_ref
+from gpuperf.testing import assert_close
+from tests._params import randn
+from tests.conftest import DEVICE
+
+# (batch, heads, kv heads, S_q, S_k, head dim): one of everything, sequences that are
+# not multiples of any tile, S_q != S_k, grouped-query and multi-query heads.
+SHAPES = [
+    pytest.param((1, 1, 1, 1, 1, 16), id="single-query"),
+    pytest.param((2, 3, 3, 77, 77, 32), id="S77"),
+    pytest.param((1, 4, 2, 50, 33, 16), id="gqa-Sq50-Sk33"),
+    pytest.param((1, 2, 1, 64, 64, 32), id="mqa-S64"),
+    pytest.param((1, 2, 2, 19, 70, 64), id="Sq19-Sk70-D64"),
+]
+CAUSAL_SHAPES = [
+    pytest.param((1, 1, 1, 1, 1, 16), id="single-query"),
+    pytest.param((2, 3, 3, 77, 77, 32), id="S77"),
+    pytest.param((1, 4, 2, 50, 50, 16), id="gqa-S50"),
+    pytest.param((1, 2, 1, 64, 64, 32), id="mqa-S64"),
+]
+# bfloat16 tl.dot is wrong in the interpreter: checked on the GPU only.
+DTYPES = [
+    pytest.param(torch.float16, id="fp16"),
+    pytest.param(torch.bfloat16, id="bf16", marks=pytest.mark.gpu),
+]
+
+
+def qkv(shape, dtype, seed=0):
+    b, h, h_kv, s_q, s_k, d = shape
+    return (
+        randn((b, h, s_q, d), dtype, seed=seed),
+        randn((b, h_kv, s_k, d), dtype, seed=seed + 1),
+        randn((b, h_kv, s_k, d), dtype, seed=seed + 2),
+    )
+
+
+def check_forward(q, k, v, causal=False, scale=None):
+    out = attention(q, k, v, causal=causal, scale=scale)
+    assert out.dtype == q.dtype and out.is_contiguous()
+    assert_close("attention", attention_ref(q, k, v, causal, scale), out, k=k.shape[2])
+
+
+def check_gradients(q, k, v, causal=False, seed=7):
+    """Gradients of the fused op against autograd through the float32 reference."""
+    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+    out = attention(q, k, v, causal=causal)
+    grad_out = randn(out.shape, out.dtype, seed=seed)
+    out.backward(grad_out)
+    dq, dk, dv = attention_grads_ref(q, k, v, grad_out, causal)
+    group_rows = q.shape[1] // k.shape[1] * q.shape[2]
+    assert_close("dq", dq, q.grad, k=k.shape[2])
+    assert_close("dk", dk, k.grad, k=group_rows)
+    assert_close("dv", dv, v.grad, k=group_rows)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_forward_matches_reference(shape, dtype):
+    check_forward(*qkv(shape, dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", CAUSAL_SHAPES)
+def test_causal_forward_matches_reference(shape, dtype):
+    check_forward(*qkv(shape, dtype), causal=True)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        pytest.param((2, 3, 3, 45, 45, 32), id="S45"),
+        pytest.param((1, 4, 2, 40, 40, 16), id="gqa-S40"),
+        pytest.param((1, 2, 1, 33, 33, 16), id="mqa-S33"),
+    ],
+)
+def test_gradients_match_reference(shape, causal):
+    check_gradients(*qkv(shape, torch.float16), causal=causal)
+
+
+def test_gradients_with_fewer_queries_than_keys():
+    check_gradients(*qkv((1, 2, 1, 21, 50, 32), torch.float16))
+
+
+def test_custom_scale_and_strided_inputs_are_read_in_place():
+    # (B, S, H, D) memory viewed as (B, H, S, D), as a fused QKV projection gives.
+    q, k, v = (randn((2, 40, 3, 32), torch.float16, seed=s).transpose(1, 2) for s in (1, 2, 3))
+    assert not q.is_contiguous()
+    check_forward(q, k, v, scale=0.3)
+    check_forward(q, k, v, causal=True, scale=2.0)
+
+
+def test_matches_the_naive_eager_version_and_sdpa():
+    q, k, v = qkv((1, 2, 2, 30, 30, 16), torch.float32)
+    naive = attention_naive(q, k, v, causal=True)
+    sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(naive, sdpa, rtol=1e-5, atol=1e-6)
+
+
+def test_empty_inputs_give_empty_outputs_and_zero_key_gradients():
+    q = randn((2, 2, 0, 16), torch.float16).requires_grad_()
+    k = randn((2, 2, 5, 16), torch.float16).requires_grad_()
+    v = randn((2, 2, 5, 16), torch.float16).requires_grad_()
+    out = attention(q, k, v)
+    assert out.shape == (2, 2, 0, 16)
+    out.sum().backward()
+    assert q.grad.shape == q.shape
+    assert torch.equal(k.grad, torch.zeros_like(k)) and torch.equal(v.grad, torch.zeros_like(v))
+    assert attention(*qkv((0, 2, 2, 3, 3, 16), torch.float16)).shape == (0, 2, 3, 16)
+
+
+def test_default_scale_is_one_over_sqrt_head_dim():
+    q, k, v = qkv((1, 1, 1, 20, 20, 32), torch.float16)
+    torch.testing.assert_close(
+        attention(q, k, v), attention(q, k, v, scale=1 / math.sqrt(32)), rtol=0, atol=0
+    )
+
+
+def _bad(**changes):
+    q, k, v = qkv((2, 4, 2, 8, 8, 16), torch.float16)
+    args = {"q": q, "k": k, "v": v}
+    kwargs = {}
+    for name, value in changes.items():
+        (args if name in args else kwargs)[name] = value
+    return args, kwargs
+
+
+def _h(shape, dtype=torch.float16):
+    return randn(shape, dtype)
+
+
+BAD_INPUTS = [
+    pytest.param({"q": [[1.0]]}, TypeError, "q must be a torch.Tensor", id="q-not-tensor"),
+    pytest.param({"k": _h((2, 2, 8, 16), torch.float32)}, TypeError, "k has dtype float32", id="k-fp32"),
+    pytest.param(
+        {
+            "q": _h((2, 4, 8, 16), torch.float32),
+            "k": _h((2, 2, 8, 16), torch.float32),
+            "v": _h((2, 2, 8, 16), torch.float32),
+        },
+        TypeError,
+        "supported dtypes are float16, bfloat16",
+        id="all-fp32",
+    ),
+    pytest.param({"v": _h((2, 2, 8, 16), torch.bfloat16)}, TypeError, "same dtype", id="mixed-dtypes"),
+    pytest.param({"q": _h((4, 8, 16))}, ValueError, "must be 4-D", id="q-3d"),
+    pytest.param({"v": _h((2, 2, 9, 16))}, ValueError, "k and v must have the same shape", id="kv-mismatch"),
+    pytest.param(
+        {"k": _h((3, 2, 8, 16)), "v": _h((3, 2, 8, 16))}, ValueError, "same batch size", id="batch-mismatch"
+    ),
+    pytest.param(
+        {"k": _h((2, 3, 8, 16)), "v": _h((2, 3, 8, 16))},
+        ValueError,
+        "multiple of the key/value heads",
+        id="heads-not-divisible",
+    ),
+    pytest.param(
+        {"k": _h((2, 2, 8, 32)), "v": _h((2, 2, 8, 32))}, ValueError, "same head dim", id="head-dim-mismatch"
+    ),
+    pytest.param(
+        {"q": _h((2, 4, 8, 48)), "k": _h((2, 2, 8, 48)), "v": _h((2, 2, 8, 48))},
+        ValueError,
+        "supported head dims are (16, 32, 64, 128)",
+        id="head-dim-48",
+    ),
+    pytest.param(
+        {"k": _h((2, 2, 0, 16)), "v": _h((2, 2, 0, 16))}, ValueError, "at least one key", id="no-keys"
+    ),
+    pytest.param(
+        {"k": _h((2, 2, 9, 16)), "v": _h((2, 2, 9, 16)), "causal": True},
+        ValueError,
+        "S_q 8 and S_k 9",
+        id="causal-Sq-ne-Sk",
+    ),
+    pytest.param({"causal": 1}, TypeError, "causal must be a bool", id="causal-int"),
+    pytest.param({"scale": "0.5"}, TypeError, "scale must be a number", id="scale-str"),
+    pytest.param({"scale": -1.0}, ValueError, "positive and finite", id="scale-negative"),
+    pytest.param({"scale": float("nan")}, ValueError, "positive and finite", id="scale-nan"),
+]
+
+
+@pytest.mark.parametrize(("changes", "error", "message"), BAD_INPUTS)
+def test_bad_input_raises_a_clear_error(changes, error, message):
+    args, kwargs = _bad(**changes)
+    with pytest.raises(error, match=_escape(message)):
+        attention(args["q"], args["k"], args["v"], **kwargs)
+
+
+def _escape(text):
+    import re
+
+    return re.escape(text)
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="checks the device error on a machine without a GPU")
+def test_tensors_on_another_device_are_rejected():
+    q, k, v = qkv((1, 1, 1, 4, 4, 16), torch.float16)
+    with pytest.raises(ValueError, match="same device"):
+        attention(q, k.to("meta"), v)
+
+
+# --- on a GPU, at the sizes the benchmarks run ----------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        pytest.param((2, 8, 8, 1024, 1024, 128), id="S1024-D128"),
+        pytest.param((2, 8, 2, 1000, 1000, 64), id="gqa-S1000-D64"),
+        pytest.param((1, 4, 4, 333, 333, 32), id="S333-D32"),
+    ],
+)
+def test_gpu_forward_and_gradients_at_real_sizes(shape, causal, dtype):
+    q, k, v = qkv(shape, dtype)
+    check_forward(q, k, v, causal=causal)
+    check_gradients(q, k, v, causal=causal)
+
+
+@pytest.mark.gpu
+def test_gpu_matches_sdpa_flash_backend():
+    q, k, v = qkv((2, 16, 16, 2048, 2048, 128), torch.float16)
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(attention(q, k, v, causal=True), expected, rtol=2e-3, atol=2e-3)

@@ -5,8 +5,9 @@
 #   bash scripts/device_run.sh quick     the GPU tests of the launch paths only
 #   bash scripts/device_run.sh memory    ceilings and the memory-bound and host benchmarks
 #   bash scripts/device_run.sh matmul    tune the matmul, its benchmarks, ncu's L2 counters
-#   bash scripts/device_run.sh attention-tune   tune the attention kernels, quick check vs SDPA
-#   bash scripts/device_run.sh attention       the attention benchmarks (committed tuned configs)
+#   bash scripts/device_run.sh attention-tune  attention GPU tests, tuning sweep, compute-sanitizer
+#   bash scripts/device_run.sh attention-fwd   attention forward and peak-memory benchmarks
+#   bash scripts/device_run.sh attention-bwd   attention backward benchmark (both with the committed sweep)
 #   bash scripts/device_run.sh sweep     the launch-configuration sweep of tutorials 01-02
 #   bash scripts/device_run.sh docs      the site built with live measurements
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
@@ -37,7 +38,8 @@ for mode in "$@"; do
         python3 -m pytest -q -p no:cacheprovider tests/test_attention.py 2>&1 | tail -n 8
         python3 -c 'from gpuperf.bench import tuning; print("wrote", tuning.write_tuning(tuning.tune_attention()))'
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
-      attention) time python3 -m gpuperf.bench --no-tune attention_forward attention_memory attention_backward ;;
+      attention-fwd) time python3 -m gpuperf.bench --no-tune attention_memory attention_forward ;;
+      attention-bwd) time python3 -m gpuperf.bench --no-tune attention_backward ;;
       sweep) python3 scripts/explore_configs.py ;;
       docs)
         # Sphinx, sphinx-gallery and furo travel as wheels in .whl (the image has none).

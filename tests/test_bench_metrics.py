@@ -59,9 +59,11 @@ def test_metric_value_per_metric():
     assert metrics.metric_value("us/call", 0.0081, n_bytes=0, flops=0) == pytest.approx(8.1)
     with pytest.raises(ValueError, match="metric must be one of"):
         metrics.metric_value("GFLOP/s", 1.0, n_bytes=1.0, flops=1.0)
+    with pytest.raises(ValueError, match="metric must be one of"):  # peak memory is no time
+        metrics.metric_value("GiB", 1.0, n_bytes=1.0, flops=1.0)
 
 
-@pytest.mark.parametrize("metric", metrics.METRICS)
+@pytest.mark.parametrize("metric", metrics.TIMED_METRICS)
 def test_metric_values_are_ordered_percentiles(metric):
     value, p20, p80 = metrics.metric_values(metric, 2.0, 1.0, 4.0, n_bytes=1e9, flops=1e12)
     assert p20 < value < p80

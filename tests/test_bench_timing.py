@@ -17,9 +17,25 @@ def test_quantile_interpolates_between_order_statistics():
 
 
 def test_every_timer_has_a_method_for_the_record():
-    assert set(timing.TIMING_METHODS) == {"device", "host"}
+    assert set(timing.TIMING_METHODS) == {"device", "host", "memory"}
     assert "do_bench" in timing.TIMING_METHODS["device"]
     assert "torch.cuda._sleep" in timing.TIMING_METHODS["host"]
+    assert "max_memory_allocated" in timing.TIMING_METHODS["memory"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
+def test_peak_memory_without_gpu_fails_clearly():
+    with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
+        timing.peak_memory_bytes(lambda: None)
+
+
+@pytest.mark.gpu
+def test_peak_memory_counts_what_one_call_allocates():
+    n = 2**24
+    assert timing.peak_memory_bytes(lambda: torch.empty(n, dtype=torch.uint8, device="cuda")) == n
+    x = torch.randn(2**20, device="cuda")
+    # x * 2 then + 1: two temporaries of 4 MiB alive together at the peak.
+    assert timing.peak_memory_bytes(lambda: (x * 2) + 1) == 2 * x.numel() * 4
 
 
 def test_host_timing_needs_positive_counts():

@@ -242,7 +242,9 @@ def test_compile_fullgraph_trains_through_attention():
     assert any("gpuperf.attention_forward" in c for c in called), called
     torch.testing.assert_close(loss.double(), ref_loss.double(), rtol=2e-2, atol=1e-2)
     for name, g, ref in zip("xw", grads, ref_grads, strict=True):
-        torch.testing.assert_close(g.float(), ref.float(), rtol=2e-2, atol=2e-2, msg=lambda m, n=name: f"d{n}: {m}")
+        torch.testing.assert_close(
+            g.float(), ref.float(), rtol=2e-2, atol=2e-2, msg=lambda m, n=name: f"d{n}: {m}"
+        )
 
 
 def test_attention_op_is_registered_with_its_backward():

@@ -23,7 +23,7 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--no-tune",
         action="store_true",
-        help="measure the matmul with the committed tuned configs instead of re-tuning first",
+        help="measure the matmul and attention with the committed tuned configs instead of re-tuning first",
     )
     args = parser.parse_args(argv)
 
@@ -64,6 +64,13 @@ def main(argv=None) -> int:
         shapes = list(dict.fromkeys(x for b in benchmarks if b.name.startswith("matmul") for x in b.x_values))
         print(f"tuning the matmul at {len(shapes)} shapes ...", flush=True)
         sweep = tuning.tune_matmul(shapes, catalog.MATMUL_DTYPES, log=lambda line: print(line, flush=True))
+        print(f"wrote {tuning.write_tuning(sweep)}", flush=True)
+
+    if not args.no_tune and any(b.name.startswith("attention") for b in benchmarks):
+        from gpuperf.bench import tuning
+
+        print("tuning the attention kernels ...", flush=True)
+        sweep = tuning.tune_attention(log=lambda line: print(line, flush=True))
         print(f"wrote {tuning.write_tuning(sweep)}", flush=True)
 
     failed = []

@@ -91,9 +91,16 @@ def tflop_per_s(flops: float, ms: float) -> float:
 #: Unit name -> converter from (work, ms) to the unit.
 RATE = {"GB/s": gb_per_s, "TFLOP/s": tflop_per_s}
 
-#: The metrics a benchmark may report: the two rates (higher is better) and
-#: ``"us/call"``, host microseconds per call (lower is better).
-METRICS = ("GB/s", "TFLOP/s", "us/call")
+#: The metrics a benchmark may report: the two rates (higher is better),
+#: ``"us/call"``, host microseconds per call, and ``"GiB"``, peak memory (both
+#: lower is better).
+METRICS = ("GB/s", "TFLOP/s", "us/call", "GiB")
+#: The metrics computed from a time (all but peak memory).
+TIMED_METRICS = ("GB/s", "TFLOP/s", "us/call")
+#: The metrics where less is better, drawn as bars.
+LOWER_IS_BETTER = ("us/call", "GiB")
+#: Bytes in a GiB.
+GIB = 2**30
 
 
 def rate(metric: str, work: float, ms: float) -> float:
@@ -110,7 +117,7 @@ def metric_value(metric: str, ms: float, *, n_bytes: float, flops: float) -> flo
     if metric == "us/call":
         return ms * 1e3
     if metric not in RATE:
-        raise ValueError(f"metric must be one of {list(METRICS)}, got {metric!r}")
+        raise ValueError(f"metric must be one of {list(TIMED_METRICS)}, got {metric!r}")
     return rate(metric, n_bytes if metric == "GB/s" else flops, ms)
 
 

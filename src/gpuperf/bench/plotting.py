@@ -13,7 +13,14 @@ import itertools
 import math
 import textwrap
 
+from gpuperf.bench.metrics import LOWER_IS_BETTER
 from gpuperf.bench.records import caption
+
+#: The y-axis label of each metric (others are labelled with the metric's name).
+Y_LABELS = {
+    "us/call": "µs per call on the host (lower is better)",
+    "GiB": "peak memory beyond the inputs, GiB (lower is better)",
+}
 
 #: One colour per provider key, the same on every page.
 PROVIDER_COLORS = {
@@ -25,6 +32,9 @@ PROVIDER_COLORS = {
     "cublas": "#9467bd",
     "cudnn": "#8c564b",
     "flash": "#e377c2",
+    "efficient": "#bcbd22",
+    "math": "#393b79",
+    "flex": "#d62728",
 }
 _FALLBACK = ("#bcbd22", "#d62728", "#393b79")
 
@@ -114,7 +124,7 @@ def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
 
     metric = record["metric"]
     xs = x_order(r["x"] for r in rows)
-    bars = metric == "us/call"
+    bars = metric in LOWER_IS_BETTER
     categorical = bars or not all(isinstance(x, int) for x in xs)
     pos = {x: i for i, x in enumerate(xs)} if categorical else {x: x for x in xs}
     series = list(_series(rows))
@@ -217,8 +227,13 @@ def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
                 t.set_horizontalalignment("right")
                 t.set_rotation_mode("anchor")
     ax.set_xlabel(record["x_label"])
-    ax.set_ylabel("µs per call on the host (lower is better)" if bars else metric)
-    ax.set_ylim(0, (ymax or 1.0) * 1.08)
+    ax.set_ylabel(Y_LABELS.get(metric, metric))
+    if metric == "GiB":  # from megabytes (fused kernels) to tens of GB (the score matrix)
+        ax.set_yscale("log")
+        lows = [r["value"] for r in rows if r["status"] == "ok" and r["value"] > 0]
+        ax.set_ylim(min(lows, default=0.01) / 2, (ymax or 1.0) * 2)
+    else:
+        ax.set_ylim(0, (ymax or 1.0) * 1.08)
     ax.set_facecolor("white")
     ax.grid(True, which="major", axis="y" if categorical else "both", color="#dddddd", lw=0.6)
     ax.set_axisbelow(True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from gpuperf._runtime import has_cuda, is_interpreter
 from gpuperf.bench import records
 from gpuperf.bench.catalog import Benchmark
+from gpuperf.bench.metrics import LOWER_IS_BETTER
 from gpuperf.bench.plotting import combos, format_combo, format_x, plot_missing, plot_record, x_order
 from gpuperf.bench.records import REPO_ROOT
 
@@ -72,11 +73,13 @@ class Result:
 
     def ratios(self, provider: str | None = None, **axes) -> dict:
         """``{x: baseline time / provider time}``: above 1 means the provider is faster,
-        whatever the metric (``us/call`` included)."""
+        whatever the metric (``us/call`` included); for peak memory (``GiB``),
+        ``baseline memory / provider memory``: above 1 means the provider needs less."""
         combo = self._combo(axes)
         mine = self._rows(provider or self.benchmark.subject.key, combo)
         base = self._rows(self.benchmark.baseline, combo)
-        return {x: base[x]["ms"] / r["ms"] for x, r in mine.items() if x in base}
+        cost = "value" if self.benchmark.metric == "GiB" else "ms"
+        return {x: base[x][cost] / r[cost] for x, r in mine.items() if x in base and r[cost]}
 
     def fraction_of_ceiling(self, provider: str | None = None, **axes) -> dict:
         """``{x: value / measured ceiling}`` for a provider (default: the one under study);
@@ -108,12 +111,13 @@ class Result:
         keys = list(dict.fromkeys(r["provider"] for r in rows))
         subject, base = self.benchmark.subject.key, rec["baseline"]
         by = {(r["x"], r["provider"]): r for r in rows}
-        host = rec["metric"] == "us/call"
+        host = rec["metric"] in LOWER_IS_BETTER
+        cost = "memory" if rec["metric"] == "GiB" else "time"
         ceiling = next((r["ceiling"] for r in rows if r["ceiling"] is not None), None)
         header = [
             rec["x_name"],
             *[f"{k} {rec['metric']}" for k in keys],
-            f"{base}/{subject} time" if host else f"{subject}/{base}",
+            f"{base}/{subject} {cost}" if host else f"{subject}/{base}",
         ]
         if ceiling is not None:
             header.append(f"{subject} % of {ceiling.split('_')[0]}")
@@ -124,7 +128,7 @@ class Result:
             for k in keys:
                 r = by.get((x, k))
                 value = "-" if r is None else r["status"] if r["status"] != "ok" else None
-                cells.append(value or f"{r['value']:.{1 if host else 0}f}")
+                cells.append(value or f"{r['value']:.{(2 if cost == 'memory' else 1) if host else 0}f}")
             cells.append(f"{ratios[x]:.2f}x" if x in ratios else "-")
             if ceiling is not None:
                 cells.append(f"{100 * fractions[x]:.0f}%" if x in fractions else "-")

@@ -8,11 +8,11 @@ from collections.abc import Callable
 
 from gpuperf.bench import hardware, metrics, records
 from gpuperf.bench.catalog import Benchmark
-from gpuperf.bench.timing import host_time_ms, require_cuda, time_ms
+from gpuperf.bench.timing import host_time_ms, peak_memory_bytes, require_cuda, time_ms
 from gpuperf.testing import assert_close
 
 #: A benchmark's ``timer`` -> the function that times one provider.
-TIMERS = {"device": time_ms, "host": host_time_ms}
+TIMERS = {"device": time_ms, "host": host_time_ms, "memory": peak_memory_bytes}
 
 
 def run(
@@ -82,16 +82,24 @@ def run(
                 }
                 try:
                     fn = provider.make(*inputs)
-                    assert_close(f"{benchmark.name} {provider.key} {where}", expected, fn(), k=k)
+                    check(f"{benchmark.name} {provider.key} {where}", expected, fn(), k=k)
                     if provider.config is not None:
                         row["config"] = provider.config(*inputs)
                         json.dumps(row["config"])  # a record must stay JSON
-                    t = timer(fn)
+                    if benchmark.timer == "memory":
+                        gib = peak_memory_bytes(fn) / metrics.GIB
+                        row.update(value=gib, value_p20=gib, value_p80=gib)
+                    else:
+                        t = timer(fn)
                 except AssertionError as err:
                     row.update(status="mismatch", message=str(err)[:500])
                 except Exception as err:  # a baseline that cannot run is reported, not fatal
                     row.update(status="error", message=f"{type(err).__name__}: {err}"[:500])
                 else:
+                    if benchmark.timer == "memory":
+                        rows.append(row)
+                        log(f"{benchmark.name:>18} {where:<30} {provider.key:>16}: {row['value']:.2f} GiB")
+                        continue
                     value, p20, p80 = metrics.metric_values(
                         benchmark.metric, t.ms, t.ms_p20, t.ms_p80, n_bytes=n_bytes, flops=flops
                     )
@@ -106,3 +114,15 @@ def run(
 
     provenance = records.collect_provenance(benchmark.timer)
     return records.build_record(benchmark, rows, ceilings, provenance)
+
+
+def check(name: str, expected, out, *, k: int | None = None) -> None:
+    """:func:`gpuperf.testing.assert_close` on one output, or on each of a tuple of them
+    (the gradients of a backward pass, say), named ``name[0]``, ``name[1]``, ..."""
+    if isinstance(expected, tuple):
+        if not isinstance(out, tuple) or len(out) != len(expected):
+            raise AssertionError(f"{name}: expected {len(expected)} outputs, got {type(out).__name__}")
+        for i, (e, o) in enumerate(zip(expected, out, strict=True)):
+            assert_close(f"{name}[{i}]", e, o, k=k)
+    else:
+        assert_close(name, expected, out, k=k)

@@ -58,8 +58,13 @@ HOST_TIMING_METHOD = (
     f"{HOST_ROUNDS} rounds: median with 20th and 80th percentiles over rounds"
 )
 
+MEMORY_METHOD = (
+    "peak memory: torch.cuda.max_memory_allocated during one call, minus what was allocated "
+    "before it (the inputs), after emptying PyTorch's cache"
+)
+
 #: A benchmark's ``timer`` -> the timing method its records name in their provenance.
-TIMING_METHODS = {"device": TIMING_METHOD, "host": HOST_TIMING_METHOD}
+TIMING_METHODS = {"device": TIMING_METHOD, "host": HOST_TIMING_METHOD, "memory": MEMORY_METHOD}
 
 
 @dataclass(frozen=True)
@@ -154,6 +159,32 @@ def host_time_ms(fn: Callable[[], object], *, calls: int = HOST_CALLS, rounds: i
     return Timing(
         ms=statistics.median(per_call), ms_p20=_quantile(per_call, 0.2), ms_p80=_quantile(per_call, 0.8)
     )
+
+
+def peak_memory_bytes(fn: Callable[[], object]) -> int:
+    """Bytes of GPU memory one call of ``fn()`` allocates at its peak, beyond what was
+    allocated before it (its inputs), as PyTorch's caching allocator counts them.
+
+    ``fn`` is called once first (compilation and workspaces outside the count), its
+    result dropped, and PyTorch's cache emptied; then the peak statistic is reset
+    and ``fn`` called again. What ``fn`` returns is part of its peak.
+
+    Raises:
+        RuntimeError: no CUDA device is available.
+    """
+    require_cuda()
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    result = fn()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - before
+    del result
+    return peak
 
 
 def _sleep_cycles(ms: float) -> int:

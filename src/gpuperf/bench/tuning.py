@@ -134,7 +134,7 @@ def tune_attention(head_dims=(64, 128), *, log: Callable[[str], None] = print) -
 
     from gpuperf.bench import records
     from gpuperf.bench.timing import require_cuda
-    from gpuperf.kernels import _configs
+    from gpuperf.kernels import _attention_configs as _configs
 
     require_cuda()
     candidates = {
@@ -177,7 +177,7 @@ def _tune_attention_case(head_dim: int, causal: bool, candidates: dict, log) -> 
 
     from gpuperf.bench import metrics
     from gpuperf.bench.timing import time_ms
-    from gpuperf.kernels import _configs
+    from gpuperf.kernels import _attention_configs as _configs
     from gpuperf.reference import attention_grads_ref, attention_ref
     from gpuperf.testing import assert_close
 

@@ -35,8 +35,8 @@ import triton.language as tl
 from torch.library import triton_op
 
 from gpuperf._runtime import gpu_slug, is_interpreter
-from gpuperf.kernels import _configs
-from gpuperf.kernels._configs import ATTENTION_HEAD_DIMS, AttentionConfig
+from gpuperf.kernels import _attention_configs as _configs
+from gpuperf.kernels._attention_configs import ATTENTION_HEAD_DIMS, AttentionConfig
 from gpuperf.kernels._grid import cdiv
 from gpuperf.kernels._launch import traced
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors

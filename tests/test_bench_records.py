@@ -165,7 +165,7 @@ def test_read_turns_shapes_back_into_tuples(tmp_path):
         (lambda r: r["ceilings"]["copy_gbps"].pop("value"), "ceiling 'copy_gbps' lacks 'value'"),
         (lambda r: r["rows"][0].pop("ms"), "row 0 lacks ['ms']"),
         (lambda r: r["rows"][0].pop("flops"), "row 0 lacks ['flops']"),
-        (lambda r: r["rows"][1].update(ms_p20=99.0), "row 1: percentiles out of order"),
+        (lambda r: r["rows"][1].update(ms_p20=99.0), "row 1: ms percentiles missing or out of order"),
         (lambda r: r["rows"][1].update(status="slow"), "row 1: status 'slow' is not one of"),
         (lambda r: r["rows"][1].update(status="error"), "row 1: status 'error' without a message"),
         (lambda r: r["rows"][2].update(ceiling="fp8_tflops"), "row 2: ceiling 'fp8_tflops' is not among"),
@@ -323,3 +323,35 @@ def test_code_tokens_ignore_comments_and_layout_but_not_code():
     )
     assert records.code_tokens(base) != records.code_tokens(base.replace("x + 1", "x + 2"))
     assert records.code_tokens('y = f"{a} b"\n') == 'y=f"{a} b"'
+
+
+def memory_record():
+    """A peak-memory record: rows with a value in GiB and no time."""
+    bench = catalog.ATTENTION_MEMORY
+    rows = [
+        {
+            "x": x, "axes": {}, "provider": p.key, "label": p.label, "status": "ok",
+            "bytes": bench.bytes(x), "flops": bench.flops(x), "ceiling": None,
+            "ms": None, "ms_p20": None, "ms_p80": None,
+            "value": 0.25 * (i + 1), "value_p20": 0.25 * (i + 1), "value_p80": 0.25 * (i + 1), "config": None,
+        }
+        for x in bench.x_values[:2]
+        for i, p in enumerate(bench.providers)
+    ]  # fmt: skip
+    return build_record(bench, rows, {}, fake_provenance("Test GPU 80GB"))
+
+
+def test_memory_records_validate_without_times():
+    record = memory_record()
+    assert records.validate(record) == []
+    record["rows"][0]["value_p20"] = None
+    assert records.validate(record) == ["row 0: value percentiles missing or out of order (None, 0.25, 0.25)"]
+
+
+def test_memory_ratios_and_table_read_less_as_better():
+    from gpuperf.bench.report import Result
+
+    result = Result(catalog.ATTENTION_MEMORY, memory_record(), "committed")
+    # triton (first provider) 0.25 GiB, flash (the baseline, second) 0.5 GiB: triton needs half.
+    assert result.ratios() == {512: 2.0, 1024: 2.0}
+    assert "flash/triton memory" in result.table()

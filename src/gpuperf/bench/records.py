@@ -262,9 +262,12 @@ def validate(record: dict) -> list[str]:
         if row["status"] not in STATUSES:
             problems.append(f"row {i}: status {row['status']!r} is not one of {list(STATUSES)}")
         elif row["status"] == "ok":
-            if not (row["ms_p20"] <= row["ms"] <= row["ms_p80"]):
+            # Peak memory (GiB) is no time: its rows carry a value and no ms.
+            field = "value" if record["metric"] == "GiB" else "ms"
+            low, mid, high = row[f"{field}_p20"], row[field], row[f"{field}_p80"]
+            if not all(isinstance(v, (int, float)) for v in (low, mid, high)) or not low <= mid <= high:
                 problems.append(
-                    f"row {i}: percentiles out of order ({row['ms_p20']}, {row['ms']}, {row['ms_p80']})"
+                    f"row {i}: {field} percentiles missing or out of order ({low}, {mid}, {high})"
                 )
         elif not row.get("message"):
             problems.append(f"row {i}: status {row['status']!r} without a message")

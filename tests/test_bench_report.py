@@ -290,3 +290,15 @@ def test_live_run_with_host_timer_reports_microseconds():
         assert row["status"] == "ok" and row["ceiling"] is None
         assert row["value"] == pytest.approx(row["ms"] * 1e3)
         assert 0.5 < row["value"] < 1000  # a torch.add costs microseconds of host time
+
+
+def test_plot_and_table_keep_the_chosen_axis_values():
+    from tests.test_bench_records import MATMUL_LIKE, synthetic_record
+
+    result = Result(MATMUL_LIKE, synthetic_record(MATMUL_LIKE), "committed")
+    table = result.table(dtype="float16")
+    assert "dtype=float16" in table and "dtype=bfloat16" not in table
+    fig = result.plot(dtype="bfloat16")
+    assert len(fig.axes) >= 1 and "dtype=bfloat16" in fig._suptitle.get_text()
+    with pytest.raises(ValueError, match="no value 'int8'"):
+        result.plot(dtype="int8")

@@ -92,14 +92,15 @@ class Result:
             if r["ceiling"] in ceilings
         }
 
-    def table(self) -> str:
+    def table(self, **axes) -> str:
         """Plain-text tables, one per axis combination under a heading naming it: each
         provider's metric per x, the ratio of the provider under study to the baseline,
-        and its % of the ceiling (when there is one)."""
+        and its % of the ceiling (when there is one). ``axes`` (``dtype="float16"``, say)
+        keeps the combinations with those values only."""
         if self.record is None:
             return "\n".join(self.notes)
         out = list(self.notes)
-        for combo in combos(self.record):
+        for combo in combos(self._subset(axes)):
             if combo:
                 out += ["", format_combo(combo)] if len(out) > len(self.notes) else [format_combo(combo)]
             out += self._table(combo)
@@ -137,11 +138,28 @@ class Result:
         fmt = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
         return [fmt(header), fmt(["-" * w for w in widths]), *map(fmt, lines)]
 
-    def plot(self):
-        """The benchmark's figure (a placeholder naming the missing record when there is none)."""
+    def plot(self, **axes):
+        """The benchmark's figure (a placeholder naming the missing record when there is none).
+
+        ``axes`` keeps the panels of the combinations with those values only, and
+        names them in the title: ``plot(dtype="float16")``.
+        """
         if self.record is None:
             return plot_missing(self.benchmark.title, " ".join(self.notes))
-        return plot_record(self.record, source=self.source, notes=self.notes)
+        return plot_record(self._subset(axes), source=self.source, notes=self.notes)
+
+    def _subset(self, axes: dict) -> dict:
+        """The record with only the rows whose axes take the values in ``axes``."""
+        if not axes:
+            return self.record
+        declared = dict(self.benchmark.axes)
+        for name, value in axes.items():
+            if name not in declared or value not in declared[name]:
+                raise ValueError(f"{self.benchmark.name}: no value {value!r} of an axis {name!r}")
+        rows = [r for r in self.record["rows"] if all(r["axes"][k] == v for k, v in axes.items())]
+        narrowed = {k: ([axes[k]] if k in axes else v) for k, v in self.record["axes"].items()}
+        title = f"{self.record['title']}, " + ", ".join(f"{k}={v}" for k, v in axes.items())
+        return {**self.record, "rows": rows, "axes": narrowed, "title": title}
 
 
 def can_measure() -> bool:

@@ -243,3 +243,79 @@ def _tune_attention_case(head_dim: int, causal: bool, candidates: dict, log) -> 
             )
         trials += kernel_trials
     return trials, chosen
+
+
+def sweep_caption(sweep: dict) -> str:
+    """Where and when the sweep ran, and how each config was timed (its ``"timing"``)."""
+    from gpuperf.bench.records import caption
+
+    return caption({**sweep["provenance"], "timing_method": sweep["timing"]})
+
+
+def sweep_table(sweep: dict) -> str:
+    """Per dtype and shape: configs timed, the winner, best and worst TFLOP/s, worst/best,
+    and how many configs came within 3% of the best (a plain-text table)."""
+    from gpuperf.bench.plotting import format_x
+    from gpuperf.kernels._configs import MatmulConfig
+
+    best = {(e["dtype"], tuple(e["shape"])): e for e in sweep["best"]}
+    trials: dict[tuple, list] = {}
+    for t in sweep["trials"]:
+        trials.setdefault((t["dtype"], tuple(t["shape"])), []).append(t)
+    lines = []
+    for dtype in dict.fromkeys(d for d, _ in trials):
+        lines += [
+            f"dtype={dtype}",
+            f"{'shape':>15}  tried  {'winner':>20}  best TFLOP/s  worst TFLOP/s  worst/best  within 3%",
+        ]
+        for (d, shape), tried in trials.items():
+            ok = [t["tflops"] for t in tried if t["status"] == "ok"]
+            if d != dtype or not ok:
+                continue
+            winner = MatmulConfig(**best[(d, shape)]["config"]).label()
+            close = sum(v >= 0.97 * max(ok) for v in ok)
+            lines.append(
+                f"{format_x(shape):>15}  {len(tried):>5}  {winner:>20}  {max(ok):12.0f}  {min(ok):13.0f}"
+                f"  {min(ok) / max(ok):10.2f}  {close:>9}"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot_sweep(sweep: dict, dtype: str):
+    """Heatmap of the sweep for one dtype: configs x shapes, each config's TFLOP/s as % of
+    the best at that shape (blank: pruned, not timed; outlined: the winner). Returns the figure."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from gpuperf.bench.plotting import format_x
+    from gpuperf.kernels._configs import MatmulConfig
+
+    configs = [MatmulConfig(**c) for c in sweep["candidates"]]
+    shapes = list(dict.fromkeys(tuple(t["shape"]) for t in sweep["trials"] if t["dtype"] == dtype))
+    shapes.sort(key=lambda s: (len(set(s)) != 1, s[0] if len(set(s)) == 1 else 0))  # squares first
+    pct = np.full((len(configs), len(shapes)), np.nan)
+    for t in sweep["trials"]:
+        if t["dtype"] == dtype and t["status"] == "ok":
+            pct[configs.index(MatmulConfig(**t["config"])), shapes.index(tuple(t["shape"]))] = t["tflops"]
+    pct = 100 * pct / np.nanmax(pct, axis=0)
+    winners = {tuple(e["shape"]): MatmulConfig(**e["config"]) for e in sweep["best"] if e["dtype"] == dtype}
+
+    fig, ax = plt.subplots(figsize=(11, 8.6), facecolor="white")
+    cmap = plt.get_cmap("viridis").copy()
+    cmap.set_bad("white")
+    image = ax.imshow(pct, cmap=cmap, vmin=0, vmax=100, aspect="auto")
+    for i, j in np.argwhere(~np.isnan(pct)):
+        color = "white" if pct[i, j] < 60 else "black"
+        ax.text(j, i, f"{pct[i, j]:.0f}", ha="center", va="center", fontsize=7.5, color=color)
+        if winners.get(shapes[j]) == configs[i]:
+            ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="#d62728", lw=2))
+    ax.set_xticks(range(len(shapes)), [format_x(s) for s in shapes], rotation=35, ha="right")
+    ax.set_yticks(range(len(configs)), [c.label() for c in configs], fontsize=8)
+    ax.set_xlabel("shape (M×N×K)")
+    ax.set_ylabel("config: BLOCK_M x BLOCK_N x BLOCK_K, GROUP_M, warps, stages")
+    fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02, label="% of the best config's TFLOP/s at this shape")
+    ax.set_title(f"Matmul tuning sweep, {dtype}: every candidate config at every shape", fontsize=11)
+    fig.subplots_adjust(left=0.2, right=0.93, top=0.95, bottom=0.2)
+    fig.text(0.01, 0.015, sweep_caption(sweep), fontsize=7, color="#333333")
+    return fig

@@ -271,7 +271,9 @@ def test_committed_record_is_consistent(path):
         assert row["bytes"] == benchmark.bytes(row["x"], **row["axes"])
         assert row["flops"] == benchmark.flops(row["x"], **row["axes"])
         assert row["ceiling"] == benchmark.ceiling_key(**row["axes"])
-        if row["status"] == "ok":
+        if row["status"] == "ok" and record["metric"] == "GiB":  # peak memory: no time behind it
+            assert row["ms"] is None and row["value_p20"] == row["value"] == row["value_p80"] > 0
+        elif row["status"] == "ok":
             expected = metrics.metric_values(
                 record["metric"],
                 row["ms"],
@@ -293,9 +295,10 @@ def test_committed_record_has_hardware_beside_it(path):
     assert bool(record["ceilings"]) == (catalog.by_name(record["benchmark"]).ceiling is not None)
     for key, ceiling in record["ceilings"].items():
         # hardware.json holds the ceilings of the latest `python -m gpuperf.bench` run on
-        # that GPU; a record measured in an earlier run of the same day carries its own,
-        # which differ by the ceilings' run-to-run spread (well under 3% on the H100).
-        assert hw["ceilings"][key]["value"] == pytest.approx(ceiling["value"], rel=0.03)
+        # that GPU; a record measured in an earlier run carries its own, which differ by
+        # the ceilings' run-to-run spread: up to 4.3% between runs on 2026-11-22 (cuBLAS
+        # bf16 at 8192^3 on the H100: 791 and 758 TFLOP/s, on two machines of the same kind).
+        assert hw["ceilings"][key]["value"] == pytest.approx(ceiling["value"], rel=0.06)
 
 
 NCU = sorted(records.measurements_dir().glob("*/ncu/*.json"))

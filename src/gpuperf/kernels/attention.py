@@ -135,6 +135,9 @@ def _attention_forward_kernel(
     EVEN_M: tl.constexpr,
     EVEN_N: tl.constexpr,
 ):
+    # Inductor passes Python floats to user kernels as float64 (Triton passes float32):
+    # cast, or every score, the running max and the accumulator would turn float64.
+    qk_scale = tl.cast(qk_scale, tl.float32)
     pid_m = tl.program_id(0)
     if CAUSAL:
         # Tiles near the end of the sequence see the most keys: start them first,
@@ -335,6 +338,10 @@ def _attention_dkdv_kernel(
     EVEN_M: tl.constexpr,
     EVEN_N: tl.constexpr,
 ):
+    # Inductor passes Python floats to user kernels as float64 (Triton passes float32):
+    # cast, or every score, the running max and the accumulator would turn float64.
+    qk_scale = tl.cast(qk_scale, tl.float32)
+    scale = tl.cast(scale, tl.float32)
     pid_n = tl.program_id(0)
     pid_bh = tl.program_id(1)
     batch = pid_bh // n_kv_heads
@@ -488,6 +495,10 @@ def _attention_dq_kernel(
     EVEN_M: tl.constexpr,
     EVEN_N: tl.constexpr,
 ):
+    # Inductor passes Python floats to user kernels as float64 (Triton passes float32):
+    # cast, or every score, the running max and the accumulator would turn float64.
+    qk_scale = tl.cast(qk_scale, tl.float32)
+    scale = tl.cast(scale, tl.float32)
     pid_m = tl.program_id(0)
     if CAUSAL:
         pid_m = tl.num_programs(0) - 1 - pid_m  # the longest rows first, as in the forward

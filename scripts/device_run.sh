@@ -8,6 +8,9 @@
 #   bash scripts/device_run.sh attention-tune  attention GPU tests, tuning sweep, compute-sanitizer
 #   bash scripts/device_run.sh attention-fwd   attention forward and peak-memory benchmarks
 #   bash scripts/device_run.sh attention-bwd   attention backward benchmark (both with the committed sweep)
+#   bash scripts/device_run.sh persistent  tests of the persistent and FP8 matmuls, their tuning sweeps and
+#                                          benchmarks, host time per call, compute-sanitizer
+#   bash scripts/device_run.sh attention   attention forward, backward and peak-memory benchmarks (committed sweep)
 #   bash scripts/device_run.sh sweep     the launch-configuration sweep of tutorials 01-02
 #   bash scripts/device_run.sh docs      the site built with live measurements
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
@@ -38,6 +41,12 @@ for mode in "$@"; do
         python3 -m pytest -q -p no:cacheprovider tests/test_attention.py 2>&1 | tail -n 8
         python3 -c 'from gpuperf.bench import tuning; print("wrote", tuning.write_tuning(tuning.tune_attention()))'
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
+      persistent)
+        python3 -m pytest -q -p no:cacheprovider tests/test_matmul_persistent.py tests/test_matmul_fp8.py \
+          tests/test_library.py 2>&1 | tail -n 8
+        time python3 -m gpuperf.bench matmul_persistent matmul_fp8 host_overhead
+        compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
+      attention) time python3 -m gpuperf.bench --no-tune attention_memory attention_forward attention_backward ;;
       attention-fwd) time python3 -m gpuperf.bench --no-tune attention_memory attention_forward ;;
       attention-bwd) time python3 -m gpuperf.bench --no-tune attention_backward ;;
       sweep) python3 scripts/explore_configs.py ;;

@@ -3,13 +3,33 @@
 Usage: ``compute-sanitizer --tool memcheck python scripts/sanitize_kernels.py``. The
 shapes cross every edge: one element, partial blocks and tiles, K not a multiple
 of BLOCK_K, transposed operands, rows just past the single-pass softmax limit,
-attention sequences of 77 with grouped heads and causal masking, forward and backward.
+attention sequences of 77 with grouped heads and causal masking, forward and backward;
+the persistent and FP8 matmuls at M = 1, N = 17 and K off the block, through every rung
+(computed pointers, TMA, TMA + warp specialization) where TMA's 16-byte rule allows it.
 Each call is made twice: the second launches from the plan the first one made.
 """
 
 import torch
 
-from gpuperf.kernels import _configs, attention, matmul, softmax, vector_add
+from gpuperf.kernels import (
+    PersistentConfig,
+    _configs,
+    attention,
+    matmul,
+    matmul_fp8,
+    matmul_persistent,
+    softmax,
+    to_fp8,
+    vector_add,
+)
+from gpuperf.kernels.matmul_persistent import tma_layout
+
+RUNGS = (
+    None,  # the tuned config
+    PersistentConfig(128, 128, 64, num_stages=3, tma=False),
+    PersistentConfig(128, 256, 64, num_stages=3),
+    PersistentConfig(128, 256, 64, num_stages=3, warp_specialize=True),
+)
 
 
 def twice(fn, *args, **kwargs):
@@ -46,6 +66,23 @@ def main():
                 torch.randn(b, h_kv, s_k, d, device="cuda", dtype=dtype, requires_grad=True) for _ in "kv"
             )
             attention(q, k, v, causal=causal).backward(torch.randn(b, h, s_q, d, device="cuda", dtype=dtype))
+    # Persistent matmuls: M = 1, N = 17, K not a multiple of BLOCK_K; TMA where the 16-byte rule allows.
+    for m, n, k in [(1, 16, 72), (1, 17, 64), (130, 24, 200), (257, 136, 4104), (33, 17, 100)]:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        for config in RUNGS:
+            if (config is None or config.tma) and (tma_layout(a) is None or tma_layout(b) is None):
+                continue  # a clear ValueError, tested in tests/test_matmul_persistent.py
+            twice(matmul_persistent, a, b, config=config)
+        for axis in (None, -1):
+            a8, scale_a = to_fp8(a.float(), axis=axis)
+            bt8, scale_bt = to_fp8(b.t().float(), axis=axis)
+            for config in RUNGS:
+                config = config and PersistentConfig(**{**config.as_dict(), "block_k": 128})
+                if config and config.tma and (tma_layout(a8) is None or tma_layout(bt8.t()) is None):
+                    continue
+                twice(matmul_fp8, a8, bt8.t(), scale_a, scale_bt.t(), config=config)
+            twice(matmul_fp8, a8, bt8.t().contiguous(), scale_a, scale_bt.t(), fast_accum=True)
     torch.cuda.synchronize()
     print("every kernel ran at odd shapes")
 

@@ -47,6 +47,14 @@ def matmul_ref(
     return apply_activation(out, activation)
 
 
+def matmul_fp8_ref(
+    a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor
+) -> torch.Tensor:
+    """``(a · scale_a) @ (b · scale_b)`` in float64 from FP8 operands; returns float64.
+    Shapes as :func:`gpuperf.kernels.matmul_fp8`."""
+    return (a.double() * scale_a.double()) @ (b.double() * scale_b.double())
+
+
 def apply_activation(x: torch.Tensor, activation: str | None) -> torch.Tensor:
     """The epilogue activations of :func:`gpuperf.kernels.matmul`, in PyTorch.
 

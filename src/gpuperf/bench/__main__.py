@@ -23,7 +23,7 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--no-tune",
         action="store_true",
-        help="measure the matmul and attention with the committed tuned configs instead of re-tuning first",
+        help="measure the matmuls and attention with the committed tuned configs instead of re-tuning first",
     )
     args = parser.parse_args(argv)
 
@@ -58,13 +58,24 @@ def main(argv=None) -> int:
     for key, entry in ceilings.items():
         print(f"  {key}: {entry['value']:.1f} {entry['unit']}", flush=True)
 
-    if not args.no_tune and any(b.name.startswith("matmul") for b in benchmarks):
+    plain = [b for b in benchmarks if b in (catalog.MATMUL, catalog.MATMUL_EPILOGUE, catalog.MATMUL_ORDER)]
+    if not args.no_tune and plain:
         from gpuperf.bench import tuning
 
-        shapes = list(dict.fromkeys(x for b in benchmarks if b.name.startswith("matmul") for x in b.x_values))
+        shapes = list(dict.fromkeys(x for b in plain for x in b.x_values))
         print(f"tuning the matmul at {len(shapes)} shapes ...", flush=True)
         sweep = tuning.tune_matmul(shapes, catalog.MATMUL_DTYPES, log=lambda line: print(line, flush=True))
         print(f"wrote {tuning.write_tuning(sweep)}", flush=True)
+
+    for persistent in (catalog.MATMUL_PERSISTENT, catalog.MATMUL_FP8):
+        if not args.no_tune and persistent in benchmarks:
+            from gpuperf.bench import tuning
+
+            print(f"tuning {persistent.name} at {len(persistent.x_values)} shapes ...", flush=True)
+            sweep = tuning.tune_persistent(
+                persistent.name, persistent.x_values, log=lambda line: print(line, flush=True)
+            )
+            print(f"wrote {tuning.write_tuning(sweep)}", flush=True)
 
     if not args.no_tune and any(b.name.startswith("attention") for b in benchmarks):
         from gpuperf.bench import tuning

@@ -427,6 +427,12 @@ MATMUL_ORDER = Benchmark(
 
 # --- host time per call ---------------------------------------------------------------
 
+#: The sources of the persistent matmuls (tutorials 05 and 06), named by several benchmarks.
+_PERSISTENT_SOURCES = (
+    "kernels/matmul_persistent.py",
+    "kernels/_persistent_configs.py",
+)
+
 
 def _host_inputs(op: str, device):
     """Small inputs, so that the host, not the GPU, bounds the call rate."""
@@ -434,6 +440,8 @@ def _host_inputs(op: str, device):
         return (op, *_random_pair(4096, device))
     if op == "softmax":
         return (op, torch.randn(SOFTMAX_ROWS, 256, device=device))
+    if op == "matmul_fp8":
+        return (op, *_fp8_operands((512, 512, 512), device)[:4])
     a, b = _matmul_operands((512, 512, 512), device, "float16")
     return (op, a, b)
 
@@ -449,19 +457,30 @@ def _ours_uncached(op, *tensors):
         return getattr(_kernels(), op)(*tensors)
 
 
-_PYTORCH_OP = {"vector_add": torch.add, "softmax": lambda x: torch.softmax(x, dim=-1), "matmul": torch.matmul}
+_PYTORCH_OP = {
+    "vector_add": torch.add,
+    "softmax": lambda x: torch.softmax(x, dim=-1),
+    "matmul": torch.matmul,
+    "matmul_persistent": torch.matmul,
+    "matmul_fp8": lambda a, b, sa, sb: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16),
+}
 _REFERENCE = {
     "vector_add": reference.vector_add_ref,
     "softmax": reference.softmax_ref,
     "matmul": reference.matmul_ref,
+    "matmul_persistent": reference.matmul_ref,
+    "matmul_fp8": reference.matmul_fp8_ref,
 }
 
 HOST_OVERHEAD = Benchmark(
     name="host_overhead",
     title="Host time per call (GPU kept busy): our wrappers vs PyTorch's ops",
     x_name="op",
-    x_label="op (vector_add: 4096 fp32; softmax: 4096 x 256 fp32; matmul: 512^3 fp16)",
-    x_values=("vector_add", "softmax", "matmul"),
+    x_label=(
+        "op (vector_add: 4096 fp32; softmax: 4096 x 256 fp32; matmuls: 512^3, fp16 or e4m3 "
+        "with per-tensor scales)"
+    ),
+    x_values=("vector_add", "softmax", "matmul", "matmul_persistent", "matmul_fp8"),
     make_inputs=_host_inputs,
     reference=lambda op, *tensors: _REFERENCE[op](*tensors),
     providers=(
@@ -480,9 +499,11 @@ HOST_OVERHEAD = Benchmark(
         "kernels/matmul.py",
         "kernels/_launch.py",
         "kernels/_validation.py",
+        *_PERSISTENT_SOURCES,
+        "kernels/matmul_fp8.py",
     ),
     timer="host",
-    reduction=lambda op: 512 if op == "matmul" else None,
+    reduction=lambda op: 512 if op.startswith("matmul") else None,
 )
 
 # --- attention ------------------------------------------------------------------------
@@ -675,6 +696,137 @@ ATTENTION_MEMORY = Benchmark(
     reduction=lambda seq_len: seq_len,
 )
 
+# --- persistent and FP8 matmuls (tutorials 05 and 06) ------------------------------------
+
+#: Square products and Llama 3 8B's MLP up-projection and QKV projection over 8192 tokens.
+PERSISTENT_SHAPES = (
+    (1024, 1024, 1024),
+    (2048, 2048, 2048),
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (8192, 14336, 4096),
+    (8192, 6144, 4096),
+)
+#: FP8 shapes: the published comparison's 8192 x 8192 x 4096 among the squares and the MLP.
+FP8_SHAPES = (
+    (2048, 2048, 2048),
+    (4096, 4096, 4096),
+    (8192, 8192, 4096),
+    (8192, 8192, 8192),
+    (8192, 14336, 4096),
+)
+_LADDER = (
+    ("triton_pointer", "persistent, computed pointers", "pointer"),
+    ("triton_tma", "persistent + TMA", "tma"),
+    ("triton_tma_ws", "persistent + TMA + warp specialization", "tma_ws"),
+)
+
+
+def _persistent_provider(key: str, label: str, which: str = "best") -> Provider:
+    def config(a, b):
+        from gpuperf.kernels.matmul_persistent import persistent_config
+
+        return persistent_config(a, b, which)
+
+    def make(a, b):
+        chosen = config(a, b)
+        return lambda: _kernels().matmul_persistent(a, b, config=chosen)
+
+    return Provider(key, label, make, config=lambda a, b: config(a, b).as_dict())
+
+
+MATMUL_PERSISTENT = Benchmark(
+    name="matmul_persistent",
+    title="Persistent matmul on Hopper, bfloat16: the ladder from tutorial 03's kernel",
+    x_name="shape",
+    x_label="shape (M×N×K)",
+    x_values=PERSISTENT_SHAPES,
+    make_inputs=lambda shape, device: _matmul_operands(shape, device, "bfloat16"),
+    reference=reference.matmul_ref,
+    providers=(
+        _persistent_provider("triton", "Triton persistent, tuned (gpuperf.kernels.matmul_persistent)"),
+        Provider(
+            "triton_t03",
+            "tutorial 03's kernel (gpuperf.kernels.matmul)",
+            call(_matmul),
+            config=lambda a, b: _matmul_config(a, b).as_dict(),
+        ),
+        *(_persistent_provider(key, label, which) for key, label, which in _LADDER),
+        Provider("cublas", "cuBLAS (torch.matmul)", call(torch.matmul)),
+    ),
+    baseline="cublas",
+    metric="TFLOP/s",
+    bytes=lambda shape: metrics.matmul_bytes(*shape, 2),
+    flops=lambda shape: metrics.matmul_flops(*shape),
+    ceiling="bf16_tflops",
+    sources=(*_PERSISTENT_SOURCES, "kernels/matmul.py", "kernels/_configs.py"),
+    reduction=_matmul_k,
+)
+
+
+def _fp8_operands(shape, device, scaling="tensor", accumulation="float32"):
+    """``(a, b, scale_a, scale_b, a_bf16, b_bf16, fast_accum)``: e4m3 operands quantized from
+    random normal values with per-tensor or per-row/column scales, ``b`` column-major (as
+    ``torch._scaled_mm`` takes it), and the dequantized bfloat16 operands for cuBLAS."""
+    from gpuperf.kernels import to_fp8
+
+    m, n, k = shape
+    axis = None if scaling == "tensor" else -1
+    a, scale_a = to_fp8(torch.randn(m, k, device=device), axis=axis)
+    bt, scale_bt = to_fp8(torch.randn(n, k, device=device), axis=axis)
+    b, scale_b = bt.t(), scale_bt.t()
+    a_bf16 = (a.float() * scale_a).to(torch.bfloat16)
+    b_bf16 = (b.float() * scale_b).to(torch.bfloat16)
+    return a, b, scale_a, scale_b, a_bf16, b_bf16, accumulation == "fast"
+
+
+def _fp8_provider(key: str, label: str, which: str = "best") -> Provider:
+    def config(a, b, *rest):
+        from gpuperf.kernels.matmul_fp8 import fp8_config
+
+        return fp8_config(a, b, which)
+
+    def make(a, b, scale_a, scale_b, a_bf16, b_bf16, fast):
+        chosen = config(a, b)
+        return lambda: _kernels().matmul_fp8(a, b, scale_a, scale_b, fast_accum=fast, config=chosen)
+
+    return Provider(key, label, make, config=lambda *inputs: config(*inputs).as_dict())
+
+
+def _scaled_mm(a, b, scale_a, scale_b, a_bf16, b_bf16, fast):
+    return torch._scaled_mm(
+        a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16, use_fast_accum=fast
+    )
+
+
+MATMUL_FP8 = Benchmark(
+    name="matmul_fp8",
+    title="FP8 (e4m3) matmul with scales, bfloat16 output",
+    x_name="shape",
+    x_label="shape (M×N×K)",
+    x_values=FP8_SHAPES,
+    make_inputs=_fp8_operands,
+    reference=lambda a, b, scale_a, scale_b, *rest: reference.matmul_fp8_ref(a, b, scale_a, scale_b),
+    providers=(
+        _fp8_provider("triton", "Triton FP8, tuned (gpuperf.kernels.matmul_fp8)"),
+        *(_fp8_provider(key, label, which) for key, label, which in _LADDER),
+        Provider("scaled_mm", "cuBLASLt FP8 (torch._scaled_mm)", call(_scaled_mm)),
+        Provider(
+            "cublas",
+            "cuBLAS bf16 on the dequantized operands",
+            call(lambda a, b, scale_a, scale_b, a_bf16, b_bf16, fast: torch.matmul(a_bf16, b_bf16)),
+        ),
+    ),
+    baseline="scaled_mm",
+    metric="TFLOP/s",
+    bytes=lambda shape, scaling, accumulation: metrics.matmul_bytes(*shape, 1),
+    flops=lambda shape, scaling, accumulation: metrics.matmul_flops(*shape),
+    ceiling="fp8_tflops",
+    sources=(*_PERSISTENT_SOURCES, "kernels/matmul_fp8.py"),
+    axes=(("scaling", ("tensor", "row")), ("accumulation", ("float32", "fast"))),
+    reduction=_matmul_k,
+)
+
 ALL: tuple[Benchmark, ...] = (
     VECTOR_ADD,
     SOFTMAX,
@@ -686,6 +838,8 @@ ALL: tuple[Benchmark, ...] = (
     ATTENTION_FORWARD,
     ATTENTION_BACKWARD,
     ATTENTION_MEMORY,
+    MATMUL_PERSISTENT,
+    MATMUL_FP8,
 )
 
 

@@ -35,6 +35,11 @@ PROVIDER_COLORS = {
     "efficient": "#bcbd22",
     "math": "#393b79",
     "flex": "#d62728",
+    "triton_t03": "#aec7e8",
+    "triton_pointer": "#98df8a",
+    "triton_tma": "#ffbb78",
+    "triton_tma_ws": "#ff9896",
+    "scaled_mm": "#637939",
 }
 _FALLBACK = ("#bcbd22", "#d62728", "#393b79")
 

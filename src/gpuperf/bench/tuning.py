@@ -88,6 +88,116 @@ def tune_matmul(shapes, dtypes, *, log: Callable[[str], None] = print) -> dict:
     }
 
 
+def _persistent_case(kernel: str, shape, device="cuda"):
+    """``(run(config), reference)`` for one shape of a persistent kernel's sweep: bfloat16
+    operands for ``matmul_persistent``; for ``matmul_fp8``, e4m3 operands in the layout
+    ``torch._scaled_mm`` takes (B column-major) with per-tensor scales."""
+    import torch
+
+    from gpuperf.kernels import matmul_fp8, matmul_persistent, to_fp8
+    from gpuperf.reference import matmul_fp8_ref, matmul_ref
+
+    m, n, k = shape
+    torch.manual_seed(m + n + k)
+    if kernel == "matmul_persistent":
+        a = torch.randn(m, k, device=device, dtype=torch.bfloat16)
+        b = torch.randn(k, n, device=device, dtype=torch.bfloat16)
+        return (lambda c: matmul_persistent(a, b, config=c)), matmul_ref(a, b)
+    a, scale_a = to_fp8(torch.randn(m, k, device=device))
+    bt, scale_b = to_fp8(torch.randn(n, k, device=device))
+    b = bt.t()
+    return (lambda c: matmul_fp8(a, b, scale_a, scale_b, config=c)), matmul_fp8_ref(a, b, scale_a, scale_b)
+
+
+def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) -> dict:
+    """Time every candidate config of a persistent matmul (``"matmul_persistent"`` or
+    ``"matmul_fp8"``) at each ``(M, N, K)`` in ``shapes``, after checking its output.
+
+    Returns the sweep: provenance, candidates, every trial, and per shape the fastest
+    config overall (``variant: "best"``) and of each rung of tutorial 06's ladder
+    (``"pointer"``, ``"tma"``, ``"tma_ws"``). The sweep runs in bfloat16 (or e4m3 for
+    FP8, per-tensor scales) and serves the kernel's other dtypes too.
+
+    Raises:
+        RuntimeError: no CUDA device is available.
+    """
+    import torch
+
+    from gpuperf.bench import metrics, records
+    from gpuperf.bench.timing import require_cuda, time_ms
+    from gpuperf.kernels import _persistent_configs as _configs
+    from gpuperf.testing import assert_close
+
+    require_cuda()
+    trials, best = [], []
+    dtype = "bfloat16" if kernel == "matmul_persistent" else "float8_e4m3fn"
+    pool = _configs.PERSISTENT_CANDIDATES if kernel == "matmul_persistent" else _configs.FP8_CANDIDATES
+    for shape in shapes:
+        m, n, k = shape
+        run, expected = _persistent_case(kernel, shape)
+        shape_trials = []
+        for config in _configs.candidates(kernel, m, n, k):
+            trial = {"dtype": dtype, "shape": list(shape), "variant": _configs.variant(config)}
+            trial.update(config=config.as_dict(), status="ok")
+            try:
+                assert_close(f"{kernel} sweep", expected, run(config), k=k)
+                t = time_ms(lambda c=config, r=run: r(c), warmup=SWEEP_WARMUP_MS, rep=SWEEP_REP_MS, rounds=1)
+            except AssertionError as err:
+                trial.update(status="mismatch", message=str(err)[:300])
+            except Exception as err:  # a config that does not compile or launch is recorded
+                trial.update(status="error", message=f"{type(err).__name__}: {err}"[:300])
+            else:
+                trial.update(ms=t.ms, tflops=metrics.tflop_per_s(metrics.matmul_flops(m, n, k), t.ms))
+            shape_trials.append(trial)
+        for which in ("best", *_configs.VARIANTS):
+            ok = [t for t in shape_trials if t["status"] == "ok" and which in ("best", t["variant"])]
+            if ok:
+                winner = min(ok, key=lambda t: t["ms"])
+                best.append(
+                    {"variant": which, **{key: winner[key] for key in ("shape", "config", "ms", "tflops")}}
+                )
+        ok = [t for t in shape_trials if t["status"] == "ok"]
+        if ok:
+            winner = min(ok, key=lambda t: t["ms"])
+            log(
+                f"tuned {kernel} {m}x{n}x{k}: {len(ok)} of {len(shape_trials)} configs ran, best "
+                f"{_configs.PersistentConfig(**winner['config']).label()} {winner['tflops']:.0f} TFLOP/s"
+            )
+        trials += shape_trials
+        torch.cuda.empty_cache()
+    timing = f"one do_bench round per config (warmup={SWEEP_WARMUP_MS} ms, rep={SWEEP_REP_MS} ms), median"
+    return {
+        "schema_version": 1,
+        "kernel": kernel,
+        "provenance": records.collect_provenance(method=timing),
+        "timing": timing,
+        "candidates": [c.as_dict() for c in pool],
+        "trials": trials,
+        "best": best,
+    }
+
+
+def persistent_sweep_table(sweep: dict) -> str:
+    """Per shape: configs that ran, and the fastest config and TFLOP/s of each rung of the
+    ladder and overall (a plain-text table)."""
+    from gpuperf.bench.plotting import format_x
+    from gpuperf.kernels._persistent_configs import VARIANTS, PersistentConfig
+
+    best = {(tuple(e["shape"]), e["variant"]): e for e in sweep["best"]}
+    shapes = list(dict.fromkeys(tuple(t["shape"]) for t in sweep["trials"]))
+    ran = {s: sum(t["status"] == "ok" for t in sweep["trials"] if tuple(t["shape"]) == s) for s in shapes}
+    header = f"{'shape':>15}  ran  " + "  ".join(f"{v:>8}" for v in VARIANTS) + "  fastest config"
+    lines = [header + "  (TFLOP/s)"]
+    for shape in shapes:
+        cells = "  ".join(
+            f"{best[(shape, v)]['tflops']:8.0f}" if (shape, v) in best else f"{'-':>8}" for v in VARIANTS
+        )
+        top = best.get((shape, "best"))
+        label = PersistentConfig(**top["config"]).label() if top else "-"
+        lines.append(f"{format_x(shape):>15}  {ran[shape]:>3}  {cells}  {label}")
+    return "\n".join(lines)
+
+
 def write_tuning(sweep: dict, root: Path | None = None) -> Path:
     """Write ``sweep`` to ``<root>/<gpu>/<kernel>.json`` (default root: the package's
     ``kernels/tuned``) and make the next call of that kernel's op use it."""

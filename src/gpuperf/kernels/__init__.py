@@ -14,7 +14,19 @@ enable_interpreter_without_gpu()
 
 from gpuperf.kernels.attention import attention  # noqa: E402
 from gpuperf.kernels.matmul import MatmulConfig, matmul  # noqa: E402
+from gpuperf.kernels.matmul_fp8 import matmul_fp8, to_fp8  # noqa: E402
+from gpuperf.kernels.matmul_persistent import PersistentConfig, matmul_persistent  # noqa: E402
 from gpuperf.kernels.softmax import softmax  # noqa: E402
 from gpuperf.kernels.vector_add import vector_add  # noqa: E402
 
-__all__ = ["MatmulConfig", "attention", "matmul", "softmax", "vector_add"]
+__all__ = [
+    "MatmulConfig",
+    "PersistentConfig",
+    "attention",
+    "matmul",
+    "matmul_fp8",
+    "matmul_persistent",
+    "softmax",
+    "to_fp8",
+    "vector_add",
+]

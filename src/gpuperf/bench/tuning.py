@@ -89,11 +89,13 @@ def tune_matmul(shapes, dtypes, *, log: Callable[[str], None] = print) -> dict:
 
 
 def _persistent_case(kernel: str, shape, device="cuda"):
-    """``(run(config), reference)`` for one shape of a persistent kernel's sweep: bfloat16
+    """``(run(config), reference, k for the check)`` for one shape of a persistent kernel's sweep: bfloat16
     operands for ``matmul_persistent``; for ``matmul_fp8``, e4m3 operands in the layout
-    ``torch._scaled_mm`` takes (B column-major) with per-tensor scales."""
+    ``torch._scaled_mm`` takes (B column-major) with per-tensor scales, fast accumulation
+    (where the tensor cores, not the float32 promotions, set the pace)."""
     import torch
 
+    from gpuperf.bench.catalog import fp8_check_k
     from gpuperf.kernels import matmul_fp8, matmul_persistent, to_fp8
     from gpuperf.reference import matmul_fp8_ref, matmul_ref
 
@@ -102,11 +104,12 @@ def _persistent_case(kernel: str, shape, device="cuda"):
     if kernel == "matmul_persistent":
         a = torch.randn(m, k, device=device, dtype=torch.bfloat16)
         b = torch.randn(k, n, device=device, dtype=torch.bfloat16)
-        return (lambda c: matmul_persistent(a, b, config=c)), matmul_ref(a, b)
+        return (lambda c: matmul_persistent(a, b, config=c)), matmul_ref(a, b), k
     a, scale_a = to_fp8(torch.randn(m, k, device=device))
     bt, scale_b = to_fp8(torch.randn(n, k, device=device))
     b = bt.t()
-    return (lambda c: matmul_fp8(a, b, scale_a, scale_b, config=c)), matmul_fp8_ref(a, b, scale_a, scale_b)
+    run = lambda c: matmul_fp8(a, b, scale_a, scale_b, fast_accum=True, config=c)
+    return run, matmul_fp8_ref(a, b, scale_a, scale_b), fp8_check_k(k, "fast")
 
 
 def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) -> dict:
@@ -134,13 +137,13 @@ def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) 
     pool = _configs.PERSISTENT_CANDIDATES if kernel == "matmul_persistent" else _configs.FP8_CANDIDATES
     for shape in shapes:
         m, n, k = shape
-        run, expected = _persistent_case(kernel, shape)
+        run, expected, check_k = _persistent_case(kernel, shape)
         shape_trials = []
         for config in _configs.candidates(kernel, m, n, k):
             trial = {"dtype": dtype, "shape": list(shape), "variant": _configs.variant(config)}
             trial.update(config=config.as_dict(), status="ok")
             try:
-                assert_close(f"{kernel} sweep", expected, run(config), k=k)
+                assert_close(f"{kernel} sweep", expected, run(config), k=check_k)
                 t = time_ms(lambda c=config, r=run: r(c), warmup=SWEEP_WARMUP_MS, rep=SWEEP_REP_MS, rounds=1)
             except AssertionError as err:
                 trial.update(status="mismatch", message=str(err)[:300])

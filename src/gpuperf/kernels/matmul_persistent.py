@@ -170,7 +170,8 @@ def _matmul_tma_persistent_kernel(
     ``A_TRANSPOSED`` (A column-major); ``b_desc`` describes B (K, N), or Bᵀ (N, K) when
     ``B_TRANSPOSED`` (B column-major, the layout FP8 tensor cores read fastest).
     ``MAX_IMPRECISE_ACC`` (FP8 on Hopper): None lets the tensor cores accumulate in
-    their fast, reduced-precision mode; 0 promotes every partial product to float32."""
+    their fast, reduced-precision mode; ``n`` promotes the partial sums to float32
+    every ``n`` products along K."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
@@ -250,8 +251,9 @@ def launch_persistent(
 ) -> None:
     """Compute ``c = (a @ b) * scale_a * scale_b`` with the persistent kernel ``config`` names.
 
-    No checks: the public wrappers validate. ``fast_accum=False`` makes FP8 products
-    accumulate in full float32 precision on Hopper (slower). ``a`` (M, K), ``b`` (K, N) with K > 0,
+    No checks: the public wrappers validate. ``fast_accum=False`` promotes FP8 partial
+    sums to float32 once per step along K on Hopper (slower, as precise as cuBLASLt's
+    default). ``a`` (M, K), ``b`` (K, N) with K > 0,
     ``c`` (M, N) row-major; ``scale_a`` None, a one-element or an (M,) float32
     tensor, ``scale_b`` likewise with (N,). With ``config.tma`` both operands must
     be describable (:func:`tma_layout`).
@@ -263,7 +265,10 @@ def launch_persistent(
     scales = (c if scale_a is None else scale_a, c if scale_b is None else scale_b)
     common = (config.block_m, config.block_n, config.block_k, config.group_m, programs)
     options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
-    imprecise = None if fast_accum else 0
+    # FP8 on Hopper: None lets the tensor cores keep their reduced-precision accumulator
+    # across the whole K loop; BLOCK_K promotes the partial sums to float32 once per step
+    # along K (every 128 products), as cuBLASLt does without fast accumulation.
+    imprecise = None if fast_accum else config.block_k
     if config.tma:
         a_layout, b_layout = tma_layout(a), tma_layout(b)
         _matmul_tma_persistent_kernel[(programs,)](

@@ -56,7 +56,11 @@ class PersistentConfig:
             raise ValueError(f"PersistentConfig.num_warps must be a power of two, got {self.num_warps}")
         for name in ("tma", "warp_specialize"):
             if type(getattr(self, name)) is not bool:
-                raise TypeError(f"PersistentConfig.{name} must be a bool, got {getattr(self, name)!r}")
+                # fmt: off
+                # (No spaces inside the f-string's braces: Python 3.11 and 3.12 tokenize them
+                # differently, and the records' source hash must not depend on the version.)
+                raise TypeError(f"PersistentConfig.{name} must be a bool, got {getattr(self,name)!r}")
+                # fmt: on
         if self.warp_specialize and not self.tma:
             raise ValueError(
                 "PersistentConfig.warp_specialize needs tma=True (the producer issues TMA loads)"

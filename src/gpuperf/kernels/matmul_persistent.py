@@ -320,13 +320,17 @@ def check_tma_operands(names, tensors) -> None:
     """``ValueError`` naming the operand that no tensor descriptor can describe, and why."""
     for name, t in zip(names, tensors, strict=True):
         if tma_layout(t) is None:
+            # fmt: off
+            # (No spaces inside the f-strings' braces: Python 3.11 and 3.12 tokenize those
+            # differently, and the records' source hash must not depend on the version.)
             raise ValueError(
                 f"{name} (shape {tuple(t.shape)}, strides {t.stride()}, {t.element_size()}-byte elements, "
-                f"address % 16 = {t.data_ptr() % 16}) cannot be loaded through TMA: a tensor descriptor "
+                f"address % 16 = {t.data_ptr()%16}) cannot be loaded through TMA: a tensor descriptor "
                 "needs a 16-byte aligned base, one unit stride and the other stride a multiple of 16 "
-                f"bytes (for {t.dtype}: {16 // t.element_size()} elements). Pass a copy with "
+                f"bytes (for {t.dtype}: {16//t.element_size()} elements). Pass a copy with "
                 ".contiguous() and a padded inner dimension, or use gpuperf.kernels.matmul."
             )
+            # fmt: on
 
 
 def matmul_persistent(

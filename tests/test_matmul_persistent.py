@@ -142,3 +142,16 @@ def test_device_is_checked():
         pytest.skip("one device here")
     with pytest.raises(ValueError, match="same device"):
         matmul_persistent(randn((8, 8), torch.float16), torch.randn(8, 8).half())
+
+
+@pytest.mark.gpu
+def test_cached_launches_tell_dtypes_and_layouts_apart():
+    """One config, launched in turn on float16, bfloat16 and a column-major operand: each
+    call must get the binary compiled for its descriptors, not the previous call's."""
+    config = PersistentConfig(128, 128, 64, num_stages=3)
+    for dtype, col in ((torch.float16, False), (torch.bfloat16, False), (torch.float16, True)):
+        a, b = randn((256, 192), dtype, seed=7), randn((192, 320), dtype, seed=8)
+        if col:
+            b = b.t().contiguous().t()
+        out = matmul_persistent(a, b, config=config)
+        assert_close(f"matmul_persistent {dtype} col={col}", matmul_ref(a, b), out, k=192)

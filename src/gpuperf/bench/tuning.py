@@ -20,6 +20,26 @@ SWEEP_WARMUP_MS = 10
 SWEEP_REP_MS = 40
 
 
+def _time_trial(trial: dict, check: Callable[[], None], fn: Callable[[], object], work: float) -> dict:
+    """Fill in ``trial`` for one candidate config: ``check()`` (which raises
+    ``AssertionError`` on a wrong output), then time ``fn``; a mismatch, or a config
+    that does not compile or launch, is recorded with its message rather than raised.
+    ``work`` is the FLOPs of one call. Returns ``trial``."""
+    from gpuperf.bench import metrics
+    from gpuperf.bench.timing import time_ms
+
+    try:
+        check()
+        t = time_ms(fn, warmup=SWEEP_WARMUP_MS, rep=SWEEP_REP_MS, rounds=1)
+    except AssertionError as err:
+        trial.update(status="mismatch", message=str(err)[:300])
+    except Exception as err:  # a config that does not compile or launch is recorded
+        trial.update(status="error", message=f"{type(err).__name__}: {err}"[:300])
+    else:
+        trial.update(status="ok", ms=t.ms, tflops=metrics.tflop_per_s(work, t.ms))
+    return trial
+
+
 def tune_matmul(shapes, dtypes, *, log: Callable[[str], None] = print) -> dict:
     """Time every candidate config of the matmul at each ``(M, N, K)`` in ``shapes`` and dtype name.
 
@@ -32,7 +52,7 @@ def tune_matmul(shapes, dtypes, *, log: Callable[[str], None] = print) -> dict:
     import torch
 
     from gpuperf.bench import metrics, records
-    from gpuperf.bench.timing import require_cuda, time_ms
+    from gpuperf.bench.timing import require_cuda
     from gpuperf.kernels import _configs, matmul
     from gpuperf.reference import matmul_ref
     from gpuperf.testing import assert_close
@@ -47,22 +67,10 @@ def tune_matmul(shapes, dtypes, *, log: Callable[[str], None] = print) -> dict:
             expected = matmul_ref(a, b)
             shape_trials = []
             for config in _configs.matmul_candidates(m, n, k):
-                trial = {"dtype": dtype, "shape": [m, n, k], "config": config.as_dict(), "status": "ok"}
-                try:
-                    assert_close("matmul sweep", expected, matmul(a, b, config=config), k=k)
-                    t = time_ms(
-                        lambda a=a, b=b, c=config: matmul(a, b, config=c),
-                        warmup=SWEEP_WARMUP_MS,
-                        rep=SWEEP_REP_MS,
-                        rounds=1,
-                    )
-                except AssertionError as err:
-                    trial.update(status="mismatch", message=str(err)[:300])
-                except Exception as err:  # a config that does not compile or launch is recorded
-                    trial.update(status="error", message=f"{type(err).__name__}: {err}"[:300])
-                else:
-                    trial.update(ms=t.ms, tflops=metrics.tflop_per_s(metrics.matmul_flops(m, n, k), t.ms))
-                shape_trials.append(trial)
+                trial = {"dtype": dtype, "shape": [m, n, k], "config": config.as_dict()}
+                fn = lambda a=a, b=b, c=config: matmul(a, b, config=c)
+                check = lambda fn=fn, ref=expected, k=k: assert_close("matmul sweep", ref, fn(), k=k)
+                shape_trials.append(_time_trial(trial, check, fn, metrics.matmul_flops(m, n, k)))
             ok = [t for t in shape_trials if t["status"] == "ok"]
             if ok:
                 winner = min(ok, key=lambda t: t["ms"])
@@ -127,7 +135,7 @@ def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) 
     import torch
 
     from gpuperf.bench import metrics, records
-    from gpuperf.bench.timing import require_cuda, time_ms
+    from gpuperf.bench.timing import require_cuda
     from gpuperf.kernels import _persistent_configs as _configs
     from gpuperf.testing import assert_close
 
@@ -141,17 +149,10 @@ def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) 
         shape_trials = []
         for config in _configs.candidates(kernel, m, n, k):
             trial = {"dtype": dtype, "shape": list(shape), "variant": _configs.variant(config)}
-            trial.update(config=config.as_dict(), status="ok")
-            try:
-                assert_close(f"{kernel} sweep", expected, run(config), k=check_k)
-                t = time_ms(lambda c=config, r=run: r(c), warmup=SWEEP_WARMUP_MS, rep=SWEEP_REP_MS, rounds=1)
-            except AssertionError as err:
-                trial.update(status="mismatch", message=str(err)[:300])
-            except Exception as err:  # a config that does not compile or launch is recorded
-                trial.update(status="error", message=f"{type(err).__name__}: {err}"[:300])
-            else:
-                trial.update(ms=t.ms, tflops=metrics.tflop_per_s(metrics.matmul_flops(m, n, k), t.ms))
-            shape_trials.append(trial)
+            trial["config"] = config.as_dict()
+            fn = lambda c=config, r=run: r(c)
+            check = lambda fn=fn, ref=expected, k=check_k: assert_close(f"{kernel} sweep", ref, fn(), k=k)
+            shape_trials.append(_time_trial(trial, check, fn, metrics.matmul_flops(m, n, k)))
         for which in ("best", *_configs.VARIANTS):
             ok = [t for t in shape_trials if t["status"] == "ok" and which in ("best", t["variant"])]
             if ok:
@@ -289,7 +290,6 @@ def _tune_attention_case(head_dim: int, causal: bool, candidates: dict, log) -> 
     import torch
 
     from gpuperf.bench import metrics
-    from gpuperf.bench.timing import time_ms
     from gpuperf.kernels import _attention_configs as _configs
     from gpuperf.reference import attention_grads_ref, attention_ref
     from gpuperf.testing import assert_close
@@ -323,28 +323,22 @@ def _tune_attention_case(head_dim: int, causal: bool, candidates: dict, log) -> 
         forward(chosen["forward"])  # the backward reads o and lse
         kernel_trials = []
         for config in candidates[kernel]:
-            trial = {"kernel": kernel, "head_dim": head_dim, "causal": causal}
-            trial.update(config=config.as_dict(), status="ok")
+            trial = {"kernel": kernel, "head_dim": head_dim, "causal": causal, "config": config.as_dict()}
             if kernel == "forward":
                 fn, work = (lambda c=config: forward(c)), flops
             elif kernel == "dkdv":
                 fn, work = (lambda c=config: backward(c, chosen["dq"])), 2.5 * flops
             else:
                 fn, work = (lambda c=config: backward(chosen["dkdv"], c)), 2.5 * flops
-            try:
+
+            def check(kernel=kernel, fn=fn):
                 if kernel == "forward":
                     assert_close("attention sweep", expected, fn(), k=seq)
-                else:
-                    for name, ref, got in zip(("dq", "dk", "dv"), expected_grads, fn(), strict=True):
-                        assert_close(f"attention sweep {name}", ref, got, k=seq)
-                t = time_ms(fn, warmup=SWEEP_WARMUP_MS, rep=SWEEP_REP_MS, rounds=1)
-            except AssertionError as err:
-                trial.update(status="mismatch", message=str(err)[:300])
-            except Exception as err:  # a config that does not compile or launch is recorded
-                trial.update(status="error", message=f"{type(err).__name__}: {err}"[:300])
-            else:
-                trial.update(ms=t.ms, tflops=metrics.tflop_per_s(work, t.ms))
-            kernel_trials.append(trial)
+                    return
+                for name, ref, got in zip(("dq", "dk", "dv"), expected_grads, fn(), strict=True):
+                    assert_close(f"attention sweep {name}", ref, got, k=seq)
+
+            kernel_trials.append(_time_trial(trial, check, fn, work))
         ok = [t for t in kernel_trials if t["status"] == "ok"]
         if ok:
             winner = min(ok, key=lambda t: t["ms"])

@@ -195,3 +195,15 @@ def test_cached_launches_tell_fp8_formats_apart():
         a, b, scale_a, scale_b = operands(256, 256, 256, b_dtype=b_dtype, seed=11)
         out = matmul_fp8(a, b, scale_a, scale_b)
         assert_close(f"matmul_fp8 b {b_dtype}", matmul_fp8_ref(a, b, scale_a, scale_b), out, k=256)
+
+
+def test_float32_outputs_get_a_pipeline_that_leaves_room_for_the_output_tile():
+    """On the H100, 128 x 256 x 128 with 3 stages and a float32 output asked for 278,552 bytes
+    of shared memory (of 232,448): the float32 tile is staged through shared memory."""
+    from gpuperf.kernels.matmul_fp8 import fit_output
+
+    tuned = PersistentConfig(128, 256, 128, num_stages=3)
+    assert fit_output(tuned, torch.float32).num_stages == 2
+    assert fit_output(tuned, torch.bfloat16) == tuned
+    small = PersistentConfig(128, 128, 128, num_stages=4)
+    assert fit_output(small, torch.float32) == small

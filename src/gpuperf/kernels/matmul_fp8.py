@@ -21,6 +21,8 @@ PyTorch's ``torch._scaled_mm``; NVIDIA Transformer Engine's per-tensor scaling r
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from gpuperf._runtime import check_kernel_device, is_interpreter
@@ -114,6 +116,24 @@ def fp8_config(a: torch.Tensor, b: torch.Tensor, which: str = "best") -> Persist
     return tuned or (_configs.FP8_POINTER_DEFAULT if which == "pointer" else _configs.FP8_DEFAULT)
 
 
+def fit_output(config: PersistentConfig, out_dtype: torch.dtype) -> PersistentConfig:
+    """``config`` with fewer pipeline stages when a float32 output would not fit beside them.
+
+    The sweep tunes with bfloat16 outputs. For a float32 output Triton stages the whole
+    ``BLOCK_M x BLOCK_N`` float32 tile through shared memory on its way to the store
+    (on the H100, 128 x 256 x 128 with 3 stages asked for 278,552 bytes of the 232,448
+    there are), so stages are dropped until the operands' stages and that tile fit.
+    """
+    if out_dtype != torch.float32:
+        return config
+    tile = config.block_m * config.block_n * 4
+    stage = (config.block_m + config.block_n) * config.block_k
+    stages = config.num_stages
+    while stages > 1 and stages * stage + tile > _configs.SHARED_MEMORY_BYTES:
+        stages -= 1
+    return config if stages == config.num_stages else replace(config, num_stages=stages)
+
+
 def matmul_fp8(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -150,8 +170,11 @@ def matmul_fp8(
             Hopper (:func:`fp8_config`).
 
     Returns:
-        A new contiguous ``(M, N)`` tensor of ``out_dtype``: products accumulated in
-        float32, scaled, then rounded once. ``K = 0`` gives zeros.
+        A new contiguous ``(M, N)`` tensor of ``out_dtype``: scaled, then rounded
+        once. On Hopper the tensor cores add FP8 products in an accumulator of about
+        14 significant bits, promoted to float32 every ``config.block_k`` products
+        (or never, with ``fast_accum``), so even a float32 output carries that
+        accumulator's rounding, as ``torch._scaled_mm``'s does. ``K = 0`` gives zeros.
 
     Raises:
         TypeError: an operand is not a tensor or not FP8, a scale is not a float32
@@ -197,7 +220,7 @@ def matmul_fp8(
             a = a.contiguous()
         if tma_layout(b) != "col":
             b = b.t().contiguous().t()
-    config = config or fp8_config(a, b)
+    config = config or fit_output(fp8_config(a, b), out_dtype)
     if config.tma:
         require_tma("matmul_fp8 with a TMA config", a)
         check_tma_operands(("a", "b"), (a, b))

@@ -302,3 +302,89 @@ def test_plot_and_table_keep_the_chosen_axis_values():
     assert len(fig.axes) >= 1 and "dtype=bfloat16" in fig._suptitle.get_text()
     with pytest.raises(ValueError, match="no value 'int8'"):
         result.plot(dtype="int8")
+
+
+def _two_gpus(benchmark=catalog.VECTOR_ADD, **kwargs):
+    """A result on "Test GPU 80GB" with a slower "Other GPU" beside it (twice the times)."""
+    ms = kwargs.pop("ms", None) or (lambda c, i, p: 1.0 + p)
+    main = Result(benchmark, synthetic_record(benchmark, ms=ms, **kwargs), "committed")
+    slower = synthetic_record(benchmark, gpu="Other GPU", ms=lambda c, i, p: 2 * ms(c, i, p), **kwargs)
+    main.others = [Result(benchmark, slower, "committed", ["STALE: changed"])]
+    return main
+
+
+def test_several_gpus_plot_one_column_each_with_a_shared_y_range():
+    fig = _two_gpus().plot()
+    left, right = fig.axes
+    assert [left.get_title(), right.get_title()] == ["Test GPU 80GB", "Other GPU"]
+    assert left.get_ylim() == right.get_ylim()
+    texts = " ".join(t.get_text() for t in fig.texts)
+    assert "Test GPU 80GB (1 SMs" in texts and "Other GPU (1 SMs" in texts
+    assert "Other GPU: STALE: changed" in texts
+    assert "committed measurements" in fig.get_suptitle()
+    # One legend entry for the two GPUs' ceilings, which differ in value.
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert sum("copy bandwidth" in label for label in legend) == 1
+
+
+def test_several_gpus_with_axes_plot_a_row_per_combination():
+    fig = _two_gpus(MATMUL_LIKE).plot()
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == [
+        "Test GPU 80GB\ndtype=float16",
+        "Other GPU\ndtype=float16",
+        "Test GPU 80GB\ndtype=bfloat16",
+        "Other GPU\ndtype=bfloat16",
+    ]
+    assert len(_two_gpus(MATMUL_LIKE).plot(dtype="float16").axes) == 2
+
+
+def test_several_gpus_table_has_a_gpu_column_and_each_gpus_ratios():
+    result = _two_gpus()
+    lines = result.table().splitlines()
+    assert lines[0] == "Other GPU: STALE: changed"
+    header = lines[1].split()
+    assert header[:2] == ["n_elements", "GPU"]
+    x = format_size(catalog.VECTOR_ADD.x_values[0])
+    rows = [line for line in lines[3:] if line.split()[0] == x]
+    assert [row.split()[1] for row in rows] == ["Test", "Other"]  # x-major: the GPUs of one x together
+    assert all(row.split()[-2] == "2.00x" for row in rows)  # each GPU's own ratio
+    # The lookups read the first GPU's record; on() picks another.
+    assert result.values("torch") != result.on("Other GPU").values("torch")
+    assert result.on("other-gpu").gpu == "Other GPU"
+
+
+def test_on_names_the_gpus_that_have_records():
+    with pytest.raises(ValueError, match=r"no record for GPU 'H300'.*\['test-gpu-80gb', 'other-gpu'\]"):
+        _two_gpus().on("H300")
+    with pytest.raises(TypeError, match="gpu must be a GPU name or folder"):
+        _two_gpus().on(100)
+
+
+def test_html_tables_when_asked(monkeypatch):
+    monkeypatch.setenv("GPUPERF_TABLES", "html")
+    html = _two_gpus(MATMUL_LIKE).table(dtype="float16")
+    assert "\n" not in html and html.count("<table") == 1
+    assert "<caption>dtype=float16</caption>" in html and '<th scope="col">GPU</th>' in html
+    assert 'data-sort="4096"' not in html  # shapes sort in declared order, not by a dimension
+    monkeypatch.setenv("GPUPERF_TABLES", "markdown")
+    with pytest.raises(ValueError, match=r"GPUPERF_TABLES must be one of \['text', 'html'\], got 'markdown'"):
+        _two_gpus().table()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
+def test_run_or_load_draws_every_gpu_folder_with_a_record(tmp_path, monkeypatch):
+    for gpu in ("Test GPU 80GB", "Reader GPU", "Other GPU"):
+        records.write(synthetic_record(catalog.VECTOR_ADD, gpu=gpu), tmp_path)
+    (tmp_path / "empty-gpu").mkdir()  # a folder without this benchmark's record is left out
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    monkeypatch.setenv("GPUPERF_GPU", "test-gpu-80gb")
+    assert records.gpus_with_record("vector_add") == ["test-gpu-80gb", "other-gpu", "reader-gpu"]
+    result = run_or_load(catalog.VECTOR_ADD)
+    assert [r.gpu for r in result.gpus()] == ["Test GPU 80GB", "Other GPU", "Reader GPU"]
+    assert len(result.plot().axes) == 3
+    # Without a record for the reference GPU, the others still show, with the missing one named.
+    monkeypatch.setenv("GPUPERF_GPU", "absent-gpu")
+    result = run_or_load(catalog.VECTOR_ADD)
+    assert result.source == "missing" and len(result.gpus()) == 3
+    assert "MISSING" in result.table().splitlines()[0]

@@ -43,15 +43,28 @@ PROVIDER_COLORS = {
 }
 _FALLBACK = ("#bcbd22", "#d62728", "#393b79")
 
-# Layout, in inches.
-_PANEL_H = 4.4
-_TOP = 0.45
-_PANEL_TITLE = 0.25
-_LEFT = 0.8
-_RIGHT = 0.8
-_GAP = 1.25
-_LINE = 0.17  # one line of caption or note
-_CHAR = 0.08  # one character of a tick label
+# Layout, in inches. A figure is drawn about as wide as the page shows it (furo's
+# content column, ~8 in at 92 px per inch), so 9-point text reads as ~11 px on screen.
+_TOP = 0.42
+_TITLE_H = 0.42  # a panel's title (GPU, axis combination): up to two lines
+_LEFT = 0.75
+_RIGHT = 0.75
+_GAP = 1.1  # the left panel's % axis and the right panel's y ticks
+_LINE = 0.19  # one line of caption or note
+_LEGEND_ROW = 0.24
+_CHAR = 0.075  # one character of a tick label
+_CAPTION_PT = 9
+_CAPTION_CHARS = 13.5  # characters of the caption per inch of figure width
+_LEGEND_CHAR = 0.068  # one character of a legend label
+_TITLE_PT = 11.5
+_STYLE = {
+    "font.size": 9,
+    "axes.titlesize": 9.5,
+    "axes.labelsize": 9.5,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "legend.fontsize": 9,
+}
 
 
 def provider_color(key: str) -> str:
@@ -201,6 +214,7 @@ def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
         )
         secondary = ax.secondary_yaxis("right", functions=(lambda v: 100 * v / c, lambda p: p * c / 100))
         secondary.set_ylabel(f"% of {ceiling['label']}")
+        secondary.tick_params(labelsize=_STYLE["ytick.labelsize"])
 
     l2 = record["provenance"].get("l2_bytes")
     if metric == "GB/s" and l2:
@@ -224,14 +238,15 @@ def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
         ax.set_xticks(xs)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(v)))
         ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-        rotate = len(xs) > 10
+        rotate = len(xs) > 10 or sum(_CHAR * len(s) + 0.15 for s in labels) > 0.9 * panel_w
     if rotate:
         ax.tick_params(axis="x", labelrotation=45)
         if categorical:
             for t in ax.get_xticklabels():
                 t.set_horizontalalignment("right")
                 t.set_rotation_mode("anchor")
-    ax.set_xlabel(record["x_label"])
+    xlabel = textwrap.wrap(record["x_label"], max(20, int(panel_w / _CHAR)))
+    ax.set_xlabel("\n".join(xlabel))
     ax.set_ylabel(Y_LABELS.get(metric, metric))
     if metric == "GiB":  # from megabytes (fused kernels) to tens of GB (the score matrix)
         ax.set_yscale("log")
@@ -239,80 +254,184 @@ def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
         ax.set_ylim(min(lows, default=0.01) / 2, (ymax or 1.0) * 2)
     else:
         ax.set_ylim(0, (ymax or 1.0) * 1.08)
+    # Tick labels are made at draw time, outside any rc_context: size them here.
+    ax.tick_params(labelsize=_STYLE["xtick.labelsize"])
     ax.set_facecolor("white")
     ax.grid(True, which="major", axis="y" if categorical else "both", color="#dddddd", lw=0.6)
     ax.set_axisbelow(True)
     # A label rotated by 45 degrees reaches down 0.71 of its length.
-    return 0.65 + (0.71 * _CHAR * max(map(len, labels)) if rotate else 0.0)
+    return 0.65 + _LINE * (len(xlabel) - 1) + (0.71 * _CHAR * max(map(len, labels)) if rotate else 0.0)
+
+
+def short_gpu_name(name: str) -> str:
+    """A GPU's name without the vendor: ``'NVIDIA H100 80GB HBM3'`` -> ``'H100 80GB HBM3'``."""
+    return name.removeprefix("NVIDIA ").strip() or name
+
+
+def _layout(n_gpus: int, n_combos: int) -> tuple[int, int]:
+    """(rows, columns) of panels: one column per GPU, one row per axis combination;
+    a single GPU's combinations wrap two to a row."""
+    if n_gpus > 1:
+        return n_combos, n_gpus
+    cols = min(2, n_combos)
+    return math.ceil(n_combos / cols), cols
+
+
+def _subtitle(where: list[str]) -> str:
+    if all(w == "live" for w in where):
+        return "measured live in this build"
+    if all(w != "live" for w in where):
+        return "committed measurements" if len(where) > 1 else "committed measurement"
+    return "first GPU measured live in this build, the others committed"
+
+
+def plot_records(records: list[dict], *, sources=(), notes=()):
+    """Draw one benchmark measured on one or several GPUs; return the matplotlib ``Figure``.
+
+    Small multiples: one column per GPU (in the order given) and one row per axis
+    combination, the panels of a row sharing their y range so the GPUs compare at
+    a glance; each panel has its GPU's own ceiling line and % axis. One legend for
+    the figure, and under it each GPU's provenance.
+
+    Args:
+        records: records of one benchmark as written by :func:`gpuperf.bench.runner.run`,
+            one per GPU.
+        sources: per record, ``"live"`` (measured in this build) or ``"committed"``
+            (default: all committed).
+        notes: warnings (a stale record, say) printed in red under the plot.
+
+    Raises:
+        ValueError: no records, records of different benchmarks, or ``sources`` of
+            another length.
+    """
+    import matplotlib.pyplot as plt
+
+    if not records:
+        raise ValueError("records must hold at least one record, got none")
+    names = {r["benchmark"] for r in records}
+    if len(names) > 1:
+        raise ValueError(f"records must all be of one benchmark, got {sorted(names)}")
+    sources = list(sources) or ["committed"] * len(records)
+    if len(sources) != len(records):
+        raise ValueError(f"sources must have one entry per record ({len(records)}), got {len(sources)}")
+
+    first = records[0]
+    panels = [c for c in combos(first)]
+    for record in records[1:]:
+        panels += [c for c in combos(record) if c not in panels]
+    multi = len(records) > 1
+    n_rows, n_cols = _layout(len(records), len(panels))
+    single = n_rows * n_cols == 1
+    panel_w = 6.2 if single else 3.1
+    panel_h = 3.8 if single else 2.9
+    width = _LEFT + n_cols * panel_w + (n_cols - 1) * _GAP + _RIGHT
+
+    with plt.rc_context(_STYLE):
+        fig, grid = plt.subplots(n_rows, n_cols, squeeze=False, facecolor="white")
+        below_axes = 0.0  # tick labels and the x label
+        drawn = []
+        for i, combo in enumerate(panels):
+            row_axes = []
+            for j, record in enumerate(records):
+                r, c = (i, j) if multi else divmod(i, n_cols)
+                ax = grid[r][c]
+                rows = [row for row in record["rows"] if row["axes"] == combo]
+                if not rows:
+                    ax.set_axis_off()
+                    continue
+                below_axes = max(below_axes, _panel(ax, record, rows, panel_w))
+                title = [short_gpu_name(record["provenance"]["gpu"])] if multi else []
+                title += [format_combo(combo)] if combo else []
+                ax.set_title("\n".join(title))
+                if multi and j:
+                    ax.set_ylabel("")
+                row_axes.append(ax)
+                drawn.append(ax)
+            _share_y(row_axes)
+        for ax in grid.flat[len(panels) :] if not multi else ():
+            ax.set_axis_off()
+
+        handles = {}
+        for ax in drawn:
+            for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+                handles.setdefault(_legend_key(label, multi), handle)
+        longest = max(map(len, handles), default=1)
+        ncol = max(1, min(4, int((width - 0.3) / (_LEGEND_CHAR * longest + 0.6))))
+        legend_rows = math.ceil(len(handles) / ncol)
+        chars = int(_CAPTION_CHARS * width)
+        lines = [
+            line
+            for record in records
+            for line in textwrap.wrap(caption(record["provenance"]), chars, subsequent_indent="    ")
+        ]
+        notes = [line for note in notes for line in textwrap.wrap(note, chars)]
+
+        titles = _TITLE_H if multi or panels != [{}] else 0.0
+        legend_h = _LEGEND_ROW * legend_rows + 0.15
+        text_h = _LINE * (len(lines) + len(notes)) + 0.15
+        row_h = titles + panel_h + below_axes
+        height = _TOP + n_rows * row_h + legend_h + text_h
+        fig.set_size_inches(width, height)
+        fig.subplots_adjust(
+            left=_LEFT / width,
+            right=1 - _RIGHT / width,
+            top=1 - (_TOP + titles) / height,
+            bottom=(below_axes + legend_h + text_h) / height,
+            wspace=_GAP / panel_w,
+            hspace=(below_axes + titles) / panel_h,
+        )
+        fig.legend(
+            list(handles.values()),
+            list(handles),
+            loc="upper center",
+            bbox_to_anchor=(0.5, (legend_h + text_h) / height),
+            ncol=ncol,
+            frameon=False,
+        )
+        fig.suptitle(
+            f"{first['title']} ({_subtitle(sources)})", fontsize=_TITLE_PT, y=1 - 0.12 / height, va="top"
+        )
+        y = 0.08 / height
+        for note in reversed(notes):
+            fig.text(0.01, y, note, fontsize=_CAPTION_PT, color="#b00020")
+            y += _LINE / height
+        for line in reversed(lines):
+            fig.text(0.01, y, line, fontsize=_CAPTION_PT, color="#222222")
+            y += _LINE / height
+    return fig
+
+
+def _legend_key(label: str, multi: bool) -> str:
+    """With several GPUs each has its own measured ceiling and L2 size: one legend
+    entry names each of those, without a value."""
+    if multi and ", measured: " in label:
+        return label.split(", measured: ")[0] + " (each GPU's, measured)"
+    if multi and label.startswith("traffic ≤ L2"):
+        return "traffic ≤ the GPU's L2: partly served by L2, not HBM"
+    return label
+
+
+def _share_y(axes: list) -> None:
+    """Give the panels of one row the same y range (each keeps its own % axis)."""
+    if len(axes) < 2:
+        return
+    lows, highs = zip(*(ax.get_ylim() for ax in axes), strict=True)
+    for ax in axes:
+        ax.set_ylim(min(lows), max(highs))
 
 
 def plot_record(record: dict, *, source: str = "committed", notes=()):
-    """Draw one benchmark record; return the matplotlib ``Figure``.
+    """Draw one benchmark record (one GPU); return the matplotlib ``Figure``.
 
-    One panel per axis combination, side by side, each with its own ceiling
-    line and % axis; one legend for the figure.
+    One panel per axis combination, each with its own ceiling line and % axis;
+    one legend for the figure. :func:`plot_records` draws several GPUs side by side.
 
     Args:
         record: a record as written by :func:`gpuperf.bench.runner.run`.
         source: ``"live"`` (measured in this build) or ``"committed"``.
         notes: warnings (a stale record, say) printed in red under the plot.
     """
-    import matplotlib.pyplot as plt
-
-    panels = combos(record)
-    n = len(panels)
-    panel_w = 6.4 if n == 1 else 4.2
-    width = _LEFT + n * panel_w + (n - 1) * _GAP + _RIGHT
-    fig, axes = plt.subplots(1, n, squeeze=False, facecolor="white")
-    axes = list(axes[0])
-    below_axes = 0.0  # tick labels and the x label
-    for ax, combo in zip(axes, panels, strict=True):
-        rows = [r for r in record["rows"] if r["axes"] == combo]
-        below_axes = max(below_axes, _panel(ax, record, rows, panel_w))
-        if combo:
-            ax.set_title(format_combo(combo), fontsize=10)
-
-    handles = {}
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            handles.setdefault(label, handle)
-    ncol = 2 if n == 1 else min(4, n + 1)
-    legend_rows = math.ceil(len(handles) / ncol)
-    lines = textwrap.wrap(caption(record["provenance"]), int(15 * width))
-    notes = [textwrap.shorten(note, int(16 * width)) for note in notes]
-
-    legend_h = 0.24 * legend_rows + 0.1
-    text_h = _LINE * (len(lines) + len(notes)) + 0.1
-    top = _TOP + (_PANEL_TITLE if n > 1 else 0)
-    height = top + _PANEL_H + below_axes + legend_h + text_h
-    fig.set_size_inches(width, height)
-    fig.subplots_adjust(
-        left=_LEFT / width,
-        right=1 - _RIGHT / width,
-        top=1 - top / height,
-        bottom=(below_axes + legend_h + text_h) / height,
-        wspace=_GAP / panel_w,
-    )
-    fig.legend(
-        list(handles.values()),
-        list(handles),
-        loc="upper center",
-        bbox_to_anchor=(0.5, (legend_h + text_h) / height),
-        ncol=ncol,
-        fontsize=8,
-        frameon=False,
-    )
-    where = "measured live in this build" if source == "live" else "committed measurement"
-    fig.suptitle(f"{record['title']} ({where})", fontsize=11, y=1 - 0.12 / height, va="top")
-
-    y = 0.05 / height
-    for note in reversed(notes):
-        fig.text(0.01, y, note, fontsize=7, color="#b00020")
-        y += _LINE / height
-    for line in reversed(lines):
-        fig.text(0.01, y, line, fontsize=7, color="#333333")
-        y += _LINE / height
-    return fig
+    return plot_records([record], sources=[source], notes=notes)
 
 
 def plot_missing(title: str, message: str):

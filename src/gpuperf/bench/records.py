@@ -182,6 +182,21 @@ def record_path(benchmark_name: str, gpu: str, root: Path | None = None) -> Path
     return (root or measurements_dir()) / gpu / f"{benchmark_name}.json"
 
 
+def gpus_with_record(benchmark_name: str, root: Path | None = None) -> list[str]:
+    """Slugs of the GPU folders that hold a record of ``benchmark_name``: the reference
+    GPU first (:func:`reference_gpu`), then the others by name.
+
+    Any folder under the measurements directory counts, so a reader's own
+    ``nox -s bench`` run is drawn beside the committed GPUs.
+    """
+    root = root or measurements_dir()
+    if not root.is_dir():
+        return []
+    found = sorted(p.name for p in root.iterdir() if (p / f"{benchmark_name}.json").is_file())
+    first = reference_gpu()
+    return sorted(found, key=lambda slug: slug != first)
+
+
 def code_tokens(text: str) -> str:
     """Python source without its comments and layout: the token strings, joined.
 

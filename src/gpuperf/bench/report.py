@@ -1,4 +1,5 @@
-"""What a tutorial shows for a benchmark: live numbers on a GPU, committed ones elsewhere."""
+"""What a tutorial shows for a benchmark: live numbers on a GPU, committed ones elsewhere,
+and every other GPU's committed numbers beside them."""
 
 from __future__ import annotations
 
@@ -9,8 +10,17 @@ from gpuperf._runtime import has_cuda, is_interpreter
 from gpuperf.bench import records
 from gpuperf.bench.catalog import Benchmark
 from gpuperf.bench.metrics import LOWER_IS_BETTER
-from gpuperf.bench.plotting import combos, format_combo, format_x, plot_missing, plot_record, x_order
+from gpuperf.bench.plotting import (
+    combos,
+    format_combo,
+    format_x,
+    plot_missing,
+    plot_records,
+    short_gpu_name,
+    x_order,
+)
 from gpuperf.bench.records import REPO_ROOT
+from gpuperf.bench.tables import Cell, Section, render
 
 #: ``GPUPERF_BENCH=records`` renders committed records even where a GPU is present;
 #: ``live`` insists on measuring; ``auto`` (default) measures when it can.
@@ -21,20 +31,57 @@ MODE_VAR = "GPUPERF_BENCH"
 class Result:
     """A benchmark's numbers as a page shows them.
 
-    The lookups take the axis combination by keyword (``dtype="bfloat16"``);
-    an axis with one value may be left out, an axis with several may not.
+    The lookups (:meth:`values`, :meth:`ratios`, :meth:`fraction_of_ceiling`)
+    read this result's own record: the GPU measured live, or the reference GPU.
+    They take the axis combination by keyword (``dtype="bfloat16"``); an axis
+    with one value may be left out, an axis with several may not. :meth:`plot`
+    and :meth:`table` show this record and every one in :attr:`others`, GPU
+    beside GPU.
 
     Attributes:
         benchmark: the declaration.
         record: the record, or None when there is none to show.
         source: ``"live"``, ``"committed"`` or ``"missing"``.
         notes: what the reader must know (a stale or missing record).
+        others: the same benchmark on other GPUs (committed records, each a
+            :class:`Result`), drawn beside this one.
     """
 
     benchmark: Benchmark
     record: dict | None
     source: str
     notes: list[str] = field(default_factory=list)
+    others: list[Result] = field(default_factory=list)
+
+    @property
+    def gpu(self) -> str | None:
+        """The GPU's name (``'NVIDIA H100 80GB HBM3'``), or None without a record."""
+        return self.record["provenance"]["gpu"] if self.record else None
+
+    def gpus(self) -> list[Result]:
+        """This result and :attr:`others`, those that have a record, in drawing order."""
+        return [r for r in (self, *self.others) if r.record is not None]
+
+    def on(self, gpu: str) -> Result:
+        """The result of the GPU named ``gpu`` (its name or its folder, ``'nvidia-h200'``).
+
+        Raises:
+            ValueError: no GPU of that name has a record here; the message lists those that do.
+        """
+        if not isinstance(gpu, str):
+            raise TypeError(f"gpu must be a GPU name or folder (str), got {type(gpu).__name__}")
+        for result in self.gpus():
+            if gpu in (result.gpu, records.gpu_slug(result.gpu)):
+                return result
+        known = [records.gpu_slug(r.gpu) for r in self.gpus()]
+        raise ValueError(f"{self.benchmark.name} has no record for GPU {gpu!r}; it has records for {known}")
+
+    def all_notes(self) -> list[str]:
+        """The notes of every GPU, each prefixed with its GPU when there are several."""
+        results = [r for r in (self, *self.others) if r.notes]
+        if len(self.gpus()) <= 1 and not self.others:
+            return list(self.notes)
+        return [f"{short_gpu_name(r.gpu)}: {note}" if r.gpu else note for r in results for note in r.notes]
 
     def _combo(self, axes: dict) -> dict:
         """The full axis combination that ``axes`` picks; ``ValueError`` naming what is wrong."""
@@ -93,60 +140,86 @@ class Result:
         }
 
     def table(self, **axes) -> str:
-        """Plain-text tables, one per axis combination under a heading naming it: each
-        provider's metric per x, the ratio of the provider under study to the baseline,
-        and its % of the ceiling (when there is one). ``axes`` (``dtype="float16"``, say)
-        keeps the combinations with those values only."""
-        if self.record is None:
-            return "\n".join(self.notes)
-        out = list(self.notes)
-        for combo in combos(self._subset(axes)):
-            if combo:
-                out += ["", format_combo(combo)] if len(out) > len(self.notes) else [format_combo(combo)]
-            out += self._table(combo)
-        return "\n".join(out)
+        """The numbers behind the plot, one table per axis combination under a heading
+        naming it: each provider's metric per x, the ratio of the provider under study
+        to the baseline, and its % of the ceiling (when there is one); with several
+        GPUs, a GPU column and one row per x and GPU. ``axes`` (``dtype="float16"``,
+        say) keeps the combinations with those values only.
 
-    def _table(self, combo: dict) -> list[str]:
-        rec = self.record
-        rows = [r for r in rec["rows"] if r["axes"] == combo]
-        keys = list(dict.fromkeys(r["provider"] for r in rows))
-        subject, base = self.benchmark.subject.key, rec["baseline"]
-        by = {(r["x"], r["provider"]): r for r in rows}
+        Fixed-width text, or HTML when ``GPUPERF_TABLES=html`` (the docs build):
+        see :mod:`gpuperf.bench.tables`.
+        """
+        shown = self.gpus()
+        notes = self.all_notes()
+        if not shown:
+            return render([], notes)
+        narrowed = [r._subset(axes) for r in shown]
+        keys = []
+        for record in narrowed:
+            keys += [c for c in combos(record) if c not in keys]
+        return render([self._section(combo, shown) for combo in keys], notes)
+
+    def _section(self, combo: dict, results: list[Result]) -> Section:
+        """The table of one axis combination over ``results`` (one per GPU)."""
+        bench = self.benchmark
+        all_rows = [r for result in results for r in result.record["rows"] if r["axes"] == combo]
+        rec = results[0].record
+        keys = list(dict.fromkeys(r["provider"] for r in all_rows))
+        subject, base = bench.subject.key, rec["baseline"]
         host = rec["metric"] in LOWER_IS_BETTER
         cost = "memory" if rec["metric"] == "GiB" else "time"
-        ceiling = next((r["ceiling"] for r in rows if r["ceiling"] is not None), None)
+        ceiling = next((r["ceiling"] for r in all_rows if r["ceiling"] is not None), None)
+        multi = len(results) > 1
         header = [
             rec["x_name"],
+            *(["GPU"] if multi else []),
             *[f"{k} {rec['metric']}" for k in keys],
             f"{base}/{subject} {cost}" if host else f"{subject}/{base}",
         ]
         if ceiling is not None:
             header.append(f"{subject} % of {ceiling.split('_')[0]}")
-        ratios, fractions = self.ratios(**combo), self.fraction_of_ceiling(**combo)
-        lines = []
-        for x in x_order(r["x"] for r in rows):
-            cells = [format_x(x)]
-            for k in keys:
-                r = by.get((x, k))
-                value = "-" if r is None else r["status"] if r["status"] != "ok" else None
-                cells.append(value or f"{r['value']:.{(2 if cost == 'memory' else 1) if host else 0}f}")
-            cells.append(f"{ratios[x]:.2f}x" if x in ratios else "-")
-            if ceiling is not None:
-                cells.append(f"{100 * fractions[x]:.0f}%" if x in fractions else "-")
-            lines.append(cells)
-        widths = [max(len(h), *(len(row[i]) for row in lines)) for i, h in enumerate(header)]
-        fmt = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
-        return [fmt(header), fmt(["-" * w for w in widths]), *map(fmt, lines)]
+        digits = (2 if cost == "memory" else 1) if host else 0
+        order = x_order(r["x"] for r in all_rows)
+        section = Section(format_combo(combo), header)
+        for position, x in enumerate(order):
+            for result in results:
+                by = {r["provider"]: r for r in result.record["rows"] if r["axes"] == combo and r["x"] == x}
+                if not by:
+                    continue
+                cells = [Cell(format_x(x), x if isinstance(x, int) else position)]
+                if multi:
+                    cells.append(Cell(short_gpu_name(result.gpu), result.gpu))
+                for k in keys:
+                    r = by.get(k)
+                    if r is None:
+                        cells.append(Cell("-"))
+                    elif r["status"] != "ok":
+                        cells.append(Cell(r["status"]))
+                    else:
+                        cells.append(Cell(f"{r['value']:.{digits}f}", r["value"]))
+                ratio = result.ratios(**combo).get(x)
+                cells.append(Cell("-") if ratio is None else Cell(f"{ratio:.2f}x", ratio))
+                if ceiling is not None:
+                    frac = result.fraction_of_ceiling(**combo).get(x)
+                    cells.append(Cell("-") if frac is None else Cell(f"{100 * frac:.0f}%", frac))
+                section.rows.append(cells)
+        return section
 
     def plot(self, **axes):
-        """The benchmark's figure (a placeholder naming the missing record when there is none).
+        """The benchmark's figure: every GPU with a record side by side, one column
+        each (a placeholder naming the missing record when there is none).
 
         ``axes`` keeps the panels of the combinations with those values only, and
         names them in the title: ``plot(dtype="float16")``.
         """
-        if self.record is None:
+        shown = self.gpus()
+        if not shown:
             return plot_missing(self.benchmark.title, " ".join(self.notes))
-        return plot_record(self._subset(axes), source=self.source, notes=self.notes)
+        return plot_records(
+            [r._subset(axes) for r in shown],
+            sources=[r.source for r in shown],
+            notes=self.all_notes(),
+        )
 
     def _subset(self, axes: dict) -> dict:
         """The record with only the rows whose axes take the values in ``axes``."""
@@ -194,10 +267,13 @@ def load(benchmark: Benchmark, gpu: str | None = None) -> Result:
 
 
 def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result:
-    """Measure ``benchmark`` live when a GPU is usable, else load its committed record.
+    """Measure ``benchmark`` live when a GPU is usable, else load its committed record;
+    either way, with every other GPU's committed record of it in :attr:`Result.others`.
 
-    ``GPUPERF_BENCH`` overrides the choice: ``records`` always loads, ``live``
-    always measures (and fails without a GPU).
+    The GPUs are the folders under ``docs/measurements`` that hold a record of the
+    benchmark (:func:`gpuperf.bench.records.gpus_with_record`), a reader's own
+    ``nox -s bench`` run included. ``GPUPERF_BENCH`` overrides the choice: ``records``
+    always loads, ``live`` always measures (and fails without a GPU).
     """
     mode = os.environ.get(MODE_VAR, "auto")
     if mode not in ("auto", "live", "records"):
@@ -205,5 +281,12 @@ def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result
     if mode == "live" or (mode == "auto" and can_measure()):
         from gpuperf.bench.runner import run
 
-        return Result(benchmark, run(benchmark, ceilings=ceilings, log=lambda line: None), "live")
-    return load(benchmark)
+        record = run(benchmark, ceilings=ceilings, log=lambda line: None)
+        here = records.gpu_slug(record["provenance"]["gpu"])
+        others = [load(benchmark, gpu) for gpu in records.gpus_with_record(benchmark.name) if gpu != here]
+        return Result(benchmark, record, "live", others=others)
+    main = load(benchmark)
+    first = records.reference_gpu()
+    others = [load(benchmark, gpu) for gpu in records.gpus_with_record(benchmark.name) if gpu != first]
+    main.others = others
+    return main

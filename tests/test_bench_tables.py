@@ -1,0 +1,30 @@
+"""Tables as data, written as text or HTML."""
+
+from gpuperf.bench.tables import Cell, Section, to_html, to_text
+
+
+def _section():
+    return Section(
+        "dtype=float16", ["x", "value"], [[Cell("2^20", 2**20), Cell("1.5x", 1.5)], [Cell("-")] * 2]
+    )
+
+
+def test_text_aligns_columns_under_the_heading():
+    assert to_text([_section()], ["STALE: changed"]).splitlines() == [
+        "STALE: changed",
+        "dtype=float16",
+        "   x  value",
+        "----  -----",
+        "2^20   1.5x",
+        "   -      -",
+    ]
+
+
+def test_html_escapes_text_and_keeps_sort_keys():
+    section = _section()
+    section.header[0] = "<x>"
+    html = to_html([section], ["a < b"])
+    assert '<th scope="col">&lt;x&gt;</th>' in html
+    assert '<p class="gpuperf-table-note">a &lt; b</p>' in html
+    assert '<td data-sort="1048576" class="num">2^20</td>' in html
+    assert "<td>-</td>" in html  # no key: sorts last

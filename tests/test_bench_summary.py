@@ -1,0 +1,48 @@
+"""Headlines: each benchmark's result in one line, derived from its baseline and ceiling."""
+
+import pytest
+
+from gpuperf.bench import catalog
+from gpuperf.bench.plotting import format_x
+from gpuperf.bench.report import Result
+from gpuperf.bench.summary import headline, last_measured
+from tests.test_bench_records import HOST_LIKE, MATMUL_LIKE, synthetic_record
+
+
+def test_rate_headline_gives_the_ratio_range_and_the_best_share_of_the_ceiling():
+    # triton 1 ms at the first size, 0.5 ms after; torch always 2 ms.
+    record = synthetic_record(ms=lambda c, i, p: [1.0 if i == 0 else 0.5, 2.0][p])
+    line = headline(Result(catalog.VECTOR_ADD, record, "committed"))
+    x = catalog.VECTOR_ADD.x_values[2]  # the largest of the three sizes: the most bytes in 0.5 ms
+    best = catalog.VECTOR_ADD.bytes(x) / 0.5e-3 / 1e9 / 3000
+    assert line == (
+        f"2.00–4.00× the speed of PyTorch x + y; up to {100 * best:.0f}% of copy bandwidth (at {format_x(x)})"
+    )
+
+
+def test_headline_names_the_axis_values_and_ceiling_of_its_best_point():
+    # triton 1 ms, cuBLAS 3 ms everywhere; bfloat16 twice as slow for triton.
+    ms = lambda c, i, p: [1.0, 2.0, 3.0][p] * (2.0 if c == 1 and p == 0 else 1.0)
+    line = headline(Result(MATMUL_LIKE, synthetic_record(MATMUL_LIKE, ms=ms), "committed"))
+    best = 2 * 8192 * 4096 * 14336 / 1e-3 / 1e12 / 700  # the largest product, float16 (700 TFLOP/s)
+    assert line == (
+        f"1.50–3.00× the speed of cuBLAS; up to {100 * best:.0f}% of cuBLAS fp16 matmul "
+        "(at 8192×4096×14336, dtype=float16)"
+    )
+
+
+def test_host_time_and_memory_headlines_say_what_the_ratio_means():
+    host = synthetic_record(HOST_LIKE, ms=lambda c, i, p: [0.030, 0.010][p])
+    assert headline(Result(HOST_LIKE, host, "committed")) == "0.33× the speed of torch on the host"
+    assert headline(Result(catalog.SOFTMAX, None, "missing")) is None
+    with pytest.raises(TypeError, match=r"result must be a gpuperf\.bench\.Result, got dict"):
+        headline(host)
+
+
+def test_last_measured_is_the_latest_record():
+    old, new = synthetic_record(), synthetic_record()
+    old["provenance"] |= {"date": "2026-01-02T00:00:00Z", "gpuperf_commit": "aaa"}
+    new["provenance"] |= {"date": "2026-03-04T00:00:00Z", "gpuperf_commit": "bbb"}
+    results = [Result(catalog.VECTOR_ADD, r, "committed") for r in (old, new)]
+    assert last_measured(results) == ("2026-03-04", "bbb")
+    assert last_measured([Result(catalog.VECTOR_ADD, None, "missing")]) is None

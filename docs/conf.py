@@ -5,6 +5,7 @@ imported (the tutorials import them while sphinx-gallery runs them, in this
 process), and the benchmarks render the committed records.
 """
 
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -19,7 +20,13 @@ INTERPRETED = enable_interpreter_without_gpu()
 # warnings say nothing about the results, which the tutorials check.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module="triton.runtime.interpreter")
 
-sys.path.insert(0, str(Path(__file__).parent))
+# Result tables come out as HTML, which the html_tables extension puts on the page.
+os.environ.setdefault("GPUPERF_TABLES", "html")
+
+DOCS = Path(__file__).parent
+sys.path.insert(0, str(DOCS))
+sys.path.insert(0, str(DOCS / "_ext"))
+import headlines_page
 import measurements_page
 
 project = "gpuperf"
@@ -30,14 +37,26 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
+    # A local copy of MathJax 3, so formulas render without a request to another host.
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
+    "sphinx_copybutton",
     "sphinx_gallery.gen_gallery",
+    "html_tables",
 ]
 
 html_theme = "furo"
 html_title = "gpuperf"
+html_static_path = ["_static"]
+html_favicon = "_static/favicon.svg"
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 templates_path = []
+
+# Served from _static/mathjax (copied there by sphinx-mathjax-offline), never from a CDN.
+mathjax_path = "mathjax/tex-chtml.js"
+# Copy code without the prompts of shell sessions and interactive Python.
+copybutton_prompt_text = r"\$ |>>> |\.\.\. "
+copybutton_prompt_is_regexp = True
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
@@ -59,7 +78,20 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
     # A cell that ends with a figure shows the figure, not "<Figure size ... with 1 Axes>".
     "ignore_repr_types": r"matplotlib\.figure\.Figure",
+    # Figures are drawn about as wide as the page shows them; a second image at twice
+    # the resolution keeps them sharp on high-DPI screens.
+    "image_srcset": ["2x"],
+    # The execution-times pages load jQuery and DataTables from CDNs: the site must
+    # make no request to another host.
+    "write_computation_times": False,
+    # Where sphinx-gallery keeps which tutorial uses which gpuperf object; also what lets
+    # the landing page's minigallery show the tutorials' cards.
+    "backreferences_dir": "generated/gallery_backreferences",
+    "doc_module": ("gpuperf",),
+    "thumbnail_size": (400, 280),
 }
 
-# The landing page's table of GPUs and ceilings, generated from the committed records.
-measurements_page.write(Path(__file__).parent / "generated", interpreted=INTERPRETED)
+# The landing page's tables, generated from the committed records: the GPUs and
+# their ceilings, and each tutorial's headline results per GPU.
+measurements_page.write(DOCS / "generated", interpreted=INTERPRETED)
+headlines_page.write(DOCS / "generated", ROOT / "tutorials")

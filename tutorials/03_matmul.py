@@ -613,6 +613,7 @@ from gpuperf.bench.catalog import MATMUL
 result = run_or_load(MATMUL)
 print(result.table())
 result.plot()
+# sphinx_gallery_thumbnail_number = 4
 plt.show()
 
 # %%

@@ -358,6 +358,7 @@ if forward.record is not None and backward.record is not None:
 
 print(memory.table())
 memory.plot()
+# sphinx_gallery_thumbnail_number = 5
 plt.show()
 
 # %%

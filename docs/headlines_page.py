@@ -1,0 +1,86 @@
+"""Writes ``docs/generated/headlines.rst``: what each tutorial found, per GPU, from the records.
+
+A tutorial's benchmarks are the catalog names it passes to ``run_or_load``
+(read from its source, so a new tutorial is picked up without a change here);
+each benchmark's headline comes from :func:`gpuperf.bench.summary.headline`, and
+each tutorial says when and at which commit it was last measured on each GPU.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from gpuperf.bench import catalog, records
+from gpuperf.bench.plotting import short_gpu_name
+from gpuperf.bench.report import load
+from gpuperf.bench.summary import headline, last_measured
+
+
+def tutorial_benchmarks(path: Path) -> list[catalog.Benchmark]:
+    """The catalog benchmarks a tutorial script passes to ``run_or_load``, in order, once each."""
+    found = []
+    for node in ast.walk(ast.parse(Path(path).read_text())):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        arg = node.args[0]
+        name = arg.attr if isinstance(arg, ast.Attribute) else getattr(arg, "id", None)
+        if func == "run_or_load" and isinstance(getattr(catalog, name or "", None), catalog.Benchmark):
+            found.append((node.lineno, getattr(catalog, name)))
+    ordered = [b for _, b in sorted(found, key=lambda pair: pair[0])]
+    return list({b.name: b for b in ordered}.values())
+
+
+def tutorial_title(path: Path) -> str:
+    """The title of a gallery script: the first line of its docstring."""
+    doc = ast.get_docstring(ast.parse(Path(path).read_text())) or Path(path).stem
+    return doc.strip().splitlines()[0].strip()
+
+
+def _gpus() -> list[str]:
+    found = {gpu for b in catalog.ALL for gpu in records.gpus_with_record(b.name)}
+    first = records.reference_gpu()
+    return sorted(found, key=lambda slug: (slug != first, slug))
+
+
+def _cell(text: str) -> list[str]:
+    return [f"     - {text}"]
+
+
+def write(out_dir: Path, tutorials_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    gpus = _gpus()
+    names = {}
+    for gpu in gpus:
+        result = next((load(b, gpu) for b in catalog.ALL if records.record_path(b.name, gpu).exists()), None)
+        names[gpu] = short_gpu_name(result.gpu) if result and result.gpu else gpu
+    lines = [
+        ".. list-table:: What each tutorial found, per GPU: the kernel under study against each",
+        "   benchmark's baseline and ceiling, over every size measured (computed from the records)",
+        "   :header-rows: 1",
+        "   :class: gpuperf-headlines",
+        "",
+        "   * - tutorial, benchmark",
+        *[f"     - {names[gpu]}" for gpu in gpus],
+    ]
+    for script in sorted(Path(tutorials_dir).glob("[0-9][0-9]_*.py")):
+        benchmarks = tutorial_benchmarks(script)
+        if not benchmarks:
+            continue
+        lines += [f"   * - :ref:`{tutorial_title(script)} <sphx_glr_tutorials_{script.name}>`"]
+        results = {gpu: [load(b, gpu) for b in benchmarks] for gpu in gpus}
+        for gpu in gpus:
+            when = last_measured(results[gpu])
+            lines += _cell(f"last measured {when[0]}, gpuperf ``{when[1]}``" if when else "not measured")
+        for i, bench in enumerate(benchmarks):
+            lines += [f"   * - {bench.title}"]
+            for gpu in gpus:
+                lines += _cell(headline(results[gpu][i]) or "–")
+    if not gpus:
+        lines = ["No GPU has committed records yet: run ``nox -s bench`` on one."]
+    path = out_dir / "headlines.rst"
+    text = "\n".join(lines) + "\n"
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path

@@ -1,4 +1,4 @@
-"""Sessions: ``nox -s tests``, ``nox -s docs``, ``nox -s lint``, ``nox -s bench``.
+"""Sessions: ``nox -s tests``, ``nox -s docs``, ``nox -s site``, ``nox -s lint``, ``nox -s bench``.
 
 Every session installs gpuperf (editable) with its dependency group from
 pyproject.toml, pinned by constraints.txt. Without an NVIDIA GPU, ``tests`` and
@@ -7,6 +7,7 @@ pyproject.toml, pinned by constraints.txt. Without an NVIDIA GPU, ``tests`` and
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import nox
 
@@ -55,6 +56,21 @@ def docs(session: nox.Session) -> None:
         env=_env(),
     )
     session.log("open docs/_build/html/index.html")
+
+
+@nox.session
+def site(session: nox.Session) -> None:
+    """Open every page of the built site in headless Chromium (run ``nox -s docs`` first):
+    fail on a failed request, a request to another host, a console error, an image
+    that did not load, raw LaTeX, or a search that finds nothing (scripts/check_site.py)."""
+    if not Path("docs/_build/html/index.html").exists():
+        session.error("no built site in docs/_build/html: run `nox -s docs` first")
+    for binary in ("/usr/bin/chromium", "/usr/bin/chromedriver"):
+        if not Path(binary).exists():
+            session.error(f"{binary} not found: on Debian, `apt-get install chromium chromium-driver`")
+    session.install("-c", "constraints.txt", *nox.project.dependency_groups(PYPROJECT, "site"))
+    # Selenium is given the driver's path: its manager must not look for (or fetch) another.
+    session.run("python", "scripts/check_site.py", *session.posargs, env={"SE_OFFLINE": "true"})
 
 
 @nox.session

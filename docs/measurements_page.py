@@ -1,4 +1,8 @@
-"""Writes ``docs/generated/measurements.rst``: which GPUs the committed numbers come from."""
+"""Writes ``docs/generated/measurements.rst``: which GPUs the committed numbers come from.
+
+Every folder under ``docs/measurements`` with a ``hardware.json`` is listed, a
+reader's own ``nox -s bench`` run included.
+"""
 
 from __future__ import annotations
 
@@ -25,14 +29,16 @@ def write(out_dir: Path, *, interpreted: bool) -> Path:
     if interpreted:
         lines += [
             "This build ran without a GPU: every kernel on these pages executed in Triton's",
-            "interpreter on small shapes and was checked against its reference, and the plots",
-            f"show the committed measurements of **{reference}** (set ``GPUPERF_GPU`` to pick another).",
+            "interpreter on small shapes and was checked against its reference, and each plot",
+            "and table shows the committed measurements of every GPU below, side by side, with",
+            f"**{reference}** first: the numbers the tutorials' text quotes are its (set",
+            "``GPUPERF_GPU`` to a folder name to put another first).",
             "",
         ]
     else:
         lines += [
             "This build ran on a GPU: the tutorials measured their benchmarks live, on the GPU",
-            "named under each plot.",
+            "named under each plot, and drew the committed measurements of the GPUs below beside it.",
             "",
         ]
     lines += [
@@ -63,7 +69,7 @@ def write(out_dir: Path, *, interpreted: bool) -> Path:
                     present.append(f"{b.name} (malformed)")
                     continue
                 present.append(b.name + (" (stale: kernels changed since)" if stale else ""))
-        mark = " (rendered here)" if slug == reference and interpreted else ""
+        mark = " (first in each plot)" if slug == reference and interpreted else ""
         lines += [
             f"   * - {p['gpu']}, {p['sm_count']} SMs, {p['memory_gib']} GiB (``{slug}``){mark}",
             f"     - {p['date'][:10]}, gpuperf ``{p['gpuperf_commit']}``",

@@ -66,6 +66,7 @@ class Result:
         """The result of the GPU named ``gpu`` (its name or its folder, ``'nvidia-h200'``).
 
         Raises:
+            TypeError: ``gpu`` is not a string.
             ValueError: no GPU of that name has a record here; the message lists those that do.
         """
         if not isinstance(gpu, str):

@@ -84,6 +84,9 @@ sphinx_gallery_conf = {
     # The execution-times pages load jQuery and DataTables from CDNs: the site must
     # make no request to another host.
     "write_computation_times": False,
+    # Run every tutorial on every build, not only those whose script changed: the pages
+    # must show the records as they are now (a reader's new `nox -s bench` run included).
+    "run_stale_examples": True,
     # Where sphinx-gallery keeps which tutorial uses which gpuperf object; also what lets
     # the landing page's minigallery show the tutorials' cards.
     "backreferences_dir": "generated/gallery_backreferences",

@@ -293,12 +293,17 @@ def test_committed_record_has_hardware_beside_it(path):
     assert hw["schema_version"] == records.HARDWARE_SCHEMA_VERSION
     record = records.read(path)
     assert bool(record["ceilings"]) == (catalog.by_name(record["benchmark"]).ceiling is not None)
+    # The record was measured on the GPU whose folder holds it, like hardware.json.
+    assert record["provenance"]["gpu"] == hw["provenance"]["gpu"]
     for key, ceiling in record["ceilings"].items():
         # hardware.json holds the ceilings of the latest `python -m gpuperf.bench` run on
         # that GPU; a record measured in an earlier run carries its own, which differ by
-        # the ceilings' run-to-run spread: up to 4.3% between runs on 2026-11-22 (cuBLAS
-        # bf16 at 8192^3 on the H100: 791 and 758 TFLOP/s, on two machines of the same kind).
-        assert hw["ceilings"][key]["value"] == pytest.approx(ceiling["value"], rel=0.06)
+        # the ceilings' run-to-run spread. Copy bandwidth holds within 1-2%; cuBLAS's
+        # matmul at 8192^3 does not: on the H100, bf16 gave 791 and 758 TFLOP/s in two
+        # runs on 2026-11-22, and 724 and 752 in two on 2026-11-23 (and 789 then 717 within
+        # one probe run that day), a spread of 9%.
+        rel = 0.05 if key == "copy_gbps" else 0.12
+        assert hw["ceilings"][key]["value"] == pytest.approx(ceiling["value"], rel=rel)
 
 
 NCU = sorted(records.measurements_dir().glob("*/ncu/*.json"))

@@ -10,7 +10,9 @@
 #   bash scripts/device_run.sh attention-bwd   attention backward benchmark (both with the committed sweep)
 #   bash scripts/device_run.sh persistent  tests of the persistent and FP8 matmuls, their tuning sweeps and
 #                                          benchmarks, host time per call, compute-sanitizer
-#   bash scripts/device_run.sh attention   attention forward, backward and peak-memory benchmarks (committed sweep)
+#   bash scripts/device_run.sh attention   attention forward, backward and peak-memory benchmarks (committed sweep);
+#                                          about 8 minutes on an H100, 10 with start-up: where one call
+#                                          is limited to 10 minutes, run attention-fwd and attention-bwd
 #   bash scripts/device_run.sh sweep     the launch-configuration sweep of tutorials 01-02
 #   bash scripts/device_run.sh docs      the site built with live measurements
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
@@ -43,7 +45,7 @@ for mode in "$@"; do
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
       persistent)
         python3 -m pytest -q -p no:cacheprovider tests/test_matmul_persistent.py tests/test_matmul_fp8.py \
-          tests/test_library.py 2>&1 | tail -n 8
+          tests/test_library.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed" 
         time python3 -m gpuperf.bench matmul_persistent matmul_fp8 host_overhead
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
       attention) time python3 -m gpuperf.bench --no-tune attention_memory attention_forward attention_backward ;;

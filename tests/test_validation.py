@@ -203,3 +203,99 @@ def test_wrappers_validate_on_every_call(call, bad_call):
 def test_matmul_tensors_on_different_devices_are_rejected():
     with pytest.raises(ValueError, match=r"same device, got a on cuda:0, b on cpu"):
         matmul(h(4, 4, device="cuda"), h(4, 4, device="cpu"))
+
+
+# --- the optimization-strategy guide's kernels ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "x, kwargs, error, match",
+    [
+        pytest.param([1.0], {}, TypeError, "x must be a torch.Tensor, got list", id="not-tensor"),
+        pytest.param(t(4, dtype=torch.int32), {}, TypeError, "x has dtype int32; supported", id="int"),
+        pytest.param(t(4, dtype=torch.float64), {}, TypeError, "x has dtype float64; supported", id="fp64"),
+        pytest.param(t(4), {"block_size": 1000}, ValueError, "block_size must be a power of two", id="bs"),
+        pytest.param(t(4), {"block_size": 64.0}, TypeError, "block_size must be an int, got float", id="bs-t"),
+        pytest.param(t(4), {"num_warps": 3}, ValueError, "num_warps must be a power of two, got 3", id="nw"),
+        pytest.param(t(4), {"num_warps": 0}, ValueError, "num_warps must be a power of two, got 0", id="nw0"),
+        pytest.param(t(4), {"num_warps": "4"}, TypeError, "num_warps must be an int, got str", id="nw-t"),
+    ],
+)
+def test_gelu_rejects(x, kwargs, error, match):
+    from gpuperf.kernels import gelu
+
+    with pytest.raises(error, match=match):
+        gelu(x, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, error, match",
+    [
+        pytest.param((None, t(4), t(4)), {}, TypeError, "x must be a torch.Tensor, got NoneType", id="x"),
+        pytest.param((t(4), 1.0, t(4)), {}, TypeError, "y must be a torch.Tensor, got float", id="y"),
+        pytest.param((t(4), t(4), [1]), {}, TypeError, "z must be a torch.Tensor, got list", id="z"),
+        pytest.param(
+            (t(4), t(4), t(4, dtype=torch.int64)), {}, TypeError, "z has dtype int64; supported", id="z-int"
+        ),
+        pytest.param(
+            (t(4), t(4, dtype=torch.float16), t(4)),
+            {},
+            TypeError,
+            "same dtype, got x float32, y float16, z float32",
+            id="dtype-mismatch",
+        ),
+        pytest.param(
+            (t(4), t(4), t(5)), {}, ValueError, r"same shape, got x \(4,\), y \(4,\), z \(5,\)", id="shape"
+        ),
+        pytest.param(
+            (t(4, 1), t(4), t(4)), {}, ValueError, r"same shape, got x \(4, 1\)", id="no-broadcasting"
+        ),
+        pytest.param((t(4),) * 3, {"block_size": 3}, ValueError, "block_size must be a power", id="bs"),
+        pytest.param((t(4),) * 3, {"num_warps": 6}, ValueError, "num_warps must be a power", id="nw"),
+    ],
+)
+def test_add_relu_mul_rejects(args, kwargs, error, match):
+    from gpuperf.kernels import add_relu_mul
+
+    with pytest.raises(error, match=match):
+        add_relu_mul(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "x, stride, error, match",
+    [
+        pytest.param("x", 2, TypeError, "x must be a torch.Tensor, got str", id="not-tensor"),
+        pytest.param(t(8, dtype=torch.int32), 2, TypeError, "x has dtype int32; supported", id="int"),
+        pytest.param(t(8), 2.0, TypeError, "stride must be an int, got float", id="stride-type"),
+        pytest.param(t(8), True, TypeError, "stride must be an int, got bool", id="stride-bool"),
+        pytest.param(t(8), 0, ValueError, "stride must be at least 1, got 0", id="stride-0"),
+        pytest.param(t(8), -2, ValueError, "stride must be at least 1, got -2", id="stride-neg"),
+        pytest.param(t(2, 4), 2, ValueError, r"1-D contiguous tensor, got shape \(2, 4\)", id="2d"),
+        pytest.param(t(8)[::2], 2, ValueError, r"1-D contiguous tensor, got shape \(4,\), strides \(2,\)", id="nc"),
+    ],
+)
+def test_strided_copy_rejects(x, stride, error, match):
+    from gpuperf.kernels import strided_copy
+
+    with pytest.raises(error, match=match):
+        strided_copy(x, stride)
+
+
+def test_new_elementwise_ops_reject_cpu_tensors_without_interpreter(monkeypatch):
+    from gpuperf.kernels import add_relu_mul, gelu, strided_copy
+
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    with pytest.raises(ValueError, match=r"x must be on a CUDA device, got a tensor on cpu"):
+        gelu(torch.randn(4))
+    with pytest.raises(ValueError, match=r"x must be on a CUDA device"):
+        add_relu_mul(torch.randn(4), torch.randn(4), torch.randn(4))
+    with pytest.raises(ValueError, match=r"x must be on a CUDA device"):
+        strided_copy(torch.randn(4), 2)
+
+
+@pytest.mark.gpu
+def test_add_relu_mul_tensors_on_different_devices_are_rejected():
+    from gpuperf.kernels import add_relu_mul
+
+    with pytest.raises(ValueError, match=r"same device, got x on cuda:0, y on cuda:0, z on cpu"):
+        add_relu_mul(t(4, device="cuda"), t(4, device="cuda"), t(4, device="cpu"))

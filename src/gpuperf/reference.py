@@ -158,3 +158,43 @@ def _attention_rows(q, k, v, causal: bool, first_row: int, scale: float | None):
         cols = torch.arange(k.shape[-2], device=q.device)[None, :]
         scores = scores.masked_fill(cols > rows, float("-inf"))
     return torch.softmax(scores, dim=-1) @ v
+
+
+#: ``sqrt(2 / pi)``, the constant of GELU's tanh approximation.
+GELU_TANH_C = (2 / torch.pi) ** 0.5
+
+
+def gelu_ref(x: torch.Tensor) -> torch.Tensor:
+    """GELU, tanh approximation, in float64: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
+
+    Shapes ``(...)``, any float dtype; returns float64. Source: Hendrycks and Gimpel,
+    arXiv:1606.08415; the same function as ``F.gelu(x, approximate="tanh")``.
+    """
+    x = x.double()
+    return 0.5 * x * (1 + torch.tanh(GELU_TANH_C * (x + 0.044715 * x**3)))
+
+
+def gelu_eager(x: torch.Tensor) -> torch.Tensor:
+    """GELU's tanh formula as written in eager PyTorch, in ``x``'s dtype.
+
+    Eight kernels, each reading its operands from memory and writing its result
+    (cube, scale, add, scale, tanh, add one, halve ``x``, multiply): the unfused
+    baseline of the optimization-strategy guide. Every intermediate is rounded to
+    ``x``'s dtype; in bfloat16 ``1 + tanh(u)`` cancels where ``tanh(u)`` is near -1.
+    """
+    return 0.5 * x * (1 + torch.tanh(GELU_TANH_C * (x + 0.044715 * torch.pow(x, 3))))
+
+
+def add_relu_mul_ref(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """``relu(x + y) * z`` in float64. Shapes ``(...)``, one shape for all; returns float64."""
+    return torch.relu(x.double() + y.double()) * z.double()
+
+
+def add_relu_mul_eager(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """``relu(x + y) * z`` as written in eager PyTorch: three kernels, in the inputs' dtype."""
+    return torch.relu(x + y) * z
+
+
+def strided_copy_ref(x: torch.Tensor, stride: int) -> torch.Tensor:
+    """``x[::stride]`` in float64. ``x`` 1-D; returns float64."""
+    return x[::stride].double()

@@ -132,3 +132,36 @@ def metric_values(
     value = lambda t: metric_value(metric, t, n_bytes=n_bytes, flops=flops)
     a, b = value(ms_p20), value(ms_p80)
     return value(ms), min(a, b), max(a, b)
+
+
+def gelu_flops(n_elements: int) -> int:
+    """FLOPs of GELU's tanh formula on ``N`` elements, by convention ``9 * N``.
+
+    ``x**3`` (two multiplies), ``0.044715 *``, ``x +``, ``sqrt(2/pi) *``, ``tanh``
+    (counted as one, like softmax's exponential), ``1 +``, ``* x`` and ``0.5 *``.
+    """
+    return 9 * n_elements
+
+
+#: Tensors of the input's size that GELU's formula, written in eager PyTorch
+#: (:func:`gpuperf.reference.gelu_eager`), reads and writes: eight kernels, ten
+#: reads (two of them read two tensors) and eight writes.
+GELU_EAGER_TENSORS = 18
+
+
+def gelu_eager_bytes(n_elements: int, element_size: int) -> int:
+    """Bytes the eager GELU formula moves: :data:`GELU_EAGER_TENSORS` tensors of
+    ``N * element_size``, nine times the fused kernel's ``2 * N * element_size``."""
+    return GELU_EAGER_TENSORS * n_elements * element_size
+
+
+def add_relu_mul_flops(n_elements: int) -> int:
+    """FLOPs of ``relu(x + y) * z`` on ``N`` elements: an add, a max and a multiply, ``3 * N``."""
+    return 3 * n_elements
+
+
+def add_relu_mul_eager_bytes(n_elements: int, element_size: int) -> int:
+    """Bytes ``relu(x + y) * z`` moves in eager PyTorch, three kernels: the add reads two
+    tensors and writes one, the ReLU reads one and writes one, the multiply reads two
+    and writes one; ``8 * N * element_size`` against the fused kernel's ``4 * N * element_size``."""
+    return 8 * n_elements * element_size

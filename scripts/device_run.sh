@@ -15,6 +15,8 @@
 #                                          is limited to 10 minutes, run attention-fwd and attention-bwd
 #   bash scripts/device_run.sh sweep     the launch-configuration sweep of tutorials 01-02
 #   bash scripts/device_run.sh docs      the site built with live measurements
+#   bash scripts/device_run.sh strategy  the optimization-strategy guide: GELU, add-ReLU-mul and strided-copy
+#                                        tests and benchmarks, kernels per call, Inductor's code, compile modes
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
 # Set GPUPERF_COMMIT to the commit being measured when the tree has no .git.
 # Writes $OUT/<mode>.log and $OUT/results.tgz (docs/measurements and kernels/tuned as measured).
@@ -59,6 +61,12 @@ for mode in "$@"; do
         rm -rf docs/_build docs/tutorials docs/generated
         time python3 -m sphinx -W --keep-going -b html docs "$OUT/html" 2>&1 | tail -n 40
         tar -czf "$OUT/html.tgz" -C "$OUT" html && rm -rf "$OUT/html" ;;
+      strategy)
+        python3 -m pytest -q -p no:cacheprovider tests/test_gelu.py tests/test_add_relu_mul.py \
+          tests/test_strided_copy.py tests/test_strategy.py tests/test_validation.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
+        time python3 -m gpuperf.bench --no-tune gelu add_relu_mul strided_copy
+        tar -czf "$OUT/results.tgz" docs/measurements  # kept if the compile modes run out of time
+        time python3 scripts/strategy_captures.py ;;
       *) echo "unknown mode $mode" ;;
     esac
   } 2>&1 | tee "$OUT/$mode.log"

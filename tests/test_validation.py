@@ -215,7 +215,9 @@ def test_matmul_tensors_on_different_devices_are_rejected():
         pytest.param(t(4, dtype=torch.int32), {}, TypeError, "x has dtype int32; supported", id="int"),
         pytest.param(t(4, dtype=torch.float64), {}, TypeError, "x has dtype float64; supported", id="fp64"),
         pytest.param(t(4), {"block_size": 1000}, ValueError, "block_size must be a power of two", id="bs"),
-        pytest.param(t(4), {"block_size": 64.0}, TypeError, "block_size must be an int, got float", id="bs-t"),
+        pytest.param(
+            t(4), {"block_size": 64.0}, TypeError, "block_size must be an int, got float", id="bs-t"
+        ),
         pytest.param(t(4), {"num_warps": 3}, ValueError, "num_warps must be a power of two, got 3", id="nw"),
         pytest.param(t(4), {"num_warps": 0}, ValueError, "num_warps must be a power of two, got 0", id="nw0"),
         pytest.param(t(4), {"num_warps": "4"}, TypeError, "num_warps must be an int, got str", id="nw-t"),
@@ -271,7 +273,9 @@ def test_add_relu_mul_rejects(args, kwargs, error, match):
         pytest.param(t(8), 0, ValueError, "stride must be at least 1, got 0", id="stride-0"),
         pytest.param(t(8), -2, ValueError, "stride must be at least 1, got -2", id="stride-neg"),
         pytest.param(t(2, 4), 2, ValueError, r"1-D contiguous tensor, got shape \(2, 4\)", id="2d"),
-        pytest.param(t(8)[::2], 2, ValueError, r"1-D contiguous tensor, got shape \(4,\), strides \(2,\)", id="nc"),
+        pytest.param(
+            t(8)[::2], 2, ValueError, r"1-D contiguous tensor, got shape \(4,\), strides \(2,\)", id="nc"
+        ),
     ],
 )
 def test_strided_copy_rejects(x, stride, error, match):

@@ -12,27 +12,27 @@ from gpuperf._runtime import enable_interpreter_without_gpu
 
 enable_interpreter_without_gpu()
 
+from gpuperf.kernels.add_relu_mul import add_relu_mul  # noqa: E402
 from gpuperf.kernels.attention import attention  # noqa: E402
+from gpuperf.kernels.gelu import gelu  # noqa: E402
 from gpuperf.kernels.matmul import MatmulConfig, matmul  # noqa: E402
 from gpuperf.kernels.matmul_fp8 import matmul_fp8, to_fp8  # noqa: E402
 from gpuperf.kernels.matmul_persistent import PersistentConfig, matmul_persistent  # noqa: E402
 from gpuperf.kernels.softmax import softmax  # noqa: E402
+from gpuperf.kernels.strided_copy import strided_copy  # noqa: E402
 from gpuperf.kernels.vector_add import vector_add  # noqa: E402
-from gpuperf.kernels.gelu import gelu  # noqa: E402, I001
-from gpuperf.kernels.add_relu_mul import add_relu_mul  # noqa: E402, I001
-from gpuperf.kernels.strided_copy import strided_copy  # noqa: E402, I001
 
 __all__ = [
     "MatmulConfig",
     "PersistentConfig",
+    "add_relu_mul",
     "attention",
+    "gelu",
     "matmul",
     "matmul_fp8",
     "matmul_persistent",
     "softmax",
+    "strided_copy",
     "to_fp8",
     "vector_add",
-    "gelu",
-    "add_relu_mul",
-    "strided_copy",
 ]

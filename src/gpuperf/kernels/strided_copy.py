@@ -60,7 +60,9 @@ def strided_copy(x: torch.Tensor, stride: int) -> torch.Tensor:
     if stride < 1:
         raise ValueError(f"stride must be at least 1, got {stride}")
     if x.dim() != 1 or not x.is_contiguous():
-        raise ValueError(f"x must be a 1-D contiguous tensor, got shape {tuple(x.shape)}, strides {x.stride()}")
+        raise ValueError(
+            f"x must be a 1-D contiguous tensor, got shape {tuple(x.shape)}, strides {x.stride()}"
+        )
     n_out = cdiv(x.numel(), stride)
     out = torch.empty(n_out, dtype=x.dtype, device=x.device)
     if n_out:

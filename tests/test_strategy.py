@@ -4,7 +4,7 @@ compiled and profiled kernels on a GPU."""
 import pytest
 import torch
 
-from gpuperf.bench import strategy
+from gpuperf.bench import strategy, sweeps
 from gpuperf.testing import assert_close
 from tests._params import randn
 
@@ -77,3 +77,29 @@ def test_kernels_per_call_counts_eager_formula_and_fused_kernel():
     x = torch.randn(4096, device="cuda")
     assert len(strategy.kernels_per_call(lambda: gelu_eager(x))) == 8
     assert [name for name in strategy.kernels_per_call(lambda: gelu(x))] == ["_gelu_kernel"]
+
+
+def test_config_grid_places_each_trial_and_leaves_untried_cells_empty():
+    def trial(bm, warps, stages, tflops, kernel="forward", status="ok"):
+        config = {"block_m": bm, "num_warps": warps, "num_stages": stages}
+        return {"kernel": kernel, "config": config, "status": status, "tflops": tflops}
+
+    trials = [trial(128, 8, 3, 500.0), trial(64, 4, 3, 300.0), trial(128, 4, 2, 100.0, status="error")]
+    trials.append(trial(128, 8, 3, 999.0, kernel="dq"))
+    grid = sweeps.config_grid(trials, ("block_m",), ("num_warps", "num_stages"), kernel="forward")
+    assert grid["rows"] == [(128,), (64,)] and grid["cols"] == [(4, 2), (4, 3), (8, 3)]
+    assert grid["tflops"] == [[None, None, 500.0], [None, 300.0, None]]
+    with pytest.raises(ValueError, match="no trial matches"):
+        sweeps.config_grid(trials, ("block_m",), ("num_warps",), kernel="dkdv")
+    with pytest.raises(ValueError, match="config field 'block_n' is missing"):
+        sweeps.config_grid(trials, ("block_n",), ("num_warps",))
+
+
+def test_config_grid_reads_the_committed_attention_sweep():
+    from gpuperf.bench import records, tuning
+
+    sweep = tuning.read_tuning(records.reference_gpu(), kernel="attention")
+    grid = sweeps.config_grid(
+        sweep["trials"], ("block_m", "block_n"), ("num_warps", "num_stages"), kernel="forward", head_dim=128
+    )
+    assert sum(v is not None for row in grid["tflops"] for v in row) >= 4

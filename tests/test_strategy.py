@@ -44,11 +44,14 @@ def test_new_shapes_recompile_unless_the_dimension_is_dynamic():
     assert strategy.count_graphs(fn, calls, mark_dynamic=0) == {"calls": 6, "graphs": 1, "first_reason": None}
 
 
-def test_mlp_block_matches_its_float32_reference_in_float32():
-    inputs = strategy.mlp_inputs(tokens=3, dim=8, hidden=32, device="cpu", dtype=torch.float32)
-    out = strategy.mlp_block(*inputs)
-    assert out.shape == (3, 8)
-    assert_close("mlp_block", strategy.mlp_ref(*inputs), out, k=32)
+def test_mlp_block_matches_its_float32_reference():
+    model, x = strategy.mlp_inputs(tokens=3, dim=8, hidden=32, device="cpu", dtype=torch.float16)
+    out = model(x)
+    assert out.shape == (3, 8) and out.dtype == torch.float16
+    assert not any(p.requires_grad for p in model.parameters())
+    ref = strategy.mlp_ref(model, x)
+    assert ref.dtype == torch.float32 and model.up.weight.dtype == torch.float16  # the copy, not the model
+    assert_close("mlp_block", ref, out, k=32)
     assert strategy.mlp_flops(3, 8, 32) == 2 * (2 * 3 * 8 * 32)
 
 

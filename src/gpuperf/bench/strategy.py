@@ -48,38 +48,37 @@ MODE_TIMEOUT_S = {"eager": 120, "default": 150, "reduce-overhead": 150, "max-aut
 HOST_CALLS = 50
 
 
-def mlp_block(x, norm_weight, w1, b1, w2, b2):
-    """A pre-norm transformer MLP block: ``x + W2 gelu(W1 layer_norm(x) + b1) + b2``.
+class MLPBlock(torch.nn.Module):
+    """A pre-norm transformer MLP block: ``x + down(gelu(up(layer_norm(x))))``.
 
-    Shapes: ``x`` ``(tokens, dim)``, ``norm_weight`` ``(dim,)``, ``w1`` ``(hidden, dim)``,
-    ``b1`` ``(hidden,)``, ``w2`` ``(dim, hidden)``, ``b2`` ``(dim,)``; GELU is the tanh
-    approximation (as GPT-2's). Returns ``x``'s shape and dtype.
+    ``x`` ``(tokens, dim)``; ``up`` is ``Linear(dim, hidden)``, ``down`` ``Linear(hidden,
+    dim)``, GELU the tanh approximation (as GPT-2's). Its weights are parameters, as
+    in a model: ``torch.compile``'s CUDA graphs keep them in place and copy only ``x``.
     """
-    h = F.layer_norm(x, (x.shape[-1],), norm_weight)
-    h = F.gelu(F.linear(h, w1, b1), approximate="tanh")
-    return x + F.linear(h, w2, b2)
+
+    def __init__(self, dim: int, hidden: int):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(dim, bias=False)
+        self.up = torch.nn.Linear(dim, hidden)
+        self.down = torch.nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        return x + self.down(F.gelu(self.up(self.norm(x)), approximate="tanh"))
 
 
 def mlp_inputs(tokens: int, dim: int, hidden: int, device, dtype=torch.bfloat16, seed: int = 0) -> tuple:
-    """Random inputs and weights of :func:`mlp_block`, weights scaled by ``1/sqrt(fan_in)``."""
-    g = torch.Generator().manual_seed(seed)
-
-    def randn(*shape, scale=1.0):
-        return (scale * torch.randn(*shape, generator=g)).to(device=device, dtype=dtype)
-
-    return (
-        randn(tokens, dim),
-        1 + randn(dim, scale=0.1),
-        randn(hidden, dim, scale=dim**-0.5),
-        randn(hidden, scale=0.1),
-        randn(dim, hidden, scale=hidden**-0.5),
-        randn(dim, scale=0.1),
-    )
+    """``(model, x)``: an :class:`MLPBlock` (PyTorch's default initialization, seeded,
+    gradients off) and a random input, both in ``dtype`` on ``device``."""
+    torch.manual_seed(seed)
+    model = MLPBlock(dim, hidden).to(device=device, dtype=dtype).requires_grad_(False)
+    return model, torch.randn(tokens, dim, device=device, dtype=dtype)
 
 
-def mlp_ref(*inputs) -> torch.Tensor:
-    """:func:`mlp_block` in float32 on the inputs upcast; returns float32."""
-    return mlp_block(*(t.float() for t in inputs))
+def mlp_ref(model: MLPBlock, x: torch.Tensor) -> torch.Tensor:
+    """The block in float32: a float32 copy of ``model`` on ``x`` upcast; returns float32."""
+    import copy
+
+    return copy.deepcopy(model).float()(x.float())
 
 
 def mlp_flops(tokens: int, dim: int, hidden: int) -> int:
@@ -91,7 +90,7 @@ def mlp_flops(tokens: int, dim: int, hidden: int) -> int:
 
 
 def measure_mode(case: str, mode: str) -> dict:
-    """Compile (unless ``eager``) and time :func:`mlp_block` for ``case`` in ``mode``, here.
+    """Compile (unless ``eager``) and time an :class:`MLPBlock` for ``case`` in ``mode``, here.
 
     Returns ``{"status", "compile_s", "gpu_ms", "gpu_ms_p20", "gpu_ms_p80", "host_ms",
     "host_ms_p20", "host_ms_p80", "kernels", "graphs"}``: the first call's wall time
@@ -114,25 +113,25 @@ def measure_mode(case: str, mode: str) -> dict:
             f"case must be one of {list(MLP_CASES)} and mode one of {MODES}, got {case!r}, {mode!r}"
         )
     shape = MLP_CASES[case]
-    inputs = mlp_inputs(**shape, device="cuda")
+    model, x = mlp_inputs(**shape, device="cuda")
     graphs = []
     if mode == "eager":
-        fn = mlp_block
+        fn = model
     else:
         from torch._dynamo.utils import counters
 
         counters.clear()
-        fn = torch.compile(mlp_block, mode=None if mode == "default" else mode)
+        fn = torch.compile(model, mode=None if mode == "default" else mode)
     torch.cuda.synchronize()
     start = time.perf_counter()
-    out = fn(*inputs)
+    out = fn(x)
     torch.cuda.synchronize()
     compile_s = 0.0 if mode == "eager" else time.perf_counter() - start
     if mode != "eager":
         graphs = [dict(counters["stats"])]
-    assert_close(f"{case} {mode}", mlp_ref(*inputs), out.clone(), k=shape["hidden"])
+    assert_close(f"{case} {mode}", mlp_ref(model, x), out.clone(), k=shape["hidden"])
     del out
-    call = lambda: fn(*inputs)
+    call = lambda: fn(x)
     gpu = time_ms(call)
     host = host_time_ms(call, calls=HOST_CALLS)
     return {

@@ -863,7 +863,7 @@ def _add_relu_mul(x, y, z):
 
 GELU = Benchmark(
     name="gelu",
-    title="GELU (tanh approximation): the eager formula, F.gelu, torch.compile and one Triton kernel",
+    title="GELU (tanh): the eager formula, F.gelu, torch.compile and one Triton kernel",
     x_name="n_elements",
     x_label="elements",
     x_values=ELEMENTWISE_SIZES,

@@ -203,3 +203,5 @@ if mid:
 # the measured bandwidth, and compare the time you get with that floor. If a
 # kernel reaches the floor, it is done; the only way to go faster is to move
 # fewer bytes, which is what fusion (the next tutorial) is about.
+#
+# See also the :ref:`optimization-strategy guide <sphx_glr_guides_03_optimization_strategy.py>`.

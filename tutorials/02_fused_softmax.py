@@ -219,3 +219,5 @@ if frac_long:
 # is done when it streams at the copy bandwidth. When the data a program needs
 # does not fit on chip, restructure the algorithm (the online softmax) so it
 # needs fewer passes, and order the passes so the cache serves what it can.
+#
+# See also the :ref:`optimization-strategy guide <sphx_glr_guides_03_optimization_strategy.py>`.

@@ -881,3 +881,5 @@ assert "torch.ops.gpuperf.matmul" in ops
 # against a baseline whose main loop is faster, fusion alone does not close the
 # gap. And measure the host's cost per call as well as the GPU's, because below
 # a few tens of microseconds of GPU work it is the host that sets the pace.
+#
+# See also the :ref:`optimization-strategy guide <sphx_glr_guides_03_optimization_strategy.py>`.

@@ -229,3 +229,5 @@ print(host.table())
 # another kernel: ``gpuperf.kernels.matmul`` is the portable one, and a config
 # with ``tma=False`` runs anywhere Triton does. Only the H100 and the H200 were
 # measured for these pages.
+#
+# See also the :ref:`optimization-strategy guide <sphx_glr_guides_03_optimization_strategy.py>`.

@@ -43,6 +43,7 @@ GPU, software and commit named under it) or computed while this page was built.
 # has them; the first is the reference GPU, or the GPU this page was built on.
 
 import json
+import re
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -106,12 +107,24 @@ print("GPUs with records:", ", ".join(gpus_with(cat.VECTOR_ADD)))
 # this site's Triton kernel.
 
 
+_NOT_NAMES = {"void", "at", "native", "anonymous", "namespace", "vectorized_elementwise_kernel", "float"}
+_NOT_NAMES |= {"AUnaryFunctor", "BinaryFunctor", "c10", "std", "binary_internal", "cublasLt"}
+
+
+def short_kernel(name):
+    """A kernel's name without C++ decoration: ATen's functor or kernel, or the name as it is."""
+    if not name.startswith("void "):
+        return name
+    words = [w for w in re.findall(r"[A-Za-z_]\w*", name) if w not in _NOT_NAMES]
+    return words[0] if words else name[:40]
+
+
 def kernels_table(cap):
     for bench, providers in cap["payload"]["benchmarks"].items():
         for entry in providers.values():
             names = entry["kernels"]
-            shown = ", ".join(dict.fromkeys(n[:38] for n in names))
-            print(f"{bench:>13} {entry['label'][:36]:<36} {len(names):>2} kernels: {shown[:70]}")
+            shown = ", ".join(short_kernel(n) for n in names)
+            print(f"{bench:>13} {entry['label'][:36]:<36} {len(names):>2} kernel(s): {shown}")
 
 
 show_capture("kernels_per_call", kernels_table)
@@ -302,8 +315,8 @@ for result in gelu_result.gpus():
 # ``F.gelu``, ``torch.compile`` and the Triton kernel compute in float32 and round
 # once.
 #
-# Left of the shaded L2 region, every version is launch-bound (a few
-# microseconds whatever the size) and the eager formula pays eight launches.
+# At the smallest sizes every version is launch-bound (a few microseconds per
+# call whatever the size), and the eager formula pays for eight launches.
 #
 # Here is the kernel Inductor wrote for the eager formula, captured on the GPU
 # (``torch._inductor.utils.run_and_get_code``): one pointwise kernel, the whole
@@ -410,17 +423,26 @@ strided.plot()
 
 # %%
 for result in strided.gpus():
-    f = result.fraction_of_ceiling()
-    if 1 in f and 8 in f:
+    copy = result.record["ceilings"]["copy_gbps"]["value"] * 1e9
+    print(f"--- {short_gpu_name(result.gpu)}")
+    print(" stride  useful % of copy  bytes fetched per float32 read  ours / PyTorch")
+    ratios = result.ratios()
+    for stride, fraction in sorted(result.fraction_of_ceiling().items()):
+        r = row(result, "triton", stride)
+        # At the copy bandwidth, the time pays for the 4-byte write of each element
+        # (contiguous) and for what the memory system fetches to serve its read.
+        fetched = copy * r["ms"] * 1e-3 / cat.STRIDED_COPY_ELEMENTS - 4
         print(
-            f"{short_gpu_name(result.gpu)}: stride 1 {100 * f[1]:.0f}% of copy bandwidth, stride 8 "
-            f"{100 * f[8]:.0f}%, stride 64 {100 * f.get(64, float('nan')):.0f}% (useful bytes)"
+            f"{stride:>7} {100 * fraction:>17.0f} {fetched:>31.0f} {ratios.get(stride, float('nan')):>14.2f}"
         )
 
 # %%
-# From stride 8 on (32 bytes, one sector per float32), each useful element costs
-# a whole sector, and the useful bandwidth falls to about an eighth of the copy.
-# PyTorch's own copy of the strided view does no better: no kernel can, the
+# Up to a stride of 4 (16 bytes) the cost of each element read is the bytes the
+# stride spans: the sectors are fetched whole and a stride of two uses half of each.
+# Past one 32-byte sector the cost keeps growing: the memory system fetches more
+# than a sector at a time, and the reads spread over ever more DRAM pages, so at
+# large strides each useful 4-byte element costs many times its size. PyTorch's
+# own copy of the strided view lands in the same range: no kernel can fix this, the
 # layout decides. The cure is in the data: transpose or repack once, so that the
 # hot loop reads contiguous memory, or choose the loop order so that the
 # fastest-moving index walks the contiguous dimension (tutorial 03's operands are
@@ -459,14 +481,23 @@ for r8 in fp8.gpus():
         rb = persistent.on(r8.gpu)
     except ValueError:
         continue
-    v8 = r8.values(scaling="tensor", accumulation="float32")
+    fast = r8.values(scaling="tensor", accumulation="fast")
+    promoted = r8.values(scaling="tensor", accumulation="float32")
     vb = rb.values()
     for x in [(4096, 4096, 4096), (8192, 8192, 8192)]:
-        if x in v8 and x in vb:
+        if x in fast and x in promoted and x in vb:
             print(
-                f"{short_gpu_name(r8.gpu)} {format_x(x)}: FP8 {v8[x]:.0f} TFLOP/s, bf16 {vb[x]:.0f} "
-                f"({v8[x] / vb[x]:.2f}x)"
+                f"{short_gpu_name(r8.gpu)} {format_x(x)}: bf16 {vb[x]:.0f} TFLOP/s; FP8 with the fast "
+                f"accumulator {fast[x]:.0f} ({fast[x] / vb[x]:.2f}x), promoted to float32 "
+                f"{promoted[x]:.0f} ({promoted[x] / vb[x]:.2f}x)"
             )
+
+# %%
+# Precision is paid for twice: once in the format of the operands, and once in
+# how the products are summed. Hopper's FP8 tensor cores keep a reduced-precision
+# accumulator; promoting the partial sums to float32 in registers, the accurate
+# way, costs instructions in the main loop. Tutorial 05 shows the accuracy each
+# choice buys.
 
 # %%
 # .. _strategy-occupancy:
@@ -690,6 +721,8 @@ def compile_table(cap):
                 f"  {mode:>16} {e['compile_s']:>9.1f} {e['gpu_ms'] * 1e3:>9.1f} {e['host_ms'] * 1e3:>9.1f} "
                 f"{bound:>9} {kernels:>9} {speedup:>9}"
             )
+            if e["kernels"]:
+                print(f"  {'':>16} kernels: " + ", ".join(short_kernel(k) for k in e["kernels"]))
             if base and mode != "eager" and per_call < base:
                 calls = e["compile_s"] / ((base - per_call) * 1e-3)
                 print(f"  {'':>16} compile time repaid after {calls:,.0f} calls")

@@ -85,9 +85,10 @@ def main(argv=None) -> int:
         tool="torch.compile(mode=...), a fresh process per case and mode, empty Inductor and Triton caches",
         payload=payload,
         sources=("bench/strategy.py",),
+        # records.caption shows a method up to its first colon, without parentheses: none here.
         method=(
-            "compile: wall time of the first call; GPU time: gpuperf.bench.timing.time_ms (do_bench); "
-            "host time: gpuperf.bench.timing.host_time_ms; kernels: torch.profiler, one call"
+            "compile time as the first call's wall time, GPU time per call by gpuperf.bench.timing.time_ms, "
+            "host time per call by gpuperf.bench.timing.host_time_ms, kernels by torch.profiler"
         ),
     )
     print("wrote", captures.write(cap, args.out), flush=True)

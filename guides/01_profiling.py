@@ -1,0 +1,6 @@
+"""
+Profiling (stub)
+================
+"""
+
+print("stub")

@@ -1,0 +1,6 @@
+"""
+Roofline (stub)
+===============
+"""
+
+print("stub")

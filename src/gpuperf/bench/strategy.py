@@ -187,12 +187,15 @@ def compile_modes(cases: Sequence[str] = tuple(MLP_CASES), modes: Sequence[str] 
                     else:
                         entry = {"status": "error", "message": (done.stderr or done.stdout)[-600:]}
             results[case][mode] = entry
+            # fmt: off
+            # (No whitespace inside f-string braces: the record hash must agree on Python 3.11 and 3.12.)
             shown = (
-                f"compile {entry['compile_s']:.1f} s, GPU {entry['gpu_ms'] * 1e3:.1f} us, "
-                f"host {entry['host_ms'] * 1e3:.1f} us, {len(entry['kernels'] or [])} kernels"
+                f"compile {entry['compile_s']:.1f} s, GPU {entry['gpu_ms']*1e3:.1f} us, "
+                f"host {entry['host_ms']*1e3:.1f} us, {len(entry['kernels']or[])} kernels"
                 if entry["status"] == "ok"
                 else f"{entry['status']}: {entry['message'][-300:]}"
             )
+            # fmt: on
             log(f"compile_modes {case:>16} {mode:>16}: {shown}")
     return {
         "cases": {case: {**MLP_CASES[case], "flops": mlp_flops(**MLP_CASES[case])} for case in cases},

@@ -731,16 +731,46 @@ def compile_table(cap):
 show_capture("compile_modes", compile_table)
 
 # %%
-# At 4096 tokens the GPU bounds every mode and the matmuls dominate: compiling
-# fuses the layer norm, the bias, the GELU and the residual into the matmuls'
-# neighbours and saves their passes over memory, while the matmuls themselves
-# are cuBLAS's (or, with ``max-autotune``, whichever of cuBLAS and Inductor's
-# Triton templates timed fastest). At 8 tokens the host bounds eager and default
-# mode: the GPU finishes each tiny kernel before Python has launched the next.
-# ``reduce-overhead`` (and ``max-autotune``, which also uses CUDA graphs) replays
-# the whole block as one graph, and the host time per call drops to one launch.
-# ``max-autotune`` pays for its search in compile time, which the table turns
-# into calls needed before it pays off.
+# Which modes paid for themselves, per GPU and case (time per call taken as the
+# larger of GPU and host time):
+
+
+def winners(cap):
+    results = cap["payload"]["results"]
+    for case, modes in results.items():
+        ok = {m: max(e["gpu_ms"], e["host_ms"]) for m, e in modes.items() if e["status"] == "ok"}
+        if "eager" not in ok:
+            continue
+        faster = [f"{m} ({ok['eager'] / t:.2f}x)" for m, t in ok.items() if m != "eager" and t < ok["eager"]]
+        print(f"{case}: faster than eager: {', '.join(faster) or 'none'}")
+
+
+show_capture("compile_modes", winners)
+
+# %%
+# **At 4096 tokens** the GPU bounds eager PyTorch, and the two matmuls are most
+# of its time. The kernel lists show what Inductor did: it replaced the layer
+# norm, the GELU and the residual add by Triton kernels of its own, but left both
+# matmuls to cuBLAS (the same ``nvjet`` kernels as eager) and did not fuse the
+# GELU into the first one's epilogue, so there was little left to gain and the
+# GPU time barely moves. ``reduce-overhead`` adds a kernel: the copy of ``x`` into
+# the CUDA graph's own input buffer (``multi_tensor_apply_kernel``), paid on every
+# call. ``max-autotune`` replaced cuBLAS by its Triton GEMM templates
+# (``triton_tem_...``), which won its benchmark of each GEMM alone and still ran
+# slower in the block as timed here. For a block whose time is large GEMMs,
+# compiling buys little, and the measurement says so before any effort is spent.
+#
+# **At 8 tokens** every mode is bound by the host: the GPU finishes the six tiny
+# kernels well before Python has launched them all. Default mode does not reduce
+# the host's work (Dynamo's guards and Inductor's launches cost about what eager's
+# dispatch does). The CUDA-graph modes replace the launches by one graph replay,
+# but the replay has host bookkeeping of its own (checking the graph's state,
+# copying ``x`` in), so what they save depends on how fast the host is: the runs
+# above show it GPU by GPU. Host times on these virtual machines move by tens of
+# percent between runs (see :doc:`../measuring`); compare the modes of one run.
+# Compile times differ by an order of magnitude: ``max-autotune`` times many GEMM
+# configurations while it compiles, and the table turns a gain into the number of
+# calls needed before the compile time is repaid.
 #
 # Graph breaks
 # ~~~~~~~~~~~~

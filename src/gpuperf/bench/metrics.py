@@ -132,3 +132,13 @@ def metric_values(
     value = lambda t: metric_value(metric, t, n_bytes=n_bytes, flops=flops)
     a, b = value(ms_p20), value(ms_p80)
     return value(ms), min(a, b), max(a, b)
+
+
+def row_mean_bytes(n_rows: int, n_cols: int, element_size: int) -> int:
+    """Bytes moved by a row mean: the input read once, one value per row written."""
+    return (n_rows * n_cols + n_rows) * element_size
+
+
+def row_mean_flops(n_rows: int, n_cols: int) -> int:
+    """FLOPs of a row mean: one addition per element (the divisions per row are negligible)."""
+    return n_rows * n_cols

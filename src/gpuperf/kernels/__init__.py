@@ -16,6 +16,7 @@ from gpuperf.kernels.attention import attention  # noqa: E402
 from gpuperf.kernels.matmul import MatmulConfig, matmul  # noqa: E402
 from gpuperf.kernels.matmul_fp8 import matmul_fp8, to_fp8  # noqa: E402
 from gpuperf.kernels.matmul_persistent import PersistentConfig, matmul_persistent  # noqa: E402
+from gpuperf.kernels.row_mean import row_mean  # noqa: E402
 from gpuperf.kernels.softmax import softmax  # noqa: E402
 from gpuperf.kernels.vector_add import vector_add  # noqa: E402
 
@@ -26,6 +27,7 @@ __all__ = [
     "matmul",
     "matmul_fp8",
     "matmul_persistent",
+    "row_mean",
     "softmax",
     "to_fp8",
     "vector_add",

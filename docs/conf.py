@@ -64,8 +64,10 @@ napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 
 sphinx_gallery_conf = {
-    "examples_dirs": ["../tutorials"],
-    "gallery_dirs": ["tutorials"],
+    # The tutorials, and the guides: executable pages too, which re-draw the tutorials'
+    # plots from the same records.
+    "examples_dirs": ["../tutorials", "../guides"],
+    "gallery_dirs": ["tutorials", "guides"],
     # sphinx-gallery matches against the full path; run every NN_topic.py script.
     "filename_pattern": r"/\d\d_",
     "within_subsection_order": "FileNameSortKey",

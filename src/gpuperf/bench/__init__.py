@@ -6,6 +6,8 @@
 * :mod:`~gpuperf.bench.catalog`: :class:`~gpuperf.bench.catalog.Benchmark` and every benchmark, declared once.
 * :mod:`~gpuperf.bench.runner`: check, then time, every provider.
 * :mod:`~gpuperf.bench.records`: committed JSON records and their provenance.
+* :mod:`~gpuperf.bench.captures`: other output of a GPU run (profiler tables, counters, generated code),
+  kept with the same provenance.
 * :mod:`~gpuperf.bench.plotting`, :mod:`~gpuperf.bench.tables` and :mod:`~gpuperf.bench.report`:
   what a page shows, every GPU with records side by side.
 * :mod:`~gpuperf.bench.summary`: one headline per benchmark and GPU.

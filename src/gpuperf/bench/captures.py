@@ -1,0 +1,167 @@
+"""Captures: what a GPU run printed or counted, kept as records with provenance.
+
+A benchmark record (:mod:`gpuperf.bench.records`) holds timings of declared
+providers. The guides also show other output of a real GPU run: a profiler's
+table, Nsight Compute's counters, the code Inductor generated, compile times.
+A capture keeps such output as JSON with the same provenance (GPU, software,
+commit, date, method) and the hash of the sources it describes, so a page built
+without a GPU shows it with its origin and says when the code has changed since.
+
+Files: ``<measurements>/<gpu-slug>/captures/<name>.json``, and any file stored
+beside it (a compressed trace, say) at :func:`artifact_path`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from gpuperf.bench import records
+
+SCHEMA_VERSION = 1
+
+KEYS = ("schema_version", "name", "tool", "provenance", "sources", "sources_sha256", "payload")
+
+_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
+
+
+def _check_name(name) -> None:
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"name must be lower-case letters, digits and underscores, got {name!r}")
+
+
+def build(
+    name: str,
+    *,
+    tool: str,
+    payload: dict,
+    sources: tuple[str, ...] = (),
+    method: str | None = None,
+    provenance: dict | None = None,
+) -> dict:
+    """Make a capture of ``payload`` (JSON-able) taken on the current CUDA device.
+
+    Args:
+        name: file name and id, e.g. ``"ncu_row_mean"``.
+        tool: what produced the output (a command line, ``"torch.profiler"``).
+        payload: the captured output: any JSON-able dict.
+        sources: files under ``src/gpuperf`` the output describes; when one of them
+            changes the capture reads as stale (:func:`staleness`).
+        method: how it was measured, for the provenance (default: the device timing method).
+        provenance: given instead of collected (tests; a capture made elsewhere).
+
+    Raises:
+        ValueError: a bad name, a payload that is not a JSON-able dict, or a missing source.
+    """
+    _check_name(name)
+    if not isinstance(payload, dict):
+        raise ValueError(f"payload must be a dict, got {type(payload).__name__}")
+    try:
+        json.dumps(payload)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"payload must be JSON-able: {err}") from None
+    if provenance is None:
+        provenance = records.collect_provenance(method=method)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "name": name,
+        "tool": tool,
+        "provenance": provenance,
+        "sources": list(sources),
+        "sources_sha256": records.sources_sha256(sources),
+        "payload": payload,
+    }
+
+
+def validate(capture) -> list[str]:
+    """What is wrong with ``capture`` (empty when nothing is)."""
+    if not isinstance(capture, dict):
+        return [f"a capture is a dict, got {type(capture).__name__}"]
+    problems = [f"missing key {key!r}" for key in KEYS if key not in capture]
+    if problems:
+        return problems
+    if capture["schema_version"] != SCHEMA_VERSION:
+        problems.append(f"schema_version {capture['schema_version']!r} is not {SCHEMA_VERSION}")
+    missing = [f for f in records.PROVENANCE_FIELDS if f not in capture["provenance"]]
+    if missing:
+        problems.append(f"provenance lacks {missing}")
+    if not isinstance(capture["payload"], dict):
+        problems.append("payload is not a dict")
+    return problems
+
+
+def capture_path(name: str, gpu: str, root: Path | None = None) -> Path:
+    """Where the capture ``name`` of the GPU folder ``gpu`` lives."""
+    _check_name(name)
+    return (root or records.measurements_dir()) / gpu / "captures" / f"{name}.json"
+
+
+def artifact_path(name: str, gpu: str, suffix: str, root: Path | None = None) -> Path:
+    """A file kept beside the capture ``name``: ``<gpu>/captures/<name><suffix>``
+    (``suffix`` such as ``".json.gz"``)."""
+    if not suffix.startswith(".") or "/" in suffix:
+        raise ValueError(f"suffix must start with '.' and hold no '/', got {suffix!r}")
+    return capture_path(name, gpu, root).with_name(name + suffix)
+
+
+def write(capture: dict, root: Path | None = None) -> Path:
+    """Write ``capture`` into its GPU's folder; returns the path.
+
+    Raises:
+        ValueError: the capture is malformed (the message lists what is wrong).
+    """
+    problems = validate(capture)
+    if problems:
+        raise ValueError(f"capture is malformed: {problems}")
+    path = capture_path(capture["name"], records.gpu_slug(capture["provenance"]["gpu"]), root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(capture, indent=1) + "\n")
+    return path
+
+
+def gpus_with(name: str, root: Path | None = None) -> list[str]:
+    """Slugs of the GPU folders holding the capture ``name``, the reference GPU first."""
+    _check_name(name)
+    root = root or records.measurements_dir()
+    if not root.is_dir():
+        return []
+    found = sorted(p.name for p in root.iterdir() if capture_path(name, p.name, root).is_file())
+    return sorted(found, key=lambda slug: slug != records.reference_gpu())
+
+
+def load(name: str, gpu: str | None = None, root: Path | None = None, *, how: str = "") -> dict:
+    """Read the capture ``name`` of ``gpu`` (default: the reference GPU).
+
+    Args:
+        how: the command that writes this capture, quoted in the error when it is missing.
+
+    Raises:
+        FileNotFoundError: no such capture; the message says how to make one.
+        ValueError: the file is malformed.
+    """
+    gpu = gpu or records.reference_gpu()
+    path = capture_path(name, gpu, root)
+    if not path.is_file():
+        hint = f" Run `{how}` on that GPU and commit what it writes." if how else ""
+        raise FileNotFoundError(f"no capture {name!r} for {gpu} (expected {path}).{hint}")
+    capture = json.loads(path.read_text())
+    problems = validate(capture)
+    if problems:
+        raise ValueError(f"{path} is malformed: {problems}")
+    return capture
+
+
+def staleness(capture: dict) -> list[str]:
+    """Reasons why ``capture`` no longer describes the code as it stands (empty: fresh)."""
+    if capture["sources_sha256"] == records.sources_sha256(capture["sources"]):
+        return []
+    return [
+        f"the sources ({', '.join(capture['sources'])}) changed after this was captured "
+        f"at gpuperf {capture['provenance']['gpuperf_commit']}"
+    ]
+
+
+def caption(capture: dict) -> str:
+    """One line naming where, when and with which tool ``capture`` was made."""
+    return f"{records.caption(capture['provenance'])}; captured with {capture['tool']}"

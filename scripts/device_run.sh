@@ -15,6 +15,9 @@
 #                                          is limited to 10 minutes, run attention-fwd and attention-bwd
 #   bash scripts/device_run.sh sweep     the launch-configuration sweep of tutorials 01-02
 #   bash scripts/device_run.sh docs      the site built with live measurements
+#   bash scripts/device_run.sh profiling  the profiling guide's captures (scripts/profile_capture.py:
+#                                        timings, torch.profiler trace, ncu, proton, load_inline) and
+#                                        the row-mean GPU tests
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
 # Set GPUPERF_COMMIT to the commit being measured when the tree has no .git.
 # Writes $OUT/<mode>.log and $OUT/results.tgz (docs/measurements and kernels/tuned as measured).
@@ -52,6 +55,12 @@ for mode in "$@"; do
       attention-fwd) time python3 -m gpuperf.bench --no-tune attention_memory attention_forward ;;
       attention-bwd) time python3 -m gpuperf.bench --no-tune attention_backward ;;
       sweep) python3 scripts/explore_configs.py ;;
+      profiling)
+        export GPUPERF_PROFILE_SCRATCH=/tmp/gpuperf-profile && rm -rf "$GPUPERF_PROFILE_SCRATCH"
+        time python3 scripts/profile_capture.py
+        # The tests reuse the extension the capture built (load_inline finds it by its hash).
+        TORCH_EXTENSIONS_DIR="$GPUPERF_PROFILE_SCRATCH/torch-extensions" python3 -m pytest -q \
+          -p no:cacheprovider tests/test_row_mean.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed" ;;
       docs)
         # Sphinx, sphinx-gallery and furo travel as wheels in .whl (the image has none).
         python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1

@@ -57,9 +57,9 @@ for mode in "$@"; do
       sweep) python3 scripts/explore_configs.py ;;
       profiling)
         export GPUPERF_PROFILE_SCRATCH=/tmp/gpuperf-profile && rm -rf "$GPUPERF_PROFILE_SCRATCH"
-        time python3 scripts/profile_capture.py
+        time timeout 360 python3 scripts/profile_capture.py
         # The tests reuse the extension the capture built (load_inline finds it by its hash).
-        TORCH_EXTENSIONS_DIR="$GPUPERF_PROFILE_SCRATCH/torch-extensions" python3 -m pytest -q \
+        TORCH_EXTENSIONS_DIR="$GPUPERF_PROFILE_SCRATCH/torch-extensions" timeout 120 python3 -m pytest -q \
           -p no:cacheprovider tests/test_row_mean.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed" ;;
       docs)
         # Sphinx, sphinx-gallery and furo travel as wheels in .whl (the image has none).

@@ -602,14 +602,14 @@ def part_ncu(out: Path | None) -> None:
         base += ["--section", section]
     inner = [sys.executable, __file__, "--part", "ncu-inner"]
     cmd = base + (["--metrics", ",".join(extras)] if extras else [])
-    done = subprocess.run(cmd + inner, capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(cmd + inner, capture_output=True, text=True, cwd=ROOT, timeout=240)
     if (done.returncode != 0 or '"ID"' not in done.stdout) and extras:
         log(
             f"ncu with the extra metrics failed ({done.returncode}); again with the sections only:\n"
             f"{done.stdout[-1500:]}\n{done.stderr[-1500:]}"
         )
         dropped, extras, cmd = list(NCU_EXTRA_METRICS), [], base
-        done = subprocess.run(cmd + inner, capture_output=True, text=True, cwd=ROOT)
+        done = subprocess.run(cmd + inner, capture_output=True, text=True, cwd=ROOT, timeout=240)
     if done.returncode != 0 or '"ID"' not in done.stdout:
         raise RuntimeError(f"ncu failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     text = done.stdout[done.stdout.index('"ID"') :]
@@ -782,8 +782,8 @@ PARTS = {
     "timing": part_timing_methods,
     "launch": part_launch_bound,
     "profiler": part_torch_profiler,
-    "ncu": part_ncu,
     "proton": part_proton_outer,
+    "ncu": part_ncu,
 }
 
 

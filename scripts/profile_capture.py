@@ -533,10 +533,14 @@ def _number(text: str):
 
 def _triton_compiler_report() -> list[dict]:
     """Registers, spills and shared memory of the Triton kernels, from the compiler."""
+    import importlib
+
     import torch
 
-    from gpuperf.kernels import softmax as softmax_module
     from gpuperf.kernels.row_mean import _row_mean_kernel, row_mean_launch
+
+    # The module, not the function gpuperf.kernels.softmax that shadows it as an attribute.
+    softmax_module = importlib.import_module("gpuperf.kernels.softmax")
 
     x = torch.randn(NCU_SHAPE, device="cuda")
     y = torch.empty_like(x)

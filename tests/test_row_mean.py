@@ -67,7 +67,9 @@ def test_empty_inputs_follow_torch():
     ],
     ids=["list", "int32", "float64", "0-d"],
 )
-def test_bad_inputs_are_refused(bad, error, match):
+def test_bad_inputs_are_refused(bad, error, match, device):
+    if isinstance(bad, torch.Tensor):
+        bad = bad.to(device)  # on the GPU, a CPU tensor would be refused for its device first
     with pytest.raises(error, match=match):
         row_mean(bad)
 

@@ -396,9 +396,38 @@ def _avg_row(e) -> dict:
     }
 
 
-def part_torch_profiler(out: Path | None) -> None:
+def training_step(model, optimizer, x) -> None:
+    """One step of the block, each phase in a ``record_function`` range of its own."""
+    from torch.profiler import record_function
+
+    with record_function("forward"):
+        loss = model(x).float().square().mean()
+    with record_function("backward"):
+        loss.backward()
+    with record_function("optimizer"):
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+
+def profile_steps(step, n_steps: int = 2):
+    """Run ``step()`` ``n_steps`` times under ``torch.profiler``; return the profiler."""
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
+
+    with profile(
+        activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+        record_shapes=True,  # input shapes of every op: key_averages(group_by_input_shape=True)
+        profile_memory=True,  # allocations and frees of every op
+    ) as prof:
+        for i in range(n_steps):
+            with record_function(f"step {i}"):
+                step()
+        torch.cuda.synchronize()  # the GPU's work belongs to the profiled steps
+    return prof
+
+
+def part_torch_profiler(out: Path | None) -> None:
+    import torch
 
     from gpuperf.bench import captures, records
 
@@ -408,27 +437,13 @@ def part_torch_profiler(out: Path | None) -> None:
     x = torch.randn(MLP_TOKENS, MLP_WIDTH, device="cuda", dtype=torch.bfloat16)
 
     def step():
-        with record_function("forward"):
-            loss = model(x).float().square().mean()
-        with record_function("backward"):
-            loss.backward()
-        with record_function("optimizer"):
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+        training_step(model, optimizer, x)
 
     for _ in range(3):  # warm-up: cuBLAS handles, the optimizer's state, the allocator's cache
         step()
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
-    with profile(
-        activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-        record_shapes=True,
-        profile_memory=True,
-    ) as prof:
-        for i in range(2):
-            with record_function(f"step {i}"):
-                step()
-        torch.cuda.synchronize()
+    prof = profile_steps(step)
     peak = torch.cuda.max_memory_allocated()
     averages = prof.key_averages()
     rows = [_avg_row(e) for e in averages]

@@ -59,8 +59,12 @@ for mode in "$@"; do
         export GPUPERF_PROFILE_SCRATCH=/tmp/gpuperf-profile && rm -rf "$GPUPERF_PROFILE_SCRATCH"
         time timeout 360 python3 scripts/profile_capture.py
         # The tests reuse the extension the capture built (load_inline finds it by its hash).
-        TORCH_EXTENSIONS_DIR="$GPUPERF_PROFILE_SCRATCH/torch-extensions" timeout 120 python3 -m pytest -q \
-          -p no:cacheprovider tests/test_row_mean.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed" ;;
+        export TORCH_EXTENSIONS_DIR="$GPUPERF_PROFILE_SCRATCH/torch-extensions"
+        timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_row_mean.py tests/test_bench_profiling.py \
+          2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
+        # The guide itself, on a GPU, drawing the records it reads (no live re-measurement).
+        (cd guides && GPUPERF_BENCH=records MPLBACKEND=Agg timeout 120 python3 01_profiling.py >"$OUT/guide.log" 2>&1;
+         echo "guides/01_profiling.py exited with $?") ;;
       docs)
         # Sphinx, sphinx-gallery and furo travel as wheels in .whl (the image has none).
         python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1

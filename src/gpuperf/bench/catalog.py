@@ -295,7 +295,7 @@ def _row_mean_cuda(x):
 
 ROW_MEAN = Benchmark(
     name="row_mean",
-    title=f"Row mean, float32, {ROW_MEAN_ROWS} rows: Triton, CUDA C++ (load_inline) and PyTorch",
+    title=f"Row mean, float32, {ROW_MEAN_ROWS} rows",
     x_name="n_cols",
     x_label="row length (columns)",
     x_values=tuple(2**p for p in range(8, 16)),

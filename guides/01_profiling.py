@@ -520,6 +520,21 @@ if ncu_cap:
 # pipe's activity, and the gap between ours and cuBLAS is the one tutorial 03
 # measures.
 #
+# Registers and spills need no profiler: Triton's compiler reports them. Launching a
+# ``@triton.jit`` kernel returns the compiled kernel, whose ``n_regs`` and
+# ``n_spills`` are per thread (``metadata.shared``: shared memory per program, in
+# bytes). The capture kept them for the two Triton kernels above:
+
+if ncu_cap:
+    for k in ncu_cap["payload"].get("triton_compiler", []):
+        if "error" not in k:
+            print(
+                f"{k['kernel']} (BLOCK_M={k['block_m']}, BLOCK_N={k['block_n']}, "
+                f"num_warps={k['num_warps']}): {k['registers']} registers, {k['spills']} spills, "
+                f"{k['shared_bytes']} bytes of shared memory"
+            )
+
+# %%
 # **Running it yourself.** ``ncu`` replays each profiled kernel, so keep the
 # program short and name what to profile. The command the capture ran:
 

@@ -534,74 +534,42 @@ def plot(placements: list[Placement], *, marks: dict | None = None):
                     name = short_gpu_name(placement.gpu)
                     if kind == "whole":
                         ax.set_title(name, loc="left", fontsize=10, fontweight="bold")
-                        outside = (lambda p: True) if corner is None else (lambda p: not _inside(p, corner))
-                        _panel(
-                            ax,
-                            renderer,
-                            placement,
-                            series,
-                            shapes,
-                            whole,
-                            corner=False,
-                            labelled=outside,
-                            marks=marks,
-                        )
-                        if corner is not None:
-                            (cx0, cx1), (cy0, cy1) = corner
-                            ax.add_patch(
-                                Rectangle(
-                                    (cx0, cy0),
-                                    cx1 - cx0,
-                                    cy1 - cy0,
-                                    fill=False,
-                                    ec="#888888",
-                                    lw=0.8,
-                                    ls="--",
-                                    zorder=1,
-                                )
-                            )
+                        region, labelled = whole, (lambda p: corner is None or not _inside(p, corner))
                     else:
                         ax.set_title(f"{name}: the dashed box magnified", loc="left", fontsize=9)
-                        _panel(
-                            ax,
-                            renderer,
-                            placement,
-                            series,
-                            shapes,
-                            corner,
-                            corner=True,
-                            labelled=lambda p: _inside(p, corner),
-                            marks=marks,
+                        region, labelled = corner, (lambda p: _inside(p, corner))
+                    _panel(
+                        ax,
+                        renderer,
+                        placement,
+                        series,
+                        shapes,
+                        region,
+                        corner=kind == "corner",
+                        labelled=labelled,
+                        marks=marks,
+                    )
+                    if kind == "whole" and corner is not None:
+                        (cx0, cx1), (cy0, cy1) = corner
+                        box = Rectangle(
+                            (cx0, cy0), cx1 - cx0, cy1 - cy0, fill=False, ec="#888888", lw=0.8, ls="--"
                         )
+                        ax.add_patch(box)
                     ax.set_xlabel("arithmetic intensity, FLOP per byte (least traffic)", fontsize=8.5)
                     if col == 0:
                         ax.set_ylabel("attained TFLOP/s", fontsize=8.5)
                 row += 1
 
         y = (caption_h + legend_h) / height
-        first = fig.legend(
-            handles=handles,
-            loc="upper left",
-            bbox_to_anchor=(0.0, y),
-            ncol=2,
-            frameon=False,
-            fontsize=_TEXT_PT,
-            handlelength=1.8,
-            columnspacing=1.2,
-        )
+        common = {"loc": "upper left", "frameon": False, "fontsize": _TEXT_PT, "columnspacing": 1.2}
+        first = fig.legend(handles=handles, bbox_to_anchor=(0.0, y), ncol=2, handlelength=1.8, **common)
         below = first.get_window_extent(renderer).y0 / fig.dpi / height
-        second = fig.legend(
-            handles=shape_handles,
-            loc="upper left",
-            bbox_to_anchor=(0.0, below),
-            ncol=3,
-            frameon=False,
-            fontsize=_TEXT_PT,
-            title="benchmarks, one marker shape each",
-            title_fontsize=_TEXT_PT,
-            alignment="left",
-            columnspacing=1.2,
-        )
+        title = {
+            "title": "benchmarks, one marker shape each",
+            "title_fontsize": _TEXT_PT,
+            "alignment": "left",
+        }
+        second = fig.legend(handles=shape_handles, bbox_to_anchor=(0.0, below), ncol=3, **title, **common)
         fig.add_artist(first)
         fig.suptitle(
             "Every benchmark on its GPU's roofline, from the committed records",

@@ -243,6 +243,30 @@ def test_a_record_of_any_benchmark_is_placed_without_code(tmp_path):
     ]
 
 
+#: The same kernel in two storage dtypes: half the bytes in bfloat16, so twice the intensity.
+TWO_DTYPES = Benchmark(
+    **{
+        **{f: getattr(NEW_KERNEL, f) for f in NEW_KERNEL.__dataclass_fields__},
+        "name": "new_two_dtypes",
+        "axes": (("dtype", ("float32", "bfloat16", "float16")),),
+        "bytes": lambda n, dtype: metrics.elementwise_bytes(n, 4 if dtype == "float32" else 2, n_inputs=1),
+        "flops": lambda n, dtype: 8 * n,
+    }
+)
+
+
+def test_combinations_at_other_intensities_are_drawn_too(tmp_path):
+    record = synthetic_record(TWO_DTYPES, n_x=2)
+    record["ceilings"]["copy_gbps"] = HARDWARE["ceilings"]["copy_gbps"] | {"label": "copy bandwidth"}
+    placement = load_gpu(_gpu_folder(tmp_path, record), root=tmp_path)
+    subjects = [s for s in chart_series(placement) if s.role == "subject"]
+    # float16 has bfloat16's intensity on the same (float32) roof: one point for both.
+    assert [(s.name, s.largest.intensity) for s in subjects] == [
+        ("new_two_dtypes fp32", 1.0),
+        ("new_two_dtypes bf16", 2.0),
+    ]
+
+
 def test_a_malformed_record_is_skipped_with_its_reason(tmp_path):
     gpu = _gpu_folder(tmp_path, {"benchmark": "broken", "rows": []})
     placement = load_gpu(gpu, root=tmp_path)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,13 +42,15 @@ BANDWIDTH_KEY = "copy_gbps"
 DEFAULT_ROOF = "fp32_tflops"
 #: The metrics whose rows are GPU times of one call (others: host time, peak memory).
 PLACED_METRICS = ("GB/s", "TFLOP/s")
+#: Intensities within this factor of each other are one point of the chart (see :func:`chart_series`).
+SAME_INTENSITY = 1.1
 #: A call shorter than this many times the shortest kernel time measured on the GPU
 #: spends at least half its time on the fixed cost of a launch, not on its work.
 LAUNCH_FACTOR = 2.0
 
 
 def _number(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
@@ -444,13 +447,29 @@ _SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
 
 
 def _drawn_combos(points: list[Point]) -> list[dict]:
-    """A benchmark's combinations the chart draws: the first of each roof (so a dtype axis
-    whose dtypes have their own roofs shows each), in the record's order."""
-    seen: dict[str, dict] = {}
+    """A benchmark's combinations the chart draws, in the record's order: the first of each
+    roof (a dtype axis whose dtypes have their own roofs shows each), and any other whose
+    kernel under study reaches, at its largest size, an intensity more than
+    :data:`SAME_INTENSITY` away from every one drawn on that roof (an elementwise kernel
+    in two dtypes, say). A causal combination is left to its non-causal counterpart,
+    which :func:`chart_series` pairs it with."""
+    combos: list[dict] = []
     for p in points:
-        if p.role == "subject":
-            seen.setdefault(p.roof, p.axes)
-    return list(seen.values())
+        if p.role == "subject" and p.axes not in combos:
+            combos.append(p.axes)
+    drawn: list[tuple[dict, Point]] = []
+    for combo in combos:
+        if combo.get("causal") is True and {**combo, "causal": False} in combos:
+            continue
+        top = max(
+            (p for p in points if p.role == "subject" and p.axes == combo), key=lambda p: (p.flops, p.n_bytes)
+        )
+        if all(
+            q.roof != top.roof or abs(math.log(q.intensity / top.intensity)) > math.log(SAME_INTENSITY)
+            for _, q in drawn
+        ):
+            drawn.append((combo, top))
+    return [combo for combo, _ in drawn]
 
 
 def chart_series(placement: Placement) -> list[Series]:

@@ -83,15 +83,21 @@ def _overlap(a, b) -> float:
     return w * h if w > 0 and h > 0 else 0.0
 
 
-def _place_labels(ax, renderer, labels, obstacles: list) -> None:
-    """Put each ``(x, y, text, color)`` of ``labels`` beside its point where it overlaps
-    nothing in ``obstacles`` (display boxes) and stays inside the axes, joined to the
-    point by a thin line when it had to move away; where it overlaps least otherwise.
-    Each placed label joins ``obstacles``."""
+#: Where a letter may go beside its ring, in points, tried in order.
+_LETTER_OFFSETS = ((-8, 8), (8, 8), (-8, -8), (8, -8), (-13, 0), (13, 0), (0, 13), (0, -13))
+
+
+def _place_labels(ax, renderer, labels, obstacles: list, offsets=_OFFSETS, **style) -> None:
+    """Put each ``(x, y, text, color)`` of ``labels`` at the first of ``offsets`` (points)
+    from its point where it overlaps nothing in ``obstacles`` (display boxes) and stays
+    inside the axes, joined to the point by a thin line when it had to move away; where
+    it overlaps least otherwise. Each placed label joins ``obstacles``; ``style`` goes to
+    the text (a font weight, say)."""
     frame = ax.get_window_extent(renderer)
+    style = {"fontsize": _TEXT_PT, "zorder": 8} | style
     for x, y, text, color in labels:
         best = None
-        for dx, dy in _OFFSETS:
+        for dx, dy in offsets:
             far = abs(dx) > 10 or abs(dy) > 10
             t = ax.annotate(
                 text,
@@ -100,11 +106,12 @@ def _place_labels(ax, renderer, labels, obstacles: list) -> None:
                 textcoords="offset points",
                 ha="left" if dx > 0 else "right" if dx < 0 else "center",
                 va="bottom" if dy > 0 else "top" if dy < 0 else "center",
-                fontsize=_TEXT_PT,
                 color=color,
-                zorder=8,
-                arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "#777777", "shrinkB": 4} if far else None,
+                arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "#777777", "shrinkB": 4}
+                if far and offsets is _OFFSETS
+                else None,
                 bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.8},
+                **style,
             )
             box = t.get_window_extent(renderer)
             outside = box.width * box.height - _overlap(box, frame)
@@ -355,24 +362,15 @@ def _panel(ax, renderer, placement, series, shapes, region, *, corner: bool, lab
     if not corner:
         obstacles.append(_roof_table(ax, placement).get_window_extent(renderer))
     obstacles += [_box(ax, p.intensity, p.tflops, 5) for p, kind, _ in drawn if kind != "shape"]
+    rings = []
     for letter, (bench, provider, axes) in marks.items():
         p = placement.largest(bench, provider, **axes)
         if p is None or not labelled(p):
             continue
         ax.plot([p.intensity], [p.tflops], "o", ms=17, mfc="none", mec=_MARK_COLOR, mew=1.4, zorder=7)
-        t = ax.annotate(
-            letter,
-            (p.intensity, p.tflops),
-            xytext=(-8, 8),
-            textcoords="offset points",
-            ha="right",
-            va="bottom",
-            fontsize=10,
-            fontweight="bold",
-            color=_MARK_COLOR,
-            zorder=9,
-        )
-        obstacles += [_box(ax, p.intensity, p.tflops, 10), t.get_window_extent(renderer)]
+        obstacles.append(_box(ax, p.intensity, p.tflops, 10))
+        rings.append((p.intensity, p.tflops, letter, _MARK_COLOR))
+    _place_labels(ax, renderer, rings, obstacles, _LETTER_OFFSETS, fontsize=10, fontweight="bold", zorder=9)
     order = {"subject": 0, "shape": 2}
     seen = set()
     labels = []

@@ -100,7 +100,7 @@ for name, (flops, n_bytes) in examples.items():
 # and reductions compute on); kernels that are not matmuls are read against it.
 # The datasheet's figures are drawn beside the measured ones, dotted.
 
-from gpuperf.bench import roofline
+from gpuperf.bench import records, roofline
 from gpuperf.bench.plotting import format_rate, short_gpu_name
 
 placements = [roofline.load_gpu(gpu) for gpu in roofline.gpus()]
@@ -161,8 +161,14 @@ MARKS = {
     "B": ("matmul", "triton", {"dtype": "bfloat16"}),
     "C": ("softmax", "naive", {}),
 }
-roofline_plot.plot(placements, marks=MARKS)
-plt.show()
+if any(placement.points for placement in placements):
+    roofline_plot.plot(placements, marks=MARKS)
+    plt.show()
+else:
+    print(
+        f"MISSING: no GPU under {records.measurements_dir()} has ceilings and records to place; "
+        "run `nox -s bench` on a GPU and commit what it writes."
+    )
 
 # %%
 # The numbers behind the chart: every kernel under study and its baseline at
@@ -246,7 +252,7 @@ for placement in placements:
 # registers (the tiling of tutorial 03). The distance that remains is time the
 # tensor cores spend waiting: on loads that were not issued early enough, on
 # the pipeline filling and draining around each tile, on the last wave of
-# tiles that leaves some SMs idle. Tutorial 06 closes most of it with a
+# tiles that leaves some SMs idle. Tutorial 06 attacks it with a
 # persistent grid (one program per SM, so the tail of one tile overlaps the
 # start of the next), TMA loads and warp specialization (its share of the roof
 # is printed above). The roof is itself a measurement with a spread (its
@@ -410,6 +416,8 @@ for placement in placements:
             if p.x == max(q.x for q in placement.find("attention_forward", p.provider)):
                 shares.setdefault(p.provider, {})[head_dim] = placement.fraction(p)
     both = {k: v for k, v in shares.items() if len(v) == 2}
+    if not both:
+        continue
     cells = ", ".join(f"{k} {100 * v[64]:.0f}% / {100 * v[128]:.0f}%" for k, v in both.items())
     lower = sum(v[64] < v[128] for v in both.values())
     print(f"{short_gpu_name(placement.gpu)}, attention forward fp16, share of the roof at D = 64 / D = 128:")

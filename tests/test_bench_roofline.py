@@ -267,11 +267,16 @@ def test_combinations_at_other_intensities_are_drawn_too(tmp_path):
     ]
 
 
-def test_a_malformed_record_is_skipped_with_its_reason(tmp_path):
+def test_a_malformed_record_is_skipped_with_its_reason(tmp_path, monkeypatch):
     gpu = _gpu_folder(tmp_path, {"benchmark": "broken", "rows": []})
     placement = load_gpu(gpu, root=tmp_path)
     assert placement.points == []
     assert placement.skipped[0][0] == "broken" and placement.skipped[0][1].startswith("malformed record")
+    # Nothing to place: no table section, no chart.
+    monkeypatch.setenv("GPUPERF_TABLES", "text")
+    assert roofline.table([placement]) == ""
+    with pytest.raises(ValueError, match="at least one GPU with a placed record"):
+        roofline_plot.plot([placement])
 
 
 def test_a_gpu_without_hardware_json_is_refused(tmp_path):

@@ -553,6 +553,7 @@ def table(placements: list[Placement]) -> str:
                     Cell(f"{100 * frac:.0f}%", frac),
                 ]
             )
-        sections.append(section)
+        if section.rows:
+            sections.append(section)
     notes = [note for p in placements for note in p.notes]
     return render(sections, notes)

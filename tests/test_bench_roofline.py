@@ -372,3 +372,20 @@ def test_chart_of_the_committed_records():
     assert any(t.startswith("causal") for t in texts)
     with pytest.raises(ValueError, match="at least one GPU with a placed record"):
         roofline_plot.plot([])
+
+
+def test_the_panels_hold_every_point_they_label():
+    placements = [load_gpu(g) for g in GPUS]
+    every = [chart_series(p) for p in placements]
+    whole, corner = roofline_plot.regions(placements, every)
+    ridge = max(r.ridge for p in placements for r in p.roofs.values())
+    for placement, series in zip(placements, every, strict=True):
+        for s in series:
+            top = s.largest
+            assert roofline_plot._inside(top, whole), (s.name, s.provider)
+            if s.role != "other" and top.intensity >= ridge:
+                assert roofline_plot._inside(top, corner), (s.name, s.provider)
+        # The limits the chart names: the slowest launch-bound size and the causal pairs.
+        notes = dict((text.split(":")[0], p) for p, text in roofline_plot.limit_notes(placement, series))
+        assert placement.launch_bound(notes["launch-bound"])
+        assert notes["causal"].axes["causal"] is True

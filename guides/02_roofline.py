@@ -247,9 +247,10 @@ for placement in placements:
     print(line)
 
 # %%
-# Right of the ridge, bandwidth no longer matters: the kernel reads each byte
-# from memory once but reuses it thousands of times from shared memory and
-# registers (the tiling of tutorial 03). The distance that remains is time the
+# Right of the ridge, bandwidth no longer matters: each element the kernel
+# loads into shared memory is reused across a whole tile of outputs from shared
+# memory and registers (the tiling of tutorial 03), and the L2 cache serves most
+# of the tiles' repeated loads. The distance that remains is time the
 # tensor cores spend waiting: on loads that were not issued early enough, on
 # the pipeline filling and draining around each tile, on the last wave of
 # tiles that leaves some SMs idle. Tutorial 06 attacks it with a
@@ -364,11 +365,11 @@ for placement in placements:
     )
 
 # %%
-# In a real model the opposite happens too: a small activation written by one
-# kernel and read by the next stays in L2, and the second kernel beats the HBM
+# In a real model it goes further: a small activation written by one kernel
+# and read by the next is still in L2, and the second kernel can beat the HBM
 # roof. Read points at sizes under a few tens of megabytes against an L2 roof,
-# not the HBM one (the profiling tools of the guides measure which one served
-# the bytes).
+# not the HBM one (Nsight Compute's memory counters say which level served the
+# bytes).
 #
 # **Uneven work (causal attention, dotted pairs).** Causal attention lets each
 # query see only the keys before it: half the score matrix. The FLOP count

@@ -183,9 +183,12 @@ print(roofline.table(placements))
 # -----------------
 #
 # **A: memory-bound, on its roof.** Vector add does one addition per 12 bytes.
-# At :math:`2^{28}` elements (3 GiB of traffic) the Triton kernel of
-# :ref:`tutorial 01 <sphx_glr_tutorials_01_vector_add.py>` sits on the
-# bandwidth slope:
+# At its largest size the Triton kernel of :ref:`tutorial 01
+# <sphx_glr_tutorials_01_vector_add.py>` sits on the bandwidth slope:
+
+
+from gpuperf.bench import catalog
+from gpuperf.bench.plotting import format_x
 
 
 def largest(placement, key):
@@ -198,7 +201,8 @@ for placement in placements:
     if p is None:
         continue
     print(
-        f"{short_gpu_name(placement.gpu):<15} vector add 2^28: {p.gbps:,.0f} GB/s = {p.tflops:.3f} TFLOP/s, "
+        f"{short_gpu_name(placement.gpu):<15} vector add {format_x(p.x)}: {p.gbps:,.0f} GB/s = "
+        f"{p.tflops:.3f} TFLOP/s, "
         f"{100 * placement.fraction(p):.0f}% of the roof at {p.intensity:.3f} FLOP/B "
         f"({roofline.bound_by(placement, p)}-bound: its roof's ridge is at "
         f"{placement.roof_of(p).ridge / p.intensity:,.0f}x its intensity)"
@@ -223,9 +227,10 @@ if len(placements) > 1 and all(largest(p, "A") for p in placements[:2]):
 # H200 raises the slope itself, and the rate follows the bandwidth, as the
 # model predicts for a memory-bound kernel.
 #
-# **B: compute-bound, close to its roof.** A bf16 matmul at :math:`8192^3`
-# does :math:`8192/3` FLOPs per byte, an order of magnitude right of the ridge.
-# :ref:`Tutorial 03 <sphx_glr_tutorials_03_matmul.py>`'s kernel:
+# **B: compute-bound, close to its roof.** A square bf16 matmul of side
+# :math:`n` does :math:`n/3` FLOPs per byte; at the largest size measured that
+# is an order of magnitude right of the ridge. :ref:`Tutorial 03
+# <sphx_glr_tutorials_03_matmul.py>`'s kernel:
 
 for placement in placements:
     p = largest(placement, "B")
@@ -236,7 +241,8 @@ for placement in placements:
     cublas = placement.largest("matmul", "cublas", dtype="bfloat16")
     persistent = placement.largest("matmul_persistent", "triton")
     line = (
-        f"{short_gpu_name(placement.gpu):<15} matmul bf16 8192^3: {p.tflops:.0f} TFLOP/s, "
+        f"{short_gpu_name(placement.gpu):<15} matmul bf16 {format_x(p.x)}: {p.intensity:.0f} FLOP/B, "
+        f"{p.tflops:.0f} TFLOP/s, "
         f"{100 * placement.fraction(p):.0f}% of the {roof.label} roof ({roof.peak_tflops:.0f}; its own "
         f"20th-80th percentiles {spread['value_p20']:.0f}-{spread['value_p80']:.0f})"
     )
@@ -264,10 +270,10 @@ for placement in placements:
 #
 # **C: far below its roof.** Softmax written naively in eager PyTorch
 # (:ref:`tutorial 02 <sphx_glr_tutorials_02_fused_softmax.py>`), five kernels,
-# on rows of 32768 float32. It is drawn at softmax's intensity, 5 FLOPs per 8
-# bytes, the same point as the fused Triton kernel:
+# on its longest rows. It is drawn at softmax's intensity, 5 FLOPs per 8 bytes
+# of float32, the same point as the fused Triton kernel:
 
-rows = 4096
+rows = catalog.SOFTMAX_ROWS
 for placement in placements:
     naive, fused = largest(placement, "C"), placement.largest("softmax", "triton")
     if naive is None or fused is None:
@@ -313,8 +319,6 @@ for placement in placements:
 # point drops far below the roof, because the time is the fixed cost and not
 # the bytes. The model has no term for it. Markers are hollow where a call took
 # less than twice the shortest kernel time measured on that GPU:
-
-from gpuperf.bench.plotting import format_x
 
 for placement in placements:
     floor = placement.launch_floor_ms()

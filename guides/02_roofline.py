@@ -268,6 +268,26 @@ for placement in placements:
 # <sphx_glr_tutorials_05_fp8_matmul.py>`) doubles the tensor cores' peak, and
 # the fp8 roof sits above every bf16 one.
 #
+# Not every matmul is compute-bound. The same kernel on a product with one
+# small dimension, the decode-time projection labelled on the chart, does about
+# as many FLOPs per byte as that dimension is long (:math:`2MNK` over about
+# :math:`2NK` bytes of weights) and falls left of the ridge, on the slope:
+
+for placement in placements:
+    skinny = [p for p in placement.find("matmul", "triton", dtype="bfloat16") if min(p.x) < 64]
+    for p in skinny:
+        print(
+            f"{short_gpu_name(placement.gpu):<15} matmul bf16 {format_x(p.x)}: {p.intensity:.1f} FLOP/B, "
+            f"{roofline.bound_by(placement, p)}-bound, {p.gbps:,.0f} GB/s = "
+            f"{100 * placement.fraction(p):.0f}% of its roof"
+        )
+
+# %%
+# There the weights are read once and used for a handful of tokens only: the
+# time is the time to stream the weight matrix, and what helps is what helps
+# any memory-bound kernel (fewer bytes per weight, FP8 weights say, or more
+# tokens per read by batching requests).
+#
 # **C: far below its roof.** Softmax written naively in eager PyTorch
 # (:ref:`tutorial 02 <sphx_glr_tutorials_02_fused_softmax.py>`), five kernels,
 # on its longest rows. It is drawn at softmax's intensity, 5 FLOPs per 8 bytes

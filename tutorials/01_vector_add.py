@@ -203,3 +203,6 @@ if mid:
 # the measured bandwidth, and compare the time you get with that floor. If a
 # kernel reaches the floor, it is done; the only way to go faster is to move
 # fewer bytes, which is what fusion (the next tutorial) is about.
+#
+# The :ref:`roofline guide <sphx_glr_guides_02_roofline.py>` draws this kernel
+# beside every other one on the site, against the same measured roofs.

@@ -881,3 +881,6 @@ assert "torch.ops.gpuperf.matmul" in ops
 # against a baseline whose main loop is faster, fusion alone does not close the
 # gap. And measure the host's cost per call as well as the GPU's, because below
 # a few tens of microseconds of GPU work it is the host that sets the pace.
+#
+# The :ref:`roofline guide <sphx_glr_guides_02_roofline.py>` places every size of
+# this kernel against the measured roofs, from launch-bound to compute-bound.

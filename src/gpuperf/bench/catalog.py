@@ -831,13 +831,13 @@ def _fp8_operands(shape, device, scaling="tensor", accumulation="float32"):
 
 
 def _fp8_provider(key: str, label: str, which: str = "best") -> Provider:
-    def config(a, b, *rest):
+    def config(a, b, scale_a, scale_b, fast):
         from gpuperf.kernels.matmul_fp8 import fp8_config
 
-        return fp8_config(a, b, which)
+        return fp8_config(a, b, which, fast_accum=fast)
 
     def make(a, b, scale_a, scale_b, fast):
-        chosen = config(a, b)
+        chosen = config(a, b, scale_a, scale_b, fast)
         return lambda: _kernels().matmul_fp8(a, b, scale_a, scale_b, fast_accum=fast, config=chosen)
 
     return Provider(key, label, make, config=lambda *inputs: config(*inputs).as_dict())

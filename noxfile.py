@@ -95,4 +95,9 @@ def bench(session: nox.Session) -> None:
         session.run("python", "scripts/ncu_matmul_order.py")
     else:
         session.log("ncu (Nsight Compute) not found: tutorial 03 keeps its committed L2 counters")
+    # The profiling guide's captures; its ncu part needs ncu, its load_inline part nvcc and ninja.
+    parts = ["cuda", "benchmark", "timing", "launch", "profiler", "proton"] + (
+        ["ncu"] if shutil.which("ncu") else []
+    )
+    session.run("python", "scripts/profile_capture.py", "--only", *parts)
     session.run("python", "scripts/explore_configs.py")

@@ -10,11 +10,16 @@
 #   bash scripts/device_run.sh attention-bwd   attention backward benchmark (both with the committed sweep)
 #   bash scripts/device_run.sh persistent  tests of the persistent and FP8 matmuls, their tuning sweeps and
 #                                          benchmarks, host time per call, compute-sanitizer
+#   bash scripts/device_run.sh persistent-fp8  the same, re-tuning only the FP8 sweep (the committed bfloat16
+#                                          sweep is kept: for a change that leaves the bfloat16 kernels as they are)
 #   bash scripts/device_run.sh attention   attention forward, backward and peak-memory benchmarks (committed sweep);
 #                                          about 8 minutes on an H100, 10 with start-up: where one call
 #                                          is limited to 10 minutes, run attention-fwd and attention-bwd
 #   bash scripts/device_run.sh sweep     the launch-configuration sweep of tutorials 01-02
 #   bash scripts/device_run.sh docs      the site built with live measurements
+#   bash scripts/device_run.sh profiling  the profiling guide's captures (scripts/profile_capture.py:
+#                                        timings, torch.profiler trace, ncu, proton, load_inline) and
+#                                        the row-mean GPU tests
 #   bash scripts/device_run.sh strategy  the optimization-strategy guide: GELU, add-ReLU-mul and strided-copy
 #                                        tests and benchmarks, kernels per call, Inductor's code, compile modes
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
@@ -50,10 +55,27 @@ for mode in "$@"; do
           tests/test_library.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed" 
         time python3 -m gpuperf.bench matmul_persistent matmul_fp8 host_overhead
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
+      persistent-fp8)  # as persistent, but re-tunes only the FP8 sweep (the bfloat16 one is kept)
+        python3 -m pytest -q -p no:cacheprovider tests/test_matmul_persistent.py tests/test_matmul_fp8.py \
+          tests/test_library.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
+        python3 -c 'from gpuperf.bench import catalog, tuning
+print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.FP8_SHAPES)))'
+        time python3 -m gpuperf.bench --no-tune matmul_persistent matmul_fp8 host_overhead
+        compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
       attention) time python3 -m gpuperf.bench --no-tune attention_memory attention_forward attention_backward ;;
       attention-fwd) time python3 -m gpuperf.bench --no-tune attention_memory attention_forward ;;
       attention-bwd) time python3 -m gpuperf.bench --no-tune attention_backward ;;
       sweep) python3 scripts/explore_configs.py ;;
+      profiling)
+        export GPUPERF_PROFILE_SCRATCH=/tmp/gpuperf-profile && rm -rf "$GPUPERF_PROFILE_SCRATCH"
+        time timeout 360 python3 scripts/profile_capture.py
+        # The tests reuse the extension the capture built (load_inline finds it by its hash).
+        export TORCH_EXTENSIONS_DIR="$GPUPERF_PROFILE_SCRATCH/torch-extensions"
+        timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_row_mean.py tests/test_bench_profiling.py \
+          2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
+        # The guide itself, on a GPU, drawing the records it reads (no live re-measurement).
+        (cd guides && GPUPERF_BENCH=records MPLBACKEND=Agg timeout 120 python3 01_profiling.py >"$OUT/guide.log" 2>&1;
+         echo "guides/01_profiling.py exited with $?") ;;
       docs)
         # Sphinx, sphinx-gallery and furo travel as wheels in .whl (the image has none).
         python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1

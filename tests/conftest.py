@@ -27,3 +27,18 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def device() -> str:
     return DEVICE
+
+
+@pytest.fixture
+def ampere_gpu(monkeypatch):
+    """The GPU reads as compute capability 8.0 (no FP8 tensor cores, no TMA) during the test.
+
+    The kernels ask a device's capability once and keep it, so the kept answers are
+    dropped before and after."""
+    from gpuperf.kernels.matmul_persistent import capability
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    capability.cache_clear()
+    yield
+    monkeypatch.undo()
+    capability.cache_clear()

@@ -1,5 +1,7 @@
 """FP8: quantization with scales, and the scaled FP8 matmul against the float32 reference."""
 
+import json
+
 import pytest
 import torch
 
@@ -167,9 +169,8 @@ def test_bad_options_are_rejected():
 
 
 @pytest.mark.gpu
-def test_gpu_without_fp8_tensor_cores_gets_a_clear_error(monkeypatch):
+def test_gpu_without_fp8_tensor_cores_gets_a_clear_error(ampere_gpu):
     a, b, scale_a, scale_b = operands(64, 64, 64)
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
     with pytest.raises(RuntimeError, match=r"compute capability 8\.9"):
         matmul_fp8(a, b, scale_a, scale_b)
 
@@ -207,3 +208,59 @@ def test_float32_outputs_get_a_pipeline_that_leaves_room_for_the_output_tile():
     assert fit_output(tuned, torch.bfloat16) == tuned
     small = PersistentConfig(128, 128, 128, num_stages=4)
     assert fit_output(small, torch.float32) == small
+
+
+def _sweep_entry(accumulation, variant, shape, config):
+    entry = {"variant": variant, "shape": list(shape), "config": config.as_dict(), "ms": 1.0, "tflops": 1.0}
+    return entry if accumulation is None else {"accumulation": accumulation, **entry}
+
+
+def test_each_accumulation_reads_its_own_sweep(tmp_path, monkeypatch):
+    """Promotion stalls the tensor cores once per step along K, so float32-promoted FP8 is
+    tuned apart from fast accumulation; a sweep entry that names no accumulation is fast."""
+    from gpuperf.kernels import _persistent_configs as configs
+
+    fast, promoted, legacy = (PersistentConfig(128, 256, 128), PersistentConfig(128, 128, 256),
+                              PersistentConfig(128, 128, 128, num_stages=4))  # fmt: skip
+    best = [
+        _sweep_entry("fast", "best", (4096, 4096, 4096), fast),
+        _sweep_entry("float32", "best", (4096, 4096, 4096), promoted),
+        _sweep_entry(None, "tma", (4096, 4096, 4096), legacy),
+    ]
+    (tmp_path / "gpu-x").mkdir()
+    (tmp_path / "gpu-x" / "matmul_fp8.json").write_text(json.dumps({"best": best}))
+    monkeypatch.setattr(configs, "TUNED_DIR", tmp_path)
+    configs.forget_tuned()
+    try:
+        assert configs.tuned_config("matmul_fp8", "gpu-x", 4000, 4000, 4000) == fast
+        assert configs.tuned_config("matmul_fp8", "gpu-x", 4000, 4000, 4000, "best", "float32") == promoted
+        assert configs.tuned_config("matmul_fp8", "gpu-x", 4000, 4000, 4000, "tma", "fast") == legacy
+        assert configs.tuned_config("matmul_fp8", "gpu-x", 4000, 4000, 4000, "tma", "float32") is None
+    finally:
+        monkeypatch.undo()
+        configs.forget_tuned()
+
+
+def test_promoted_candidates_include_deeper_steps():
+    from gpuperf.kernels._persistent_configs import FP8_PROMOTED_CANDIDATES, candidates, variant
+
+    kept = candidates("matmul_fp8", 8192, 8192, 4096, "float32")
+    assert set(kept) <= set(FP8_PROMOTED_CANDIDATES)
+    assert {c.block_k for c in kept} == {128, 256}
+    assert {variant(c) for c in kept} == {"pointer", "tma", "tma_ws"}
+    assert 256 not in {c.block_k for c in candidates("matmul_fp8", 8192, 8192, 4096, "fast")}
+
+
+def test_sweep_table_shows_each_accumulation():
+    from gpuperf.bench.tuning import persistent_sweep_table
+
+    config = PersistentConfig(128, 128, 256)
+    trials = [
+        {"shape": [64, 64, 64], "accumulation": acc, "status": "ok", "variant": "tma"}
+        for acc in ("fast", "float32")
+    ]
+    speeds = (("fast", 900.0), ("float32", 700.0))
+    best = [_sweep_entry(acc, "best", (64, 64, 64), config) | {"tflops": t} for acc, t in speeds]
+    table = persistent_sweep_table({"trials": trials, "best": best}).splitlines()
+    assert "accumulation" in table[0]
+    assert "fast" in table[1] and "float32" in table[2] and "128x128x256" in table[2]

@@ -130,8 +130,7 @@ def test_tuned_config_at_real_sizes(shape):
 
 
 @pytest.mark.gpu
-def test_gpu_without_tma_gets_a_clear_error(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+def test_gpu_without_tma_gets_a_clear_error(ampere_gpu):
     a = randn((64, 64), torch.bfloat16)
     with pytest.raises(RuntimeError, match=r"compute capability 9\.0"):
         matmul_persistent(a, a)
@@ -155,3 +154,22 @@ def test_cached_launches_tell_dtypes_and_layouts_apart():
             b = b.t().contiguous().t()
         out = matmul_persistent(a, b, config=config)
         assert_close(f"matmul_persistent {dtype} col={col}", matmul_ref(a, b), out, k=192)
+
+
+def test_launch_cache_keys_descriptors_by_dtype_and_block():
+    """Triton compiles a kernel per descriptor dtype and block shape: so must the cache key."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from gpuperf.kernels.matmul_persistent import _DescriptorLauncher
+
+    def key_and_args(dtype, block):
+        t = torch.zeros(64, 64, dtype=dtype)
+        desc = TensorDescriptor(t, [64, 64], [64, 1], block)
+        key, args = _DescriptorLauncher._key_and_args((desc, t, 64, 7), (32, True), 4, 3, 0)
+        return key, args, desc
+
+    key, args, desc = key_and_args(torch.float16, [32, 32])
+    assert args[0] is desc and args[2:] == [64, 7]  # the descriptor passes as it is
+    assert key == key_and_args(torch.float16, [32, 32])[0]
+    assert key != key_and_args(torch.bfloat16, [32, 32])[0]
+    assert key != key_and_args(torch.float16, [64, 32])[0]

@@ -204,4 +204,7 @@ if mid:
 # kernel reaches the floor, it is done; the only way to go faster is to move
 # fewer bytes, which is what fusion (the next tutorial) is about.
 #
+# The :ref:`roofline guide <sphx_glr_guides_02_roofline.py>` draws this kernel
+# beside every other one on the site, against the same measured roofs.
+#
 # See also the :ref:`optimization-strategy guide <sphx_glr_guides_03_optimization_strategy.py>`.

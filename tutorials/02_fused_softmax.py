@@ -220,4 +220,8 @@ if frac_long:
 # does not fit on chip, restructure the algorithm (the online softmax) so it
 # needs fewer passes, and order the passes so the cache serves what it can.
 #
+# The :ref:`roofline guide <sphx_glr_guides_02_roofline.py>` reads the naive
+# and the fused softmax against the same roof: the distance between them is the
+# extra traffic.
+#
 # See also the :ref:`optimization-strategy guide <sphx_glr_guides_03_optimization_strategy.py>`.

@@ -882,4 +882,7 @@ assert "torch.ops.gpuperf.matmul" in ops
 # gap. And measure the host's cost per call as well as the GPU's, because below
 # a few tens of microseconds of GPU work it is the host that sets the pace.
 #
+# The :ref:`roofline guide <sphx_glr_guides_02_roofline.py>` places every size of
+# this kernel against the measured roofs, from launch-bound to compute-bound.
+#
 # See also the :ref:`optimization-strategy guide <sphx_glr_guides_03_optimization_strategy.py>`.

@@ -382,3 +382,7 @@ if mem_ratio:
 # for grouped heads), float16 or bfloat16, head dims 16 to 128, and any strides;
 # it differentiates with respect to ``q``, ``k`` and ``v``. It has no dropout, no
 # arbitrary mask and no bias: FlexAttention is the tool for those.
+#
+# The :ref:`roofline guide <sphx_glr_guides_02_roofline.py>` shows causal and
+# non-causal attention side by side against the tensor cores' roof, and what the
+# model cannot see in them.

@@ -189,8 +189,9 @@ for bad in [
 # K; cuBLASLt therefore promotes the partial sums into a float32 accumulator at
 # intervals, unless asked for ``use_fast_accum=True``. Triton exposes the same
 # choice as ``tl.dot(..., max_num_imprecise_acc=n)``: promote every ``n``
-# products. ``matmul_fp8`` promotes once per step along K (every 128 products)
-# by default and not at all with ``fast_accum=True``. On the H100, at
+# products. ``matmul_fp8`` promotes once per step along K by default (every
+# ``BLOCK_K`` products: 128 or 256, whichever the sweep found faster) and not at
+# all with ``fast_accum=True``. On the H100, at
 # 8192 x 8192 x 4096, both libraries' fast results were off the float64
 # reference by up to 2.3 (outputs of typical magnitude 64), twice the 1.0 of the
 # promoted ones; the benchmark's correctness check allows fast accumulation an
@@ -218,7 +219,7 @@ fp8.plot(accumulation="fast")
 plt.show()
 
 # %%
-# With float32 promotion every 128 products:
+# With float32 promotion once per step along K:
 
 print(fp8.table(accumulation="float32"))
 fp8.plot(accumulation="float32")
@@ -241,12 +242,29 @@ if fp8.record is not None:
 
 # %%
 # With fast accumulation, Triton's persistent TMA kernel keeps pace with
-# cuBLASLt. With promotion, it does not: each promotion waits for the
+# cuBLASLt. With promotion it falls behind: each promotion waits for the
 # asynchronous ``wgmma`` chain to finish before the float32 addition, so the
 # tensor cores idle while it runs, where cuBLASLt's hand-scheduled kernels
-# overlap the two with a second accumulator. (Promoting after every
+# overlap the two with a second accumulator. Promoting less often helps, which
+# is why this mode has its own sweep: it favours steps 256 deep along K (one
+# promotion per 256 products; still within the float32-promoted error bound)
+# and tiles that leave the pipeline more stages. (Promoting after every
 # instruction, ``max_num_imprecise_acc=0``, was slower still, at the same
-# error.) What remains is a scheduling gap, not arithmetic.
+# error.) What remains is a scheduling gap, not arithmetic. The configs the
+# sweep chose for each mode, per shape:
+
+if fp8.record is not None:
+    from gpuperf.kernels import PersistentConfig
+
+    for accumulation in ("fast", "float32"):
+        chosen = {
+            row["x"]: PersistentConfig(**row["config"]).label()
+            for row in fp8.record["rows"]
+            if row["provider"] == "triton"
+            and row["axes"] == {"scaling": "tensor", "accumulation": accumulation}
+            and row.get("config")
+        }
+        print(f"{accumulation:>8}: " + "; ".join(f"{'x'.join(map(str, x))} {c}" for x, c in chosen.items()))
 #
 # For the bfloat16 products at the same shapes, cuBLAS's results are on
 # :doc:`tutorial 06 <06_tma_persistent_matmul>`'s page: FP8 with fast

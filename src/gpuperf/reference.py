@@ -20,6 +20,11 @@ def softmax_ref(x: torch.Tensor) -> torch.Tensor:
     return torch.softmax(x.double(), dim=-1)
 
 
+def row_mean_ref(x: torch.Tensor) -> torch.Tensor:
+    """Mean over the last dimension in float64. Shape ``(..., N)`` -> ``(...)``; returns float64."""
+    return x.double().mean(dim=-1)
+
+
 def softmax_naive(x: torch.Tensor) -> torch.Tensor:
     """Softmax as written naively in eager PyTorch, one kernel per line.
 

@@ -11,6 +11,8 @@
 * :mod:`~gpuperf.bench.plotting`, :mod:`~gpuperf.bench.tables` and :mod:`~gpuperf.bench.report`:
   what a page shows, every GPU with records side by side.
 * :mod:`~gpuperf.bench.summary`: one headline per benchmark and GPU.
+* :mod:`~gpuperf.bench.roofline` and :mod:`~gpuperf.bench.roofline_plot`: every record of a GPU
+  placed against its measured roofs, and the chart of them.
 
 Run ``python -m gpuperf.bench`` (or ``nox -s bench``) on a GPU machine to refresh
 every committed record.

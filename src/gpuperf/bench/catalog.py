@@ -278,6 +278,42 @@ SOFTMAX_LONG = Benchmark(
     sources=("kernels/softmax.py", "kernels/_configs.py"),
 )
 
+# --- row mean (the profiling guide) ------------------------------------------------
+
+ROW_MEAN_ROWS = 4096
+
+
+def _row_mean(x):
+    return _kernels().row_mean(x)
+
+
+def _row_mean_cuda(x):
+    from gpuperf.kernels.row_mean_cuda import row_mean_cuda
+
+    return row_mean_cuda(x)
+
+
+ROW_MEAN = Benchmark(
+    name="row_mean",
+    title=f"Row mean, float32, {ROW_MEAN_ROWS} rows",
+    x_name="n_cols",
+    x_label="row length (columns)",
+    x_values=tuple(2**p for p in range(8, 16)),
+    make_inputs=lambda n, device: (torch.randn(ROW_MEAN_ROWS, n, device=device),),
+    reference=reference.row_mean_ref,
+    providers=(
+        Provider("triton", "Triton (gpuperf.kernels.row_mean)", call(_row_mean)),
+        Provider("cuda", "CUDA C++ via load_inline (row_mean_cuda)", call(_row_mean_cuda)),
+        Provider("torch", "x.mean(dim=-1)", call(lambda x: x.mean(dim=-1))),
+    ),
+    baseline="torch",
+    metric="GB/s",
+    bytes=lambda n: metrics.row_mean_bytes(ROW_MEAN_ROWS, n, element_size=4),
+    flops=lambda n: metrics.row_mean_flops(ROW_MEAN_ROWS, n),
+    ceiling="copy_gbps",
+    sources=("kernels/row_mean.py", "kernels/row_mean_cuda.py"),
+)
+
 # --- matmul -------------------------------------------------------------------------
 
 #: Square products from launch-bound to compute-bound, as (M, N, K).
@@ -795,13 +831,13 @@ def _fp8_operands(shape, device, scaling="tensor", accumulation="float32"):
 
 
 def _fp8_provider(key: str, label: str, which: str = "best") -> Provider:
-    def config(a, b, *rest):
+    def config(a, b, scale_a, scale_b, fast):
         from gpuperf.kernels.matmul_fp8 import fp8_config
 
-        return fp8_config(a, b, which)
+        return fp8_config(a, b, which, fast_accum=fast)
 
     def make(a, b, scale_a, scale_b, fast):
-        chosen = config(a, b)
+        chosen = config(a, b, scale_a, scale_b, fast)
         return lambda: _kernels().matmul_fp8(a, b, scale_a, scale_b, fast_accum=fast, config=chosen)
 
     return Provider(key, label, make, config=lambda *inputs: config(*inputs).as_dict())
@@ -955,6 +991,7 @@ ALL: tuple[Benchmark, ...] = (
     ATTENTION_MEMORY,
     MATMUL_PERSISTENT,
     MATMUL_FP8,
+    ROW_MEAN,
     GELU,
     ADD_RELU_MUL,
     STRIDED_COPY,

@@ -15,16 +15,24 @@ COPY_BYTES = 2**30
 #: Matmul size for the compute ceilings: large enough to fill every SM.
 MATMUL_SIZE = 8192
 
-#: Datasheet peaks (dense, no sparsity), for citation beside the measured ones.
+#: Datasheet peaks (dense, no sparsity; SXM), for citation beside the measured ones;
+#: ``fp32_tflops`` is the CUDA cores' float32 rate (not TF32 on tensor cores).
 #: Source: NVIDIA H100 Tensor Core GPU datasheet; H200 Tensor Core GPU datasheet.
 DATASHEET = {
     "NVIDIA H100 80GB HBM3": {
         "copy_gbps": 3350.0,
         "bf16_tflops": 989.0,
         "fp16_tflops": 989.0,
+        "fp32_tflops": 67.0,
         "fp8_tflops": 1979.0,
     },
-    "NVIDIA H200": {"copy_gbps": 4800.0, "bf16_tflops": 989.0, "fp16_tflops": 989.0, "fp8_tflops": 1979.0},
+    "NVIDIA H200": {
+        "copy_gbps": 4800.0,
+        "bf16_tflops": 989.0,
+        "fp16_tflops": 989.0,
+        "fp32_tflops": 67.0,
+        "fp8_tflops": 1979.0,
+    },
 }
 
 #: Ceiling key -> (label, unit).

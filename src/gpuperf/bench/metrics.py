@@ -134,6 +134,16 @@ def metric_values(
     return value(ms), min(a, b), max(a, b)
 
 
+def row_mean_bytes(n_rows: int, n_cols: int, element_size: int) -> int:
+    """Bytes moved by a row mean: the input read once, one value per row written."""
+    return (n_rows * n_cols + n_rows) * element_size
+
+
+def row_mean_flops(n_rows: int, n_cols: int) -> int:
+    """FLOPs of a row mean: one addition per element (the divisions per row are negligible)."""
+    return n_rows * n_cols
+
+
 def gelu_flops(n_elements: int) -> int:
     """FLOPs of GELU's tanh formula on ``N`` elements, by convention ``9 * N``.
 

@@ -11,6 +11,7 @@ the same file, and nothing is tuned at run time.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -96,11 +97,11 @@ def tune_matmul(shapes, dtypes, *, log: Callable[[str], None] = print) -> dict:
     }
 
 
-def _persistent_case(kernel: str, shape, device="cuda"):
+def _persistent_case(kernel: str, shape, device="cuda", accumulation="fast"):
     """``(run(config), reference, k for the check)`` for one shape of a persistent kernel's sweep: bfloat16
     operands for ``matmul_persistent``; for ``matmul_fp8``, e4m3 operands in the layout
-    ``torch._scaled_mm`` takes (B column-major) with per-tensor scales, fast accumulation
-    (where the tensor cores, not the float32 promotions, set the pace)."""
+    ``torch._scaled_mm`` takes (B column-major) with per-tensor scales, summed with
+    ``accumulation`` (``"fast"`` or ``"float32"``)."""
     import torch
 
     from gpuperf.bench.catalog import fp8_check_k
@@ -116,8 +117,9 @@ def _persistent_case(kernel: str, shape, device="cuda"):
     a, scale_a = to_fp8(torch.randn(m, k, device=device))
     bt, scale_b = to_fp8(torch.randn(n, k, device=device))
     b = bt.t()
-    run = lambda c: matmul_fp8(a, b, scale_a, scale_b, fast_accum=True, config=c)
-    return run, matmul_fp8_ref(a, b, scale_a, scale_b), fp8_check_k(k, "fast")
+    fast = accumulation == "fast"
+    run = lambda c: matmul_fp8(a, b, scale_a, scale_b, fast_accum=fast, config=c)
+    return run, matmul_fp8_ref(a, b, scale_a, scale_b), fp8_check_k(k, accumulation)
 
 
 def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) -> dict:
@@ -127,7 +129,9 @@ def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) 
     Returns the sweep: provenance, candidates, every trial, and per shape the fastest
     config overall (``variant: "best"``) and of each rung of tutorial 06's ladder
     (``"pointer"``, ``"tma"``, ``"tma_ws"``). The sweep runs in bfloat16 (or e4m3 for
-    FP8, per-tensor scales) and serves the kernel's other dtypes too.
+    FP8, per-tensor scales) and serves the kernel's other dtypes too. FP8 is swept
+    once per accumulation (fast, float32-promoted), each over its own candidates, and
+    every trial and winner names its ``accumulation``.
 
     Raises:
         RuntimeError: no CUDA device is available.
@@ -142,13 +146,15 @@ def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) 
     require_cuda()
     trials, best = [], []
     dtype = "bfloat16" if kernel == "matmul_persistent" else "float8_e4m3fn"
-    pool = _configs.PERSISTENT_CANDIDATES if kernel == "matmul_persistent" else _configs.FP8_CANDIDATES
-    for shape in shapes:
+    accumulations = ("fast",) if kernel == "matmul_persistent" else _configs.ACCUMULATIONS
+    pool = [c.as_dict() for a in accumulations for c in _configs.candidate_pool(kernel, a)]
+    for shape, accumulation in itertools.product(shapes, accumulations):
         m, n, k = shape
-        run, expected, check_k = _persistent_case(kernel, shape)
+        run, expected, check_k = _persistent_case(kernel, shape, accumulation=accumulation)
         shape_trials = []
-        for config in _configs.candidates(kernel, m, n, k):
+        for config in _configs.candidates(kernel, m, n, k, accumulation):
             trial = {"dtype": dtype, "shape": list(shape), "variant": _configs.variant(config)}
+            trial["accumulation"] = accumulation
             trial["config"] = config.as_dict()
             fn = lambda c=config, r=run: r(c)
             check = lambda fn=fn, ref=expected, k=check_k: assert_close(f"{kernel} sweep", ref, fn(), k=k)
@@ -157,14 +163,14 @@ def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) 
             ok = [t for t in shape_trials if t["status"] == "ok" and which in ("best", t["variant"])]
             if ok:
                 winner = min(ok, key=lambda t: t["ms"])
-                best.append(
-                    {"variant": which, **{key: winner[key] for key in ("shape", "config", "ms", "tflops")}}
-                )
+                keys = ("accumulation", "shape", "config", "ms", "tflops")
+                best.append({"variant": which, **{key: winner[key] for key in keys}})
         ok = [t for t in shape_trials if t["status"] == "ok"]
         if ok:
             winner = min(ok, key=lambda t: t["ms"])
             log(
-                f"tuned {kernel} {m}x{n}x{k}: {len(ok)} of {len(shape_trials)} configs ran, best "
+                f"tuned {kernel} {m}x{n}x{k} ({accumulation} accumulation): {len(ok)} of "
+                f"{len(shape_trials)} configs ran, best "
                 f"{_configs.PersistentConfig(**winner['config']).label()} {winner['tflops']:.0f} TFLOP/s"
             )
         trials += shape_trials
@@ -175,30 +181,36 @@ def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) 
         "kernel": kernel,
         "provenance": records.collect_provenance(method=timing),
         "timing": timing,
-        "candidates": [c.as_dict() for c in pool],
+        "candidates": list({json.dumps(c, sort_keys=True): c for c in pool}.values()),
         "trials": trials,
         "best": best,
     }
 
 
 def persistent_sweep_table(sweep: dict) -> str:
-    """Per shape: configs that ran, and the fastest config and TFLOP/s of each rung of the
-    ladder and overall (a plain-text table)."""
+    """Per shape (and FP8 accumulation): configs that ran, and the fastest config and
+    TFLOP/s of each rung of the ladder and overall (a plain-text table)."""
     from gpuperf.bench.plotting import format_x
     from gpuperf.kernels._persistent_configs import VARIANTS, PersistentConfig
 
-    best = {(tuple(e["shape"]), e["variant"]): e for e in sweep["best"]}
-    shapes = list(dict.fromkeys(tuple(t["shape"]) for t in sweep["trials"]))
-    ran = {s: sum(t["status"] == "ok" for t in sweep["trials"] if tuple(t["shape"]) == s) for s in shapes}
-    header = f"{'shape':>15}  ran  " + "  ".join(f"{v:>8}" for v in VARIANTS) + "  fastest config"
+    def case(entry):
+        return tuple(entry["shape"]), entry.get("accumulation", "fast")
+
+    best = {(case(e), e["variant"]): e for e in sweep["best"]}
+    cases = list(dict.fromkeys(case(t) for t in sweep["trials"]))
+    fp8 = any(acc != "fast" for _, acc in cases)
+    ran = {c: sum(t["status"] == "ok" for t in sweep["trials"] if case(t) == c) for c in cases}
+    header = f"{'shape':>15}" + ("  accumulation" if fp8 else "") + "  ran  "
+    header += "  ".join(f"{v:>8}" for v in VARIANTS) + "  fastest config"
     lines = [header + "  (TFLOP/s)"]
-    for shape in shapes:
+    for c in cases:
         cells = "  ".join(
-            f"{best[(shape, v)]['tflops']:8.0f}" if (shape, v) in best else f"{'-':>8}" for v in VARIANTS
+            f"{best[(c, v)]['tflops']:8.0f}" if (c, v) in best else f"{'-':>8}" for v in VARIANTS
         )
-        top = best.get((shape, "best"))
+        top = best.get((c, "best"))
         label = PersistentConfig(**top["config"]).label() if top else "-"
-        lines.append(f"{format_x(shape):>15}  {ran[shape]:>3}  {cells}  {label}")
+        acc = f"  {c[1]:>12}" if fp8 else ""
+        lines.append(f"{format_x(c[0]):>15}{acc}  {ran[c]:>3}  {cells}  {label}")
     return "\n".join(lines)
 
 

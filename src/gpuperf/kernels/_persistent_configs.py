@@ -110,6 +110,23 @@ FP8_CANDIDATES: tuple[PersistentConfig, ...] = (
     + _pointer(((128, 256), (128, 128)), 128, (3, 4))
 )
 
+#: FP8 candidates for float32-promoted accumulation (``fast_accum=False``). Hopper's
+#: tensor cores cannot promote inside an instruction, so the kernel promotes once per
+#: step along K, and each promotion stalls the wgmma pipeline: fewer, deeper steps
+#: (256 along K: a promotion every 256 products) and smaller tiles win here. On the
+#: H100 at 8192 x 8192 x 4096, 128x128x256 with 3 stages ran at 1120 TFLOP/s where the
+#: fast-accumulation winner 128x256x128 ran at 600 with promotion (probe, 2026-11-23).
+FP8_PROMOTED_CANDIDATES: tuple[PersistentConfig, ...] = (
+    _grid(((128, 256), (128, 128)), (128, 256), (3, 4), (8,), ws=False)
+    + _grid(((128, 128),), (128, 256), (2, 3), (4, 8), ws=True)
+    + _pointer(((128, 256), (128, 128)), 128, (3,))
+    + _pointer(((128, 128),), 256, (3,))
+)
+
+#: How FP8 products are summed: ``"fast"`` (the tensor cores' reduced-precision
+#: accumulator across all of K) or ``"float32"`` (promoted once per step along K).
+ACCUMULATIONS = ("fast", "float32")
+
 #: The rungs of tutorial 06's ladder, by name: what loads the tiles.
 VARIANTS = ("pointer", "tma", "tma_ws")
 
@@ -123,6 +140,7 @@ def variant(config: PersistentConfig) -> str:
 #: specialization (the variant that compiles everywhere TMA exists).
 PERSISTENT_DEFAULT = PersistentConfig(128, 128, 64, num_warps=8, num_stages=4)
 FP8_DEFAULT = PersistentConfig(128, 128, 128, num_warps=8, num_stages=4)
+FP8_PROMOTED_DEFAULT = PersistentConfig(128, 128, 256, num_warps=8, num_stages=3)
 #: GPUs with FP8 tensor cores but no TMA (compute capability 8.9): computed pointers.
 FP8_POINTER_DEFAULT = PersistentConfig(128, 128, 64, num_warps=8, num_stages=3, tma=False)
 
@@ -137,9 +155,19 @@ def fits(config: PersistentConfig, element_size: int) -> bool:
     return stage * config.num_stages <= SHARED_MEMORY_BYTES
 
 
-def candidates(kernel: str, m: int, n: int, k: int) -> list[PersistentConfig]:
-    """The candidates of ``kernel`` (``"matmul_persistent"`` or ``"matmul_fp8"``) worth timing at a shape."""
-    pool, element_size = (PERSISTENT_CANDIDATES, 2) if kernel == "matmul_persistent" else (FP8_CANDIDATES, 1)
+def candidate_pool(kernel: str, accumulation: str = "fast") -> tuple[PersistentConfig, ...]:
+    """Every candidate of ``kernel`` (``"matmul_persistent"`` or ``"matmul_fp8"``); for FP8,
+    those of one of :data:`ACCUMULATIONS`."""
+    if kernel == "matmul_persistent":
+        return PERSISTENT_CANDIDATES
+    return FP8_CANDIDATES if accumulation == "fast" else FP8_PROMOTED_CANDIDATES
+
+
+def candidates(kernel: str, m: int, n: int, k: int, accumulation: str = "fast") -> list[PersistentConfig]:
+    """The candidates of ``kernel`` (``"matmul_persistent"`` or ``"matmul_fp8"``, with one of
+    :data:`ACCUMULATIONS`) worth timing at a shape."""
+    pool = candidate_pool(kernel, accumulation)
+    element_size = 2 if kernel == "matmul_persistent" else 1
     kept = []
     for c in pool:
         # A tile over twice the matrix computes mostly padding.
@@ -156,30 +184,38 @@ def candidates(kernel: str, m: int, n: int, k: int) -> list[PersistentConfig]:
 
 @functools.cache
 def _tuned_table(gpu_slug: str, kernel: str) -> dict:
-    """``{variant: [((M, N, K), PersistentConfig), ...]}`` from the committed sweep of
-    ``kernel`` (``"best"``: the fastest of any variant at each shape)."""
+    """``{(accumulation, variant): [((M, N, K), PersistentConfig), ...]}`` from the committed
+    sweep of ``kernel`` (variant ``"best"``: the fastest of any variant at each shape;
+    accumulation ``"fast"`` for the 16-bit kernel and for entries that name none)."""
     path = TUNED_DIR / gpu_slug / f"{kernel}.json"
     if not path.exists():
         return {}
-    table: dict[str, list] = {}
+    table: dict[tuple, list] = {}
     for entry in json.loads(path.read_text())["best"]:
-        table.setdefault(entry["variant"], []).append(
-            (tuple(entry["shape"]), PersistentConfig(**entry["config"]))
-        )
+        key = (entry.get("accumulation", "fast"), entry["variant"])
+        table.setdefault(key, []).append((tuple(entry["shape"]), PersistentConfig(**entry["config"])))
     return table
 
 
+@functools.lru_cache(maxsize=4096)
 def tuned_config(
-    kernel: str, gpu_slug: str | None, m: int, n: int, k: int, which: str = "best"
+    kernel: str,
+    gpu_slug: str | None,
+    m: int,
+    n: int,
+    k: int,
+    which: str = "best",
+    accumulation: str = "fast",
 ) -> PersistentConfig | None:
     """The tuned config for the nearest benchmarked shape (the smallest sum of
     ``|log2(size / tuned size)|`` over M, N and K): the fastest (``which="best"``)
-    or the fastest of one of :data:`VARIANTS`. None without a committed sweep for
-    this GPU. One sweep serves every dtype of the kernel (bfloat16 and float16 move
-    the same bytes; so do the two FP8 formats)."""
+    or the fastest of one of :data:`VARIANTS`, for one of :data:`ACCUMULATIONS`
+    (FP8). None without a committed sweep for this GPU. One sweep serves every dtype
+    of the kernel (bfloat16 and float16 move the same bytes; so do the two FP8
+    formats). Answers are cached by their arguments (:func:`forget_tuned`)."""
     if gpu_slug is None:
         return PERSISTENT_INTERPRETER if which != "pointer" else POINTER_INTERPRETER
-    entries = _tuned_table(gpu_slug, kernel).get(which)
+    entries = _tuned_table(gpu_slug, kernel).get((accumulation, which))
     if not entries:
         return None
 
@@ -187,3 +223,9 @@ def tuned_config(
         return sum(abs(math.log2(max(a, 1) / b)) for a, b in zip((m, n, k), shape, strict=True))
 
     return min(entries, key=lambda e: distance(e[0]))[1]
+
+
+def forget_tuned() -> None:
+    """Drop the cached sweeps and answers: the next call reads ``kernels/tuned`` again."""
+    _tuned_table.cache_clear()
+    tuned_config.cache_clear()

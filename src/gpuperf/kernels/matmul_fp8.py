@@ -31,6 +31,7 @@ from gpuperf.kernels._persistent_configs import PersistentConfig
 from gpuperf.kernels._validation import FLOAT_DTYPES, check_tensor, dtype_names
 from gpuperf.kernels.matmul_persistent import (
     _gpu_slug,
+    capability,
     check_matmul_shapes,
     check_tma_operands,
     launch_persistent,
@@ -105,15 +106,25 @@ def _check_scale(name: str, scale, rows: int, cols: int, operand) -> None:
         raise ValueError(f"{name} must be on {operand.device} like its operand, got {scale.device}")
 
 
-def fp8_config(a: torch.Tensor, b: torch.Tensor, which: str = "best") -> PersistentConfig:
+def fp8_config(
+    a: torch.Tensor, b: torch.Tensor, which: str = "best", *, fast_accum: bool = False
+) -> PersistentConfig:
     """The launch config :func:`matmul_fp8` picks for ``a @ b`` on this device (``which``:
-    a rung of tutorial 06's ladder, as :func:`~gpuperf.kernels.matmul_persistent.persistent_config`)."""
+    a rung of tutorial 06's ladder, as :func:`~gpuperf.kernels.matmul_persistent.persistent_config`),
+    from the sweep of the accumulation ``fast_accum`` names: the two modes favour different
+    tiles (promotion stalls the tensor cores once per step along K)."""
     if not has_tma(a) or tma_layout(a) is None or tma_layout(b) is None:
         # Ada (FP8 tensor cores, no TMA), or strides no descriptor can take: computed pointers.
         which = "pointer"
     slug = _gpu_slug(a.get_device())
-    tuned = _configs.tuned_config("matmul_fp8", slug, a.shape[0], b.shape[1], a.shape[1], which)
-    return tuned or (_configs.FP8_POINTER_DEFAULT if which == "pointer" else _configs.FP8_DEFAULT)
+    accumulation = "fast" if fast_accum else "float32"
+    m, k = a.shape
+    tuned = _configs.tuned_config("matmul_fp8", slug, m, b.shape[1], k, which, accumulation)
+    if tuned:
+        return tuned
+    if which == "pointer":
+        return _configs.FP8_POINTER_DEFAULT
+    return _configs.FP8_DEFAULT if fast_accum else _configs.FP8_PROMOTED_DEFAULT
 
 
 def fit_output(config: PersistentConfig, out_dtype: torch.dtype) -> PersistentConfig:
@@ -163,9 +174,10 @@ def matmul_fp8(
         out_dtype: ``torch.bfloat16`` (default), ``torch.float16`` or ``torch.float32``.
         fast_accum: let Hopper's tensor cores keep FP8 sums in their fast,
             reduced-precision accumulator over all of K (as ``use_fast_accum=True``:
-            about twice the speed of the default in this kernel, and about twice the
-            error; tutorial 05 measures both). By default the partial sums are promoted
-            to float32 every ``config.block_k`` (128) products, as cuBLASLt does.
+            faster, with about twice the error; tutorial 05 measures both). By default
+            the partial sums are promoted to float32 once per step along K, every
+            ``config.block_k`` products (128 or 256, as the sweep chose), as cuBLASLt
+            promotes without fast accumulation.
         config: launch configuration; by default the committed sweep's choice on
             Hopper (:func:`fp8_config`).
 
@@ -206,11 +218,11 @@ def matmul_fp8(
     if config is not None and not isinstance(config, PersistentConfig):
         raise TypeError(f"config must be a gpuperf.kernels.PersistentConfig, got {type(config).__name__}")
     if a.is_cuda and not is_interpreter():
-        capability = torch.cuda.get_device_capability(a.device)
-        if capability < (8, 9):
+        major, minor = capability(a.get_device())
+        if (major, minor) < (8, 9):
             raise RuntimeError(
                 "matmul_fp8 needs FP8 tensor cores: compute capability 8.9 (Ada) or newer; "
-                f"{torch.cuda.get_device_name(a.device)} has {capability[0]}.{capability[1]}"
+                f"{torch.cuda.get_device_name(a.device)} has {major}.{minor}"
             )
     if m == 0 or n == 0 or k == 0:
         return torch.zeros((m, n), dtype=out_dtype, device=a.device)
@@ -220,7 +232,7 @@ def matmul_fp8(
             a = a.contiguous()
         if tma_layout(b) != "col":
             b = b.t().contiguous().t()
-    config = config or fit_output(fp8_config(a, b), out_dtype)
+    config = config or fit_output(fp8_config(a, b, fast_accum=fast_accum), out_dtype)
     if config.tma:
         require_tma("matmul_fp8 with a TMA config", a)
         check_tma_operands(("a", "b"), (a, b))
@@ -231,12 +243,12 @@ def matmul_fp8(
 
 def forget_tuned_configs() -> None:
     """Drop the cached sweeps: the next call reads ``kernels/tuned`` again."""
-    _configs._tuned_table.cache_clear()
+    _configs.forget_tuned()
 
 
 def has_tma(t: torch.Tensor) -> bool:
     """Whether ``t``'s device loads through TMA: a GPU of compute capability 9.0+, or the interpreter."""
-    return is_interpreter() or torch.cuda.get_device_capability(t.device) >= (9, 0)
+    return is_interpreter() or capability(t.get_device()) >= (9, 0)
 
 
 __all__ = ["FP8_DTYPES", "FP8_OUT_DTYPES", "matmul_fp8", "to_fp8"]

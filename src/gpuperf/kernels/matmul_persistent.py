@@ -33,10 +33,12 @@ import functools
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from gpuperf._runtime import gpu_slug, is_interpreter
 from gpuperf.kernels import _persistent_configs as _configs
 from gpuperf.kernels._grid import cdiv
+from gpuperf.kernels._launch import Launcher
 from gpuperf.kernels._persistent_configs import PersistentConfig
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 
@@ -206,6 +208,34 @@ def _matmul_tma_persistent_kernel(
         )  # fmt: skip
 
 
+class _DescriptorLauncher(Launcher):
+    """A :class:`~gpuperf.kernels._launch.Launcher` for kernels whose leading arguments are
+    host-side tensor descriptors.
+
+    Triton specializes a descriptor argument on its dtype and block shape, and its
+    launcher encodes the TMA descriptor from the object itself: so the key holds
+    those, and the objects are passed as they are."""
+
+    @staticmethod
+    def _key_and_args(runtime, constexprs, num_warps, num_stages, device) -> tuple[tuple, list]:
+        n = 0
+        while n < len(runtime) and isinstance(runtime[n], TensorDescriptor):
+            n += 1
+        key, args = Launcher._key_and_args(runtime[n:], constexprs, num_warps, num_stages, device)
+        described = tuple((d.base.dtype, tuple(d.block_shape), d.padding) for d in runtime[:n])
+        return key + described, [*runtime[:n], *args]
+
+
+_launch_pointer = Launcher(_matmul_persistent_kernel)
+_launch_tma = _DescriptorLauncher(_matmul_tma_persistent_kernel)
+
+
+@functools.cache
+def capability(device_index: int) -> tuple[int, int]:
+    """Compute capability of a CUDA device, asked once per device."""
+    return torch.cuda.get_device_capability(device_index)
+
+
 @functools.cache
 def num_sms(device_index: int) -> int:
     """Streaming multiprocessors of a CUDA device (132 on an H100 SXM); 4 under the interpreter."""
@@ -232,8 +262,6 @@ def tma_layout(t: torch.Tensor) -> str | None:
 
 
 def _descriptor(t: torch.Tensor, layout: str, block_rows: int, block_cols: int):
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
     if layout == "row":
         return TensorDescriptor(t, list(t.shape), [t.stride(0), 1], [block_rows, block_cols])
     tt = t.t()  # column-major: describe the row-major transpose, load boxes of it
@@ -267,21 +295,31 @@ def launch_persistent(
     options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
     # FP8 on Hopper: None lets the tensor cores keep their reduced-precision accumulator
     # across the whole K loop; BLOCK_K promotes the partial sums to float32 once per step
-    # along K (every 128 products), as cuBLASLt does without fast accumulation.
+    # along K (every 128 or 256 products), as cuBLASLt does without fast accumulation.
     imprecise = None if fast_accum else config.block_k
+    # Through the launch caches (gpuperf.kernels._launch): Triton's own launch path costs
+    # tens of microseconds of Python per call.
     if config.tma:
         a_layout, b_layout = tma_layout(a), tma_layout(b)
-        _matmul_tma_persistent_kernel[(programs,)](
-            _descriptor(a, a_layout, config.block_m, config.block_k),
-            _descriptor(b, b_layout, config.block_k, config.block_n),
-            c, *scales, m, n, k, c.stride(0), *common,
-            a_layout == "col", b_layout == "col", _scale_kind(scale_a), _scale_kind(scale_b),
-            imprecise, config.warp_specialize, **options,
+        _launch_tma(
+            (programs,),
+            (
+                _descriptor(a, a_layout, config.block_m, config.block_k),
+                _descriptor(b, b_layout, config.block_k, config.block_n),
+                c, *scales, m, n, k, c.stride(0),
+            ),
+            (
+                *common, a_layout == "col", b_layout == "col", _scale_kind(scale_a),
+                _scale_kind(scale_b), imprecise, config.warp_specialize,
+            ),
+            **options,
         )  # fmt: skip
     else:
-        _matmul_persistent_kernel[(programs,)](
-            a, b, c, *scales, m, n, k, *a.stride(), *b.stride(), c.stride(0), *common,
-            k % config.block_k == 0, _scale_kind(scale_a), _scale_kind(scale_b), imprecise, **options,
+        _launch_pointer(
+            (programs,),
+            (a, b, c, *scales, m, n, k, *a.stride(), *b.stride(), c.stride(0)),
+            (*common, k % config.block_k == 0, _scale_kind(scale_a), _scale_kind(scale_b), imprecise),
+            **options,
         )  # fmt: skip
 
 
@@ -301,18 +339,18 @@ def persistent_config(a: torch.Tensor, b: torch.Tensor, which: str = "best") -> 
 
 def forget_tuned_configs() -> None:
     """Drop the cached sweeps: the next call reads ``kernels/tuned`` again."""
-    _configs._tuned_table.cache_clear()
+    _configs.forget_tuned()
 
 
 def require_tma(name: str, t: torch.Tensor) -> None:
     """``RuntimeError`` unless ``t``'s GPU has TMA (compute capability >= 9.0) or the interpreter runs."""
     if t.is_cuda and not is_interpreter():
-        capability = torch.cuda.get_device_capability(t.device)
-        if capability < (9, 0):
+        major, minor = capability(t.get_device())
+        if major < 9:
             raise RuntimeError(
                 f"{name} loads through TMA tensor descriptors, which need compute capability 9.0 "
                 f"(Hopper) or newer; {torch.cuda.get_device_name(t.device)} has "
-                f"{capability[0]}.{capability[1]}. Use gpuperf.kernels.matmul instead."
+                f"{major}.{minor}. Use gpuperf.kernels.matmul instead."
             )
 
 

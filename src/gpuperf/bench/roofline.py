@@ -1,0 +1,559 @@
+"""The roofline model, placed from the committed records: every kernel against its GPU's roofs.
+
+A kernel that does ``F`` FLOPs while moving ``B`` bytes has an *arithmetic
+intensity* ``I = F / B`` (FLOP per byte). A GPU that computes at most ``P``
+FLOP/s and moves at most ``W`` bytes/s can run it at best at
+``attainable(I) = min(P, I * W)`` (Williams, Waterman and Patterson, "Roofline:
+an insightful visual performance model for multicore architectures", CACM 2009).
+The two terms meet at the *ridge point* ``I = P / W``: left of it a kernel is
+bound by memory, right of it by compute.
+
+Here ``P`` and ``W`` are the ceilings measured on the GPU (``hardware.json``: a
+1 GiB copy for ``W``, cuBLAS per dtype and ``torch._scaled_mm`` for fp8 for
+``P``), one roof per compute ceiling, all sharing the copy bandwidth; the
+datasheet's figures (:data:`gpuperf.bench.hardware.DATASHEET`) give a second,
+dotted set. Each record row is placed from what every row stores, whatever the
+benchmark's metric: its ``bytes`` and ``flops`` (the least traffic and the work
+of one call, from :mod:`gpuperf.bench.metrics`) and its median time ``ms``. So a
+new benchmark's record lands on the chart without code here.
+
+Which roof a row is read against: its own ceiling when that is a compute ceiling
+(a matmul's ``bf16_tflops``); otherwise (a memory-bound kernel read against the
+copy bandwidth) the float32 roof, ``fp32_tflops``, because kernels that are not
+matrix products do their arithmetic on the CUDA cores in float32 whatever
+their storage dtype. Rows that cannot be placed (a failed provider, host time,
+peak memory, zero FLOPs or bytes) are listed in :attr:`Placement.skipped`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuperf.bench import records
+from gpuperf.bench.hardware import CEILINGS, DATASHEET
+
+#: The ceiling whose slope every roof shares.
+BANDWIDTH_KEY = "copy_gbps"
+#: The roof of rows whose own ceiling is not a compute ceiling (CUDA-core float32).
+DEFAULT_ROOF = "fp32_tflops"
+#: The metrics whose rows are GPU times of one call (others: host time, peak memory).
+PLACED_METRICS = ("GB/s", "TFLOP/s")
+#: Intensities within this factor of each other are one point of the chart (see :func:`chart_series`).
+SAME_INTENSITY = 1.1
+#: A call shorter than this many times the shortest kernel time measured on the GPU
+#: spends at least half its time on the fixed cost of a launch, not on its work.
+LAUNCH_FACTOR = 2.0
+
+
+def _number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return float(value)
+
+
+def arithmetic_intensity(flops: float, n_bytes: float) -> float:
+    """FLOPs per byte moved: ``flops / n_bytes``.
+
+    Args:
+        flops: the work of one call (FLOPs, >= 0).
+        n_bytes: the bytes one call moves (> 0).
+
+    Raises:
+        TypeError: either is not a number.
+        ValueError: ``n_bytes`` is not positive or ``flops`` is negative.
+    """
+    flops, n_bytes = _number("flops", flops), _number("n_bytes", n_bytes)
+    if n_bytes <= 0:
+        raise ValueError(f"n_bytes must be positive, got {n_bytes}")
+    if flops < 0:
+        raise ValueError(f"flops must be >= 0, got {flops}")
+    return flops / n_bytes
+
+
+def _rates(peak_tflops, bandwidth_gbps) -> tuple[float, float]:
+    peak, bandwidth = _number("peak_tflops", peak_tflops), _number("bandwidth_gbps", bandwidth_gbps)
+    if peak <= 0 or bandwidth <= 0:
+        raise ValueError(f"peak_tflops and bandwidth_gbps must be positive, got {peak} and {bandwidth}")
+    return peak, bandwidth
+
+
+def ridge_point(peak_tflops: float, bandwidth_gbps: float) -> float:
+    """The intensity (FLOP/byte) where the roof turns flat: ``peak / bandwidth``.
+
+    ``peak_tflops`` in TFLOP/s (10**12), ``bandwidth_gbps`` in GB/s (10**9), so the
+    ridge is ``1000 * peak_tflops / bandwidth_gbps``.
+
+    Raises:
+        TypeError: either is not a number.
+        ValueError: either is not positive.
+    """
+    peak, bandwidth = _rates(peak_tflops, bandwidth_gbps)
+    return 1e3 * peak / bandwidth
+
+
+def attainable_tflops(intensity: float, peak_tflops: float, bandwidth_gbps: float) -> float:
+    """The roof at ``intensity`` (FLOP/byte): ``min(peak, intensity * bandwidth)`` in TFLOP/s.
+
+    Raises:
+        TypeError: an argument is not a number.
+        ValueError: ``intensity`` is negative, or the peak or the bandwidth is not positive.
+    """
+    peak, bandwidth = _rates(peak_tflops, bandwidth_gbps)
+    intensity = _number("intensity", intensity)
+    if intensity < 0:
+        raise ValueError(f"intensity must be >= 0, got {intensity}")
+    return min(peak, intensity * bandwidth / 1e3)
+
+
+@dataclass(frozen=True)
+class Roof:
+    """One roof: a compute peak and the bandwidth slope that meets it.
+
+    Attributes:
+        key: the compute ceiling (``"bf16_tflops"``), a key of
+            :data:`gpuperf.bench.hardware.CEILINGS`.
+        label: what was measured (``"cuBLAS bf16 matmul"``), or the datasheet's name for it.
+        peak_tflops: the flat part, TFLOP/s.
+        bandwidth_gbps: the slope, GB/s.
+        source: ``"measured"`` (``hardware.json``) or ``"datasheet"``.
+    """
+
+    key: str
+    label: str
+    peak_tflops: float
+    bandwidth_gbps: float
+    source: str = "measured"
+
+    @property
+    def ridge(self) -> float:
+        """The ridge point, FLOP/byte."""
+        return ridge_point(self.peak_tflops, self.bandwidth_gbps)
+
+    def attainable(self, intensity: float) -> float:
+        """This roof at ``intensity`` (FLOP/byte), TFLOP/s."""
+        return attainable_tflops(intensity, self.peak_tflops, self.bandwidth_gbps)
+
+
+def roofs(hardware: dict) -> dict[str, Roof]:
+    """The measured roofs of a ``hardware.json``: one per compute ceiling it holds, each
+    with the copy bandwidth as its slope, by ceiling key.
+
+    Raises:
+        ValueError: ``hardware`` holds no copy bandwidth.
+    """
+    ceilings = hardware.get("ceilings", {})
+    if BANDWIDTH_KEY not in ceilings:
+        raise ValueError(f"hardware.json must hold the ceiling {BANDWIDTH_KEY!r}, got {sorted(ceilings)}")
+    bandwidth = ceilings[BANDWIDTH_KEY]["value"]
+    return {
+        key: Roof(key, CEILINGS.get(key, (key,))[0], entry["value"], bandwidth)
+        for key, entry in ceilings.items()
+        if entry.get("unit") == "TFLOP/s"
+    }
+
+
+def datasheet_roofs(gpu: str) -> dict[str, Roof]:
+    """The datasheet's roofs for the GPU named ``gpu`` (``'NVIDIA H100 80GB HBM3'``), by
+    ceiling key; empty when :data:`~gpuperf.bench.hardware.DATASHEET` does not list it."""
+    sheet = DATASHEET.get(gpu, {})
+    if BANDWIDTH_KEY not in sheet:
+        return {}
+    return {
+        key: Roof(key, f"datasheet {key.removesuffix('_tflops')}", value, sheet[BANDWIDTH_KEY], "datasheet")
+        for key, value in sheet.items()
+        if key != BANDWIDTH_KEY
+    }
+
+
+@dataclass(frozen=True)
+class Point:
+    """One record row placed on the roofline.
+
+    Attributes:
+        benchmark: the record's benchmark name.
+        title: the record's title.
+        provider: the provider key (its colour on every plot).
+        label: the provider's label.
+        role: ``"subject"`` (the benchmark's first provider, the kernel under
+            study), ``"baseline"`` (its declared baseline) or ``"other"``.
+        x: the row's x (a size, a shape as a tuple, a name).
+        axes: the row's axis combination.
+        n_bytes: bytes one call moves (the least any implementation must move).
+        flops: FLOPs of one call.
+        ms: median time of one call, milliseconds.
+        roof: the compute ceiling it is read against (see the module's docstring).
+        l2_resident: its traffic fits in the GPU's L2 cache (``l2_bytes`` of the provenance).
+    """
+
+    benchmark: str
+    title: str
+    provider: str
+    label: str
+    role: str
+    x: object
+    axes: dict
+    n_bytes: float
+    flops: float
+    ms: float
+    roof: str
+    l2_resident: bool
+
+    @property
+    def intensity(self) -> float:
+        """FLOP per byte."""
+        return arithmetic_intensity(self.flops, self.n_bytes)
+
+    @property
+    def tflops(self) -> float:
+        """The attained rate, TFLOP/s."""
+        return self.flops / (self.ms * 1e-3) / 1e12
+
+    @property
+    def gbps(self) -> float:
+        """The attained traffic, GB/s."""
+        return self.n_bytes / (self.ms * 1e-3) / 1e9
+
+
+@dataclass
+class Placement:
+    """Everything one GPU's records put on its roofline.
+
+    Attributes:
+        gpu: the GPU's name (``'NVIDIA H100 80GB HBM3'``).
+        slug: its folder under ``docs/measurements``.
+        hardware: its ``hardware.json``.
+        roofs: measured roofs by ceiling key (:func:`roofs`).
+        datasheet: datasheet roofs by ceiling key (:func:`datasheet_roofs`).
+        points: every placed row.
+        skipped: ``(benchmark, reason, rows)`` for what could not be placed.
+        notes: what a reader must know (a stale record, say).
+        provenance: ``{benchmark: provenance}`` of every record placed.
+    """
+
+    gpu: str
+    slug: str
+    hardware: dict
+    roofs: dict[str, Roof]
+    datasheet: dict[str, Roof]
+    points: list[Point] = field(default_factory=list)
+    skipped: list[tuple[str, str, int]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    provenance: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def bandwidth_gbps(self) -> float:
+        """The measured copy bandwidth, GB/s."""
+        return self.hardware["ceilings"][BANDWIDTH_KEY]["value"]
+
+    def roof_of(self, point: Point) -> Roof:
+        """The measured roof ``point`` is read against."""
+        return self.roofs[point.roof]
+
+    def fraction(self, point: Point) -> float:
+        """``point``'s attained rate over its roof at its intensity (1.0: on the roof)."""
+        return point.tflops / self.roof_of(point).attainable(point.intensity)
+
+    def launch_floor_ms(self) -> float | None:
+        """The shortest kernel time among the points, ms (None without points): launching
+        and draining a kernel that does almost nothing."""
+        return min((p.ms for p in self.points), default=None)
+
+    def launch_bound(self, point: Point) -> bool:
+        """Whether ``point`` took less than :data:`LAUNCH_FACTOR` times :meth:`launch_floor_ms`."""
+        floor = self.launch_floor_ms()
+        return floor is not None and point.ms < LAUNCH_FACTOR * floor
+
+    def find(self, benchmark: str, provider: str | None = None, x=None, **axes) -> list[Point]:
+        """The points of ``benchmark`` (and ``provider``, ``x`` and the axis values given)."""
+        return [
+            p
+            for p in self.points
+            if p.benchmark == benchmark
+            and (provider is None or p.provider == provider)
+            and (x is None or p.x == x)
+            and all(p.axes.get(k) == v for k, v in axes.items())
+        ]
+
+    def largest(self, benchmark: str, provider: str | None = None, **axes) -> Point | None:
+        """Of :meth:`find`'s points, the one doing the most work (FLOPs, then bytes), or None."""
+        found = self.find(benchmark, provider, **axes)
+        return max(found, key=lambda p: (p.flops, p.n_bytes), default=None)
+
+
+def _roof_key(row: dict, record: dict) -> str:
+    key = row["ceiling"]
+    if key is not None and record["ceilings"].get(key, {}).get("unit") == "TFLOP/s":
+        return key
+    return DEFAULT_ROOF
+
+
+def _skip(skipped: list, benchmark: str, reason: str) -> None:
+    for i, (name, why, n) in enumerate(skipped):
+        if (name, why) == (benchmark, reason):
+            skipped[i] = (name, why, n + 1)
+            return
+    skipped.append((benchmark, reason, 1))
+
+
+def place_record(record: dict, roof_keys, l2_bytes: int | None = None) -> tuple[list[Point], list]:
+    """Place one record's rows: ``(points, skipped)``, ``skipped`` as in :attr:`Placement.skipped`.
+
+    Args:
+        record: a record (:func:`gpuperf.bench.records.read`).
+        roof_keys: the compute ceilings the GPU has roofs for; a row read against
+            another is skipped.
+        l2_bytes: the GPU's L2 size, bytes (None: no row is marked L2-resident).
+    """
+    name = record["benchmark"]
+    skipped: list = []
+    if record["metric"] not in PLACED_METRICS:
+        what = {"us/call": "host time per call", "GiB": "peak memory"}.get(record["metric"], record["metric"])
+        return [], [(name, f"{what}, not a GPU rate", len(record["rows"]))]
+    subject = record["rows"][0]["provider"] if record["rows"] else None
+    points = []
+    for row in record["rows"]:
+        if row["status"] != "ok":
+            _skip(skipped, name, f"status {row['status']}")
+            continue
+        if not row["flops"] or not row["bytes"] or row["flops"] < 0 or row["bytes"] < 0:
+            _skip(skipped, name, "zero FLOPs or bytes: no intensity")
+            continue
+        if not row["ms"] or row["ms"] <= 0:
+            _skip(skipped, name, "no time")
+            continue
+        roof = _roof_key(row, record)
+        if roof not in roof_keys:
+            _skip(skipped, name, f"no roof {roof!r} measured on this GPU")
+            continue
+        role = "other"
+        if row["provider"] == subject:
+            role = "subject"
+        elif row["provider"] == record["baseline"]:
+            role = "baseline"
+        points.append(
+            Point(
+                benchmark=name,
+                title=record["title"],
+                provider=row["provider"],
+                label=row["label"],
+                role=role,
+                x=row["x"],
+                axes=dict(row["axes"]),
+                n_bytes=row["bytes"],
+                flops=row["flops"],
+                ms=row["ms"],
+                roof=roof,
+                l2_resident=bool(l2_bytes) and row["bytes"] <= l2_bytes,
+            )
+        )
+    return points, skipped
+
+
+def load_gpu(gpu: str, root: Path | None = None) -> Placement:
+    """Place every record in the folder of ``gpu`` (a slug, ``'nvidia-h200'``) on its roofline.
+
+    Every ``*.json`` beside ``hardware.json`` is read, whichever benchmark it holds, so
+    a new benchmark's record is placed once it is committed. A record the catalog
+    declares is checked for staleness (a note); a malformed one is skipped.
+
+    Raises:
+        FileNotFoundError: the folder has no ``hardware.json``.
+    """
+    from gpuperf.bench import catalog
+
+    folder = (root or records.measurements_dir()) / gpu
+    hw_path = folder / "hardware.json"
+    if not hw_path.is_file():
+        raise FileNotFoundError(f"no {hw_path}: the roofline needs the ceilings measured on {gpu}")
+    hardware = json.loads(hw_path.read_text())
+    name = hardware["provenance"]["gpu"]
+    placement = Placement(name, gpu, hardware, roofs(hardware), datasheet_roofs(name))
+    l2 = hardware["provenance"].get("l2_bytes")
+    for path in sorted(folder.glob("*.json")):
+        if path.name == "hardware.json":
+            continue
+        try:
+            record = records.read(path)
+        except (ValueError, KeyError) as err:
+            _skip(placement.skipped, path.stem, f"malformed record ({str(err)[:80]})")
+            continue
+        points, skipped = place_record(record, placement.roofs, l2)
+        placement.points += points
+        placement.skipped += skipped
+        if not points:
+            continue
+        placement.provenance[record["benchmark"]] = record["provenance"]
+        try:
+            benchmark = catalog.by_name(record["benchmark"])
+        except KeyError:
+            continue
+        placement.notes += [
+            f"STALE {record['benchmark']}: {reason}" for reason in records.staleness(record, benchmark)
+        ]
+    return placement
+
+
+def gpus(root: Path | None = None) -> list[str]:
+    """Slugs of the GPU folders with a ``hardware.json``: the reference GPU first, then by name."""
+    root = root or records.measurements_dir()
+    if not root.is_dir():
+        return []
+    found = sorted(p.name for p in root.iterdir() if (p / "hardware.json").is_file())
+    return sorted(found, key=lambda slug: slug != records.reference_gpu())
+
+
+# What the chart shows ---------------------------------------------------------------
+
+
+@dataclass
+class Series:
+    """One provider of one benchmark in one axis combination, as the chart draws it.
+
+    Attributes:
+        benchmark: the benchmark's name.
+        provider: the provider's key.
+        role: as :attr:`Point.role`.
+        axes: the axis combination.
+        name: the chart's label for the benchmark in this combination
+            (``'matmul float16'``; the axes named only where they tell the
+            benchmark's drawn combinations apart).
+        points: its points, in the record's order (sizes ascending, shapes as declared).
+        pair: for the causal counterpart of a drawn combination, that combination's
+            series of the same provider (None otherwise).
+    """
+
+    benchmark: str
+    provider: str
+    role: str
+    axes: dict
+    name: str
+    points: list[Point]
+    pair: Series | None = None
+
+    @property
+    def largest(self) -> Point:
+        """The point doing the most work (FLOPs, then bytes)."""
+        return max(self.points, key=lambda p: (p.flops, p.n_bytes))
+
+
+#: Axis values as chart labels show them.
+_SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+
+
+def _drawn_combos(points: list[Point]) -> list[dict]:
+    """A benchmark's combinations the chart draws, in the record's order: the first of each
+    roof (a dtype axis whose dtypes have their own roofs shows each), and any other whose
+    kernel under study reaches, at its largest size, an intensity more than
+    :data:`SAME_INTENSITY` away from every one drawn on that roof (an elementwise kernel
+    in two dtypes, say). A causal combination is left to its non-causal counterpart,
+    which :func:`chart_series` pairs it with."""
+    combos: list[dict] = []
+    for p in points:
+        if p.role == "subject" and p.axes not in combos:
+            combos.append(p.axes)
+    drawn: list[tuple[dict, Point]] = []
+    for combo in combos:
+        if combo.get("causal") is True and {**combo, "causal": False} in combos:
+            continue
+        top = max(
+            (p for p in points if p.role == "subject" and p.axes == combo), key=lambda p: (p.flops, p.n_bytes)
+        )
+        if all(
+            q.roof != top.roof or abs(math.log(q.intensity / top.intensity)) > math.log(SAME_INTENSITY)
+            for _, q in drawn
+        ):
+            drawn.append((combo, top))
+    return [combo for combo, _ in drawn]
+
+
+def chart_series(placement: Placement) -> list[Series]:
+    """What :func:`plot` draws of one GPU, chosen from the points alone.
+
+    For each benchmark, the combinations of :func:`_drawn_combos`; in each, every
+    provider (its points at every size); and, where the benchmark has a ``causal``
+    axis, the kernel under study with ``causal`` flipped, paired with its
+    counterpart so that the chart can join the two.
+    """
+    out: list[Series] = []
+    benchmarks = list(dict.fromkeys(p.benchmark for p in placement.points))
+    for bench in benchmarks:
+        mine = [p for p in placement.points if p.benchmark == bench]
+        drawn = _drawn_combos(mine)
+        varying = [k for k in (drawn[0] if drawn else {}) if len({str(c[k]) for c in drawn}) > 1]
+        for combo in drawn:
+            name = " ".join([bench, *(_SHORT.get(str(combo[k]), str(combo[k])) for k in varying)])
+            providers = dict.fromkeys(p.provider for p in mine if p.axes == combo)
+            made = {}
+            for key in providers:
+                pts = [p for p in mine if p.axes == combo and p.provider == key]
+                made[key] = Series(bench, key, pts[0].role, combo, name, pts)
+                out.append(made[key])
+            if "causal" in combo:
+                flipped = {**combo, "causal": not combo["causal"]}
+                for key, series in made.items():
+                    pts = [p for p in mine if p.axes == flipped and p.provider == key]
+                    if series.role == "subject" and pts:
+                        causal = "causal" if flipped["causal"] else "not causal"
+                        out.append(Series(bench, key, "subject", flipped, f"{name}, {causal}", pts, series))
+    return out
+
+
+def bound_by(placement: Placement, point: Point) -> str:
+    """``"memory"`` left of its roof's ridge point, ``"compute"`` from it on."""
+    return "memory" if point.intensity < placement.roof_of(point).ridge else "compute"
+
+
+def table(placements: list[Placement]) -> str:
+    """The numbers behind the chart: for each GPU, the kernel under study and the baseline
+    of every drawn series at its largest size, by intensity: FLOP/B, TFLOP/s, GB/s, the
+    roof it is read against, what bounds it there, and its share of the roof.
+
+    Fixed-width text, or HTML when ``GPUPERF_TABLES=html`` (:mod:`gpuperf.bench.tables`).
+    """
+    from gpuperf.bench.plotting import format_combo, format_x, short_gpu_name
+    from gpuperf.bench.tables import Cell, Section, render
+
+    sections = []
+    for placement in placements:
+        section = Section(
+            short_gpu_name(placement.gpu),
+            [
+                "benchmark",
+                "axes",
+                "provider",
+                "largest x",
+                "FLOP/B",
+                "TFLOP/s",
+                "GB/s",
+                "roof",
+                "bound by",
+                "% of roof",
+            ],
+        )
+        shown = [s.largest for s in chart_series(placement) if s.role != "other"]
+        for p in sorted(shown, key=lambda p: (p.intensity, p.benchmark, p.role != "subject")):
+            frac = placement.fraction(p)
+            section.rows.append(
+                [
+                    Cell(p.benchmark, p.benchmark),
+                    Cell(format_combo(p.axes) or "-"),
+                    Cell(p.provider + (" (ours)" if p.role == "subject" else ""), p.provider),
+                    Cell(format_x(p.x), p.flops),
+                    Cell(f"{p.intensity:.3g}", p.intensity),
+                    Cell(f"{p.tflops:.3g}", p.tflops),
+                    Cell(f"{p.gbps:.0f}", p.gbps),
+                    Cell(p.roof.removesuffix("_tflops"), p.roof),
+                    Cell(bound_by(placement, p)),
+                    Cell(f"{100 * frac:.0f}%", frac),
+                ]
+            )
+        if section.rows:
+            sections.append(section)
+    notes = [note for p in placements for note in p.notes]
+    return render(sections, notes)

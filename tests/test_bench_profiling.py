@@ -1,0 +1,305 @@
+"""The profiling guide's readers (gpuperf.bench.profiling) and its committed captures."""
+
+import gzip
+import json
+import re
+
+import pytest
+
+from gpuperf.bench import captures, profiling, records
+from gpuperf.bench.tables import FORMAT_VAR
+
+PROVENANCE = {
+    "gpu": "NVIDIA Test GPU",
+    "sm_count": 1,
+    "memory_gib": 1.0,
+    "l2_bytes": 1,
+    "compute_capability": "9.0",
+    "driver": "1",
+    "cuda": "13.0",
+    "torch": "2",
+    "triton": "3",
+    "python": "3.12",
+    "gpuperf_commit": "abc",
+    "date": "2026-01-01T00:00:00Z",
+    "timing_method": "test",
+}
+REFERENCE = records.reference_gpu()
+NAMES = ("timing_methods", "launch_bound", "torch_profiler", "ncu_kernels", "proton", "cuda_extension")
+
+
+def capture(name, payload, sources=()):
+    return captures.build(name, tool="test", payload=payload, sources=sources, provenance=PROVENANCE)
+
+
+@pytest.fixture(autouse=True)
+def text_tables(monkeypatch):
+    monkeypatch.setenv(FORMAT_VAR, "text")
+
+
+def _timing_payload():
+    methods = [
+        {"key": "first_call", "label": "first call", "ms": 100.0},
+        {"key": "do_bench", "label": "do_bench", "ms": 0.004, "ms_p20": 0.003, "ms_p80": 0.005},
+        {"key": "do_bench_cudagraph", "label": "graph", "ms": 0.002, "ms_p20": 0.002, "ms_p80": 0.002},
+    ]
+    return {"samples": 3, "ops": [{"op": "softmax 2 x 2", "shape": [2, 2], "bytes": 32, "methods": methods}]}
+
+
+def test_timing_table_gives_each_method_against_the_graph_time():
+    text = profiling.timing_methods_table(capture("timing_methods", _timing_payload()))
+    lines = {line.split()[0]: line for line in text.splitlines() if line.strip()}
+    assert "softmax 2 x 2" in text
+    assert lines["do_bench"].split()[1:] == ["4.0", "3.0", "5.0", "2.0x"]
+    assert lines["graph"].split()[-1] == "1.0x"
+    assert "50,000.0x" in text  # the first call: 100 ms over 2 us
+
+
+def test_unknown_timing_method_names_those_there_are():
+    op = _timing_payload()["ops"][0]
+    assert profiling.method(op, "do_bench")["ms"] == 0.004
+    with pytest.raises(KeyError, match=r"the capture has .*first_call"):
+        profiling.method(op, "events")
+
+
+def _launch_row(provider, rows, host, device, loop):
+    return {
+        "rows": rows,
+        "cols": 8,
+        "bytes": rows * 64,
+        "provider": provider,
+        "label": f"{provider} label",
+        "host_ms": host,
+        "host_ms_p20": host,
+        "host_ms_p80": host,
+        "device_ms": device,
+        "device_ms_p20": device,
+        "device_ms_p80": device,
+        "loop_ms": loop,
+        "loop_ms_p20": loop,
+        "loop_ms_p80": loop,
+    }
+
+
+def _launch_capture():
+    rows = [
+        _launch_row("triton", 1024, 0.010, 0.050, 0.050),
+        _launch_row("triton", 16, 0.010, 0.005, 0.010),
+        _launch_row("triton_jit", 16, 0.030, None, 0.030),
+        _launch_row("torch", 16, 0.008, 0.009, 0.009),
+    ]
+    return capture("launch_bound", {"cols": 8, "rows": rows, "host_method": "test"})
+
+
+def test_launch_bound_rows_come_smallest_first_and_the_crossover_is_where_the_gpu_takes_over():
+    cap = _launch_capture()
+    assert [r["rows"] for r in profiling.launch_bound_rows(cap, "triton")] == [16, 1024]
+    assert profiling.crossover(cap, "triton")["rows"] == 1024
+    assert profiling.crossover(cap, "torch")["rows"] == 16
+    assert profiling.crossover(cap, "triton_jit") is None  # no GPU time measured for it
+
+
+def test_launch_bound_table_and_figure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    cap = _launch_capture()
+    text = profiling.launch_bound_table(cap)
+    assert "triton_jit label" in text and "16 x 8" in text and "50.0" in text
+    fig = profiling.launch_bound_figure(cap, ["a note"])
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert len(ax.lines) == 5  # host for three providers, GPU for the two with GPU times
+    assert any("a note" in t.get_text() for t in fig.texts)
+
+
+def test_key_averages_table_sorts_by_cuda_time():
+    rows = [
+        {
+            "name": name,
+            "count": 1,
+            "cpu_total_us": 1.0,
+            "self_cpu_us": 1.0,
+            "cuda_total_us": cuda,
+            "self_cuda_us": cuda,
+            "cuda_memory_bytes": 0,
+            "self_cuda_memory_bytes": mem,
+        }
+        for name, cuda, mem in [("small", 1.0, 0), ("big", 90.0, -2e6), ("x" * 80, 5.0, None)]
+    ]
+    text = profiling.key_averages_table(capture("torch_profiler", {"key_averages": rows}), limit=2)
+    body = [line.split()[0] for line in text.splitlines()[2:]]
+    assert body == ["big", "x" * 57 + "..."]
+    assert "-2.0" in text and "small" not in text
+
+
+def _trace():
+    def x(cat, name, ts, dur, tid=1, **args):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+    return {
+        "traceEvents": [
+            x("user_annotation", "step 0", 0, 50),
+            x("user_annotation", "step 1", 100, 100),
+            x("user_annotation", "forward", 100, 40),
+            x("user_annotation", "backward", 140, 60),
+            x("cuda_runtime", "cudaLaunchKernel", 110, 5, correlation=1),
+            x("cuda_runtime", "cudaLaunchKernel", 150, 5, tid=2, correlation=2),
+            x("cuda_runtime", "cudaLaunchKernel", 10, 5, correlation=3),  # in step 0
+            x("kernel", "k1", 120, 30, correlation=1),
+            x("kernel", "k2", 140, 20, correlation=2),  # overlaps k1 by 10
+            x("kernel", "k0", 20, 5, correlation=3),
+            {"ph": "M", "name": "process_name", "pid": 1},
+        ]
+    }
+
+
+def test_last_step_summary_counts_overlapping_gpu_work_once():
+    s = profiling.last_step_summary(_trace())
+    assert s["kernels"] == 2
+    assert s["busy_ms"] == pytest.approx(0.040)
+    assert s["step_ms"] == pytest.approx(0.1) and s["gpu_ms"] == pytest.approx(0.1)
+    assert s["busy_fraction"] == pytest.approx(0.4)
+
+
+def test_timeline_colours_kernels_by_the_range_that_launched_them():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = profiling.timeline_figure(_trace(), title="t", caption="c")
+    ax = fig.axes[0]
+    colours = [tuple(round(c, 3) for c in bar.get_facecolor()[0][:3]) for bar in ax.collections]
+    blue, red = (
+        tuple(round(c, 3) for c in matplotlib.colors.to_rgb(profiling.RANGE_COLORS[k]))
+        for k in ("forward", "backward")
+    )
+    assert colours.count(blue) == 3 and colours.count(red) == 3  # range, launch and kernel each
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        lane for lane, _ in reversed(profiling.TIMELINE_LANES)
+    ]
+
+
+def test_timeline_needs_a_step_range():
+    trace = {"traceEvents": [e for e in _trace()["traceEvents"] if not e["name"].startswith("step")]}
+    with pytest.raises(ValueError, match="no record_function range named 'step"):
+        profiling.timeline_figure(trace)
+    with pytest.raises(ValueError, match="no record_function range"):
+        profiling.last_step_summary(trace)
+
+
+def test_read_trace_reads_gzipped_and_plain(tmp_path):
+    trace = _trace()
+    (tmp_path / "t.json").write_text(json.dumps(trace))
+    with gzip.open(tmp_path / "t.json.gz", "wt") as f:
+        json.dump(trace, f)
+    assert profiling.read_trace(tmp_path / "t.json") == profiling.read_trace(tmp_path / "t.json.gz") == trace
+
+
+def _ncu_capture():
+    def launch(op, duration, dram):
+        return {
+            "op": op,
+            "kernel": f"{op}_kernel",
+            "metrics": {
+                "Duration": {"section": "SOL", "unit": "ns", "value": duration},
+                "DRAM Throughput": {"section": "SOL", "unit": "%", "value": dram},
+                "Cluster Scheduling Policy": {"section": "Launch", "unit": "", "value": "PolicySpread"},
+            },
+        }
+
+    launches = [launch("a", 2000.0, 80.0), launch("b", 500.0, 20.0), {**launch("c", 1, 1), "op": None}]
+    return capture("ncu_kernels", {"ops": ["a", "b"], "launches": launches})
+
+
+def test_ncu_table_has_one_column_per_matched_launch_and_only_counters_it_has():
+    cap = _ncu_capture()
+    text = profiling.ncu_table(cap)
+    header, _, *body = text.splitlines()
+    assert header.split() == ["counter", "a", "b"]
+    assert [re.split(r"\s{2,}", line.strip())[0] for line in body] == [
+        "duration (µs)",
+        "DRAM throughput (% of peak)",
+    ]
+    assert "2.0" in body[0] and "0.5" in body[0]
+    assert profiling.ncu_table(cap, ops=["b"]).splitlines()[0].split() == ["counter", "b"]
+
+
+def test_ncu_lookups():
+    cap = _ncu_capture()
+    a = profiling.ncu_launch(cap, "a")
+    assert profiling.ncu_value(a, "Duration", 1e-3) == pytest.approx(2.0)
+    assert profiling.ncu_value(a, "Cluster Scheduling Policy") is None  # text, not a number
+    assert profiling.ncu_value(a, "L2 Hit Rate") is None
+    with pytest.raises(KeyError, match=r"no profiled launch of 'z'; the capture has \['a', 'b'\]"):
+        profiling.ncu_launch(cap, "z")
+
+
+def test_proton_kernels_are_the_timed_leaves():
+    frames = [
+        {"path": ["ROOT"], "name": "ROOT", "metrics": {"count": 0, "time (ns)": 0}},
+        {"path": ["ROOT", "softmax"], "name": "softmax", "metrics": {}},
+        {"path": ["ROOT", "softmax", "_k"], "name": "_k", "metrics": {"count": 4, "time (ns)": 8000}},
+    ]
+    cap = capture("proton", {"ok": True, "frames": frames})
+    assert profiling.proton_kernels(cap) == [
+        {"scope": "softmax", "kernel": "_k", "count": 4, "total_us": 8.0, "avg_us": 2.0}
+    ]
+    assert "_k" in profiling.proton_table(cap)
+    assert profiling.proton_kernels(capture("proton", {"ok": False, "error": "no CUPTI"})) == []
+
+
+def test_load_says_what_is_missing_or_stale(tmp_path):
+    cap, notes = profiling.load("timing_methods", "nvidia-test-gpu", tmp_path)
+    assert cap is None and notes[0].startswith("MISSING") and profiling.HOW in notes[0]
+    fresh = capture("timing_methods", _timing_payload(), sources=("kernels/row_mean.py",))
+    captures.write(fresh, tmp_path)
+    assert profiling.load("timing_methods", "nvidia-test-gpu", tmp_path) == (fresh, [])
+    stale = {**fresh, "sources_sha256": "0" * 64}
+    captures.write(stale, tmp_path)
+    cap, notes = profiling.load("timing_methods", "nvidia-test-gpu", tmp_path)
+    assert cap == stale and notes[0].startswith("STALE") and "kernels/row_mean.py" in notes[0]
+    path = captures.capture_path("timing_methods", "nvidia-test-gpu", tmp_path)
+    path.write_text("{}")
+    cap, notes = profiling.load("timing_methods", "nvidia-test-gpu", tmp_path)
+    assert cap is None and notes[0].startswith("MALFORMED")
+
+
+# --- the committed captures of the reference GPU --------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_committed_capture_is_complete_and_fresh(name):
+    cap, notes = profiling.load(name)
+    assert cap is not None, notes
+    assert captures.validate(cap) == []
+    assert records.gpu_slug(cap["provenance"]["gpu"]) == REFERENCE
+
+
+def test_committed_trace_is_small_and_matches_its_capture():
+    cap, _ = profiling.load("torch_profiler")
+    path = captures.artifact_path("torch_profiler_trace", REFERENCE, ".json.gz")
+    assert path.name == cap["payload"]["trace_file"]
+    assert path.stat().st_size == cap["payload"]["trace_gz_bytes"] < 5 * 2**20
+    summary = profiling.last_step_summary(profiling.read_trace(path))
+    assert summary["kernels"] > 0 and 0 < summary["busy_fraction"] <= 1
+
+
+def test_committed_ncu_capture_profiled_every_op_once():
+    cap, _ = profiling.load("ncu_kernels")
+    payload = cap["payload"]
+    assert cap["tool"].startswith("ncu ") and "--clock-control none" in cap["tool"]
+    assert payload["unmatched_ops"] == []
+    assert [launch["op"] for launch in payload["launches"] if launch["op"]] == payload["ops"]
+    for op in payload["ops"]:
+        launch = profiling.ncu_launch(cap, op)
+        assert 0 < profiling.ncu_value(launch, "Duration") and 0 <= profiling.ncu_value(
+            launch, "DRAM Throughput"
+        )
+
+
+def test_committed_timing_capture_has_every_method_for_every_op():
+    cap, _ = profiling.load("timing_methods")
+    keys = {"first_call", "host_no_sync", "host_sync", "cuda_events", "do_bench", "do_bench_no_flush"}
+    for op in cap["payload"]["ops"]:
+        assert keys | {"do_bench_cudagraph", "gpuperf"} <= {m["key"] for m in op["methods"]}
+        assert all(m["ms"] > 0 for m in op["methods"])

@@ -83,6 +83,15 @@ def main():
                     continue
                 twice(matmul_fp8, a8, bt8.t(), scale_a, scale_bt.t(), config=config)
             twice(matmul_fp8, a8, bt8.t().contiguous(), scale_a, scale_bt.t(), fast_accum=True)
+    # The optimization-strategy guide's elementwise kernels: partial blocks and strides past the end.
+    from gpuperf.kernels import add_relu_mul, gelu, strided_copy
+
+    for n in (1, 1000, 4097):
+        x, y, z = (torch.randn(n, device="cuda") for _ in range(3))
+        twice(gelu, x)
+        twice(add_relu_mul, x, y, z)
+        for stride in (1, 3, 64):
+            twice(strided_copy, x, stride)
     torch.cuda.synchronize()
     print("every kernel ran at odd shapes")
 

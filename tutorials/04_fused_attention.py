@@ -386,3 +386,5 @@ if mem_ratio:
 # The :ref:`roofline guide <sphx_glr_guides_02_roofline.py>` shows causal and
 # non-causal attention side by side against the tensor cores' roof, and what the
 # model cannot see in them.
+#
+# See also the :ref:`optimization-strategy guide <sphx_glr_guides_03_optimization_strategy.py>`.

@@ -269,3 +269,5 @@ if fp8.record is not None:
 # For the bfloat16 products at the same shapes, cuBLAS's results are on
 # :doc:`tutorial 06 <06_tma_persistent_matmul>`'s page: FP8 with fast
 # accumulation runs at about twice their TFLOP/s, as the hardware promises.
+#
+# See also the :ref:`optimization-strategy guide <sphx_glr_guides_03_optimization_strategy.py>`.

@@ -333,9 +333,20 @@ for result in gelu_result.gpus():
 
 
 def print_code(name):
+    """Render the Inductor code of ``name``; a GPU whose code is the same as the last one's says so."""
+    shown = []
+
     def render(cap):
-        for source in cap["payload"]["code"][name]:
-            print(source)
+        code = cap["payload"]["code"][name]
+        if shown and code == shown[-1]:
+            print("(the same code as above)")
+            return
+        shown.append(code)
+        for source in code:
+            # The decorator's metadata lines run long: cut them, the kernel's own lines are short.
+            print(
+                "\n".join(line if len(line) <= 120 else line[:116] + " ..." for line in source.splitlines())
+            )
 
     return render
 

@@ -248,7 +248,7 @@ if fp8.record is not None:
 # overlap the two with a second accumulator. Promoting less often helps, which
 # is why this mode has its own sweep: it favours steps 256 deep along K (one
 # promotion per 256 products; still within the float32-promoted error bound)
-# and tiles that leave the pipeline more stages. (Promoting after every
+# and smaller output tiles than fast accumulation does. (Promoting after every
 # instruction, ``max_num_imprecise_acc=0``, was slower still, at the same
 # error.) What remains is a scheduling gap, not arithmetic. The configs the
 # sweep chose for each mode, per shape:
@@ -265,7 +265,8 @@ if fp8.record is not None:
             and row.get("config")
         }
         print(f"{accumulation:>8}: " + "; ".join(f"{'x'.join(map(str, x))} {c}" for x, c in chosen.items()))
-#
+
+# %%
 # For the bfloat16 products at the same shapes, cuBLAS's results are on
 # :doc:`tutorial 06 <06_tma_persistent_matmul>`'s page: FP8 with fast
 # accumulation runs at about twice their TFLOP/s, as the hardware promises.

@@ -202,9 +202,13 @@ plt.show()
 # Host time per call
 # ------------------
 #
-# The persistent wrappers build two tensor descriptors on every call and launch
-# through ``kernel[grid]``, which encodes them for the driver: at small sizes
-# that host time, not the GPU, sets the pace (the GPU kept busy, 512³ products):
+# The persistent wrappers build two tensor descriptors on every call, and the
+# driver encodes each into a TMA descriptor before the launch. They launch
+# through the same cache of compiled kernels as tutorial 03's wrapper (a
+# descriptor is keyed by its dtype and block shape, what Triton compiles for),
+# which skips ``kernel[grid]``'s argument binding; the rows "launched by
+# kernel[grid]" go the long way, for comparison. At small sizes this host time, not
+# the GPU, sets the pace (the GPU kept busy, 512³ products):
 
 from gpuperf.bench.catalog import HOST_OVERHEAD
 

@@ -12,6 +12,7 @@
 #                                          benchmarks, host time per call, compute-sanitizer
 #   bash scripts/device_run.sh persistent-fp8  the same, re-tuning only the FP8 sweep (the committed bfloat16
 #                                          sweep is kept: for a change that leaves the bfloat16 kernels as they are)
+#   bash scripts/device_run.sh persistent-tuned  the same with the committed sweeps (no re-tuning)
 #   bash scripts/device_run.sh attention   attention forward, backward and peak-memory benchmarks (committed sweep);
 #                                          about 8 minutes on an H100, 10 with start-up: where one call
 #                                          is limited to 10 minutes, run attention-fwd and attention-bwd
@@ -60,6 +61,11 @@ for mode in "$@"; do
           tests/test_library.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
         python3 -c 'from gpuperf.bench import catalog, tuning
 print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.FP8_SHAPES)))'
+        time python3 -m gpuperf.bench --no-tune matmul_persistent matmul_fp8 host_overhead
+        compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
+      persistent-tuned)  # as persistent, with the committed sweeps (no re-tuning)
+        python3 -m pytest -q -p no:cacheprovider tests/test_matmul_persistent.py tests/test_matmul_fp8.py \
+          tests/test_library.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
         time python3 -m gpuperf.bench --no-tune matmul_persistent matmul_fp8 host_overhead
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
       attention) time python3 -m gpuperf.bench --no-tune attention_memory attention_forward attention_backward ;;

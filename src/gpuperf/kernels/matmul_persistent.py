@@ -38,7 +38,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from gpuperf._runtime import gpu_slug, is_interpreter
 from gpuperf.kernels import _persistent_configs as _configs
 from gpuperf.kernels._grid import cdiv
-from gpuperf.kernels._launch import Launcher
+from gpuperf.kernels._launch import Launcher, Plans, fast_path_enabled
 from gpuperf.kernels._persistent_configs import PersistentConfig
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 
@@ -225,9 +225,89 @@ class _DescriptorLauncher(Launcher):
         described = tuple((d.base.dtype, tuple(d.block_shape), d.padding) for d in runtime[:n])
         return key + described, [*runtime[:n], *args]
 
+    def bound(self, grid, runtime, constexprs, *, num_warps: int, num_stages: int):
+        """After a launch of these arguments: a :class:`_BoundDescriptors` that repeats it
+        for other descriptors and tensors of the same kinds, or None (the interpreter, the
+        launch cache off, or the launch not cached)."""
+        if self.interpreted or not fast_path_enabled():
+            return None
+        device = torch._C._cuda_getDevice()
+        key, args = self._key_and_args(runtime, constexprs, num_warps, num_stages, device)
+        entry = self._compiled.get(key)
+        if entry is None:
+            return None
+        leading = 0
+        while leading < len(runtime) and isinstance(runtime[leading], (TensorDescriptor, torch.Tensor)):
+            leading += 1
+        grid = (grid[0], 1, 1)
+        return _BoundDescriptors(entry, grid, device, tuple(args[leading:]) + tuple(constexprs))
+
+
+class _BoundDescriptors:
+    """One launch with everything fixed but its leading descriptors and tensor addresses
+    (:class:`~gpuperf.kernels._launch.Bound`, for descriptor kernels)."""
+
+    __slots__ = ("device", "function", "grid", "head", "launch", "tail")
+
+    def __init__(self, entry: tuple, grid: tuple, device: int, tail: tuple):
+        self.launch, self.function, self.head = entry
+        self.grid, self.device, self.tail = grid, device, tail
+
+    def __call__(self, *leading) -> None:
+        stream = torch._C._cuda_getCurrentRawStream(self.device)
+        self.launch(*self.grid, stream, self.function, *self.head, *leading, *self.tail)
+
+
+class _Described:
+    """What Triton's launcher reads of a host tensor descriptor (its base's address, shape,
+    strides and padding), made without :class:`TensorDescriptor`'s checks: only for a
+    layout that a plan has already checked."""
+
+    __slots__ = ("base", "padding", "shape", "strides")
+
+    def __init__(self, base: torch.Tensor, shape: list, strides: list):
+        self.base, self.shape, self.strides, self.padding = base, shape, strides, "zero"
+
+
+class Plan:
+    """A checked, configured launch of the TMA kernel, for inputs like the ones it was made for.
+
+    A wrapper keeps these in a :class:`~gpuperf.kernels._launch.Plans` keyed by everything
+    its checks, its config choice and Triton's specialization read (shapes, strides,
+    dtypes, devices, 16-byte alignment, options). A later call with inputs of the same
+    key skips all of that and pays for the output, two descriptors and the launch.
+    """
+
+    __slots__ = ("a_desc", "b_desc", "bound", "shape")
+
+    def __init__(self, bound: _BoundDescriptors, shape: tuple, a_desc, b_desc):
+        self.bound, self.shape = bound, shape
+        self.a_desc = (list(a_desc.shape), list(a_desc.strides))
+        self.b_desc = (list(b_desc.shape), list(b_desc.strides))
+
+    def launch(self, c, a, b, scale_a=None, scale_b=None) -> None:
+        """``c = (a @ b) * scale_a * scale_b``, ``c`` new, ``a`` and ``b`` like the planned ones."""
+        c_address = c.data_ptr()
+        self.bound(
+            _Described(a, *self.a_desc),
+            _Described(b, *self.b_desc),
+            c_address,
+            c_address if scale_a is None else scale_a.data_ptr(),
+            c_address if scale_b is None else scale_b.data_ptr(),
+        )
+
 
 _launch_pointer = Launcher(_matmul_persistent_kernel)
 _launch_tma = _DescriptorLauncher(_matmul_tma_persistent_kernel)
+#: Plans of :func:`matmul_persistent`, by :func:`plan_key`.
+_plans = Plans()
+
+
+def plan_key(a: torch.Tensor, b: torch.Tensor, *options) -> tuple:
+    """Everything about ``a`` and ``b`` that the checks, the config choice and Triton's
+    specialization read, and the call's ``options``: equal keys, equal launches."""
+    key = (a.shape, a.stride(), a.dtype, a.get_device(), a.data_ptr() % 16)
+    return (*key, b.shape, b.stride(), b.dtype, b.get_device(), b.data_ptr() % 16, *options)
 
 
 @functools.cache
@@ -275,8 +355,8 @@ def _scale_kind(scale: torch.Tensor | None) -> int:
 
 
 def launch_persistent(
-    c, a, b, config: PersistentConfig, scale_a=None, scale_b=None, fast_accum: bool = True
-) -> None:
+    c, a, b, config: PersistentConfig, scale_a=None, scale_b=None, fast_accum: bool = True, *, plan=False
+) -> Plan | None:
     """Compute ``c = (a @ b) * scale_a * scale_b`` with the persistent kernel ``config`` names.
 
     No checks: the public wrappers validate. ``fast_accum=False`` promotes FP8 partial
@@ -284,7 +364,8 @@ def launch_persistent(
     default). ``a`` (M, K), ``b`` (K, N) with K > 0,
     ``c`` (M, N) row-major; ``scale_a`` None, a one-element or an (M,) float32
     tensor, ``scale_b`` likewise with (N,). With ``config.tma`` both operands must
-    be describable (:func:`tma_layout`).
+    be describable (:func:`tma_layout`). With ``plan=True``, returns the :class:`Plan`
+    that repeats this launch (None where there can be none: no TMA, the interpreter).
     """
     m, k = a.shape
     n = b.shape[1]
@@ -301,19 +382,17 @@ def launch_persistent(
     # tens of microseconds of Python per call.
     if config.tma:
         a_layout, b_layout = tma_layout(a), tma_layout(b)
-        _launch_tma(
-            (programs,),
-            (
-                _descriptor(a, a_layout, config.block_m, config.block_k),
-                _descriptor(b, b_layout, config.block_k, config.block_n),
-                c, *scales, m, n, k, c.stride(0),
-            ),
-            (
-                *common, a_layout == "col", b_layout == "col", _scale_kind(scale_a),
-                _scale_kind(scale_b), imprecise, config.warp_specialize,
-            ),
-            **options,
+        a_desc = _descriptor(a, a_layout, config.block_m, config.block_k)
+        b_desc = _descriptor(b, b_layout, config.block_k, config.block_n)
+        runtime = (a_desc, b_desc, c, *scales, m, n, k, c.stride(0))
+        constexprs = (
+            *common, a_layout == "col", b_layout == "col", _scale_kind(scale_a),
+            _scale_kind(scale_b), imprecise, config.warp_specialize,
         )  # fmt: skip
+        _launch_tma((programs,), runtime, constexprs, **options)
+        if plan:
+            bound = _launch_tma.bound((programs,), runtime, constexprs, **options)
+            return None if bound is None else Plan(bound, (m, n), a_desc, b_desc)
     else:
         _launch_pointer(
             (programs,),
@@ -321,6 +400,7 @@ def launch_persistent(
             (*common, k % config.block_k == 0, _scale_kind(scale_a), _scale_kind(scale_b), imprecise),
             **options,
         )  # fmt: skip
+    return None
 
 
 @functools.cache
@@ -338,8 +418,9 @@ def persistent_config(a: torch.Tensor, b: torch.Tensor, which: str = "best") -> 
 
 
 def forget_tuned_configs() -> None:
-    """Drop the cached sweeps: the next call reads ``kernels/tuned`` again."""
+    """Drop the cached sweeps and plans: the next call reads ``kernels/tuned`` again."""
     _configs.forget_tuned()
+    _plans.clear()
 
 
 def require_tma(name: str, t: torch.Tensor) -> None:
@@ -409,21 +490,38 @@ def matmul_persistent(
 
     Algorithm: persistent tiled matmul (Triton's tutorial 09); FLOPs ``2 * M * N * K``.
     """
+    # (Only plain values reach the plans' dictionary: a bad argument goes to the checks.)
+    plannable = (
+        type(a) is torch.Tensor
+        and type(b) is torch.Tensor
+        and (config is None or type(config) is PersistentConfig)
+        and not torch.compiler.is_compiling()
+    )
+    if plannable:
+        # Inputs like ones already checked and launched go straight to that launch.
+        key = plan_key(a, b, config)
+        planned = _plans.get(key)
+        if planned is not None:
+            c = a.new_empty(planned.shape)
+            planned.launch(c, a, b)
+            return c
     check_tensors(("a", "b"), (a, b), HALF_DTYPES)
     if config is not None and not isinstance(config, PersistentConfig):
         raise TypeError(f"config must be a gpuperf.kernels.PersistentConfig, got {type(config).__name__}")
     check_matmul_shapes(a, b)
-    config = config or persistent_config(a, b)
-    if config.tma:
+    chosen = config or persistent_config(a, b)
+    if chosen.tma:
         require_tma("matmul_persistent", a)
     m, k = a.shape
     n = b.shape[1]
     if k == 0 or m == 0 or n == 0:
         return a.new_zeros((m, n))
-    if config.tma:
+    if chosen.tma:
         check_tma_operands(("a", "b"), (a, b))
     c = a.new_empty((m, n))
-    launch_persistent(c, a, b, config)
+    planned = launch_persistent(c, a, b, chosen, plan=plannable)
+    if planned is not None:
+        _plans.put(key, planned)
     return c
 
 

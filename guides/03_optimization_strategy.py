@@ -535,20 +535,21 @@ for r8 in fp8.gpus():
 from gpuperf.bench import sweeps
 
 sweep_gpus = [g for g in gpus_with(cat.ATTENTION_FORWARD) if tuning.read_tuning(g, kernel="attention")]
+sweeps_of = {g: tuning.read_tuning(g, kernel="attention") for g in sweep_gpus}
+# Forward kernel, D = 128, non-causal: tile (rows) against warps and stages (columns).
+grids = {
+    g: sweeps.config_grid(
+        sweep["trials"], ("block_m", "block_n"), ("num_warps", "num_stages"),
+        kernel="forward", head_dim=128, causal=False,
+    )
+    for g, sweep in sweeps_of.items()
+}  # fmt: skip
 fig, axes = plt.subplots(
     1, max(1, len(sweep_gpus)), figsize=(5.2 * max(1, len(sweep_gpus)), 3.9), facecolor="white"
 )
 axes = np.atleast_1d(axes)
 for ax, gpu in zip(axes, sweep_gpus, strict=False):
-    sweep = tuning.read_tuning(gpu, kernel="attention")
-    grid = sweeps.config_grid(
-        sweep["trials"],
-        ("block_m", "block_n"),
-        ("num_warps", "num_stages"),
-        kernel="forward",
-        head_dim=128,
-        causal=False,
-    )
+    sweep, grid = sweeps_of[gpu], grids[gpu]
     values = np.array([[np.nan if v is None else v for v in r] for r in grid["tflops"]])
     image = ax.imshow(values, cmap="viridis", aspect="auto", vmin=0, vmax=np.nanmax(values))
     for i, j in np.argwhere(~np.isnan(values)):
@@ -560,7 +561,7 @@ for ax, gpu in zip(axes, sweep_gpus, strict=False):
     ax.set_title(f"{short_gpu_name(sweep['provenance']['gpu'])}: TFLOP/s (blank: not tried)", fontsize=9.5)
     fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
 fig.suptitle("Attention forward, fp16, D = 128, S = 4096: tile vs warps and stages", fontsize=11)
-shown = [tuning.sweep_caption(tuning.read_tuning(g, kernel="attention")) for g in sweep_gpus]
+shown = [tuning.sweep_caption(sweeps_of[g]) for g in sweep_gpus]
 fig.text(0.01, 0.005, "\n".join(shown) or "no sweep", fontsize=6.5, color="#333333")
 fig.subplots_adjust(left=0.1, right=0.97, top=0.84, bottom=0.2 + 0.04 * len(shown), wspace=0.3)
 
@@ -571,15 +572,7 @@ fig.subplots_adjust(left=0.1, right=0.97, top=0.84, bottom=0.2 + 0.04 * len(show
 # too many of either can push a program off the SM. The numbers, per GPU:
 
 for gpu in sweep_gpus:
-    sweep = tuning.read_tuning(gpu, kernel="attention")
-    grid = sweeps.config_grid(
-        sweep["trials"],
-        ("block_m", "block_n"),
-        ("num_warps", "num_stages"),
-        kernel="forward",
-        head_dim=128,
-        causal=False,
-    )
+    grid = grids[gpu]
     for tile, values in zip(grid["rows"], grid["tflops"], strict=True):
         tried = [v for v in values if v is not None]
         if len(tried) > 1:

@@ -92,6 +92,14 @@ def main():
         twice(add_relu_mul, x, y, z)
         for stride in (1, 3, 64):
             twice(strided_copy, x, stride)
+    # The profiling guide's row mean: one row, rows past a block, a column count off every
+    # block size, a strided last dimension, and fp16.
+    from gpuperf.kernels import row_mean
+
+    for shape in ((1, 1), (37, 1000), (4099, 257)):
+        twice(row_mean, torch.randn(shape, device="cuda"))
+    twice(row_mean, torch.randn(300, 514, device="cuda")[:, ::2])
+    twice(row_mean, torch.randn(70, 333, device="cuda", dtype=torch.float16))
     torch.cuda.synchronize()
     print("every kernel ran at odd shapes")
 

@@ -42,7 +42,8 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """Build the site into docs/_build/html; a warning or a tutorial error fails the build."""
+    """Build the site into docs/_build/html; a warning, a tutorial error or a page that fails
+    scripts/check_pages.py (plumbing in its visible code, no opening answer) fails the build."""
     _install(session, "docs")
     session.run(
         "sphinx-build",
@@ -55,6 +56,9 @@ def docs(session: nox.Session) -> None:
         *session.posargs,
         env=_env(),
     )
+    # Every tutorial and guide as a reader meets it: no plumbing in the visible code, its
+    # answer first and its take-away last, glossary links (scripts/check_pages.py).
+    session.run("python", "scripts/check_pages.py", "docs/_build/html")
     session.log("open docs/_build/html/index.html")
 
 

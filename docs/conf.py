@@ -26,6 +26,7 @@ os.environ.setdefault("GPUPERF_TABLES", "html")
 DOCS = Path(__file__).parent
 sys.path.insert(0, str(DOCS))
 sys.path.insert(0, str(DOCS / "_ext"))
+import hardware_numbers
 import headlines_page
 import measurements_page
 
@@ -95,6 +96,10 @@ sphinx_gallery_conf = {
     "doc_module": ("gpuperf",),
     "thumbnail_size": (400, 280),
 }
+
+# The H100's measured numbers (|h100-copy| and the others) for the prose that quotes them,
+# the glossary above all: read from the committed records, never typed by hand.
+rst_epilog = hardware_numbers.rst_epilog()
 
 # The landing page's tables, generated from the committed records: the GPUs and
 # their ceilings, and each tutorial's headline results per GPU.

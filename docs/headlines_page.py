@@ -2,7 +2,7 @@
 
 A tutorial's benchmarks are the catalog names it passes to ``run_or_load``
 (read from its source, so a new tutorial is picked up without a change here);
-each benchmark's headline comes from :func:`gpuperf.bench.summary.headline`, and
+each benchmark's headline comes from :func:`gpuperf.pages.summary.headline`, and
 each tutorial says when and at which commit it was last measured on each GPU.
 """
 
@@ -12,9 +12,9 @@ import ast
 from pathlib import Path
 
 from gpuperf.bench import catalog, records
-from gpuperf.bench.plotting import short_gpu_name
-from gpuperf.bench.report import load
-from gpuperf.bench.summary import headline, last_measured
+from gpuperf.pages.plotting import short_gpu_name
+from gpuperf.pages.report import load
+from gpuperf.pages.summary import headline, last_measured
 
 
 def tutorial_benchmarks(path: Path) -> list[catalog.Benchmark]:

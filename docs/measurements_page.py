@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gpuperf.bench import catalog, records
 from gpuperf.bench.hardware import CEILINGS, DATASHEET
-from gpuperf.bench.plotting import format_rate
+from gpuperf.pages.plotting import format_rate
 
 
 def _hardware_rows(root: Path):

@@ -29,11 +29,12 @@ still shows real output; the caption under each says where it came from.
 # Reading the captures
 # --------------------
 #
-# :func:`gpuperf.bench.profiling.load` returns a capture with the notes the page
+# :func:`gpuperf.pages.profiling.load` returns a capture with the notes the page
 # must show: that it is missing (and which command writes it), or that the
 # kernel sources changed after it was taken.
 
-from gpuperf.bench import captures, profiling
+from gpuperf.bench import captures
+from gpuperf.pages import profiling
 
 
 def show(name: str):
@@ -194,8 +195,8 @@ if launch_cap:
 # after in the same record: ``triton_jit`` is the same wrapper launching
 # through ``kernel[grid]``, the path before the change.
 
-from gpuperf.bench import run_or_load
 from gpuperf.bench.catalog import HOST_OVERHEAD
+from gpuperf.pages import run_or_load
 
 host = run_or_load(HOST_OVERHEAD)
 print(host.table())
@@ -360,8 +361,8 @@ if trace is not None:
 
 import torch
 
-from gpuperf.bench.report import can_measure
 from gpuperf.kernels import row_mean
+from gpuperf.pages.report import can_measure
 from gpuperf.reference import row_mean_ref
 from gpuperf.testing import assert_close
 

@@ -17,7 +17,7 @@ The roofline model: every kernel against its GPU
   shown on the chart.
 
 Everything here is computed while the page builds, from the committed records
-that the tutorials plot (:mod:`gpuperf.bench.roofline`); a benchmark added
+that the tutorials plot (:mod:`gpuperf.pages.roofline`); a benchmark added
 later appears on the chart as soon as its records are committed.
 """
 
@@ -50,7 +50,7 @@ later appears on the chart as soon as its records are committed.
 # input read once, each output written once) and the FLOPs it must do.
 
 from gpuperf.bench import metrics
-from gpuperf.bench.roofline import arithmetic_intensity
+from gpuperf.pages.roofline import arithmetic_intensity
 
 examples = {
     "vector add, float32": (metrics.vector_add_flops(2**28), metrics.elementwise_bytes(2**28, 4)),
@@ -100,8 +100,9 @@ for name, (flops, n_bytes) in examples.items():
 # and reductions compute on); kernels that are not matmuls are read against it.
 # The datasheet's figures are drawn beside the measured ones, dotted.
 
-from gpuperf.bench import records, roofline
-from gpuperf.bench.plotting import format_rate, short_gpu_name
+from gpuperf.bench import records
+from gpuperf.pages import roofline
+from gpuperf.pages.plotting import format_rate, short_gpu_name
 
 placements = [roofline.load_gpu(gpu) for gpu in roofline.gpus()]
 for placement in placements:
@@ -154,7 +155,7 @@ for placement in placements:
 
 import matplotlib.pyplot as plt
 
-from gpuperf.bench import roofline_plot
+from gpuperf.pages import roofline_plot
 
 MARKS = {
     "A": ("vector_add", "triton", {}),
@@ -188,7 +189,7 @@ print(roofline.table(placements))
 
 
 from gpuperf.bench import catalog
-from gpuperf.bench.plotting import format_x
+from gpuperf.pages.plotting import format_x
 
 
 def largest(placement, key):
@@ -479,5 +480,5 @@ for placement in placements:
 # * :doc:`../measuring`: how every time on this chart was measured.
 # * Your own GPU: after ``nox -s bench``, ``nox -s docs`` draws it here as one
 #   more panel, from its own measured roofs.
-# * The code: :mod:`gpuperf.bench.roofline` (the model and the records' points)
-#   and :mod:`gpuperf.bench.roofline_plot` (this chart).
+# * The code: :mod:`gpuperf.pages.roofline` (the model and the records' points)
+#   and :mod:`gpuperf.pages.roofline_plot` (this chart).

@@ -49,10 +49,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from gpuperf.bench import captures, records, run_or_load, tuning
+from gpuperf.bench import captures, records, tuning
 from gpuperf.bench import catalog as cat
-from gpuperf.bench.plotting import format_x, short_gpu_name
-from gpuperf.bench.report import can_measure
+from gpuperf.pages import run_or_load, sweeps
+from gpuperf.pages.plotting import format_x, short_gpu_name
+from gpuperf.pages.report import can_measure
 
 device = "cuda" if can_measure() else "cpu"
 
@@ -532,7 +533,6 @@ for r8 in fp8.gpus():
 # tutorial 04 timed every candidate at one shape; laid out as tile against
 # (warps, stages), the forward kernel at head dimension 128:
 
-from gpuperf.bench import sweeps
 
 sweep_gpus = [g for g in gpus_with(cat.ATTENTION_FORWARD) if tuning.read_tuning(g, kernel="attention")]
 sweeps_of = {g: tuning.read_tuning(g, kernel="attention") for g in sweep_gpus}
@@ -561,7 +561,7 @@ for ax, gpu in zip(axes, sweep_gpus, strict=False):
     ax.set_title(f"{short_gpu_name(sweep['provenance']['gpu'])}: TFLOP/s (blank: not tried)", fontsize=9.5)
     fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
 fig.suptitle("Attention forward, fp16, D = 128, S = 4096: tile vs warps and stages", fontsize=11)
-shown = [tuning.sweep_caption(sweeps_of[g]) for g in sweep_gpus]
+shown = [sweeps.sweep_caption(sweeps_of[g]) for g in sweep_gpus]
 fig.text(0.01, 0.005, "\n".join(shown) or "no sweep", fontsize=6.5, color="#333333")
 fig.subplots_adjust(left=0.1, right=0.97, top=0.84, bottom=0.2 + 0.04 * len(shown), wspace=0.3)
 
@@ -593,7 +593,7 @@ for gpu in sweep_gpus:
 
 ref_sweep = tuning.read_tuning(records.reference_gpu())
 if ref_sweep:
-    tuning.plot_sweep(ref_sweep, "bfloat16")
+    sweeps.plot_sweep(ref_sweep, "bfloat16")
 
 # %%
 # The winner moves from small tiles at small shapes to the largest at large ones,

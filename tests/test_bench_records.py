@@ -9,7 +9,7 @@ import torch
 from gpuperf.bench import catalog, metrics, records
 from gpuperf.bench.catalog import Benchmark, Provider, call
 from gpuperf.bench.records import PROVENANCE_FIELDS, build_record, gpu_slug
-from gpuperf.bench.report import load
+from gpuperf.pages.report import load
 
 COMMITTED = sorted(p for p in records.measurements_dir().glob("*/*.json") if p.name != "hardware.json")
 
@@ -357,7 +357,7 @@ def test_memory_records_validate_without_times():
 
 
 def test_memory_ratios_and_table_read_less_as_better():
-    from gpuperf.bench.report import Result
+    from gpuperf.pages.report import Result
 
     result = Result(catalog.ATTENTION_MEMORY, memory_record(), "committed")
     # triton (first provider) 0.25 GiB, flash (the baseline, second) 0.5 GiB: triton needs half.

@@ -252,7 +252,7 @@ def test_promoted_candidates_include_deeper_steps():
 
 
 def test_sweep_table_shows_each_accumulation():
-    from gpuperf.bench.tuning import persistent_sweep_table
+    from gpuperf.pages.sweeps import persistent_sweep_table
 
     config = PersistentConfig(128, 128, 256)
     trials = [

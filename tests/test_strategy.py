@@ -4,7 +4,8 @@ compiled and profiled kernels on a GPU."""
 import pytest
 import torch
 
-from gpuperf.bench import strategy, sweeps
+from gpuperf.bench import strategy
+from gpuperf.pages import sweeps
 from gpuperf.testing import assert_close
 from tests._params import randn
 

@@ -76,8 +76,8 @@ print(f"lower bound at 3.35 TB/s: {elementwise_bytes(n, 4) / 3.35e12 * 1e3:.2f} 
 
 import torch
 
-from gpuperf.bench.report import can_measure
 from gpuperf.kernels import vector_add
+from gpuperf.pages.report import can_measure
 from gpuperf.reference import vector_add_ref
 from gpuperf.testing import assert_close
 
@@ -106,8 +106,8 @@ except ValueError as err:
 # a GPU this cell measures live; without one it shows the committed measurement
 # named under the plot.
 
-from gpuperf.bench import run_or_load
 from gpuperf.bench.catalog import VECTOR_ADD
+from gpuperf.pages import run_or_load
 
 result = run_or_load(VECTOR_ADD)
 print(result.table())

@@ -106,9 +106,9 @@ print(f"{rows} x {cols} fp32: naive moves {naive_bytes / 2**20:.0f} MiB, fused {
 
 import torch
 
-from gpuperf.bench.report import can_measure
 from gpuperf.kernels import softmax
 from gpuperf.kernels._configs import SOFTMAX_MAX_FUSED_COLS
+from gpuperf.pages.report import can_measure
 from gpuperf.reference import softmax_ref
 from gpuperf.testing import assert_close
 
@@ -144,8 +144,8 @@ print("rows with -inf match torch.softmax, NaNs included")
 # bytes, for every provider: the naive version's lower GB/s is exactly its
 # extra traffic.
 
-from gpuperf.bench import run_or_load
 from gpuperf.bench.catalog import SOFTMAX, SOFTMAX_LONG
+from gpuperf.pages import run_or_load
 
 short = run_or_load(SOFTMAX)
 print(short.table())

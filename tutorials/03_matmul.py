@@ -36,7 +36,7 @@ Matmul: tiles, program order, autotuning and a fused epilogue
 # FLOPs per byte grow with the tile, as :math:`B_M B_N / (B_M + B_N)` in float16:
 
 from gpuperf.bench.metrics import matmul_bytes, matmul_flops
-from gpuperf.bench.plotting import format_x
+from gpuperf.pages.plotting import format_x
 
 
 def tile_intensity(block_m: int, block_n: int, block_k: int, element_size: int = 2) -> float:
@@ -77,7 +77,7 @@ import torch
 
 from gpuperf.bench import records
 from gpuperf.bench.hardware import DATASHEET
-from gpuperf.bench.report import can_measure
+from gpuperf.pages.report import can_measure
 
 device = "cuda" if can_measure() else "cpu"
 # The GPU these pages describe: the one present when measuring live, else the reference GPU.
@@ -341,9 +341,9 @@ for row_major, grouped in zip(launch_order(6, 8, 1), launch_order(6, 8, 4), stri
 # load of a tile that another program of the wave also loads can be served by
 # L2. With the configs the benchmark below ran:
 
-from gpuperf.bench import run_or_load
 from gpuperf.bench.catalog import MATMUL_ORDER
 from gpuperf.kernels import MatmulConfig
+from gpuperf.pages import run_or_load
 
 order = run_or_load(MATMUL_ORDER)
 if order.record is not None:
@@ -505,20 +505,21 @@ if ncu is not None and hw is not None:
 import math
 
 from gpuperf.bench import tuning
+from gpuperf.pages import sweeps
 
 sweep = tuning.read_tuning(gpu)
 if sweep is None:
     print(f"MISSING: no tuning sweep for {gpu}; run `nox -s bench` on that GPU and commit what it writes.")
 else:
-    print(f"{tuning.sweep_caption(sweep)}; {len(sweep['candidates'])} candidate configs\n")
-    print(tuning.sweep_table(sweep))
+    print(f"{sweeps.sweep_caption(sweep)}; {len(sweep['candidates'])} candidate configs\n")
+    print(sweeps.sweep_table(sweep))
 
 # %%
 # The whole sweep for one dtype, each config's TFLOP/s as a percentage of the
 # best config at that shape (blank: pruned, not timed; outlined: the winner):
 
 if sweep is not None:
-    tuning.plot_sweep(sweep, sweep["trials"][0]["dtype"])
+    sweeps.plot_sweep(sweep, sweep["trials"][0]["dtype"])
     plt.show()
 
 # %%

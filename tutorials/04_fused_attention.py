@@ -62,9 +62,10 @@ for s in ATTENTION_SEQ_LENS:
 
 import torch
 
-from gpuperf.bench import records, run_or_load
+from gpuperf.bench import records
 from gpuperf.bench.catalog import ATTENTION_BACKWARD, ATTENTION_FORWARD, ATTENTION_MEMORY
-from gpuperf.bench.report import can_measure
+from gpuperf.pages import run_or_load
+from gpuperf.pages.report import can_measure
 
 device = "cuda" if can_measure() else "cpu"
 gpu = records.gpu_slug(torch.cuda.get_device_name()) if can_measure() else records.reference_gpu()
@@ -245,12 +246,13 @@ for bad in [
 
 from gpuperf.bench import tuning
 from gpuperf.kernels._attention_configs import AttentionConfig
+from gpuperf.pages import sweeps
 
 sweep = tuning.read_tuning(gpu, kernel="attention")
 if sweep is None:
     print(f"MISSING: no attention tuning sweep for {gpu}; run `nox -s bench` on that GPU.")
 else:
-    print(tuning.sweep_caption(sweep))
+    print(sweeps.sweep_caption(sweep))
     print(" D  causal  kernel    configs  winner          best TFLOP/s  worst TFLOP/s")
     for entry in sweep["best"]:
         for kernel in ("forward", "dkdv", "dq"):

@@ -75,8 +75,8 @@ print(f"with a scale of {scale.item():.2e}: relative error {((scaled - x).norm()
 # unquantized inputs (error on the 248 ordinary rows, and on all rows) and
 # against the bfloat16 product:
 
-from gpuperf.bench.report import can_measure
 from gpuperf.kernels import matmul_fp8
+from gpuperf.pages.report import can_measure
 
 device = "cuda" if can_measure() else "cpu"
 m, n, k = (4096, 4096, 4096) if device == "cuda" else (256, 128, 256)
@@ -210,8 +210,8 @@ for bad in [
 
 import matplotlib.pyplot as plt
 
-from gpuperf.bench import run_or_load
 from gpuperf.bench.catalog import MATMUL_FP8
+from gpuperf.pages import run_or_load
 
 fp8 = run_or_load(MATMUL_FP8)
 print(fp8.table(accumulation="fast"))

@@ -105,8 +105,8 @@ except ValueError as err:
 # tutorial 03's computed pointers. Each rung matches the reference (here in
 # float16, which Triton's interpreter computes correctly without a GPU):
 
-from gpuperf.bench.report import can_measure
 from gpuperf.kernels import PersistentConfig
+from gpuperf.pages.report import can_measure
 from gpuperf.reference import matmul_ref
 from gpuperf.testing import assert_close
 
@@ -145,6 +145,7 @@ for m, n, k in [(1, 16, 32), (70, 48, 104), (130, 96, 64)]:
 # at each shape, in bfloat16 and in FP8 (e4m3, fast accumulation):
 
 from gpuperf.bench import records, tuning
+from gpuperf.pages import sweeps
 
 gpu = records.gpu_slug(torch.cuda.get_device_name()) if can_measure() else records.reference_gpu()
 for kernel in ("matmul_persistent", "matmul_fp8"):
@@ -152,8 +153,8 @@ for kernel in ("matmul_persistent", "matmul_fp8"):
     if sweep is None:
         print(f"MISSING: no {kernel} sweep for {gpu}; run `nox -s bench` on that GPU.")
         continue
-    print(f"{kernel}: {tuning.sweep_caption(sweep)}")
-    print(tuning.persistent_sweep_table(sweep))
+    print(f"{kernel}: {sweeps.sweep_caption(sweep)}")
+    print(sweeps.persistent_sweep_table(sweep))
     print()
 
 # %%
@@ -168,8 +169,8 @@ for kernel in ("matmul_persistent", "matmul_fp8"):
 
 import matplotlib.pyplot as plt
 
-from gpuperf.bench import run_or_load
 from gpuperf.bench.catalog import MATMUL_FP8, MATMUL_PERSISTENT
+from gpuperf.pages import run_or_load
 
 ladder = run_or_load(MATMUL_PERSISTENT)
 print(ladder.table())

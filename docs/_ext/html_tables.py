@@ -1,25 +1,26 @@
-"""Sphinx extension: result tables printed by a tutorial become HTML tables on its page.
+"""Sphinx extension: result tables and paragraphs printed by a page become HTML on it.
 
-In the docs build ``GPUPERF_TABLES=html`` is set, so :meth:`gpuperf.bench.Result.table`
-returns its tables as one line of HTML (:func:`gpuperf.bench.tables.to_html`), and
-sphinx-gallery captures that line with the rest of the cell's printed output in a
-literal block. This extension splits such blocks: the text before and after stays
-literal, each table line becomes raw HTML, in the order printed.
+In the docs build ``GPUPERF_TABLES=html`` is set, so :meth:`gpuperf.pages.Result.table`
+returns its tables as one line of HTML (:func:`gpuperf.pages.tables.to_html`), and a
+:class:`gpuperf.pages.prose.Paragraph` prints as one line of HTML too; sphinx-gallery
+captures those lines with the rest of the cell's printed output in a literal block.
+This extension splits such blocks: the text before and after stays literal, each line
+that starts with ``<div class="gpuperf-`` becomes raw HTML, in the order printed.
 """
 
 from __future__ import annotations
 
-from gpuperf.bench.tables import HTML_CLASS
-
-#: How a table line starts (:func:`gpuperf.bench.tables.to_html`).
-MARKER = f'<div class="{HTML_CLASS}s">'
+#: How a line of HTML printed by gpuperf starts: a table (:func:`gpuperf.pages.tables.to_html`)
+#: or a paragraph (:class:`gpuperf.pages.prose.Paragraph`).
+MARKER = '<div class="gpuperf-'
 #: The class sphinx-gallery gives the literal block of a cell's output.
 OUTPUT_CLASS = "sphx-glr-script-out"
 
 
 def split_output(text: str) -> list[tuple[str, str]]:
-    """``[(kind, text)]`` in order, kind ``"text"`` or ``"html"``: each line that is a
-    table on its own, and the runs of other lines between them (blank runs dropped)."""
+    """``[(kind, text)]`` in order, kind ``"text"`` or ``"html"``: each line of HTML printed
+    by gpuperf (a table, a paragraph), and the runs of other lines between them (blank
+    runs dropped)."""
     parts: list[tuple[str, str]] = []
     run: list[str] = []
     for line in text.splitlines():

@@ -83,7 +83,7 @@ def require_cuda() -> None:
     if not torch.cuda.is_available():
         raise RuntimeError(
             "timing needs a CUDA GPU and none is visible to PyTorch; without one, "
-            "render the committed measurements instead (gpuperf.bench.run_or_load)"
+            "render the committed measurements instead (gpuperf.pages.run_or_load)"
         )
 
 

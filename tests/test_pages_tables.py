@@ -1,6 +1,6 @@
 """Tables as data, written as text or HTML."""
 
-from gpuperf.bench.tables import Cell, Section, to_html, to_text
+from gpuperf.pages.tables import Cell, Section, to_html, to_text
 
 
 def _section():

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from gpuperf.bench import catalog, records
-from gpuperf.bench.plotting import PROVIDER_COLORS, format_size, format_x, provider_color
-from gpuperf.bench.report import Result, run_or_load
+from gpuperf.pages.plotting import PROVIDER_COLORS, format_size, format_x, provider_color
+from gpuperf.pages.report import Result, run_or_load
 from tests.test_bench_records import HOST_LIKE, MATMUL_LIKE, synthetic_record
 
 

@@ -1,4 +1,4 @@
-"""The profiling guide's readers (gpuperf.bench.profiling) and its committed captures."""
+"""The profiling guide's readers (gpuperf.pages.profiling) and its committed captures."""
 
 import gzip
 import json
@@ -6,8 +6,10 @@ import re
 
 import pytest
 
-from gpuperf.bench import captures, profiling, records
-from gpuperf.bench.tables import FORMAT_VAR
+from gpuperf.bench import captures, records
+from gpuperf.pages import captures as pages_captures
+from gpuperf.pages import profiling
+from gpuperf.pages.tables import FORMAT_VAR
 
 PROVENANCE = {
     "gpu": "NVIDIA Test GPU",
@@ -249,18 +251,18 @@ def test_proton_kernels_are_the_timed_leaves():
 
 
 def test_load_says_what_is_missing_or_stale(tmp_path):
-    cap, notes = profiling.load("timing_methods", "nvidia-test-gpu", tmp_path)
-    assert cap is None and notes[0].startswith("MISSING") and profiling.HOW in notes[0]
+    cap, notes = pages_captures.load("timing_methods", "nvidia-test-gpu", tmp_path)
+    assert cap is None and notes[0].startswith("MISSING") and pages_captures.how("timing_methods") in notes[0]
     fresh = capture("timing_methods", _timing_payload(), sources=("kernels/row_mean.py",))
     captures.write(fresh, tmp_path)
-    assert profiling.load("timing_methods", "nvidia-test-gpu", tmp_path) == (fresh, [])
+    assert pages_captures.load("timing_methods", "nvidia-test-gpu", tmp_path) == (fresh, [])
     stale = {**fresh, "sources_sha256": "0" * 64}
     captures.write(stale, tmp_path)
-    cap, notes = profiling.load("timing_methods", "nvidia-test-gpu", tmp_path)
+    cap, notes = pages_captures.load("timing_methods", "nvidia-test-gpu", tmp_path)
     assert cap == stale and notes[0].startswith("STALE") and "kernels/row_mean.py" in notes[0]
     path = captures.capture_path("timing_methods", "nvidia-test-gpu", tmp_path)
     path.write_text("{}")
-    cap, notes = profiling.load("timing_methods", "nvidia-test-gpu", tmp_path)
+    cap, notes = pages_captures.load("timing_methods", "nvidia-test-gpu", tmp_path)
     assert cap is None and notes[0].startswith("MALFORMED")
 
 
@@ -269,14 +271,14 @@ def test_load_says_what_is_missing_or_stale(tmp_path):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_committed_capture_is_complete_and_fresh(name):
-    cap, notes = profiling.load(name)
+    cap, notes = pages_captures.load(name)
     assert cap is not None, notes
     assert captures.validate(cap) == []
     assert records.gpu_slug(cap["provenance"]["gpu"]) == REFERENCE
 
 
 def test_committed_trace_is_small_and_matches_its_capture():
-    cap, _ = profiling.load("torch_profiler")
+    cap, _ = pages_captures.load("torch_profiler")
     path = captures.artifact_path("torch_profiler_trace", REFERENCE, ".json.gz")
     assert path.name == cap["payload"]["trace_file"]
     assert path.stat().st_size == cap["payload"]["trace_gz_bytes"] < 5 * 2**20
@@ -285,7 +287,7 @@ def test_committed_trace_is_small_and_matches_its_capture():
 
 
 def test_committed_ncu_capture_profiled_every_op_once():
-    cap, _ = profiling.load("ncu_kernels")
+    cap, _ = pages_captures.load("ncu_kernels")
     payload = cap["payload"]
     assert cap["tool"].startswith("ncu ") and "--clock-control none" in cap["tool"]
     assert payload["unmatched_ops"] == []
@@ -298,7 +300,7 @@ def test_committed_ncu_capture_profiled_every_op_once():
 
 
 def test_committed_timing_capture_has_every_method_for_every_op():
-    cap, _ = profiling.load("timing_methods")
+    cap, _ = pages_captures.load("timing_methods")
     keys = {"first_call", "host_no_sync", "host_sync", "cuda_events", "do_bench", "do_bench_no_flush"}
     for op in cap["payload"]["ops"]:
         assert keys | {"do_bench_cudagraph", "gpuperf"} <= {m["key"] for m in op["methods"]}

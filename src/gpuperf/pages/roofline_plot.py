@@ -2,7 +2,7 @@
 
 One figure for all GPUs, in two rows of panels (GPU beside GPU): the whole chart,
 then its compute-bound corner magnified, where the matmuls and attention crowd
-together. What is drawn is chosen by :func:`gpuperf.bench.roofline.chart_series`
+together. What is drawn is chosen by :func:`gpuperf.pages.roofline.chart_series`
 from the records alone, so a new benchmark's record appears without code here.
 Labels are placed where they overlap nothing drawn before them (a greedy search
 over offsets around each point), joined to their point by a thin line when they
@@ -15,8 +15,8 @@ import math
 import textwrap
 
 from gpuperf.bench import records
-from gpuperf.bench.plotting import _STYLE, format_rate, format_x, provider_color, short_gpu_name
-from gpuperf.bench.roofline import LAUNCH_FACTOR, Placement, Point, Roof, Series, chart_series
+from gpuperf.pages.plotting import _STYLE, format_rate, format_x, provider_color, short_gpu_name
+from gpuperf.pages.roofline import LAUNCH_FACTOR, Placement, Point, Roof, Series, chart_series
 
 #: Marker shapes, one per benchmark, handed out in order of intensity.
 MARKERS = ("o", "s", "D", "^", "v", "P", "X", "*", "h", "p", "<", ">", "d", "8", "H")
@@ -137,7 +137,7 @@ def _box(ax, x, y, radius_px: float):
 def _segments(points: list[Point]) -> list[list[Point]]:
     """Runs of neighbouring points a trail may join: sizes, or square shapes (as the
     tutorials' plots join them); a lone shape (a model's product, say) stands alone."""
-    from gpuperf.bench.plotting import _joined
+    from gpuperf.pages.plotting import _joined
 
     runs: list[list[Point]] = []
     for p in points:
@@ -479,7 +479,7 @@ def plot(placements: list[Placement], *, marks: dict | None = None):
     GPU's provenance.
 
     Args:
-        placements: one per GPU (:func:`gpuperf.bench.roofline.load_gpu`), in order.
+        placements: one per GPU (:func:`gpuperf.pages.roofline.load_gpu`), in order.
         marks: ``{letter: (benchmark, provider, axes)}``: the largest size of each named
             series ringed and lettered, as a page's text reads them.
 

@@ -6,9 +6,10 @@ import math
 
 import pytest
 
-from gpuperf.bench import catalog, metrics, records, roofline, roofline_plot
+from gpuperf.bench import catalog, metrics, records
 from gpuperf.bench.catalog import Benchmark, Provider, call
-from gpuperf.bench.roofline import (
+from gpuperf.pages import roofline, roofline_plot
+from gpuperf.pages.roofline import (
     Roof,
     arithmetic_intensity,
     attainable_tflops,

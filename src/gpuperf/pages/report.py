@@ -10,7 +10,8 @@ from gpuperf._runtime import has_cuda, is_interpreter
 from gpuperf.bench import records
 from gpuperf.bench.catalog import Benchmark
 from gpuperf.bench.metrics import LOWER_IS_BETTER
-from gpuperf.bench.plotting import (
+from gpuperf.bench.records import REPO_ROOT
+from gpuperf.pages.plotting import (
     combos,
     format_combo,
     format_x,
@@ -19,8 +20,7 @@ from gpuperf.bench.plotting import (
     short_gpu_name,
     x_order,
 )
-from gpuperf.bench.records import REPO_ROOT
-from gpuperf.bench.tables import Cell, Section, render
+from gpuperf.pages.tables import Cell, Section, render
 
 #: ``GPUPERF_BENCH=records`` renders committed records even where a GPU is present;
 #: ``live`` insists on measuring; ``auto`` (default) measures when it can.
@@ -148,7 +148,7 @@ class Result:
         say) keeps the combinations with those values only.
 
         Fixed-width text, or HTML when ``GPUPERF_TABLES=html`` (the docs build):
-        see :mod:`gpuperf.bench.tables`.
+        see :mod:`gpuperf.pages.tables`.
         """
         shown = self.gpus()
         notes = self.all_notes()
@@ -222,6 +222,13 @@ class Result:
             notes=self.all_notes(),
         )
 
+    def show(self, **axes) -> Result:
+        """Print :meth:`table` and draw :meth:`plot` for the combinations ``axes`` picks
+        (all of them by default); return this result, for the lookups that follow."""
+        print(self.table(**axes))
+        self.plot(**axes)
+        return self
+
     def _subset(self, axes: dict) -> dict:
         """The record with only the rows whose axes take the values in ``axes``."""
         if not axes:
@@ -291,3 +298,20 @@ def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result
     others = [load(benchmark, gpu) for gpu in records.gpus_with_record(benchmark.name) if gpu != first]
     main.others = others
     return main
+
+
+def show(benchmark: Benchmark, **axes) -> Result:
+    """Measure ``benchmark`` live or load its records (:func:`run_or_load`), print its
+    table and draw its plot, every GPU side by side; ``axes`` (``dtype="float16"``)
+    narrows both to those combinations. Returns the :class:`Result` for lookups
+    (:meth:`Result.ratios`, :meth:`Result.fraction_of_ceiling`, ...).
+
+    Raises:
+        TypeError: ``benchmark`` is not a :class:`~gpuperf.bench.catalog.Benchmark`.
+        ValueError: an axis or value in ``axes`` that the benchmark does not declare.
+    """
+    if not isinstance(benchmark, Benchmark):
+        raise TypeError(
+            f"benchmark must be a gpuperf.bench.catalog.Benchmark, got {type(benchmark).__name__}"
+        )
+    return run_or_load(benchmark).show(**axes)

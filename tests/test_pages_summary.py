@@ -3,9 +3,9 @@
 import pytest
 
 from gpuperf.bench import catalog
-from gpuperf.bench.plotting import format_x
-from gpuperf.bench.report import Result
-from gpuperf.bench.summary import headline, last_measured
+from gpuperf.pages.plotting import format_x
+from gpuperf.pages.report import Result
+from gpuperf.pages.summary import headline, last_measured
 from tests.test_bench_records import HOST_LIKE, MATMUL_LIKE, synthetic_record
 
 
@@ -35,7 +35,7 @@ def test_host_time_and_memory_headlines_say_what_the_ratio_means():
     host = synthetic_record(HOST_LIKE, ms=lambda c, i, p: [0.030, 0.010][p])
     assert headline(Result(HOST_LIKE, host, "committed")) == "0.33× the speed of torch on the host"
     assert headline(Result(catalog.SOFTMAX, None, "missing")) is None
-    with pytest.raises(TypeError, match=r"result must be a gpuperf\.bench\.Result, got dict"):
+    with pytest.raises(TypeError, match=r"result must be a gpuperf\.pages\.Result, got dict"):
         headline(host)
 
 

@@ -514,10 +514,10 @@ def table(placements: list[Placement]) -> str:
     of every drawn series at its largest size, by intensity: FLOP/B, TFLOP/s, GB/s, the
     roof it is read against, what bounds it there, and its share of the roof.
 
-    Fixed-width text, or HTML when ``GPUPERF_TABLES=html`` (:mod:`gpuperf.bench.tables`).
+    Fixed-width text, or HTML when ``GPUPERF_TABLES=html`` (:mod:`gpuperf.pages.tables`).
     """
-    from gpuperf.bench.plotting import format_combo, format_x, short_gpu_name
-    from gpuperf.bench.tables import Cell, Section, render
+    from gpuperf.pages.plotting import format_combo, format_x, short_gpu_name
+    from gpuperf.pages.tables import Cell, Section, render
 
     sections = []
     for placement in placements:

@@ -9,13 +9,9 @@ highest % of the ceiling with where it was reached, for example
 
 from __future__ import annotations
 
-from gpuperf.bench.plotting import format_x
-from gpuperf.bench.report import Result
-
-
-def _span(values, fmt) -> str:
-    low, high = fmt(min(values)), fmt(max(values))
-    return low if low == high else f"{low}–{high}"
+from gpuperf.pages.plotting import format_x
+from gpuperf.pages.prose import span
+from gpuperf.pages.report import Result
 
 
 def headline(result: Result) -> str | None:
@@ -24,10 +20,10 @@ def headline(result: Result) -> str | None:
     where the highest % of the ceiling was reached only for axes with several values.
 
     Raises:
-        TypeError: ``result`` is not a :class:`~gpuperf.bench.report.Result`.
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
     if not isinstance(result, Result):
-        raise TypeError(f"result must be a gpuperf.bench.Result, got {type(result).__name__}")
+        raise TypeError(f"result must be a gpuperf.pages.Result, got {type(result).__name__}")
     record = result.record
     if record is None:
         return None
@@ -40,10 +36,10 @@ def headline(result: Result) -> str | None:
     parts = []
     if ratios and record["metric"] == "GiB":
         # ratios are baseline memory / provider memory: turn them into the provider's share.
-        parts.append(f"{_span([1 / r for r in ratios], lambda v: f'{v:.2f}')}× the peak memory of {base}")
+        parts.append(f"{span([1 / r for r in ratios])}× the peak memory of {base}")
     elif ratios:
         host = " on the host" if record["metric"] == "us/call" else ""
-        parts.append(f"{_span(ratios, lambda v: f'{v:.2f}')}× the speed of {base}{host}")
+        parts.append(f"{span(ratios)}× the speed of {base}{host}")
     if fractions:
         best, x, combo = max(fractions, key=lambda item: item[0])
         subject = result.benchmark.subject.key

@@ -5,7 +5,7 @@ the functions here turn them into what the guide shows, on any machine: the timi
 methods side by side, host time against GPU time as a kernel grows, the
 ``torch.profiler`` table and a timeline drawn from its Chrome trace, Nsight Compute's
 counters, and proton's tree. Tables come out as text or HTML, as
-:func:`gpuperf.bench.tables.render` is asked.
+:func:`gpuperf.pages.tables.render` is asked.
 """
 
 from __future__ import annotations
@@ -15,10 +15,7 @@ import json
 from pathlib import Path
 
 from gpuperf.bench import captures
-from gpuperf.bench.tables import Cell, Section, render
-
-#: The command that writes every capture below, named when one is missing.
-HOW = "bash scripts/device_run.sh profiling"
+from gpuperf.pages.tables import Cell, Section, render
 
 #: Nsight Compute's counters the guide reads, in order: (label, metric, scale, digits).
 #: ``metric`` is a name from ncu's sections (their human names) or a raw counter;
@@ -45,21 +42,6 @@ NCU_ROWS = (
     ("blocks", "Grid Size", 1, 0),
     ("waves per SM", "Waves Per SM", 1, 2),
 )
-
-
-def load(name: str, gpu: str | None = None, root: Path | None = None) -> tuple[dict | None, list[str]]:
-    """The capture ``name`` of ``gpu`` (default: the reference GPU) and the notes a page
-    must show with it: why it is missing, or that the code changed since it was taken.
-
-    Never raises for a missing or malformed capture: the page says so instead.
-    """
-    try:
-        capture = captures.load(name, gpu, root, how=HOW)
-    except FileNotFoundError as err:
-        return None, [f"MISSING: {err}"]
-    except ValueError as err:
-        return None, [f"MALFORMED: {err}"]
-    return capture, [f"STALE: {reason}; re-run `{HOW}` on a GPU." for reason in captures.staleness(capture)]
 
 
 def _us(ms: float | None, digits: int = 1) -> Cell:
@@ -144,7 +126,7 @@ def launch_bound_figure(capture: dict, notes=()):
     moves, log-log: where the solid line rises above the dashed one, the GPU sets the pace."""
     import matplotlib.pyplot as plt
 
-    from gpuperf.bench.plotting import provider_color
+    from gpuperf.pages.plotting import provider_color
 
     fig, ax = plt.subplots(figsize=(8, 4.6), facecolor="white", layout="constrained")
     ax.set_facecolor("white")

@@ -1,0 +1,38 @@
+"""The H100's measured numbers as reStructuredText substitutions (``|h100-copy|`` and
+the others), for prose that quotes them: the glossary above all.
+
+Every value comes from the committed ``hardware.json`` of the H100
+(:func:`gpuperf.pages.hardware.ceilings`), so the prose changes when the records do
+and no measured number is typed by hand.
+"""
+
+from __future__ import annotations
+
+from gpuperf.pages.hardware import ceilings
+from gpuperf.pages.plotting import format_rate
+
+#: The GPU the glossary quotes: the H100 these pages were first measured on.
+GPU = "nvidia-h100-80gb-hbm3"
+
+
+def substitutions(gpu: str = GPU) -> dict[str, str]:
+    """``{name: text}``: the GPU's SM count, L2 size, memory, measured copy bandwidth and
+    matmul peaks, the bf16 ridge point and the date they were measured."""
+    c = ceilings(gpu)
+    p = c.provenance
+    return {
+        "h100-sms": str(p["sm_count"]),
+        "h100-l2": f"{p['l2_bytes'] / 2**20:.0f} MiB",
+        "h100-memory": f"{p['memory_gib']:.0f} GiB",
+        "h100-copy": format_rate(c.copy_gbps, "GB/s"),
+        "h100-bf16": format_rate(c.tflops("bf16"), "TFLOP/s"),
+        "h100-fp8": format_rate(c.tflops("fp8"), "TFLOP/s"),
+        "h100-fp32": format_rate(c.tflops("fp32"), "TFLOP/s"),
+        "h100-ridge-bf16": f"{c.ridge_point('bf16'):.0f} FLOP/byte",
+        "h100-measured": p["date"][:10],
+    }
+
+
+def rst_epilog(gpu: str = GPU) -> str:
+    """The substitutions as reStructuredText, for Sphinx's ``rst_epilog``."""
+    return "\n".join(f".. |{name}| replace:: {text}" for name, text in substitutions(gpu).items()) + "\n"

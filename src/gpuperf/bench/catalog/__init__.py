@@ -1,0 +1,142 @@
+"""Every benchmark on the site, declared once, by family.
+
+* :mod:`~gpuperf.bench.catalog.benchmark`: :class:`Benchmark` and :class:`Provider`, the
+  types that declare a benchmark.
+* :mod:`~gpuperf.bench.catalog.memory_bound`: vector add, softmax, row mean (GB/s).
+* :mod:`~gpuperf.bench.catalog.matmul`: tutorial 03's matmul, its epilogue and program
+  order, the persistent and FP8 matmuls (TFLOP/s).
+* :mod:`~gpuperf.bench.catalog.attention`: attention forward, backward and peak memory.
+* :mod:`~gpuperf.bench.catalog.case_studies`: the optimization-strategy guide's GELU,
+  add → ReLU → multiply and strided reads.
+* :mod:`~gpuperf.bench.catalog.host`: host time per call of our wrappers and PyTorch's ops.
+
+A new benchmark goes into its family's module and into :data:`ALL`. The same
+declaration serves the tutorials (measured live or rendered from the committed
+record), the ``bench`` command that refreshes the records on a GPU machine
+(``python -m gpuperf.bench`` runs :data:`ALL`), and the tests, which check the
+declarations against the committed records. Every name is importable from here:
+``from gpuperf.bench.catalog import MATMUL``.
+"""
+
+from __future__ import annotations
+
+from gpuperf.bench.catalog.attention import (
+    ATTENTION_AXES,
+    ATTENTION_BACKWARD,
+    ATTENTION_FORWARD,
+    ATTENTION_IMPLEMENTATIONS,
+    ATTENTION_MEMORY,
+    ATTENTION_SEQ_LENS,
+    ATTENTION_TOKENS,
+    ATTENTION_WIDTH,
+    attention_shape,
+)
+from gpuperf.bench.catalog.benchmark import Benchmark, Provider, call
+from gpuperf.bench.catalog.case_studies import (
+    ADD_RELU_MUL,
+    ELEMENTWISE_DTYPES,
+    ELEMENTWISE_SIZES,
+    GELU,
+    STRIDED_COPY,
+    STRIDED_COPY_ELEMENTS,
+)
+from gpuperf.bench.catalog.host import HOST_OVERHEAD
+from gpuperf.bench.catalog.matmul import (
+    FP8_FAST_ACCUM_K_FACTOR,
+    FP8_SHAPES,
+    MATMUL,
+    MATMUL_DTYPES,
+    MATMUL_EPILOGUE,
+    MATMUL_EPILOGUE_SHAPES,
+    MATMUL_FP8,
+    MATMUL_MODEL,
+    MATMUL_ORDER,
+    MATMUL_PERSISTENT,
+    MATMUL_SHAPES,
+    MATMUL_SQUARE,
+    PERSISTENT_SHAPES,
+    fp8_check_k,
+)
+from gpuperf.bench.catalog.memory_bound import (
+    ROW_MEAN,
+    ROW_MEAN_ROWS,
+    SOFTMAX,
+    SOFTMAX_LONG,
+    SOFTMAX_LONG_ROWS,
+    SOFTMAX_ROWS,
+    VECTOR_ADD,
+)
+
+#: Every benchmark, in the order ``python -m gpuperf.bench`` measures them.
+ALL: tuple[Benchmark, ...] = (
+    VECTOR_ADD,
+    SOFTMAX,
+    SOFTMAX_LONG,
+    HOST_OVERHEAD,
+    MATMUL,
+    MATMUL_EPILOGUE,
+    MATMUL_ORDER,
+    ATTENTION_FORWARD,
+    ATTENTION_BACKWARD,
+    ATTENTION_MEMORY,
+    MATMUL_PERSISTENT,
+    MATMUL_FP8,
+    ROW_MEAN,
+    GELU,
+    ADD_RELU_MUL,
+    STRIDED_COPY,
+)
+
+
+def by_name(name: str) -> Benchmark:
+    """Return the benchmark called ``name``; ``KeyError`` listing the known names otherwise."""
+    for b in ALL:
+        if b.name == name:
+            return b
+    raise KeyError(f"no benchmark {name!r}; known: {[b.name for b in ALL]}")
+
+
+__all__ = [
+    "ADD_RELU_MUL",
+    "ALL",
+    "ATTENTION_AXES",
+    "ATTENTION_BACKWARD",
+    "ATTENTION_FORWARD",
+    "ATTENTION_IMPLEMENTATIONS",
+    "ATTENTION_MEMORY",
+    "ATTENTION_SEQ_LENS",
+    "ATTENTION_TOKENS",
+    "ATTENTION_WIDTH",
+    "ELEMENTWISE_DTYPES",
+    "ELEMENTWISE_SIZES",
+    "FP8_FAST_ACCUM_K_FACTOR",
+    "FP8_SHAPES",
+    "GELU",
+    "HOST_OVERHEAD",
+    "MATMUL",
+    "MATMUL_DTYPES",
+    "MATMUL_EPILOGUE",
+    "MATMUL_EPILOGUE_SHAPES",
+    "MATMUL_FP8",
+    "MATMUL_MODEL",
+    "MATMUL_ORDER",
+    "MATMUL_PERSISTENT",
+    "MATMUL_SHAPES",
+    "MATMUL_SQUARE",
+    "PERSISTENT_SHAPES",
+    "ROW_MEAN",
+    "ROW_MEAN_ROWS",
+    "SOFTMAX",
+    "SOFTMAX_LONG",
+    "SOFTMAX_LONG_ROWS",
+    "SOFTMAX_ROWS",
+    "STRIDED_COPY",
+    "STRIDED_COPY_ELEMENTS",
+    "VECTOR_ADD",
+    "Benchmark",
+    "Provider",
+    "attention_shape",
+    "by_name",
+    "call",
+    "fp8_check_k",
+]

@@ -1,0 +1,205 @@
+"""What a benchmark is: :class:`Benchmark` and :class:`Provider`, and what the families share.
+
+A :class:`Benchmark` names its providers over one input generator, a baseline,
+x values, optional axes (a dtype, say), a metric and the ceiling to read it
+against. The families of :mod:`gpuperf.bench.catalog` declare one each.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from gpuperf.bench import hardware, metrics
+from gpuperf.bench.timing import TIMING_METHODS
+
+
+@dataclass(frozen=True)
+class Provider:
+    """One implementation being measured.
+
+    Attributes:
+        key: stable id, also the provider's colour on every plot (``"triton"``, ``"torch"``, ...).
+        label: legend label.
+        make: ``make(*inputs) -> fn`` returning a zero-argument callable that runs the
+            implementation on ``inputs`` and returns its output. Per-size setup
+            (``torch.compile`` of a fresh function, say) belongs in ``make``.
+        config: optional ``config(*inputs) -> dict | None``: the launch or autotune
+            configuration this provider runs on ``inputs`` (a JSON-able dict, e.g.
+            ``{"BLOCK_M": 128, "num_warps": 8}``), recorded in each row. It is
+            called after the provider's first call, so an autotuner has chosen.
+    """
+
+    key: str
+    label: str
+    make: Callable[..., Callable[[], Any]]
+    config: Callable[..., dict | None] | None = None
+
+
+def call(fn: Callable[..., Any]) -> Callable[..., Callable[[], Any]]:
+    """The plain provider factory: ``make(*inputs)`` returns ``lambda: fn(*inputs)``."""
+    return lambda *inputs: lambda: fn(*inputs)
+
+
+def _x_kind(x) -> str | None:
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, int):
+        return "size"
+    if isinstance(x, tuple) and x and all(isinstance(d, int) and not isinstance(d, bool) for d in x):
+        return "shape"
+    if isinstance(x, str):
+        return "name"
+    return None
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A sweep over x values and axis combinations comparing several providers.
+
+    Attributes:
+        name: record file name (``<name>.json``) and id.
+        title: plot title.
+        x_name: name of the swept parameter (``"n_elements"``, ``"shape"``).
+        x_label: axis label for it.
+        x_values: what is measured on a GPU, all of one kind: ints (a size, drawn
+            on a log2 axis), tuples of ints (shapes such as ``(M, N, K)``) or
+            strings (names, e.g. of ops); shapes and strings are drawn as
+            categories in the order given here.
+        make_inputs: ``make_inputs(x, device, **axes) -> tuple of inputs``; random, never zeros.
+        reference: ``reference(*inputs)``, in higher precision; every provider's
+            output must match it before its time is kept.
+        providers: the implementations; the first is the one under study.
+        baseline: key of the provider that ratios are taken against.
+        metric: ``"GB/s"``, ``"TFLOP/s"`` or ``"us/call"`` (host microseconds per
+            call, lower is better; goes with ``timer="host"``).
+        bytes: ``bytes(x, **axes)`` -> the least bytes one call must move.
+        flops: ``flops(x, **axes)`` -> the FLOPs of one call. Both are recorded in
+            every row whatever the metric, so a roofline can place any record.
+        ceiling: key into the measured ceilings (:data:`gpuperf.bench.hardware.CEILINGS`,
+            e.g. ``"copy_gbps"``), or ``ceiling(**axes) -> key`` when it depends
+            on the axes (``"bf16_tflops"`` for bfloat16, ...), or None: no
+            ceiling line and no % of it.
+        sources: files under ``src/gpuperf`` whose change makes a committed record stale.
+        axes: declared axes, each ``(name, values)``, e.g.
+            ``(("dtype", ("float16", "bfloat16")),)``; every combination is
+            measured at every x, and passed by keyword to ``make_inputs``,
+            ``bytes``, ``flops`` and ``ceiling``.
+        timer: ``"device"``: GPU time by :func:`gpuperf.bench.timing.time_ms`; or
+            ``"host"``: host time per call by :func:`gpuperf.bench.timing.host_time_ms`.
+        reduction: optional ``reduction(x, **axes) -> int``: how many products each
+            output element sums (a matmul's K), so the check against the reference
+            allows the rounding that grows with it (:func:`gpuperf.testing.reduction_atol`).
+
+    Raises:
+        ValueError: the declaration is inconsistent; the message names the field.
+    """
+
+    name: str
+    title: str
+    x_name: str
+    x_label: str
+    x_values: tuple
+    make_inputs: Callable[..., tuple]
+    reference: Callable[..., Any]
+    providers: tuple[Provider, ...]
+    baseline: str
+    metric: str
+    bytes: Callable[..., float]
+    flops: Callable[..., float]
+    ceiling: str | Callable[..., str | None] | None
+    sources: tuple[str, ...]
+    axes: tuple[tuple[str, tuple], ...] = ()
+    timer: str = "device"
+    reduction: Callable[..., int] | None = None
+
+    def __post_init__(self):
+        keys = [p.key for p in self.providers]
+        if not keys:
+            raise ValueError("providers must not be empty")
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"providers must have unique keys, got {keys}")
+        if self.baseline not in keys:
+            raise ValueError(f"baseline must be one of the provider keys {keys}, got {self.baseline!r}")
+        if self.metric not in metrics.METRICS:
+            raise ValueError(f"metric must be one of {list(metrics.METRICS)}, got {self.metric!r}")
+        if self.timer not in TIMING_METHODS:
+            raise ValueError(f"timer must be one of {list(TIMING_METHODS)}, got {self.timer!r}")
+        kinds = {_x_kind(x) for x in self.x_values}
+        if not self.x_values or None in kinds or len(kinds) > 1:
+            raise ValueError(
+                "x_values must be a non-empty tuple of ints, of tuples of ints (shapes) or of strings, "
+                f"all of one kind; got {self.x_values!r}"
+            )
+        if len(set(self.x_values)) != len(self.x_values):
+            raise ValueError(f"x_values must be unique, got {self.x_values!r}")
+        names = [axis[0] for axis in self.axes]
+        if len(set(names)) != len(names) or {"device", "x"} & set(names):
+            raise ValueError(f"axes must have unique names other than 'x' and 'device', got {names}")
+        for name, values in self.axes:
+            if not values or not all(isinstance(v, (str, int, float)) for v in values):
+                raise ValueError(
+                    f"axes: {name!r} needs a non-empty tuple of str/int/float values, got {values!r}"
+                )
+        for combo in self.combos():
+            try:
+                key = self.ceiling_key(**combo)
+            except TypeError as err:
+                shown = ", ".join(f"{k}={v!r}" for k, v in combo.items())
+                raise ValueError(f"ceiling({shown}) failed: {err}") from None
+            if key is None:
+                continue
+            if key not in hardware.CEILINGS:
+                raise ValueError(f"ceiling must be a key of {list(hardware.CEILINGS)} or None, got {key!r}")
+            if hardware.CEILINGS[key][1] != self.metric:
+                raise ValueError(
+                    f"ceiling {key!r} is in {hardware.CEILINGS[key][1]}, not in the metric {self.metric}"
+                )
+
+    @property
+    def subject(self) -> Provider:
+        """The provider under study (the first)."""
+        return self.providers[0]
+
+    def combos(self) -> list[dict]:
+        """One ``{axis name: value}`` per combination of the axes, in declared order
+        (``[{}]`` without axes)."""
+        names = [name for name, _ in self.axes]
+        return [
+            dict(zip(names, values, strict=True)) for values in itertools.product(*(v for _, v in self.axes))
+        ]
+
+    def ceiling_key(self, **axes) -> str | None:
+        """The ceiling that the combination ``axes`` is read against (None: no ceiling)."""
+        return self.ceiling(**axes) if callable(self.ceiling) else self.ceiling
+
+
+def kernels():
+    """:mod:`gpuperf.kernels`, imported on first use: importing the catalog must not
+    import Triton kernels (the interpreter must be chosen first)."""
+    import gpuperf.kernels
+
+    return gpuperf.kernels
+
+
+def compiled(fn):
+    """Provider factory for ``torch.compile(fn)``: a fresh compilation per size, so
+    each size gets a kernel specialised to it (no dynamic-shape recompile) and the
+    recompile limit is never reached."""
+
+    def make(*inputs):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, dynamic=False)
+        return lambda: compiled(*inputs)
+
+    return make
+
+
+#: The measured ceiling a matmul of each input dtype is read against.
+TFLOPS_CEILING = {"float16": "fp16_tflops", "bfloat16": "bf16_tflops"}
+#: Bytes per element of each dtype the benchmarks take.
+ELEMENT_SIZE = {"float32": 4, "float16": 2, "bfloat16": 2}

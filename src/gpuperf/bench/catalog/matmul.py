@@ -1,0 +1,309 @@
+"""Matmul benchmarks: tutorial 03's kernel against cuBLAS and ``torch.compile`` (with its
+fused epilogue and its program order), and the persistent and FP8 matmuls of tutorials 05
+and 06. Each is read in TFLOP/s against the measured cuBLAS (or cuBLASLt FP8) ceiling."""
+
+from __future__ import annotations
+
+import torch
+
+from gpuperf import reference
+from gpuperf.bench import metrics
+from gpuperf.bench.catalog.benchmark import (
+    ELEMENT_SIZE,
+    TFLOPS_CEILING,
+    Benchmark,
+    Provider,
+    call,
+    compiled,
+    kernels,
+)
+
+#: Square products from launch-bound to compute-bound, as (M, N, K).
+MATMUL_SQUARE = tuple((n, n, n) for n in (256, 512, 1024, 2048, 4096, 8192))
+#: Products from a real model, Llama 3 8B (hidden 4096, MLP 14336, 8 KV heads of
+#: 128): the MLP up-projection and the fused QKV projection over 8192 tokens, and
+#: the up-projection at decode time, 16 tokens (skinny: memory-bound on the weights).
+MATMUL_MODEL = ((8192, 14336, 4096), (8192, 6144, 4096), (16, 14336, 4096))
+MATMUL_SHAPES = MATMUL_SQUARE + MATMUL_MODEL
+MATMUL_DTYPES = ("float16", "bfloat16")
+
+
+def matmul_operands(shape, device, dtype="bfloat16", bias=False):
+    """``(a, b)``, or with ``bias`` ``(a, b, bias)``: random ``(M, K)`` and ``(K, N)`` operands
+    of ``shape`` ``(M, N, K)`` in ``dtype`` (a name, ``"bfloat16"``) on ``device``."""
+    m, n, k = shape
+    dt = getattr(torch, dtype)
+    a = torch.randn(m, k, device=device, dtype=dt)
+    b = torch.randn(k, n, device=device, dtype=dt)
+    return (a, b, torch.randn(n, device=device, dtype=dt)) if bias else (a, b)
+
+
+def _matmul(a, b):
+    return kernels().matmul(a, b)
+
+
+def _matmul_config(a, b, **overrides):
+    """The config ``matmul`` picks for ``a @ b``, with ``overrides`` (``group_m=1``, say)."""
+    from dataclasses import replace
+
+    from gpuperf.kernels.matmul import matmul_config
+
+    return replace(matmul_config(a, b), **overrides)
+
+
+def _max_autotune(fn):
+    """Provider factory for Inductor's ``max-autotune`` of ``fn``, its GEMM templates
+    restricted to Triton (``max_autotune_gemm_backends="TRITON"``) so that it is a
+    Triton-vs-Triton comparison, without CUDA graphs (which would add input copies)."""
+
+    def make(*inputs):
+        import torch._inductor.config as inductor_config
+
+        torch._dynamo.reset()
+        with inductor_config.patch(max_autotune_gemm_backends="TRITON"):
+            compiled = torch.compile(fn, mode="max-autotune-no-cudagraphs", dynamic=False)
+            compiled(*inputs)  # autotune now, under the patch
+        return lambda: compiled(*inputs)
+
+    return make
+
+
+def _matmul_k(shape, **axes):
+    """K, the length of the reduction behind each output element (for the tolerance)."""
+    return shape[2]
+
+
+MATMUL = Benchmark(
+    name="matmul",
+    title="Matmul C = A @ B",
+    x_name="shape",
+    x_label="shape (M×N×K)",
+    x_values=MATMUL_SHAPES,
+    make_inputs=matmul_operands,
+    reference=reference.matmul_ref,
+    providers=(
+        Provider(
+            "triton",
+            "Triton (gpuperf.kernels.matmul)",
+            call(_matmul),
+            config=lambda a, b: _matmul_config(a, b).as_dict(),
+        ),
+        Provider("cublas", "cuBLAS (torch.matmul)", call(torch.matmul)),
+        Provider("compile", "torch.compile max-autotune (Triton templates)", _max_autotune(torch.matmul)),
+    ),
+    baseline="cublas",
+    metric="TFLOP/s",
+    bytes=lambda shape, dtype: metrics.matmul_bytes(*shape, ELEMENT_SIZE[dtype]),
+    flops=lambda shape, dtype: metrics.matmul_flops(*shape),
+    ceiling=lambda dtype: TFLOPS_CEILING[dtype],
+    sources=("kernels/matmul.py", "kernels/_configs.py", "kernels/_launch.py"),
+    axes=(("dtype", MATMUL_DTYPES),),
+    reduction=_matmul_k,
+)
+
+#: Shapes for the fused epilogue: a square product at two sizes and the MLP up-projection.
+MATMUL_EPILOGUE_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 14336, 4096))
+
+MATMUL_EPILOGUE = Benchmark(
+    name="matmul_epilogue",
+    title="Matmul + bias + GELU, bfloat16",
+    x_name="shape",
+    x_label="shape (M×N×K)",
+    x_values=MATMUL_EPILOGUE_SHAPES,
+    make_inputs=lambda shape, device: matmul_operands(shape, device, "bfloat16", bias=True),
+    reference=lambda a, b, bias: reference.matmul_ref(a, b, bias, "gelu"),
+    providers=(
+        Provider(
+            "triton",
+            "Triton, epilogue fused (gpuperf.kernels.matmul)",
+            call(lambda a, b, bias: kernels().matmul(a, b, bias=bias, activation="gelu")),
+            config=lambda a, b, bias: _matmul_config(a, b).as_dict(),
+        ),
+        Provider("torch", "cuBLAS, then eager bias and GELU", call(reference.matmul_epilogue_eager)),
+        Provider("compile", "torch.compile of the eager code", compiled(reference.matmul_epilogue_eager)),
+    ),
+    baseline="torch",
+    metric="TFLOP/s",
+    bytes=lambda shape: metrics.matmul_bytes(*shape, 2, bias=True),
+    flops=lambda shape: metrics.matmul_flops(*shape),
+    ceiling="bf16_tflops",
+    sources=("kernels/matmul.py", "kernels/_configs.py", "kernels/_launch.py"),
+    reduction=_matmul_k,
+)
+
+MATMUL_ORDER = Benchmark(
+    name="matmul_order",
+    title="Program order: grouped vs row-major, float16",
+    x_name="shape",
+    x_label="shape (M×N×K)",
+    x_values=((4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 16384), (8192, 14336, 4096)),
+    make_inputs=lambda shape, device: matmul_operands(shape, device, "float16"),
+    reference=reference.matmul_ref,
+    providers=(
+        Provider(
+            "triton",
+            "grouped order (GROUP_M = 8)",
+            call(lambda a, b: kernels().matmul(a, b, config=_matmul_config(a, b, group_m=8))),
+            config=lambda a, b: _matmul_config(a, b, group_m=8).as_dict(),
+        ),
+        Provider(
+            "triton_rowmajor",
+            "row-major order (GROUP_M = 1)",
+            call(lambda a, b: kernels().matmul(a, b, config=_matmul_config(a, b, group_m=1))),
+            config=lambda a, b: _matmul_config(a, b, group_m=1).as_dict(),
+        ),
+    ),
+    baseline="triton_rowmajor",
+    metric="TFLOP/s",
+    bytes=lambda shape: metrics.matmul_bytes(*shape, 2),
+    flops=lambda shape: metrics.matmul_flops(*shape),
+    ceiling="fp16_tflops",
+    sources=("kernels/matmul.py", "kernels/_configs.py"),
+    reduction=_matmul_k,
+)
+
+#: The sources of the persistent matmuls (tutorials 05 and 06), named by several benchmarks.
+PERSISTENT_SOURCES = (
+    "kernels/matmul_persistent.py",
+    "kernels/_persistent_configs.py",
+)
+
+# --- persistent and FP8 matmuls (tutorials 05 and 06) ------------------------------------
+
+#: Square products and Llama 3 8B's MLP up-projection and QKV projection over 8192 tokens.
+PERSISTENT_SHAPES = (
+    (1024, 1024, 1024),
+    (2048, 2048, 2048),
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (8192, 14336, 4096),
+    (8192, 6144, 4096),
+)
+#: FP8 shapes: the published comparison's 8192 x 8192 x 4096 among the squares and the MLP.
+FP8_SHAPES = (
+    (2048, 2048, 2048),
+    (4096, 4096, 4096),
+    (8192, 8192, 4096),
+    (8192, 8192, 8192),
+    (8192, 14336, 4096),
+)
+_LADDER = (
+    ("triton_pointer", "persistent, computed pointers", "pointer"),
+    ("triton_tma", "persistent + TMA", "tma"),
+    ("triton_tma_ws", "persistent + TMA + warp specialization", "tma_ws"),
+)
+
+
+def _persistent_provider(key: str, label: str, which: str = "best") -> Provider:
+    def config(a, b):
+        from gpuperf.kernels.matmul_persistent import persistent_config
+
+        return persistent_config(a, b, which)
+
+    def make(a, b):
+        chosen = config(a, b)
+        return lambda: kernels().matmul_persistent(a, b, config=chosen)
+
+    return Provider(key, label, make, config=lambda a, b: config(a, b).as_dict())
+
+
+MATMUL_PERSISTENT = Benchmark(
+    name="matmul_persistent",
+    title="Persistent matmul on Hopper, bfloat16: the ladder from tutorial 03's kernel",
+    x_name="shape",
+    x_label="shape (M×N×K)",
+    x_values=PERSISTENT_SHAPES,
+    make_inputs=lambda shape, device: matmul_operands(shape, device, "bfloat16"),
+    reference=reference.matmul_ref,
+    providers=(
+        _persistent_provider("triton", "Triton persistent, tuned (gpuperf.kernels.matmul_persistent)"),
+        Provider(
+            "triton_t03",
+            "tutorial 03's kernel (gpuperf.kernels.matmul)",
+            call(_matmul),
+            config=lambda a, b: _matmul_config(a, b).as_dict(),
+        ),
+        *(_persistent_provider(key, label, which) for key, label, which in _LADDER),
+        Provider("cublas", "cuBLAS (torch.matmul)", call(torch.matmul)),
+    ),
+    baseline="cublas",
+    metric="TFLOP/s",
+    bytes=lambda shape: metrics.matmul_bytes(*shape, 2),
+    flops=lambda shape: metrics.matmul_flops(*shape),
+    ceiling="bf16_tflops",
+    sources=(*PERSISTENT_SOURCES, "kernels/matmul.py", "kernels/_configs.py"),
+    reduction=_matmul_k,
+)
+
+
+#: How many more products the check of a fast-accumulation FP8 result allows for than
+#: its K. Hopper's FP8 tensor cores keep a reduced-precision accumulator across K unless
+#: the sum is promoted to float32; its error grows about linearly with K, not as sqrt(K):
+#: on the H100 at 8192 x 8192 x 4096 (8192) both cuBLASLt's and our fast-accumulation
+#: results were off the float64 reference by at most 2.3 (4.1), against 1.0 promoted
+#: (2026-11-23, probe run before tutorial 05). 64 K allows 8 times the float32-promoted
+#: sqrt(K) bound: it passes both libraries' fast results and still fails a wrong one.
+FP8_FAST_ACCUM_K_FACTOR = 64
+
+
+def fp8_check_k(k: int, accumulation: str) -> int:
+    """The ``k`` that checks an FP8 result summed over ``k`` products with ``accumulation``
+    (``"float32"``: promoted; ``"fast"``: Hopper's fast accumulator)."""
+    return k * FP8_FAST_ACCUM_K_FACTOR if accumulation == "fast" else k
+
+
+def fp8_operands(shape, device, scaling="tensor", accumulation="float32"):
+    """``(a, b, scale_a, scale_b, fast_accum)``: e4m3 operands quantized from random normal
+    values with per-tensor or per-row/column scales, ``b`` column-major (as
+    ``torch._scaled_mm`` takes it)."""
+    from gpuperf.kernels import to_fp8
+
+    m, n, k = shape
+    axis = None if scaling == "tensor" else -1
+    a, scale_a = to_fp8(torch.randn(m, k, device=device), axis=axis)
+    bt, scale_bt = to_fp8(torch.randn(n, k, device=device), axis=axis)
+    b, scale_b = bt.t(), scale_bt.t()
+    return a, b, scale_a, scale_b, accumulation == "fast"
+
+
+def _fp8_provider(key: str, label: str, which: str = "best") -> Provider:
+    def config(a, b, scale_a, scale_b, fast):
+        from gpuperf.kernels.matmul_fp8 import fp8_config
+
+        return fp8_config(a, b, which, fast_accum=fast)
+
+    def make(a, b, scale_a, scale_b, fast):
+        chosen = config(a, b, scale_a, scale_b, fast)
+        return lambda: kernels().matmul_fp8(a, b, scale_a, scale_b, fast_accum=fast, config=chosen)
+
+    return Provider(key, label, make, config=lambda *inputs: config(*inputs).as_dict())
+
+
+def _scaled_mm(a, b, scale_a, scale_b, fast):
+    return torch._scaled_mm(
+        a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16, use_fast_accum=fast
+    )
+
+
+MATMUL_FP8 = Benchmark(
+    name="matmul_fp8",
+    title="FP8 (e4m3) matmul with scales, bfloat16 output; float32-promoted or fast accumulation",
+    x_name="shape",
+    x_label="shape (M×N×K)",
+    x_values=FP8_SHAPES,
+    make_inputs=fp8_operands,
+    reference=lambda a, b, scale_a, scale_b, *rest: reference.matmul_fp8_ref(a, b, scale_a, scale_b),
+    providers=(
+        _fp8_provider("triton", "Triton FP8, tuned (gpuperf.kernels.matmul_fp8)"),
+        *(_fp8_provider(key, label, which) for key, label, which in _LADDER),
+        Provider("scaled_mm", "cuBLASLt FP8 (torch._scaled_mm)", call(_scaled_mm)),
+    ),
+    baseline="scaled_mm",
+    metric="TFLOP/s",
+    bytes=lambda shape, scaling, accumulation: metrics.matmul_bytes(*shape, 1),
+    flops=lambda shape, scaling, accumulation: metrics.matmul_flops(*shape),
+    ceiling="fp8_tflops",
+    sources=(*PERSISTENT_SOURCES, "kernels/matmul_fp8.py"),
+    axes=(("scaling", ("tensor", "row")), ("accumulation", ("float32", "fast"))),
+    reduction=lambda shape, scaling, accumulation: fp8_check_k(shape[2], accumulation),
+)

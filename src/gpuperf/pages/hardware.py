@@ -1,0 +1,160 @@
+"""The GPU a page describes and its measured ceilings, as a page reads them.
+
+A page describes one GPU first: the GPU present when it measures live, else the
+reference GPU whose records are committed (:func:`page_gpu`). Its ceilings, a 1 GiB
+copy and a large vendor matmul per dtype measured in the same run as the
+benchmarks, come from that GPU's ``hardware.json`` (:func:`ceilings`), with the
+datasheet's peaks beside them for citation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+from gpuperf.bench import records
+from gpuperf.bench.hardware import CEILINGS, DATASHEET
+from gpuperf.pages.plotting import format_rate, short_gpu_name
+
+#: The ceilings a page can name, by their short name: ``ceilings().tflops("bf16")``.
+DTYPES = ("bf16", "fp16", "fp32", "fp8")
+
+
+def _can_measure() -> bool:
+    from gpuperf.pages.report import can_measure
+
+    return can_measure()
+
+
+def page_gpu() -> str:
+    """The folder (slug) of the GPU a page describes: the CUDA device present when the
+    page measures live, else the reference GPU (``GPUPERF_GPU``, default the H100)."""
+    if _can_measure():
+        import torch
+
+        return records.gpu_slug(torch.cuda.get_device_name())
+    return records.reference_gpu()
+
+
+def gpus() -> list[str]:
+    """Folders of every GPU with measured ceilings: the page's GPU first, then by name."""
+    root = records.measurements_dir()
+    found = sorted(p.name for p in root.iterdir() if (p / "hardware.json").is_file()) if root.is_dir() else []
+    first = page_gpu()
+    return sorted(found, key=lambda slug: slug != first)
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """The measured ceilings of one GPU, with the datasheet's peaks beside them.
+
+    Attributes:
+        gpu: the GPU's name (``'NVIDIA H100 80GB HBM3'``).
+        measured: ``{key: value}`` for the keys of :data:`gpuperf.bench.hardware.CEILINGS`
+            measured (``copy_gbps`` in GB/s, ``bf16_tflops`` and the others in TFLOP/s).
+        datasheet: the datasheet's peaks under the same keys (empty for an unknown GPU).
+        provenance: where, when and how they were measured (a record's provenance).
+    """
+
+    gpu: str
+    measured: dict
+    datasheet: dict = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The GPU without the vendor: ``'H100 80GB HBM3'``."""
+        return short_gpu_name(self.gpu)
+
+    @property
+    def copy_gbps(self) -> float:
+        """Measured copy bandwidth (bytes read plus bytes written), GB/s."""
+        return self.measured["copy_gbps"]
+
+    def tflops(self, dtype: str = "bf16") -> float:
+        """The measured vendor-matmul rate of ``dtype`` (``'bf16'``, ``'fp16'``, ``'fp32'``,
+        ``'fp8'``), TFLOP/s.
+
+        Raises:
+            ValueError: ``dtype`` is not one of :data:`DTYPES`, or was not measured.
+        """
+        return self.measured[self._key(dtype)]
+
+    def ridge_point(self, dtype: str = "bf16", *, datasheet: bool = False) -> float:
+        """FLOPs per byte at which ``dtype``'s compute roof meets the bandwidth roof:
+        peak FLOP/s over bytes/s, from the measured ceilings (or the datasheet's).
+
+        Raises:
+            ValueError: as :meth:`tflops`, or no datasheet peaks for this GPU.
+        """
+        source = self.datasheet if datasheet else self.measured
+        key = self._key(dtype)
+        if key not in source or "copy_gbps" not in source:
+            raise ValueError(f"no {'datasheet' if datasheet else 'measured'} {key} for {self.gpu}")
+        return source[key] * 1e12 / (source["copy_gbps"] * 1e9)
+
+    def _key(self, dtype: str) -> str:
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {list(DTYPES)}, got {dtype!r}")
+        key = f"{dtype}_tflops"
+        if key not in self.measured:
+            raise ValueError(f"{self.gpu} has no measured {key}; it has {sorted(self.measured)}")
+        return key
+
+    def __str__(self) -> str:
+        """One line per ceiling, measured (datasheet), and each dtype's ridge point, then
+        where and when they were measured."""
+        lines = [f"{self.gpu}, measured {self.provenance.get('date', '?')[:10]} (datasheet):"]
+        for key, (label, unit) in CEILINGS.items():
+            if key not in self.measured:
+                continue
+            line = f"  {label}: {format_rate(self.measured[key], unit)}"
+            if key in self.datasheet:
+                line += f" ({format_rate(self.datasheet[key], unit)})"
+            if key != "copy_gbps":
+                dtype = key.removesuffix("_tflops")
+                line += f"; ridge point {self.ridge_point(dtype):.0f} FLOP/byte"
+                if key in self.datasheet and "copy_gbps" in self.datasheet:
+                    line += f" ({self.ridge_point(dtype, datasheet=True):.0f})"
+            lines.append(line)
+        if self.provenance:
+            lines.append(records.caption(self.provenance))
+        return "\n".join(lines)
+
+
+def ceilings(gpu: str | None = None) -> Ceilings:
+    """The ceilings of ``gpu`` (a folder such as ``'nvidia-h200'``; default :func:`page_gpu`).
+
+    Read from the GPU's committed ``hardware.json``; on a GPU machine without one for
+    the GPU present, measured now (a copy and a matmul per dtype, a few seconds).
+
+    Raises:
+        TypeError: ``gpu`` is not a string.
+        FileNotFoundError: no ``hardware.json`` for ``gpu`` and it cannot be measured
+            here; the message says how to make one.
+    """
+    if gpu is not None and not isinstance(gpu, str):
+        raise TypeError(f"gpu must be a GPU folder name (str), got {type(gpu).__name__}")
+    gpu = gpu or page_gpu()
+    path = records.measurements_dir() / gpu / "hardware.json"
+    if path.is_file():
+        hw = json.loads(path.read_text())
+        provenance = hw["provenance"]
+        measured = {k: c["value"] for k, c in hw["ceilings"].items() if _finite(c.get("value"))}
+    elif _can_measure() and gpu == page_gpu():
+        from gpuperf.bench.hardware import measure_ceilings
+
+        provenance = records.collect_provenance()
+        measured = {k: c["value"] for k, c in measure_ceilings().items() if c and _finite(c.get("value"))}
+    else:
+        raise FileNotFoundError(
+            f"no measured ceilings for {gpu} (expected {path}): run `nox -s bench` on that GPU "
+            "and commit what it writes"
+        )
+    name = provenance["gpu"]
+    return Ceilings(name, measured, dict(DATASHEET.get(name, {})), provenance)
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)

@@ -1,0 +1,146 @@
+"""The page helpers every page shares: the page's GPU and its ceilings, captures shown with
+their notes, the opening paragraph, and show()."""
+
+import json
+
+import pytest
+
+from gpuperf.bench import captures, catalog, records
+from gpuperf.pages import captures as pages_captures
+from gpuperf.pages import hardware, prose, report
+from gpuperf.pages.tables import FORMAT_VAR
+from tests.test_bench_records import fake_provenance, synthetic_record
+
+H100 = "nvidia-h100-80gb-hbm3"
+
+
+@pytest.fixture(autouse=True)
+def records_as_text(monkeypatch):
+    monkeypatch.setenv(FORMAT_VAR, "text")
+    monkeypatch.setenv("GPUPERF_BENCH", "records")
+    monkeypatch.setattr(report, "can_measure", lambda: False)
+
+
+def _write_hardware(root, slug, gpu, copy=2000.0, bf16=500.0):
+    folder = root / slug
+    folder.mkdir(parents=True)
+    ceilings = {
+        "copy_gbps": {"value": copy, "unit": "GB/s"},
+        "bf16_tflops": {"value": bf16, "unit": "TFLOP/s"},
+        "fp8_tflops": {"value": float("nan"), "unit": "TFLOP/s"},
+    }
+    hw = {"schema_version": 1, "provenance": fake_provenance(gpu) | {"date": "2026-01-02T00:00:00Z"}}
+    (folder / "hardware.json").write_text(json.dumps(hw | {"ceilings": ceilings}))
+
+
+def test_ceilings_read_the_committed_hardware_and_compute_ridge_points():
+    c = hardware.ceilings(H100)
+    hw = json.loads((records.measurements_dir() / H100 / "hardware.json").read_text())
+    assert c.gpu == hw["provenance"]["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert c.copy_gbps == hw["ceilings"]["copy_gbps"]["value"]
+    expected = hw["ceilings"]["bf16_tflops"]["value"] * 1e12 / (c.copy_gbps * 1e9)
+    assert c.ridge_point("bf16") == pytest.approx(expected)
+    # The datasheet's ridge: 989 TFLOP/s over 3.35 TB/s.
+    assert c.ridge_point("bf16", datasheet=True) == pytest.approx(989e12 / 3350e9)
+    text = str(c)
+    assert "H100 80GB HBM3" in text and "ridge point" in text and c.provenance["date"][:10] in text
+
+
+def test_ceilings_of_the_page_gpu_by_default_and_every_gpu_listed(monkeypatch):
+    monkeypatch.setenv("GPUPERF_GPU", "nvidia-h200")
+    assert hardware.page_gpu() == "nvidia-h200"
+    assert hardware.ceilings().gpu == "NVIDIA H200"
+    assert hardware.gpus()[0] == "nvidia-h200" and H100 in hardware.gpus()
+
+
+def test_ceilings_of_an_unknown_gpu_say_how_to_make_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="nox -s bench"):
+        hardware.ceilings("nvidia-nothing")
+    with pytest.raises(TypeError, match="gpu must be"):
+        hardware.ceilings(3)
+
+
+def test_ceilings_drop_what_was_not_measured_and_refuse_unknown_dtypes(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    _write_hardware(tmp_path, "test-gpu", "Test GPU")
+    c = hardware.ceilings("test-gpu")
+    assert c.tflops("bf16") == 500.0 and c.ridge_point() == pytest.approx(250.0)
+    assert c.datasheet == {}
+    with pytest.raises(ValueError, match="no measured fp8_tflops"):
+        c.tflops("fp8")  # NaN in the file: not measured
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        c.tflops("int8")
+    with pytest.raises(ValueError, match="no datasheet"):
+        c.ridge_point("bf16", datasheet=True)
+
+
+def _capture(name, gpu="NVIDIA Test GPU", sources=()):
+    return captures.build(
+        name, tool="a test tool", payload={"n": 1}, sources=sources, provenance=fake_provenance(gpu)
+    )
+
+
+def test_capture_show_renders_each_gpu_with_notes_and_provenance(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    captures.write(_capture("kernels_per_call", "NVIDIA A GPU"), tmp_path)
+    stale = _capture("kernels_per_call", "NVIDIA B GPU", sources=("kernels/gelu.py",))
+    stale["sources_sha256"] = "0" * 64
+    captures.write(stale, tmp_path)
+    shown = pages_captures.show("kernels_per_call", lambda cap: f"payload n = {cap['payload']['n']}")
+    out = capsys.readouterr().out
+    assert list(shown) == ["nvidia-a-gpu", "nvidia-b-gpu"]
+    assert out.count("payload n = 1") == 2 and "--- A GPU" in out and "--- B GPU" in out
+    assert out.count("captured with a test tool") == 2
+    assert "STALE: the sources (kernels/gelu.py) changed" in out
+    assert "bash scripts/device_run.sh strategy" in out  # how to re-take it
+
+
+def test_capture_show_says_what_is_missing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    assert pages_captures.show("torch_profiler") == {}
+    assert "MISSING: no capture 'torch_profiler'" in capsys.readouterr().out
+    with pytest.raises(TypeError, match="render must be callable"):
+        pages_captures.show("torch_profiler", "not a function")
+    capture, notes = pages_captures.load("proton", "nvidia-nothing")
+    assert capture is None and notes[0].startswith("MISSING") and "device_run.sh profiling" in notes[0]
+
+
+def test_paragraph_is_wrapped_text_or_an_admonition(monkeypatch):
+    p = prose.paragraph("On the H100 it reaches 0.91× cuBLAS.", "", "Tutorial 06 closes the gap.")
+    assert p.text() == "On the H100 it reaches 0.91× cuBLAS. Tutorial 06 closes the gap."
+    text = str(p)
+    assert text.splitlines()[0] == "In one paragraph:" and all(len(line) <= 88 for line in text.splitlines())
+    monkeypatch.setenv(FORMAT_VAR, "html")
+    html = str(prose.paragraph("a < b", notes=["STALE: x"]))
+    assert html.startswith('<div class="gpuperf-paragraph admonition tip">') and "\n" not in html
+    assert "a &lt; b" in html and "STALE: x" in html
+    with pytest.raises(TypeError, match="must be strings"):
+        prose.paragraph("fine", 3)
+
+
+def test_span_times_and_percent():
+    assert prose.span([1.234, 0.91, 1.02]) == "0.91–1.23"
+    assert prose.span([1.001, 1.004]) == "1.00"
+    assert prose.times(1.3649) == "1.36×" and prose.percent(0.914) == "91%"
+    with pytest.raises(ValueError, match="at least one value"):
+        prose.span([])
+
+
+def test_show_prints_the_table_and_draws_the_plot(tmp_path, monkeypatch, capsys):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    monkeypatch.setenv("GPUPERF_GPU", "test-gpu-80gb")
+    records.write(synthetic_record(catalog.VECTOR_ADD, gpu="Test GPU 80GB"), tmp_path)
+    plt.close("all")
+    result = report.show(catalog.VECTOR_ADD)
+    out = capsys.readouterr().out
+    assert result.record is not None and "n_elements" in out and "triton/torch" in out
+    assert len(plt.get_fignums()) == 1
+    plt.close("all")
+    with pytest.raises(TypeError, match="benchmark must be"):
+        report.show("vector_add")

@@ -17,7 +17,8 @@ For every page ``tutorials/NN_*.html`` and ``guides/NN_*.html`` under the built 
 Prints one line per page (visible code lines, widest line, glossary terms linked) and
 exits with status 1, naming each problem, when a page fails.
 
-Usage: ``python scripts/check_pages.py [docs/_build/html]``
+Usage: ``python scripts/check_pages.py [docs/_build/html [PAGE ...]]``, PAGE a page's name
+(``03_matmul``) to check that page alone.
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ def check_page(path: Path, gallery: str) -> tuple[dict, list[str]]:
 
 def main(argv: list[str]) -> int:
     site = Path(argv[0]) if argv else Path("docs/_build/html")
+    only = set(argv[1:])
     if not (site / "index.html").is_file():
         print(f"no built site in {site}: run `nox -s docs` first")
         return 1
@@ -115,6 +117,7 @@ def main(argv: list[str]) -> int:
             print(f"  the glossary defines {n_terms} terms, fewer than {MIN_GLOSSARY}")
             failed = True
     pages = [(p, g) for g in MAX_LINES for p in sorted((site / g).glob("[0-9][0-9]_*.html"))]
+    pages = [(p, g) for p, g in pages if not only or p.stem in only]
     if not pages:
         print(f"no tutorial or guide pages under {site}")
         return 1

@@ -57,6 +57,8 @@ _CAPTION_PT = 9
 _CAPTION_CHARS = 13.5  # characters of the caption per inch of figure width
 _LEGEND_CHAR = 0.068  # one character of a legend label
 _TITLE_PT = 11.5
+_TITLE_LINE = 0.22  # one line of the figure's title
+_TITLE_CHARS = 10.5  # characters of the title per inch of figure width
 _STYLE = {
     "font.size": 9,
     "axes.titlesize": 9.5,
@@ -77,6 +79,24 @@ def format_size(x: int) -> str:
     if x >= 2**16 and x & (x - 1) == 0:
         return f"2^{x.bit_length() - 1}"
     return str(x)
+
+
+def _size_tick(x: float) -> str:
+    """A size on a log2 axis: a power of two as ``$2^{20}$`` (short, so it need not be
+    rotated), any other size as :func:`format_size` writes it."""
+    x = int(x)
+    return f"$2^{{{x.bit_length() - 1}}}$" if x > 0 and x & (x - 1) == 0 else format_size(x)
+
+
+def _thinned(xs: list, panel_w: float) -> set:
+    """The sizes of ``xs`` that get a tick label: every one if their labels fit across a
+    panel ``panel_w`` inches wide, else every second (third, ...) from the largest down,
+    so that the labels of a long sweep of powers of two never touch."""
+    widths = [_CHAR * len(_size_tick(x).strip("$").replace("{", "").replace("}", "")) + 0.2 for x in xs]
+    step = 1
+    while sum(widths[::step]) > 0.85 * panel_w and step < len(xs):
+        step += 1
+    return set(sorted(xs)[::-1][::step])
 
 
 def format_x(x) -> str:
@@ -236,9 +256,11 @@ def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
     else:
         ax.set_xscale("log", base=2)
         ax.set_xticks(xs)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(v)))
+        shown = _thinned(xs, panel_w)
+        labels = [format_size(x) for x in shown]
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _size_tick(v) if v in shown else ""))
         ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-        rotate = len(xs) > 10 or sum(_CHAR * len(s) + 0.15 for s in labels) > 0.9 * panel_w
+        rotate = sum(_CHAR * len(s) + 0.15 for s in labels) > 0.9 * panel_w
     if rotate:
         ax.tick_params(axis="x", labelrotation=45)
         if categorical:
@@ -285,7 +307,7 @@ def _subtitle(where: list[str]) -> str:
     return "first GPU measured live in this build, the others committed"
 
 
-def plot_records(records: list[dict], *, sources=(), notes=()):
+def plot_records(records: list[dict], *, sources=(), notes=(), headlines=()):
     """Draw one benchmark measured on one or several GPUs; return the matplotlib ``Figure``.
 
     Small multiples: one column per GPU (in the order given) and one row per axis
@@ -299,6 +321,8 @@ def plot_records(records: list[dict], *, sources=(), notes=()):
         sources: per record, ``"live"`` (measured in this build) or ``"committed"``
             (default: all committed).
         notes: warnings (a stale record, say) printed in red under the plot.
+        headlines: what to see, one line per GPU (``"H100: 1.01–1.83× the speed of
+            torch.softmax; ..."``), printed under the title.
 
     Raises:
         ValueError: no records, records of different benchmarks, or ``sources`` of
@@ -366,16 +390,19 @@ def plot_records(records: list[dict], *, sources=(), notes=()):
         ]
         notes = [line for note in notes for line in textwrap.wrap(note, chars)]
 
+        heads = [line for h in headlines for line in textwrap.wrap(h, chars, subsequent_indent="    ")]
+        title = textwrap.wrap(f"{first['title']} ({_subtitle(sources)})", int(_TITLE_CHARS * width))
+        top = _TOP + _TITLE_LINE * (len(title) - 1) + (_LINE * len(heads) + 0.12 if heads else 0.0)
         titles = _TITLE_H if multi or panels != [{}] else 0.0
         legend_h = _LEGEND_ROW * legend_rows + 0.15
         text_h = _LINE * (len(lines) + len(notes)) + 0.15
         row_h = titles + panel_h + below_axes
-        height = _TOP + n_rows * row_h + legend_h + text_h
+        height = top + n_rows * row_h + legend_h + text_h
         fig.set_size_inches(width, height)
         fig.subplots_adjust(
             left=_LEFT / width,
             right=1 - _RIGHT / width,
-            top=1 - (_TOP + titles) / height,
+            top=1 - (top + titles) / height,
             bottom=(below_axes + legend_h + text_h) / height,
             wspace=_GAP / panel_w,
             hspace=(below_axes + titles) / panel_h,
@@ -388,9 +415,10 @@ def plot_records(records: list[dict], *, sources=(), notes=()):
             ncol=ncol,
             frameon=False,
         )
-        fig.suptitle(
-            f"{first['title']} ({_subtitle(sources)})", fontsize=_TITLE_PT, y=1 - 0.12 / height, va="top"
-        )
+        fig.suptitle("\n".join(title), fontsize=_TITLE_PT, y=1 - 0.12 / height, va="top")
+        for i, line in enumerate(heads):
+            y = 1 - (0.12 + 0.3 + _TITLE_LINE * (len(title) - 1) + _LINE * i) / height
+            fig.text(0.5, y, line, ha="center", va="top", fontsize=_CAPTION_PT + 0.5, color="#333333")
         y = 0.08 / height
         for note in reversed(notes):
             fig.text(0.01, y, note, fontsize=_CAPTION_PT, color="#b00020")
@@ -420,7 +448,7 @@ def _share_y(axes: list) -> None:
         ax.set_ylim(min(lows), max(highs))
 
 
-def plot_record(record: dict, *, source: str = "committed", notes=()):
+def plot_record(record: dict, *, source: str = "committed", notes=(), headlines=()):
     """Draw one benchmark record (one GPU); return the matplotlib ``Figure``.
 
     One panel per axis combination, each with its own ceiling line and % axis;
@@ -431,7 +459,7 @@ def plot_record(record: dict, *, source: str = "committed", notes=()):
         source: ``"live"`` (measured in this build) or ``"committed"``.
         notes: warnings (a stale record, say) printed in red under the plot.
     """
-    return plot_records([record], sources=[source], notes=notes)
+    return plot_records([record], sources=[source], notes=notes, headlines=headlines)
 
 
 def plot_missing(title: str, message: str):
@@ -452,3 +480,51 @@ def plot_missing(title: str, message: str):
         transform=ax.transAxes,
     )
     return fig
+
+
+def overlapping_texts(fig) -> list[tuple[str, str]]:
+    """The pairs of texts drawn on ``fig`` that overlap: ``[(text, text), ...]``, empty
+    for a figure whose labels never collide.
+
+    Every visible, non-empty text counts (titles, axis labels, tick labels matplotlib
+    draws, annotations, legend entries, captions). Two tick labels of one axis rotated
+    by the same angle are parallel strips: they collide when the gap between their
+    ticks, across the strips, is less than the text's height, whatever their
+    axis-aligned boxes do.
+    """
+    import itertools
+
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    tick_axis, drawn = {}, set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                tick_axis.update({id(tick.label1): axis, id(tick.label2): axis})
+            for tick in axis._update_ticks():  # the ticks inside the view, which are drawn
+                drawn.update({id(tick.label1), id(tick.label2)})
+    texts = [
+        t
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and (id(t) not in tick_axis or id(t) in drawn)
+    ]
+    boxes = [(t, t.get_window_extent(renderer)) for t in texts]
+    found = []
+    for (a, box_a), (b, box_b) in itertools.combinations(boxes, 2):
+        axis = tick_axis.get(id(a))
+        angle = a.get_rotation() % 180
+        if axis is not None and axis is tick_axis.get(id(b)) and angle and b.get_rotation() % 180 == angle:
+            (ax_, ay_), (bx_, by_) = (t.get_transform().transform(t.get_position()) for t in (a, b))
+            along = abs(ax_ - bx_) if axis.axis_name == "x" else abs(ay_ - by_)
+            across = along * math.sin(math.radians(angle if axis.axis_name == "x" else 90 - angle))
+            height = a.get_fontsize() * fig.dpi / 72
+            if across < 0.9 * height:
+                found.append((a.get_text(), b.get_text()))
+            continue
+        width = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
+        height = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
+        if width > 0.5 and height > 0.5:
+            found.append((a.get_text(), b.get_text()))
+    return found

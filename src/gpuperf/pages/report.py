@@ -208,18 +208,25 @@ class Result:
 
     def plot(self, **axes):
         """The benchmark's figure: every GPU with a record side by side, one column
-        each (a placeholder naming the missing record when there is none).
+        each, and under its title what to see, each GPU's headline
+        (:func:`gpuperf.pages.summary.headline`); a placeholder naming the missing
+        record when there is none.
 
         ``axes`` keeps the panels of the combinations with those values only, and
         names them in the title: ``plot(dtype="float16")``.
         """
+        from gpuperf.pages.summary import headline
+
         shown = self.gpus()
         if not shown:
             return plot_missing(self.benchmark.title, " ".join(self.notes))
+        subsets = [Result(self.benchmark, r._subset(axes), r.source) for r in shown]
+        heads = [(short_gpu_name(r.gpu), headline(r)) for r in subsets]
         return plot_records(
-            [r._subset(axes) for r in shown],
+            [r.record for r in subsets],
             sources=[r.source for r in shown],
             notes=self.all_notes(),
+            headlines=[f"{gpu}: {text}" for gpu, text in heads if text],
         )
 
     def show(self, **axes) -> Result:

@@ -1,0 +1,46 @@
+"""Every benchmark's figure, drawn from the committed records of every GPU, is legible: no
+two of its texts collide, its axes say their units and its title says what to see."""
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from gpuperf.bench import catalog
+from gpuperf.pages import report
+from gpuperf.pages.plotting import Y_LABELS, overlapping_texts
+
+
+@pytest.fixture(autouse=True)
+def committed_records(monkeypatch):
+    monkeypatch.setenv("GPUPERF_BENCH", "records")
+    yield
+    plt.close("all")
+
+
+@pytest.mark.parametrize("benchmark", catalog.ALL, ids=[b.name for b in catalog.ALL])
+def test_benchmark_figures_have_no_colliding_text_and_say_what_to_see(benchmark):
+    result = report.run_or_load(benchmark)
+    assert len(result.gpus()) >= 2, "both GPUs have committed records"
+    fig = result.plot()
+    assert overlapping_texts(fig) == []
+    # Under the title, each GPU's headline: what the figure shows, in numbers.
+    texts = [t.get_text() for t in fig.texts]
+    for gpu in result.gpus():
+        name = gpu.gpu.removeprefix("NVIDIA ")
+        assert any(t.startswith(f"{name}: ") and "×" in t for t in texts), name
+    # Every panel names its x axis; the y axis of each row is named with its unit.
+    panels = [ax for ax in fig.axes if ax.axison and ax.get_title()]
+    assert panels and all(ax.get_xlabel() for ax in panels)
+    metric = result.record["metric"]
+    assert panels[0].get_ylabel() == Y_LABELS.get(metric, metric)
+
+
+def test_the_check_finds_colliding_text():
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.text(0.5, 0.5, "softmax_long_rows")
+    ax.text(0.52, 0.5, "gelu bf16")
+    assert overlapping_texts(fig) == [("softmax_long_rows", "gelu bf16")]
+    ax.set_xticks(range(40), [f"{i}×14336×4096" for i in range(40)], rotation=45)
+    assert len(overlapping_texts(fig)) > 30  # 40 rotated labels crammed into 3 inches

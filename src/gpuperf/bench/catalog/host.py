@@ -15,8 +15,12 @@ def _host_inputs(op: str, device):
     """Small inputs, so that the host, not the GPU, bounds the call rate."""
     if op == "vector_add":
         return (op, *random_pair(4096, device))
-    if op == "softmax":
+    if op in ("softmax", "row_mean"):
         return (op, torch.randn(SOFTMAX_ROWS, 256, device=device))
+    if op == "gelu":
+        return (op, torch.randn(4096, device=device))
+    if op == "add_relu_mul":
+        return (op, *(torch.randn(4096, device=device) for _ in range(3)))
     if op == "matmul_fp8":
         return (op, *fp8_operands((512, 512, 512), device)[:4])
     a, b = matmul_operands((512, 512, 512), device, "float16")
@@ -37,6 +41,10 @@ def _ours_uncached(op, *tensors):
 _PYTORCH_OP = {
     "vector_add": torch.add,
     "softmax": lambda x: torch.softmax(x, dim=-1),
+    "row_mean": lambda x: x.mean(dim=-1),
+    "gelu": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    # (No single PyTorch op: the eager formula, three kernels, is what a user writes.)
+    "add_relu_mul": reference.add_relu_mul_eager,
     "matmul": torch.matmul,
     "matmul_persistent": torch.matmul,
     "matmul_fp8": lambda a, b, sa, sb: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16),
@@ -44,6 +52,9 @@ _PYTORCH_OP = {
 _REFERENCE = {
     "vector_add": reference.vector_add_ref,
     "softmax": reference.softmax_ref,
+    "row_mean": reference.row_mean_ref,
+    "gelu": reference.gelu_ref,
+    "add_relu_mul": reference.add_relu_mul_ref,
     "matmul": reference.matmul_ref,
     "matmul_persistent": reference.matmul_ref,
     "matmul_fp8": reference.matmul_fp8_ref,
@@ -54,10 +65,19 @@ HOST_OVERHEAD = Benchmark(
     title="Host time per call (GPU kept busy): our wrappers vs PyTorch's ops",
     x_name="op",
     x_label=(
-        "op (vector_add: 4096 fp32; softmax: 4096 x 256 fp32; matmuls: 512^3, fp16 or e4m3 "
-        "with per-tensor scales)"
+        "op (vector_add, gelu, add_relu_mul: 4096 fp32; softmax, row_mean: 4096 x 256 fp32; "
+        "matmuls: 512^3, fp16 or e4m3 with per-tensor scales)"
     ),
-    x_values=("vector_add", "softmax", "matmul", "matmul_persistent", "matmul_fp8"),
+    x_values=(
+        "vector_add",
+        "gelu",
+        "add_relu_mul",
+        "softmax",
+        "row_mean",
+        "matmul",
+        "matmul_persistent",
+        "matmul_fp8",
+    ),
     make_inputs=_host_inputs,
     reference=lambda op, *tensors: _REFERENCE[op](*tensors),
     providers=(
@@ -72,7 +92,11 @@ HOST_OVERHEAD = Benchmark(
     ceiling=None,
     sources=(
         "kernels/vector_add.py",
+        "kernels/gelu.py",
+        "kernels/add_relu_mul.py",
+        "kernels/_elementwise.py",
         "kernels/softmax.py",
+        "kernels/row_mean.py",
         "kernels/matmul.py",
         "kernels/_launch.py",
         "kernels/_validation.py",

@@ -6,6 +6,7 @@ process), and the benchmarks render the committed records.
 """
 
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -64,13 +65,22 @@ autodoc_typehints = "description"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 
+
+
+def _filename_pattern() -> str:
+    only = [name for name in os.environ.get("GPUPERF_PAGES", "").split(",") if name]
+    return "/(" + "|".join(re.escape(n) for n in only) + r")\.py$" if only else r"/\d\d_"
+
+
 sphinx_gallery_conf = {
     # The tutorials, and the guides: executable pages too, which re-draw the tutorials'
     # plots from the same records.
     "examples_dirs": ["../tutorials", "../guides"],
     "gallery_dirs": ["tutorials", "guides"],
     # sphinx-gallery matches against the full path; run every NN_topic.py script.
-    "filename_pattern": r"/\d\d_",
+    # GPUPERF_PAGES=03_matmul,02_roofline runs those pages alone (a quick look at a page
+    # while writing it: the others are rendered without their output).
+    "filename_pattern": _filename_pattern(),
     "within_subsection_order": "FileNameSortKey",
     "download_all_examples": True,
     "abort_on_example_error": False,

@@ -1,6 +1,6 @@
 """Writes ``docs/generated/headlines.rst``: what each tutorial found, per GPU, from the records.
 
-A tutorial's benchmarks are the catalog names it passes to ``run_or_load``
+A tutorial's benchmarks are the catalog names it passes to ``run_or_load`` or ``show``
 (read from its source, so a new tutorial is picked up without a change here);
 each benchmark's headline comes from :func:`gpuperf.pages.summary.headline`, and
 each tutorial says when and at which commit it was last measured on each GPU.
@@ -18,7 +18,8 @@ from gpuperf.pages.summary import headline, last_measured
 
 
 def tutorial_benchmarks(path: Path) -> list[catalog.Benchmark]:
-    """The catalog benchmarks a tutorial script passes to ``run_or_load``, in order, once each."""
+    """The catalog benchmarks a tutorial script passes to ``run_or_load`` or ``show``, in order,
+    once each."""
     found = []
     for node in ast.walk(ast.parse(Path(path).read_text())):
         if not isinstance(node, ast.Call) or not node.args:
@@ -26,7 +27,7 @@ def tutorial_benchmarks(path: Path) -> list[catalog.Benchmark]:
         func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
         arg = node.args[0]
         name = arg.attr if isinstance(arg, ast.Attribute) else getattr(arg, "id", None)
-        if func == "run_or_load" and isinstance(getattr(catalog, name or "", None), catalog.Benchmark):
+        if func in ("run_or_load", "show") and isinstance(getattr(catalog, name or "", None), catalog.Benchmark):
             found.append((node.lineno, getattr(catalog, name)))
     ordered = [b for _, b in sorted(found, key=lambda pair: pair[0])]
     return list({b.name: b for b in ordered}.values())

@@ -19,9 +19,10 @@ def committed_records(monkeypatch):
     plt.close("all")
 
 
-@pytest.mark.parametrize("benchmark", catalog.ALL, ids=[b.name for b in catalog.ALL])
-def test_benchmark_figures_have_no_colliding_text_and_say_what_to_see(benchmark):
-    result = report.run_or_load(benchmark)
+# Not named `benchmark`: pytest-benchmark, where installed, owns that fixture name.
+@pytest.mark.parametrize("bench", catalog.ALL, ids=[b.name for b in catalog.ALL])
+def test_benchmark_figures_have_no_colliding_text_and_say_what_to_see(bench):
+    result = report.run_or_load(bench)
     assert len(result.gpus()) >= 2, "both GPUs have committed records"
     fig = result.plot()
     assert overlapping_texts(fig) == []

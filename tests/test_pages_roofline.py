@@ -9,6 +9,7 @@ import pytest
 from gpuperf.bench import catalog, metrics, records
 from gpuperf.bench.catalog import Benchmark, Provider, call
 from gpuperf.pages import roofline, roofline_plot
+from gpuperf.pages.plotting import short_gpu_name
 from gpuperf.pages.roofline import (
     Roof,
     arithmetic_intensity,
@@ -276,8 +277,8 @@ def test_a_malformed_record_is_skipped_with_its_reason(tmp_path, monkeypatch):
     # Nothing to place: no table section, no chart.
     monkeypatch.setenv("GPUPERF_TABLES", "text")
     assert roofline.table([placement]) == ""
-    with pytest.raises(ValueError, match="at least one GPU with a placed record"):
-        roofline_plot.plot([placement])
+    with pytest.raises(ValueError, match="must hold a placed record"):
+        roofline_plot.overview(placement)
 
 
 def test_a_gpu_without_hardware_json_is_refused(tmp_path):
@@ -359,20 +360,37 @@ def test_table_lists_every_drawn_benchmark(monkeypatch):
     assert "triton (ours)" in text and "% of roof" in text
 
 
-def test_chart_of_the_committed_records():
+MARKS = {"A": ("vector_add", "triton", {}), "B": ("matmul", "triton", {"dtype": "bfloat16"})}
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+@pytest.mark.parametrize("figure", ["overview", "compute_bound"])
+def test_charts_of_the_committed_records_are_legible(gpu, figure):
     import matplotlib
 
     matplotlib.use("agg")
+    from gpuperf.pages.plotting import overlapping_texts
+
     placements = [load_gpu(g) for g in GPUS]
-    fig = roofline_plot.plot(placements, marks={"A": ("vector_add", "triton", {})})
-    # A whole chart and a magnified corner per GPU.
-    assert len(fig.axes) == 2 * len(placements)
+    placement = placements[GPUS.index(gpu)]
+    fig = getattr(roofline_plot, figure)(placement, shared=placements, marks=MARKS)
+    assert overlapping_texts(fig) == []
+    (legend,) = fig.legends
+    assert len(legend.get_texts()) <= 10
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
-    assert "A" in texts and "vector_add" in texts
-    assert any(t.startswith("launch-bound") for t in texts)
-    assert any(t.startswith("causal") for t in texts)
-    with pytest.raises(ValueError, match="at least one GPU with a placed record"):
-        roofline_plot.plot([])
+    if figure == "overview":
+        assert "A" in texts and "vector_add" in texts
+        assert any(t.startswith("launch-bound") for t in texts)
+    else:
+        assert "B" in texts and "matmul bf16" in texts
+        assert any(t.startswith("causal") for t in texts)
+    assert fig.texts[0].get_text().startswith(short_gpu_name(placement.gpu))
+
+
+def test_charts_refuse_a_gpu_without_points():
+    empty = roofline.Placement(gpu="x", slug="x", hardware=HARDWARE, roofs={}, datasheet={})
+    with pytest.raises(ValueError, match="must hold a placed record"):
+        roofline_plot.overview(empty)
 
 
 def test_the_panels_hold_every_point_they_label():

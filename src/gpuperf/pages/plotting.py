@@ -487,7 +487,7 @@ def overlapping_texts(fig) -> list[tuple[str, str]]:
     for a figure whose labels never collide.
 
     Every visible, non-empty text counts (titles, axis labels, tick labels matplotlib
-    draws, annotations, legend entries, captions). Two tick labels of one axis rotated
+    draws, annotations without their leader lines, legend entries, captions). Two tick labels of one axis rotated
     by the same angle are parallel strips: they collide when the gap between their
     ticks, across the strips, is less than the text's height, whatever their
     axis-aligned boxes do.
@@ -510,7 +510,9 @@ def overlapping_texts(fig) -> list[tuple[str, str]]:
         for t in fig.findobj(Text)
         if t.get_visible() and t.get_text().strip() and (id(t) not in tick_axis or id(t) in drawn)
     ]
-    boxes = [(t, t.get_window_extent(renderer)) for t in texts]
+    # A text's own box: an annotation's extent would include its leader line, which may
+    # cross other texts without hiding them.
+    boxes = [(t, Text.get_window_extent(t, renderer)) for t in texts]
     found = []
     for (a, box_a), (b, box_b) in itertools.combinations(boxes, 2):
         axis = tick_axis.get(id(a))

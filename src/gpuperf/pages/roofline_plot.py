@@ -1,18 +1,21 @@
-"""The roofline chart: every benchmark record of each GPU on its measured roofs.
+"""The roofline charts: every benchmark record of a GPU on its measured roofs.
 
-One figure for all GPUs, in two rows of panels (GPU beside GPU): the whole chart,
-then its compute-bound corner magnified, where the matmuls and attention crowd
-together. What is drawn is chosen by :func:`gpuperf.pages.roofline.chart_series`
+Two figures per GPU: :func:`overview`, the whole chart, and :func:`compute_bound`, its
+compute-bound corner magnified, where the matmuls and attention crowd together. What is drawn is chosen by :func:`gpuperf.pages.roofline.chart_series`
 from the records alone, so a new benchmark's record appears without code here.
-Labels are placed where they overlap nothing drawn before them (a greedy search
-over offsets around each point), joined to their point by a thin line when they
-had to move.
+Labels are placed where they overlap no other text and as few markers as possible
+(a greedy search over offsets around each point), joined to their point by a thin
+line when they had to move; a label with no such place goes to a column beside the
+panel. No two texts of a figure overlap (tested with
+:func:`gpuperf.pages.plotting.overlapping_texts`).
 """
 
 from __future__ import annotations
 
 import math
 import textwrap
+
+from matplotlib.text import Text
 
 from gpuperf.bench import records
 from gpuperf.pages.plotting import _STYLE, format_rate, format_x, provider_color, short_gpu_name
@@ -26,6 +29,7 @@ _L2_FACE = "#f2d04b"
 _OTHER_COLOR = "#b5b5b5"
 _NOTE_COLOR = "#8a5a00"
 _MARK_COLOR = "#b00020"
+_BASELINE_COLOR = "#4d4d4d"
 _TEXT_PT = 7.5
 
 # Layout, in inches: two panels a row, about as wide as the page shows the figure.
@@ -87,12 +91,13 @@ def _overlap(a, b) -> float:
 _LETTER_OFFSETS = ((-8, 8), (8, 8), (-8, -8), (8, -8), (-13, 0), (13, 0), (0, 13), (0, -13))
 
 
-def _place_labels(ax, renderer, labels, obstacles: list, offsets=_OFFSETS, **style) -> None:
+def _place_labels(ax, renderer, labels, obstacles: list, texts: list, parked: list, offsets=_OFFSETS, **style):
     """Put each ``(x, y, text, color)`` of ``labels`` at the first of ``offsets`` (points)
-    from its point where it overlaps nothing in ``obstacles`` (display boxes) and stays
-    inside the axes, joined to the point by a thin line when it had to move away; where
-    it overlaps least otherwise. Each placed label joins ``obstacles``; ``style`` goes to
-    the text (a font weight, say)."""
+    from its point where it overlaps no text in ``texts`` (display boxes), stays inside
+    the axes, and overlaps least of ``obstacles`` (markers), joined to the point by a thin
+    line when it had to move away. A label with no such place joins ``parked`` (for
+    :func:`_park`) instead: labels never collide. Each placed label joins ``texts`` and
+    ``obstacles``; ``style`` goes to the text (a font weight, say)."""
     frame = ax.get_window_extent(renderer)
     style = {"fontsize": _TEXT_PT, "zorder": 8} | style
     for x, y, text, color in labels:
@@ -113,9 +118,12 @@ def _place_labels(ax, renderer, labels, obstacles: list, offsets=_OFFSETS, **sty
                 bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.8},
                 **style,
             )
-            box = t.get_window_extent(renderer)
-            outside = box.width * box.height - _overlap(box, frame)
-            cost = sum(_overlap(box, o) for o in obstacles) + 4 * outside
+            box = _text_box(t, renderer)
+            inside = _overlap(box, frame) >= 0.999 * box.width * box.height
+            if not inside or any(_overlap(box, o) > 0 for o in texts):
+                t.remove()
+                continue
+            cost = sum(_overlap(box, o) for o in obstacles)
             if best is None or cost < best[0]:
                 if best is not None:
                     best[1].remove()
@@ -124,7 +132,53 @@ def _place_labels(ax, renderer, labels, obstacles: list, offsets=_OFFSETS, **sty
                 t.remove()
             if cost == 0:
                 break
+        if best is None:
+            parked.append((x, y, text, color, style))
+            continue
         obstacles.append(best[2])
+        texts.append(best[2])
+
+
+def _park(ax, renderer, parked: list) -> None:
+    """The labels that found no room beside their point, in a column right of the axes at
+    about their point's height, moved apart until none overlaps another, each joined to
+    its point by a thin line."""
+    if not parked:
+        return
+    frame = ax.get_window_extent(renderer)
+    gap = 2.0
+    items = []
+    for x, y, text, color, style in parked:
+        t = ax.annotate(
+            "\n".join(textwrap.wrap(text, 22)),
+            (x, y),
+            xytext=(1.03, 0.5),
+            textcoords="axes fraction",
+            ha="left",
+            va="center",
+            color=color,
+            annotation_clip=False,
+            arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "#999999", "shrinkB": 4},
+            **style,
+        )
+        height = _text_box(t, renderer).height
+        want = min(max(ax.transData.transform((x, y))[1], frame.y0), frame.y1)
+        items.append([want, height, t])
+    items.sort(key=lambda item: -item[0])
+    for above, below in zip(items, items[1:], strict=False):  # top down: push apart
+        below[0] = min(below[0], above[0] - (above[1] + below[1]) / 2 - gap)
+    shift = frame.y0 + items[-1][1] / 2 - items[-1][0]
+    if shift > 0:  # ran below the axes: move the column up
+        for item in items:
+            item[0] += shift
+    for centre, _, t in items:
+        t.set_position((1.03, (centre - frame.y0) / frame.height))
+
+
+def _text_box(annotation, renderer):
+    """The display box of an annotation's text, without its leader line."""
+    annotation.update_positions(renderer)
+    return Text.get_window_extent(annotation, renderer)
 
 
 def _box(ax, x, y, radius_px: float):
@@ -236,7 +290,28 @@ def _draw_roofs(ax, placement: Placement, xlim, *, corner: bool) -> list:
                     zorder=4,
                 )
             )
-    return tags
+    return _spread_tags(ax, tags)
+
+
+def _spread_tags(ax, tags: list) -> list:
+    """Move each roof tag that overlaps one before it (measured roofs' tags come first)
+    leftward along its roof until it overlaps none; drop a datasheet tag that cannot."""
+    renderer = ax.figure.canvas.get_renderer()
+    kept, boxes = [], []
+    for tag in sorted(tags, key=lambda t: "datasheet" in t.get_text()):
+        dx, dy = tag.xyann
+        for shift in range(8):
+            tag.xyann = (dx - 70 * shift, dy)
+            box = _text_box(tag, renderer)
+            if not any(_overlap(box, b) > 0 for b in boxes):
+                break
+        else:
+            if "datasheet" in tag.get_text():
+                tag.remove()
+                continue
+        kept.append(tag)
+        boxes.append(box)
+    return kept
 
 
 def _roof_table(ax, placement: Placement):
@@ -271,7 +346,7 @@ def _draw_points(ax, placement: Placement, series: list[Series], shapes: dict) -
     out = []
     for s in series:
         m = shapes[s.benchmark]
-        color = provider_color(s.provider)
+        color = _BASELINE_COLOR if s.role == "baseline" else provider_color(s.provider)
         top = s.largest
         if s.role == "other":
             ax.plot([top.intensity], [top.tflops], m, ms=4.5, color=_OTHER_COLOR, zorder=2)
@@ -357,10 +432,12 @@ def _panel(ax, renderer, placement, series, shapes, region, *, corner: bool, lab
     ax.grid(True, which="major", color="#e4e4e4", lw=0.6)
     ax.set_axisbelow(True)
     ax.tick_params(labelsize=8)
-    obstacles = [t.get_window_extent(renderer) for t in _draw_roofs(ax, placement, (x0, x1), corner=corner)]
+    texts = [t.get_window_extent(renderer) for t in _draw_roofs(ax, placement, (x0, x1), corner=corner)]
     drawn = _draw_points(ax, placement, series, shapes)
     if not corner:
-        obstacles.append(_roof_table(ax, placement).get_window_extent(renderer))
+        texts.append(_roof_table(ax, placement).get_window_extent(renderer))
+    obstacles = list(texts)
+    parked: list = []
     obstacles += [_box(ax, p.intensity, p.tflops, 5) for p, kind, _ in drawn if kind != "shape"]
     rings = []
     for letter, (bench, provider, axes) in marks.items():
@@ -370,7 +447,9 @@ def _panel(ax, renderer, placement, series, shapes, region, *, corner: bool, lab
         ax.plot([p.intensity], [p.tflops], "o", ms=17, mfc="none", mec=_MARK_COLOR, mew=1.4, zorder=7)
         obstacles.append(_box(ax, p.intensity, p.tflops, 10))
         rings.append((p.intensity, p.tflops, letter, _MARK_COLOR))
-    _place_labels(ax, renderer, rings, obstacles, _LETTER_OFFSETS, fontsize=10, fontweight="bold", zorder=9)
+    _place_labels(
+        ax, renderer, rings, obstacles, texts, parked, _LETTER_OFFSETS, fontsize=10, fontweight="bold", zorder=9
+    )
     order = {"subject": 0, "shape": 2}
     seen = set()
     labels = []
@@ -379,13 +458,14 @@ def _panel(ax, renderer, placement, series, shapes, region, *, corner: bool, lab
             continue
         seen.add(text)
         labels.append((p.intensity, p.tflops, text, "#111111" if kind == "subject" else "#555555"))
-    _place_labels(ax, renderer, labels, obstacles)
+    _place_labels(ax, renderer, labels, obstacles, texts, parked)
     notes = [
         (p.intensity, p.tflops, text, _NOTE_COLOR)
         for p, text in limit_notes(placement, series)
         if labelled(p)
     ]
-    _place_labels(ax, renderer, notes, obstacles)
+    _place_labels(ax, renderer, notes, obstacles, texts, parked)
+    _park(ax, renderer, parked)
     if corner:
         from matplotlib.ticker import FuncFormatter, LogLocator
 
@@ -395,53 +475,40 @@ def _panel(ax, renderer, placement, series, shapes, region, *, corner: bool, lab
             axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
-def _legend_handles(every: list[list[Series]]) -> list:
+def _legend_handles(kind: str) -> list:
+    """The legend of a figure of ``kind`` (``"overview"`` or ``"corner"``): at most nine
+    entries. Benchmarks are not in it: each kernel under study is labelled on the chart,
+    and its baseline and other providers share its marker shape."""
     from matplotlib.lines import Line2D
 
     ours = provider_color("triton")
+    dot = {"ls": "", "marker": "o"}
     handles = [
-        Line2D(
-            [], [], ls="-", color=_ROOF_COLOR, label="measured roofs: copy, cuBLAS per dtype, cuBLASLt fp8"
-        ),
+        Line2D([], [], ls="-", color=_ROOF_COLOR, label="measured roofs (copy; cuBLAS, cuBLASLt)"),
         Line2D([], [], ls=":", color=_SHEET_COLOR, label="datasheet roofs"),
-        Line2D(
-            [], [], ls="", marker="o", ms=8, mfc=ours, mec="black", label="kernel under study, largest size"
-        ),
-        Line2D([], [], ls="-", lw=0.9, marker="o", ms=4.5, color=ours, label="the same at its smaller sizes"),
-        Line2D([], [], ls="", marker="o", ms=4.5, mfc=_L2_FACE, mec=ours, label="traffic fits in L2"),
-        Line2D(
-            [],
-            [],
-            ls="",
-            marker="o",
-            ms=4.5,
-            mfc="white",
-            mec=ours,
-            label=f"launch-bound: under {LAUNCH_FACTOR:g}× the GPU's shortest kernel time",
-        ),
-        Line2D(
-            [],
-            [],
-            ls=":",
-            marker="o",
-            ms=6.5,
-            mfc=ours,
-            mec="black",
-            color=ours,
-            label="causal, joined to the same kernel not causal",
-        ),
-        Line2D([], [], ls="", marker="o", ms=4.5, color=_OTHER_COLOR, label="other providers, largest size"),
+        Line2D([], [], **dot, ms=8, mfc=ours, mec="black", label="gpuperf kernel, largest size"),
     ]
-    baselines: dict[str, dict] = {}
-    for series in every:
-        for s in series:
-            if s.role == "baseline":
-                baselines.setdefault(s.provider, {})[s.points[0].label] = None
-    for key, labels in baselines.items():
-        text = "\n".join(textwrap.wrap("baseline: " + "; ".join(labels), 58, subsequent_indent="  "))
-        handles.append(
-            Line2D([], [], ls="", marker="o", ms=8, mfc=provider_color(key), mec="black", label=text)
-        )
+    if kind == "overview":
+        handles += [
+            Line2D([], [], ls="-", lw=0.9, marker="o", ms=4.5, color=ours, label="its smaller sizes"),
+            Line2D([], [], **dot, ms=4.5, mfc=_L2_FACE, mec=ours, label="traffic fits in L2"),
+            Line2D(
+                [],
+                [],
+                **dot,
+                ms=4.5,
+                mfc="white",
+                mec=ours,
+                label=f"launch-bound (< {LAUNCH_FACTOR:g}× shortest kernel)",
+            ),
+        ]
+    handles += [
+        Line2D(
+            [], [], ls=":", marker="o", ms=6.5, mfc=ours, mec="black", color=ours, label="causal ⋯ not causal"
+        ),
+        Line2D([], [], **dot, ms=7, mfc=_BASELINE_COLOR, mec="black", label="its baseline (same shape)"),
+        Line2D([], [], **dot, ms=4.5, color=_OTHER_COLOR, label="other providers (same shape)"),
+    ]
     return handles
 
 
@@ -450,7 +517,7 @@ def captions(placement: Placement) -> list[str]:
     hw = placement.hardware["provenance"]
     dates = sorted(p["date"][:10] for p in placement.provenance.values())
     commits = sorted({p["gpuperf_commit"] for p in placement.provenance.values()})
-    lines = textwrap.wrap(f"{short_gpu_name(placement.gpu)} roofs: {records.caption(hw)}", 150)
+    lines = [f"{short_gpu_name(placement.gpu)} roofs: {records.caption(hw)}"]
     if dates:
         lines.append(
             f"    {len(placement.provenance)} records placed, measured {dates[0]} to {dates[-1]} "
@@ -464,127 +531,133 @@ def captions(placement: Placement) -> list[str]:
     return lines
 
 
-def plot(placements: list[Placement], *, marks: dict | None = None):
-    """Every benchmark record of each GPU on its roofline; return the matplotlib ``Figure``.
+#: The figures' layout, in inches: one panel, a column for the labels that found no
+#: room beside their point, the legend and the captions below.
+_FIG_LEFT, _FIG_PANEL_W, _FIG_COLUMN, _FIG_TOP, _FIG_PANEL_H = 0.62, 5.5, 1.45, 0.62, 4.6
 
-    Two GPUs a row, each with its whole chart, and below them the compute-bound
-    corner magnified; every panel of a kind shares its axes. Drawn: the measured
-    roofs (solid, ridge points dotted) and the datasheet's (dotted), their numbers in
-    a box; for each benchmark (one marker shape each) the kernel under study at its
-    largest size (large, labelled) with a trail through its other sizes, the declared
-    baseline at its largest size (large, in the provider's colour), every other
-    provider at its largest size (small, grey); sizes whose traffic fits in L2
-    (yellow) and sizes bound by launch latency (hollow) marked; causal attention
-    joined to its non-causal counterpart. Under the panels: the legends and each
-    GPU's provenance.
+
+def _figure(placement: Placement, kind: str, shared: list[Placement], marks: dict):
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    shared = [p for p in (shared or [placement]) if p.points]
+    if not placement.points or placement not in shared:
+        raise ValueError(
+            f"placement must hold a placed record and be one of shared, got {len(placement.points)} points"
+        )
+    shapes = markers(shared)
+    every = [chart_series(p) for p in shared]
+    series = every[shared.index(placement)]
+    whole, corner = regions(shared, every)
+    if kind == "corner" and corner is None:
+        raise ValueError("no kernel is compute-bound on these GPUs: there is no corner to magnify")
+    handles = _legend_handles(kind)
+    lines = [
+        part
+        for line in captions(placement)
+        for part in textwrap.wrap(line.replace("\n", " "), 125, subsequent_indent="    ")
+    ]
+    legend_h = 0.19 * math.ceil(len(handles) / 2) + 0.15
+    below = 0.5 + legend_h + _LINE * len(lines) + 0.1
+    width = _FIG_LEFT + _FIG_PANEL_W + _FIG_COLUMN
+    height = _FIG_TOP + _FIG_PANEL_H + below
+    name = short_gpu_name(placement.gpu)
+    with plt.rc_context(_STYLE):
+        fig = plt.figure(figsize=(width, height), facecolor="white")
+        renderer = fig.canvas.get_renderer()
+        ax = fig.add_axes(
+            [_FIG_LEFT / width, below / height, _FIG_PANEL_W / width, _FIG_PANEL_H / height]
+        )
+        if kind == "overview":
+            region, labelled = whole, (lambda p: corner is None or not _inside(p, corner))
+        else:
+            region, labelled = corner, (lambda p: _inside(p, corner))
+        _panel(
+            ax,
+            renderer,
+            placement,
+            series,
+            shapes,
+            region,
+            corner=kind == "corner",
+            labelled=labelled,
+            marks=marks,
+        )
+        if kind == "overview" and corner is not None:
+            (cx0, cx1), (cy0, cy1) = corner
+            ax.add_patch(
+                Rectangle((cx0, cy0), cx1 - cx0, cy1 - cy0, fill=False, ec="#888888", lw=0.8, ls="--")
+            )
+            ax.text(cx0, cy1, " magnified below", fontsize=7, color="#666666", va="bottom", ha="left")
+        ax.set_xlabel("arithmetic intensity, FLOP per byte (least traffic)", fontsize=8.5)
+        ax.set_ylabel("attained TFLOP/s", fontsize=8.5)
+        title, what = (
+            (f"{name}: every benchmark on its measured roofline", _OVERVIEW_SEE)
+            if kind == "overview"
+            else (f"{name}: the compute-bound corner, magnified", _CORNER_SEE)
+        )
+        fig.text(0.01, 1 - 0.1 / height, title, fontsize=11, fontweight="bold", va="top")
+        fig.text(0.01, 1 - 0.34 / height, what, fontsize=8, color="#444444", va="top")
+        legend = fig.legend(
+            handles=handles,
+            loc="upper left",
+            bbox_to_anchor=(0.0, (below - 0.5) / height),
+            ncol=2,
+            frameon=False,
+            fontsize=_TEXT_PT,
+            handlelength=1.8,
+            columnspacing=1.5,
+        )
+        y = legend.get_window_extent(renderer).y0 / fig.dpi - 0.05
+        for line in lines:
+            y -= _LINE
+            color = _MARK_COLOR if line.startswith("STALE") else "#222222"
+            fig.text(0.01, y / height, line, fontsize=6.5, color=color)
+    return fig
+
+
+_OVERVIEW_SEE = (
+    "Left of a ridge only bandwidth matters, right of it only compute: "
+    "a point's distance below its roof is what is left to gain."
+)
+_CORNER_SEE = "Matmuls and attention against the tensor-core roofs of their dtype."
+
+
+def overview(placement: Placement, *, shared: list[Placement] | None = None, marks: dict | None = None):
+    """One GPU's roofline with every benchmark record on it; return the ``Figure``.
+
+    Drawn: the measured roofs (solid, ridge points dotted) and the datasheet's
+    (dotted), their numbers in a box; for each benchmark (one marker shape each) the
+    gpuperf kernel at its largest size (large, labelled) with a trail through its other
+    sizes, its baseline at its largest size (dark grey), every other provider at its
+    largest size (light grey); sizes whose traffic fits in L2 (yellow) and sizes bound
+    by launch latency (hollow); causal attention joined to its non-causal
+    counterpart. The compute-bound corner, where matmuls and attention crowd, is a
+    dashed box here and its own figure (:func:`compute_bound`). No two texts overlap:
+    a label that finds no room beside its point goes to a column right of the panel,
+    joined to it by a line. The legend has nine entries; each GPU's provenance is
+    printed under it.
 
     Args:
-        placements: one per GPU (:func:`gpuperf.pages.roofline.load_gpu`), in order.
+        placement: the GPU to draw (:func:`gpuperf.pages.roofline.load_gpu`).
+        shared: the GPUs whose charts must share axes, ``placement`` among them (default:
+            ``placement`` alone).
         marks: ``{letter: (benchmark, provider, axes)}``: the largest size of each named
             series ringed and lettered, as a page's text reads them.
 
     Raises:
-        ValueError: no placement has a point.
+        ValueError: ``placement`` has no placed record, or is not in ``shared``.
     """
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Rectangle
+    return _figure(placement, "overview", shared, marks or {})
 
-    placements = [p for p in placements if p.points]
-    if not placements:
-        raise ValueError("placements must hold at least one GPU with a placed record, got none")
-    shapes = markers(placements)
-    every = [chart_series(p) for p in placements]
-    whole, corner = regions(placements, every)
-    marks = marks or {}
 
-    cols = min(2, len(placements))
-    chunks = [list(range(i, min(i + cols, len(placements)))) for i in range(0, len(placements), cols)]
-    kinds = ("whole", "corner") if corner else ("whole",)
-    row_h = _TITLE_H + _PANEL_H + _BELOW
-    width = _LEFT + cols * _PANEL_W + (cols - 1) * _GAP + _RIGHT
-    handles = _legend_handles(every)
-    shape_handles = [
-        Line2D([], [], ls="", marker=m, ms=6, mfc="white", mec="black", label=b) for b, m in shapes.items()
-    ]
-    first_rows = max(
-        sum(h.get_label().count("\n") + 1 for h in handles[: math.ceil(len(handles) / 2)]),
-        sum(h.get_label().count("\n") + 1 for h in handles[math.ceil(len(handles) / 2) :]),
-    )
-    legend_h = 0.16 * (first_rows + math.ceil(len(shapes) / 3) + 1) + 0.2
-    lines = [line for p in placements for line in captions(p)]
-    caption_h = _LINE * len(lines) + 0.15
-    height = _TOP + len(chunks) * len(kinds) * row_h + legend_h + caption_h
+def compute_bound(
+    placement: Placement, *, shared: list[Placement] | None = None, marks: dict | None = None
+):
+    """The compute-bound corner of :func:`overview` (from the highest measured ridge up),
+    magnified, with the roofs' values; arguments as for :func:`overview`.
 
-    with plt.rc_context(_STYLE):
-        fig = plt.figure(figsize=(width, height), facecolor="white")
-        renderer = fig.canvas.get_renderer()
-        row = 0
-        for chunk in chunks:
-            for kind in kinds:
-                top = height - _TOP - row * row_h - _TITLE_H
-                for col, i in enumerate(chunk):
-                    placement, series = placements[i], every[i]
-                    x = _LEFT + col * (_PANEL_W + _GAP)
-                    ax = fig.add_axes(
-                        [x / width, (top - _PANEL_H) / height, _PANEL_W / width, _PANEL_H / height]
-                    )
-                    name = short_gpu_name(placement.gpu)
-                    if kind == "whole":
-                        ax.set_title(name, loc="left", fontsize=10, fontweight="bold")
-                        region, labelled = whole, (lambda p: corner is None or not _inside(p, corner))
-                    else:
-                        ax.set_title(f"{name}: the dashed box magnified", loc="left", fontsize=9)
-                        region, labelled = corner, (lambda p: _inside(p, corner))
-                    _panel(
-                        ax,
-                        renderer,
-                        placement,
-                        series,
-                        shapes,
-                        region,
-                        corner=kind == "corner",
-                        labelled=labelled,
-                        marks=marks,
-                    )
-                    if kind == "whole" and corner is not None:
-                        (cx0, cx1), (cy0, cy1) = corner
-                        box = Rectangle(
-                            (cx0, cy0), cx1 - cx0, cy1 - cy0, fill=False, ec="#888888", lw=0.8, ls="--"
-                        )
-                        ax.add_patch(box)
-                    ax.set_xlabel("arithmetic intensity, FLOP per byte (least traffic)", fontsize=8.5)
-                    if col == 0:
-                        ax.set_ylabel("attained TFLOP/s", fontsize=8.5)
-                row += 1
-
-        y = (caption_h + legend_h) / height
-        common = {"loc": "upper left", "frameon": False, "fontsize": _TEXT_PT, "columnspacing": 1.2}
-        first = fig.legend(handles=handles, bbox_to_anchor=(0.0, y), ncol=2, handlelength=1.8, **common)
-        below = first.get_window_extent(renderer).y0 / fig.dpi / height
-        title = {
-            "title": "benchmarks, one marker shape each",
-            "title_fontsize": _TEXT_PT,
-            "alignment": "left",
-        }
-        second = fig.legend(handles=shape_handles, bbox_to_anchor=(0.0, below), ncol=3, **title, **common)
-        fig.add_artist(first)
-        fig.suptitle(
-            "Every benchmark on its GPU's roofline, from the committed records",
-            fontsize=11,
-            x=0.01,
-            ha="left",
-            y=1 - 0.08 / height,
-            va="top",
-        )
-        y = second.get_window_extent(renderer).y0 / fig.dpi - 0.05
-        for line in lines:
-            y -= _LINE
-            fig.text(
-                0.01,
-                y / height,
-                line,
-                fontsize=7,
-                color=_MARK_COLOR if line.startswith("STALE") else "#222222",
-            )
-    return fig
+    Raises:
+        ValueError: as :func:`overview`, or no kernel on ``shared`` is compute-bound.
+    """
+    return _figure(placement, "corner", shared, marks or {})

@@ -66,7 +66,6 @@ napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 
 
-
 def _filename_pattern() -> str:
     only = [name for name in os.environ.get("GPUPERF_PAGES", "").split(",") if name]
     return "/(" + "|".join(re.escape(n) for n in only) + r")\.py$" if only else r"/\d\d_"

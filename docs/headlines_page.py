@@ -27,7 +27,8 @@ def tutorial_benchmarks(path: Path) -> list[catalog.Benchmark]:
         func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
         arg = node.args[0]
         name = arg.attr if isinstance(arg, ast.Attribute) else getattr(arg, "id", None)
-        if func in ("run_or_load", "show") and isinstance(getattr(catalog, name or "", None), catalog.Benchmark):
+        benchmark = getattr(catalog, name or "", None)
+        if func in ("run_or_load", "show") and isinstance(benchmark, catalog.Benchmark):
             found.append((node.lineno, getattr(catalog, name)))
     ordered = [b for _, b in sorted(found, key=lambda pair: pair[0])]
     return list({b.name: b for b in ordered}.values())

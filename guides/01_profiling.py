@@ -205,7 +205,9 @@ print(host.table())
 
 host_us = {p: host.values(p) for p in ("triton", "triton_jit", "torch")}
 for op in ("vector_add", "softmax", "matmul"):
-    ours, before, torch_us = (host_us[p].get(op) for p in ("triton", "triton_jit", "torch"))
+    ours, before, torch_us = (
+        host_us[p].get(op) for p in ("triton", "triton_jit", "torch")
+    )
     if None not in (ours, before, torch_us):
         print(
             f"{op}: {before:.1f} us per call through kernel[grid], {ours:.1f} us through the cached "
@@ -399,13 +401,19 @@ print(f"row_mean matches the float64 reference on {device} for: {', '.join(cases
 from gpuperf.kernels.row_mean_cuda import can_build
 
 why_not = can_build()
-print("the CUDA extension can be built here" if why_not is None else f"not built here: {why_not}")
+print(
+    "the CUDA extension can be built here"
+    if why_not is None
+    else f"not built here: {why_not}"
+)
 ext_cap, ext_notes = show("cuda_extension")
 if ext_cap:
     p = ext_cap["payload"]
     worst = {}
     for check in p["checks"]:
-        worst[check["dtype"]] = max(worst.get(check["dtype"], 0.0), check["max_abs_err"])
+        worst[check["dtype"]] = max(
+            worst.get(check["dtype"], 0.0), check["max_abs_err"]
+        )
     print(
         f"on the GPU run: built in {p['build_s']:.0f} s ({p['nvcc'][0]}, TORCH_CUDA_ARCH_LIST="
         f"{p['torch_cuda_arch_list']}); a new process loaded the cached build in {p['cached_load_s']:.1f} s"
@@ -437,10 +445,16 @@ names = {"triton": "Triton", "cuda": "CUDA C++", "torch": "x.mean"}
 rates = {key: means.values(key) for key in names}
 frac = means.fraction_of_ceiling()
 if frac:
-    print("Triton, % of copy bandwidth: " + ", ".join(f"{x}: {100 * f:.0f}%" for x, f in frac.items()))
+    print(
+        "Triton, % of copy bandwidth: "
+        + ", ".join(f"{x}: {100 * f:.0f}%" for x, f in frac.items())
+    )
     for x in rates["triton"]:
         ranked = sorted((k for k in names if x in rates[k]), key=lambda k: -rates[k][x])
-        print(f"{x} columns: " + " > ".join(f"{names[k]} {rates[k][x]:,.0f} GB/s" for k in ranked))
+        print(
+            f"{x} columns: "
+            + " > ".join(f"{names[k]} {rates[k][x]:,.0f} GB/s" for k in ranked)
+        )
 
 # %%
 # No version wins everywhere, and the reasons are in the code. The CUDA kernel
@@ -493,7 +507,9 @@ if ncu_cap:
     ours = profiling.ncu_launch(ncu_cap, "row_mean (Triton)")
     cuda = profiling.ncu_launch(ncu_cap, "row_mean (CUDA C++)")
     torch_mean = profiling.ncu_launch(ncu_cap, "x.mean(dim=-1) (PyTorch)")
-    mm, cublas = (profiling.ncu_launch(ncu_cap, op) for op in ncu_cap["payload"]["ops"][-2:])
+    mm, cublas = (
+        profiling.ncu_launch(ncu_cap, op) for op in ncu_cap["payload"]["ops"][-2:]
+    )
     v = profiling.ncu_value
     print(
         f"row mean: Triton {v(ours, 'DRAM Throughput'):.0f}% of DRAM peak at "
@@ -589,7 +605,9 @@ if proton_cap:
 
 if proton_cap and proton_cap["payload"].get("viewer"):
     viewer = proton_cap["payload"]["viewer"]
-    print(f"python -m triton.profiler.viewer exited with status {viewer['returncode']}:")
+    print(
+        f"python -m triton.profiler.viewer exited with status {viewer['returncode']}:"
+    )
     print(viewer["stdout"] or viewer["stderr"].strip().splitlines()[-1])
 
 # %%

@@ -70,7 +70,11 @@ def gpus_with(benchmark):
 def row(result, provider, x, **axes):
     """One row of ``result``'s record, or None."""
     for r in result.record["rows"] if result.record else ():
-        if r["provider"] == provider and r["x"] == x and all(r["axes"].get(k) == v for k, v in axes.items()):
+        if (
+            r["provider"] == provider
+            and r["x"] == x
+            and all(r["axes"].get(k) == v for k, v in axes.items())
+        ):
             return r
     return None
 
@@ -108,8 +112,23 @@ print("GPUs with records:", ", ".join(gpus_with(cat.VECTOR_ADD)))
 # this site's Triton kernel.
 
 
-_NOT_NAMES = {"void", "at", "native", "anonymous", "namespace", "vectorized_elementwise_kernel", "float"}
-_NOT_NAMES |= {"AUnaryFunctor", "BinaryFunctor", "c10", "std", "binary_internal", "cublasLt"}
+_NOT_NAMES = {
+    "void",
+    "at",
+    "native",
+    "anonymous",
+    "namespace",
+    "vectorized_elementwise_kernel",
+    "float",
+}
+_NOT_NAMES |= {
+    "AUnaryFunctor",
+    "BinaryFunctor",
+    "c10",
+    "std",
+    "binary_internal",
+    "cublasLt",
+}
 
 
 def short_kernel(name):
@@ -125,7 +144,9 @@ def kernels_table(cap):
         for entry in providers.values():
             names = entry["kernels"]
             shown = ", ".join(short_kernel(n) for n in names)
-            print(f"{bench:>13} {entry['label'][:36]:<36} {len(names):>2} kernel(s): {shown}")
+            print(
+                f"{bench:>13} {entry['label'][:36]:<36} {len(names):>2} kernel(s): {shown}"
+            )
 
 
 show_capture("kernels_per_call", kernels_table)
@@ -158,12 +179,20 @@ CLASSIFY = [
     (cat.SOFTMAX, 8192, {}),
     (cat.MATMUL, (16, 14336, 4096), {"dtype": "bfloat16"}),
     (cat.MATMUL, (8192, 8192, 8192), {"dtype": "bfloat16"}),
-    (cat.ATTENTION_FORWARD, 8192, {"dtype": "float16", "head_dim": 128, "causal": False}),
+    (
+        cat.ATTENTION_FORWARD,
+        8192,
+        {"dtype": "float16", "head_dim": 128, "causal": False},
+    ),
 ]
 for gpu in gpus_with(cat.VECTOR_ADD):
     ceilings = hardware(gpu)["ceilings"]
-    ridge = ceilings["bf16_tflops"]["value"] * 1e12 / (ceilings["copy_gbps"]["value"] * 1e9)
-    print(f"--- {gpu}: ridge point (bf16 cuBLAS / copy bandwidth) = {ridge:.0f} FLOP/byte")
+    ridge = (
+        ceilings["bf16_tflops"]["value"] * 1e12 / (ceilings["copy_gbps"]["value"] * 1e9)
+    )
+    print(
+        f"--- {gpu}: ridge point (bf16 cuBLAS / copy bandwidth) = {ridge:.0f} FLOP/byte"
+    )
     print(f"{'kernel':>18} {'x':>16} {'FLOP/byte':>10}  bound by  ours, % of that roof")
     for bench, x, axes in CLASSIFY:
         path = records.record_path(bench.name, gpu)
@@ -191,7 +220,9 @@ for gpu in gpus_with(cat.VECTOR_ADD):
             if r["status"] == "ok" and r["ceiling"]
             else r["status"]
         )
-        print(f"{bench.name:>18} {format_x(x):>16} {intensity:>10.1f}  {bound:>8}  {roof}")
+        print(
+            f"{bench.name:>18} {format_x(x):>16} {intensity:>10.1f}  {bound:>8}  {roof}"
+        )
 
 # %%
 # Everything elementwise, and softmax, sits orders of magnitude below the
@@ -254,7 +285,9 @@ for shape in [(1,), (1000,), (1025,), (3, 5, 7)]:
     x = 4 * torch.randn(shape, device=device)
     assert_close(f"gelu {shape}", gelu_ref(x), gelu(x))
     y, z = torch.randn(shape, device=device), torch.randn(shape, device=device)
-    assert_close(f"add_relu_mul {shape}", add_relu_mul_ref(x, y, z), add_relu_mul(x, y, z))
+    assert_close(
+        f"add_relu_mul {shape}", add_relu_mul_ref(x, y, z), add_relu_mul(x, y, z)
+    )
 print(f"gelu and add_relu_mul match their float64 references on {device}")
 
 # %%
@@ -267,7 +300,10 @@ from gpuperf.bench import metrics
 
 n = 2**28
 for label, n_bytes in [
-    ("fused (ours, F.gelu, torch.compile)", metrics.elementwise_bytes(n, 4, n_inputs=1)),
+    (
+        "fused (ours, F.gelu, torch.compile)",
+        metrics.elementwise_bytes(n, 4, n_inputs=1),
+    ),
     ("eager formula, 8 kernels", metrics.gelu_eager_bytes(n, 4)),
 ]:
     print(f"GELU, 2^28 float32, {label:<36}: {n_bytes / 2**30:5.1f} GiB")
@@ -291,7 +327,9 @@ for result in gelu_result.gpus():
         for key in ("triton", "torch", "compile", "naive"):
             r = row(result, key, 2**28, dtype=dtype)
             if r and r["status"] == "ok":
-                parts.append(f"{key} {r['ms'] * 1e3:.0f} us ({100 * r['value'] / ceiling:.0f}% of copy)")
+                parts.append(
+                    f"{key} {r['ms'] * 1e3:.0f} us ({100 * r['value'] / ceiling:.0f}% of copy)"
+                )
             elif r:
                 parts.append(f"{key} {r['status']}")
         print(f"{short_gpu_name(result.gpu)}, {dtype}: " + "; ".join(parts))
@@ -305,7 +343,9 @@ for result in gelu_result.gpus():
         )
     bf16 = row(result, "naive", 2**28, dtype="bfloat16")
     if bf16 and bf16["status"] != "ok":
-        print(f"  the eager formula in bfloat16: {bf16['status']}: {bf16['message'].splitlines()[0][:150]}")
+        print(
+            f"  the eager formula in bfloat16: {bf16['status']}: {bf16['message'].splitlines()[0][:150]}"
+        )
 
 # %%
 # Three lessons. The eager formula is not slow kernel by kernel: on the bytes it
@@ -346,7 +386,10 @@ def print_code(name):
         for source in code:
             # The decorator's metadata lines run long: cut them, the kernel's own lines are short.
             print(
-                "\n".join(line if len(line) <= 120 else line[:116] + " ..." for line in source.splitlines())
+                "\n".join(
+                    line if len(line) <= 120 else line[:116] + " ..."
+                    for line in source.splitlines()
+                )
             )
 
     return render
@@ -373,10 +416,18 @@ arm.plot()
 # %%
 for result in arm.gpus():
     for dtype in cat.ELEMENTWISE_DTYPES:
-        r = {k: row(result, k, 2**28, dtype=dtype) for k in ("triton", "compile", "naive")}
+        r = {
+            k: row(result, k, 2**28, dtype=dtype)
+            for k in ("triton", "compile", "naive")
+        }
         if all(v and v["status"] == "ok" for v in r.values()):
-            eager, compiled = r["naive"]["ms"] / r["triton"]["ms"], r["compile"]["ms"] / r["triton"]["ms"]
-            byte_ratio = metrics.add_relu_mul_eager_bytes(1, 2) / metrics.elementwise_bytes(1, 2, 3)
+            eager, compiled = (
+                r["naive"]["ms"] / r["triton"]["ms"],
+                r["compile"]["ms"] / r["triton"]["ms"],
+            )
+            byte_ratio = metrics.add_relu_mul_eager_bytes(
+                1, 2
+            ) / metrics.elementwise_bytes(1, 2, 3)
             print(
                 f"{short_gpu_name(result.gpu)}, {dtype}, 2^28: eager / ours {eager:.2f}x "
                 f"(bytes: {byte_ratio:.0f}x), compile / ours {compiled:.2f}x"
@@ -427,7 +478,9 @@ va = run_or_load(cat.VECTOR_ADD)
 for result in va.gpus():
     f = result.fraction_of_ceiling().get(2**28)
     if f:
-        print(f"{short_gpu_name(result.gpu)}: vector add at 2^28, {100 * f:.0f}% of copy bandwidth")
+        print(
+            f"{short_gpu_name(result.gpu)}: vector add at 2^28, {100 * f:.0f}% of copy bandwidth"
+        )
 
 # %%
 # The counter-example is the same copy with a stride: output element ``i`` comes
@@ -483,7 +536,8 @@ for gpu in gpus_with(cat.VECTOR_ADD):
     c = hardware(gpu)["ceilings"]
     fp32 = c["fp32_tflops"]["value"]
     shown = ", ".join(
-        f"{k.split('_')[0]} {c[k]['value']:.0f}" for k in ("fp32_tflops", "bf16_tflops", "fp8_tflops")
+        f"{k.split('_')[0]} {c[k]['value']:.0f}"
+        for k in ("fp32_tflops", "bf16_tflops", "fp8_tflops")
     )
     print(
         f"{gpu}: {shown} TFLOP/s; bf16 / fp32 = {c['bf16_tflops']['value'] / fp32:.0f}x, "
@@ -534,7 +588,11 @@ for r8 in fp8.gpus():
 # (warps, stages), the forward kernel at head dimension 128:
 
 
-sweep_gpus = [g for g in gpus_with(cat.ATTENTION_FORWARD) if tuning.read_tuning(g, kernel="attention")]
+sweep_gpus = [
+    g
+    for g in gpus_with(cat.ATTENTION_FORWARD)
+    if tuning.read_tuning(g, kernel="attention")
+]
 sweeps_of = {g: tuning.read_tuning(g, kernel="attention") for g in sweep_gpus}
 # Forward kernel, D = 128, non-causal: tile (rows) against warps and stages (columns).
 grids = {
@@ -545,25 +603,51 @@ grids = {
     for g, sweep in sweeps_of.items()
 }  # fmt: skip
 fig, axes = plt.subplots(
-    1, max(1, len(sweep_gpus)), figsize=(5.2 * max(1, len(sweep_gpus)), 3.9), facecolor="white"
+    1,
+    max(1, len(sweep_gpus)),
+    figsize=(5.2 * max(1, len(sweep_gpus)), 3.9),
+    facecolor="white",
 )
 axes = np.atleast_1d(axes)
 for ax, gpu in zip(axes, sweep_gpus, strict=False):
     sweep, grid = sweeps_of[gpu], grids[gpu]
     values = np.array([[np.nan if v is None else v for v in r] for r in grid["tflops"]])
-    image = ax.imshow(values, cmap="viridis", aspect="auto", vmin=0, vmax=np.nanmax(values))
+    image = ax.imshow(
+        values, cmap="viridis", aspect="auto", vmin=0, vmax=np.nanmax(values)
+    )
     for i, j in np.argwhere(~np.isnan(values)):
         color = "white" if values[i, j] < 0.6 * np.nanmax(values) else "black"
-        ax.text(j, i, f"{values[i, j]:.0f}", ha="center", va="center", fontsize=9, color=color)
-    ax.set_xticks(range(len(grid["cols"])), [f"{w} warps\n{s} stages" for w, s in grid["cols"]], fontsize=8)
-    ax.set_yticks(range(len(grid["rows"])), [f"{m}x{n}" for m, n in grid["rows"]], fontsize=8)
+        ax.text(
+            j,
+            i,
+            f"{values[i, j]:.0f}",
+            ha="center",
+            va="center",
+            fontsize=9,
+            color=color,
+        )
+    ax.set_xticks(
+        range(len(grid["cols"])),
+        [f"{w} warps\n{s} stages" for w, s in grid["cols"]],
+        fontsize=8,
+    )
+    ax.set_yticks(
+        range(len(grid["rows"])), [f"{m}x{n}" for m, n in grid["rows"]], fontsize=8
+    )
     ax.set_ylabel("tile: BLOCK_M x BLOCK_N")
-    ax.set_title(f"{short_gpu_name(sweep['provenance']['gpu'])}: TFLOP/s (blank: not tried)", fontsize=9.5)
+    ax.set_title(
+        f"{short_gpu_name(sweep['provenance']['gpu'])}: TFLOP/s (blank: not tried)",
+        fontsize=9.5,
+    )
     fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
-fig.suptitle("Attention forward, fp16, D = 128, S = 4096: tile vs warps and stages", fontsize=11)
+fig.suptitle(
+    "Attention forward, fp16, D = 128, S = 4096: tile vs warps and stages", fontsize=11
+)
 shown = [sweeps.sweep_caption(sweeps_of[g]) for g in sweep_gpus]
 fig.text(0.01, 0.005, "\n".join(shown) or "no sweep", fontsize=6.5, color="#333333")
-fig.subplots_adjust(left=0.1, right=0.97, top=0.84, bottom=0.2 + 0.04 * len(shown), wspace=0.3)
+fig.subplots_adjust(
+    left=0.1, right=0.97, top=0.84, bottom=0.2 + 0.04 * len(shown), wspace=0.3
+)
 
 # %%
 # Read along a row: one tile, different warps and stages. The same tile can
@@ -605,7 +689,10 @@ if ref_sweep:
 for result in matmul.gpus():
     vs_compile = {}
     for x in cat.MATMUL_SQUARE[2:]:
-        mine, theirs = row(result, "triton", x, dtype="bfloat16"), row(result, "compile", x, dtype="bfloat16")
+        mine, theirs = (
+            row(result, "triton", x, dtype="bfloat16"),
+            row(result, "compile", x, dtype="bfloat16"),
+        )
         if mine and theirs and mine["status"] == theirs["status"] == "ok":
             vs_compile[x] = theirs["ms"] / mine["ms"]
     if vs_compile:
@@ -618,7 +705,11 @@ for gpu in gpus_with(cat.MATMUL):
     if sweep:
         spreads = []
         for shape in [(4096, 4096, 4096), (8192, 8192, 8192)]:
-            ok = [t["tflops"] for t in sweep["trials"] if tuple(t["shape"]) == shape and t["status"] == "ok"]
+            ok = [
+                t["tflops"]
+                for t in sweep["trials"]
+                if tuple(t["shape"]) == shape and t["status"] == "ok"
+            ]
             if ok:
                 spreads.append(
                     f"{format_x(shape)}: worst / best = {min(ok) / max(ok):.2f} over {len(ok)} configs"
@@ -639,11 +730,22 @@ for gpu in gpus_with(cat.MATMUL):
 for result in persistent.gpus():
     for x in [(4096, 4096, 4096), (8192, 8192, 8192)]:
         rungs = []
-        for key in ("triton_t03", "triton_pointer", "triton_tma", "triton_tma_ws", "triton"):
+        for key in (
+            "triton_t03",
+            "triton_pointer",
+            "triton_tma",
+            "triton_tma_ws",
+            "triton",
+        ):
             ratio = result.ratios(key).get(x)
             if ratio is not None:
-                rungs.append(f"{key.removeprefix('triton_') if key != 'triton' else 'tuned'} {ratio:.2f}")
-        print(f"{short_gpu_name(result.gpu)} {format_x(x)} (x cuBLAS): " + ", ".join(rungs))
+                rungs.append(
+                    f"{key.removeprefix('triton_') if key != 'triton' else 'tuned'} {ratio:.2f}"
+                )
+        print(
+            f"{short_gpu_name(result.gpu)} {format_x(x)} (x cuBLAS): "
+            + ", ".join(rungs)
+        )
 
 # %%
 # .. _strategy-stop:
@@ -671,14 +773,20 @@ for bench in STOP:
     result = run_or_load(bench)
     for r in result.gpus():
         best = max(
-            ((v, x, c) for c in bench.combos() for x, v in r.fraction_of_ceiling(**c).items()),
+            (
+                (v, x, c)
+                for c in bench.combos()
+                for x, v in r.fraction_of_ceiling(**c).items()
+            ),
             default=None,
             key=lambda item: item[0],
         )
         if best:
             v, x, c = best
             where = ", ".join([format_x(x), *(f"{k}={val}" for k, val in c.items())])
-            print(f"{bench.name:>18} {short_gpu_name(r.gpu):>15}: {100 * v:4.0f}% of its roof (at {where})")
+            print(
+                f"{bench.name:>18} {short_gpu_name(r.gpu):>15}: {100 * v:4.0f}% of its roof (at {where})"
+            )
 
 # %%
 # The elementwise kernels and the persistent matmuls stand at or near their
@@ -717,8 +825,14 @@ def compile_table(cap):
     for case, shape in payload["cases"].items():
         results = payload["results"][case]
         eager = results.get("eager", {})
-        base = max(eager["gpu_ms"], eager["host_ms"]) if eager.get("status") == "ok" else None
-        print(f"{case}: tokens={shape['tokens']}, dim={shape['dim']}, hidden={shape['hidden']}, bfloat16")
+        base = (
+            max(eager["gpu_ms"], eager["host_ms"])
+            if eager.get("status") == "ok"
+            else None
+        )
+        print(
+            f"{case}: tokens={shape['tokens']}, dim={shape['dim']}, hidden={shape['hidden']}, bfloat16"
+        )
         heads = ("compile s", "GPU us", "host us", "bound by", "kernels", "vs eager")
         print(f"  {'mode':>16} " + " ".join(f"{h:>9}" for h in heads))
         for mode in payload["modes"]:
@@ -735,7 +849,10 @@ def compile_table(cap):
                 f"{bound:>9} {kernels:>9} {speedup:>9}"
             )
             if e["kernels"]:
-                print(f"  {'':>16} kernels: " + ", ".join(short_kernel(k) for k in e["kernels"]))
+                print(
+                    f"  {'':>16} kernels: "
+                    + ", ".join(short_kernel(k) for k in e["kernels"])
+                )
             if base and mode != "eager" and per_call < base:
                 calls = e["compile_s"] / ((base - per_call) * 1e-3)
                 print(f"  {'':>16} compile time repaid after {calls:,.0f} calls")
@@ -751,10 +868,18 @@ show_capture("compile_modes", compile_table)
 def winners(cap):
     results = cap["payload"]["results"]
     for case, modes in results.items():
-        ok = {m: max(e["gpu_ms"], e["host_ms"]) for m, e in modes.items() if e["status"] == "ok"}
+        ok = {
+            m: max(e["gpu_ms"], e["host_ms"])
+            for m, e in modes.items()
+            if e["status"] == "ok"
+        }
         if "eager" not in ok:
             continue
-        faster = [f"{m} ({ok['eager'] / t:.2f}x)" for m, t in ok.items() if m != "eager" and t < ok["eager"]]
+        faster = [
+            f"{m} ({ok['eager'] / t:.2f}x)"
+            for m, t in ok.items()
+            if m != "eager" and t < ok["eager"]
+        ]
         print(f"{case}: faster than eager: {', '.join(faster) or 'none'}")
 
 
@@ -804,7 +929,9 @@ from gpuperf.bench import strategy
 x, w1, w2 = torch.randn(8, 64), torch.randn(64, 256) / 8, torch.randn(256, 64) / 16
 for fn in (strategy.gated_mlp_with_branch, strategy.gated_mlp_without_branch):
     found = strategy.explain_graph_breaks(fn, x, w1, w2)
-    print(f"{fn.__name__}: {found['graphs']} graph(s), {found['breaks']} graph break(s)")
+    print(
+        f"{fn.__name__}: {found['graphs']} graph(s), {found['breaks']} graph break(s)"
+    )
     for reason in found["reasons"]:
         print(f"    {reason}")
 

@@ -487,8 +487,8 @@ def overlapping_texts(fig) -> list[tuple[str, str]]:
     for a figure whose labels never collide.
 
     Every visible, non-empty text counts (titles, axis labels, tick labels matplotlib
-    draws, annotations without their leader lines, legend entries, captions). Two tick labels of one axis rotated
-    by the same angle are parallel strips: they collide when the gap between their
+    draws, annotations without their leader lines, legend entries, captions). Two tick
+    labels of one axis rotated by the same angle are parallel strips: they collide when the gap between their
     ticks, across the strips, is less than the text's height, whatever their
     axis-aligned boxes do.
     """

@@ -1,17 +1,18 @@
 """The roofline charts: every benchmark record of a GPU on its measured roofs.
 
 Two figures per GPU: :func:`overview`, the whole chart, and :func:`compute_bound`, its
-compute-bound corner magnified, where the matmuls and attention crowd together. What is drawn is chosen by :func:`gpuperf.pages.roofline.chart_series`
-from the records alone, so a new benchmark's record appears without code here.
-Labels are placed where they overlap no other text and as few markers as possible
-(a greedy search over offsets around each point), joined to their point by a thin
-line when they had to move; a label with no such place goes to a column beside the
-panel. No two texts of a figure overlap (tested with
-:func:`gpuperf.pages.plotting.overlapping_texts`).
+compute-bound corner magnified, where the matmuls and attention crowd together. What is
+drawn is chosen by :func:`gpuperf.pages.roofline.chart_series` from the records alone,
+so a new benchmark's record appears without code here. Labels are placed where they
+overlap no other text and as few markers as possible (a greedy search over offsets
+around each point), joined to their point by a thin line when they had to move; a label
+with no such place goes to a column beside the panel. No two texts of a figure overlap
+(tested with :func:`gpuperf.pages.plotting.overlapping_texts`).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import textwrap
 
@@ -91,7 +92,9 @@ def _overlap(a, b) -> float:
 _LETTER_OFFSETS = ((-8, 8), (8, 8), (-8, -8), (8, -8), (-13, 0), (13, 0), (0, 13), (0, -13))
 
 
-def _place_labels(ax, renderer, labels, obstacles: list, texts: list, parked: list, offsets=_OFFSETS, **style):
+def _place_labels(
+    ax, renderer, labels, obstacles: list, texts: list, parked: list, offsets=_OFFSETS, **style
+):
     """Put each ``(x, y, text, color)`` of ``labels`` at the first of ``offsets`` (points)
     from its point where it overlaps no text in ``texts`` (display boxes), stays inside
     the axes, and overlaps least of ``obstacles`` (markers), joined to the point by a thin
@@ -165,7 +168,7 @@ def _park(ax, renderer, parked: list) -> None:
         want = min(max(ax.transData.transform((x, y))[1], frame.y0), frame.y1)
         items.append([want, height, t])
     items.sort(key=lambda item: -item[0])
-    for above, below in zip(items, items[1:], strict=False):  # top down: push apart
+    for above, below in itertools.pairwise(items):  # top down: push apart
         below[0] = min(below[0], above[0] - (above[1] + below[1]) / 2 - gap)
     shift = frame.y0 + items[-1][1] / 2 - items[-1][0]
     if shift > 0:  # ran below the axes: move the column up
@@ -448,7 +451,16 @@ def _panel(ax, renderer, placement, series, shapes, region, *, corner: bool, lab
         obstacles.append(_box(ax, p.intensity, p.tflops, 10))
         rings.append((p.intensity, p.tflops, letter, _MARK_COLOR))
     _place_labels(
-        ax, renderer, rings, obstacles, texts, parked, _LETTER_OFFSETS, fontsize=10, fontweight="bold", zorder=9
+        ax,
+        renderer,
+        rings,
+        obstacles,
+        texts,
+        parked,
+        _LETTER_OFFSETS,
+        fontsize=10,
+        fontweight="bold",
+        zorder=9,
     )
     order = {"subject": 0, "shape": 2}
     seen = set()
@@ -565,9 +577,7 @@ def _figure(placement: Placement, kind: str, shared: list[Placement], marks: dic
     with plt.rc_context(_STYLE):
         fig = plt.figure(figsize=(width, height), facecolor="white")
         renderer = fig.canvas.get_renderer()
-        ax = fig.add_axes(
-            [_FIG_LEFT / width, below / height, _FIG_PANEL_W / width, _FIG_PANEL_H / height]
-        )
+        ax = fig.add_axes([_FIG_LEFT / width, below / height, _FIG_PANEL_W / width, _FIG_PANEL_H / height])
         if kind == "overview":
             region, labelled = whole, (lambda p: corner is None or not _inside(p, corner))
         else:
@@ -651,9 +661,7 @@ def overview(placement: Placement, *, shared: list[Placement] | None = None, mar
     return _figure(placement, "overview", shared, marks or {})
 
 
-def compute_bound(
-    placement: Placement, *, shared: list[Placement] | None = None, marks: dict | None = None
-):
+def compute_bound(placement: Placement, *, shared: list[Placement] | None = None, marks: dict | None = None):
     """The compute-bound corner of :func:`overview` (from the highest measured ridge up),
     magnified, with the roofs' values; arguments as for :func:`overview`.
 

@@ -1,0 +1,271 @@
+"""What the roofline guide reads off its charts, as sentences printed from the records.
+
+Each function takes the GPUs' placements (:func:`gpuperf.pages.roofline.load_gpu`) and
+returns the lines the guide prints for one of its readings: the roofs measured against
+the datasheet's, the three marked kernels (memory-bound on its roof, compute-bound near
+it, far below it), and the model's limits (launch latency, L2, uneven work, units the
+chart does not draw). :func:`in_one_paragraph` opens the guide with its answer. Nothing
+here is typed by hand: every number comes from a record.
+"""
+
+from __future__ import annotations
+
+from gpuperf.bench import catalog
+from gpuperf.pages import roofline
+from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
+from gpuperf.pages.prose import Paragraph, paragraph, percent
+from gpuperf.pages.roofline import Placement
+
+#: The kernels the guide rings and reads: ``{letter: (benchmark, provider, axes)}``.
+MARKS = {
+    "A": ("vector_add", "triton", {}),
+    "B": ("matmul", "triton", {"dtype": "bfloat16"}),
+    "C": ("softmax", "naive", {}),
+}
+
+
+def placements() -> list[Placement]:
+    """Every GPU with committed ceilings and records, placed on its roofline."""
+    return [roofline.load_gpu(gpu) for gpu in roofline.gpus()]
+
+
+def marked(placement: Placement, letter: str):
+    """The point ringed with ``letter`` (:data:`MARKS`) on ``placement``, or None.
+
+    Raises:
+        ValueError: ``letter`` is not one of :data:`MARKS`.
+    """
+    if letter not in MARKS:
+        raise ValueError(f"letter must be one of {sorted(MARKS)}, got {letter!r}")
+    bench, provider, axes = MARKS[letter]
+    return placement.largest(bench, provider, **axes)
+
+
+def _name(placement: Placement) -> str:
+    return f"{short_gpu_name(placement.gpu):<15}"
+
+
+def in_one_paragraph(places: list[Placement] | None = None) -> Paragraph:
+    """The guide's answer: per GPU, the ridge point, and how close the marked
+    memory-bound and compute-bound kernels come to their roofs."""
+    places = placements() if places is None else places
+    sentences, notes = [], []
+    for p in places:
+        a, b = marked(p, "A"), marked(p, "B")
+        if a is None or b is None or "bf16_tflops" not in p.roofs:
+            notes.append(f"{short_gpu_name(p.gpu)}: the vector add or bf16 matmul record is missing")
+            continue
+        sentences.append(
+            f"On the {short_gpu_name(p.gpu)} the measured bf16 roof meets the copy bandwidth "
+            f"({format_rate(p.bandwidth_gbps, 'GB/s')}) at "
+            f"{p.roofs['bf16_tflops'].ridge:.0f} FLOP/B: vector add ({a.intensity:.3f} FLOP/B) reaches "
+            f"{percent(p.fraction(a))} of its roof and the bf16 matmul at "
+            f"{format_x(b.x)} ({b.intensity:.0f} FLOP/B) {percent(p.fraction(b))}."
+        )
+        notes += [f"{short_gpu_name(p.gpu)}: {n}" for n in p.notes]
+    if sentences:
+        sentences.append(
+            "Almost everything but large matmuls and attention is memory-bound, and a "
+            "kernel on its roof can only go faster by moving fewer bytes."
+        )
+    return paragraph(*sentences, notes=notes)
+
+
+def roofs(places: list[Placement]) -> str:
+    """Each GPU's measured roofs beside the datasheet's: copy bandwidth, and per dtype the
+    peak TFLOP/s and ridge point, with the measured share of the datasheet figure."""
+    out = []
+    for p in places:
+        sheet = p.datasheet
+        out.append(f"{p.gpu}, roofs measured {p.hardware['provenance']['date'][:10]}:")
+        line = f"  copy bandwidth  {format_rate(p.bandwidth_gbps, 'GB/s'):>10}"
+        if sheet:
+            theirs = next(iter(sheet.values())).bandwidth_gbps
+            line += (
+                f"   datasheet {format_rate(theirs, 'GB/s'):>9}"
+                f"   measured/datasheet {p.bandwidth_gbps / theirs:.0%}"
+            )
+        out.append(line)
+        for key, roof in sorted(p.roofs.items(), key=lambda item: -item[1].peak_tflops):
+            line = f"  {roof.label:<20} {roof.peak_tflops:>6.0f} TFLOP/s   ridge {roof.ridge:>5.0f} FLOP/B"
+            if key in sheet:
+                line += (
+                    f"   datasheet {sheet[key].peak_tflops:>5.0f}, ridge {sheet[key].ridge:>4.0f}"
+                    f"   measured/datasheet {roof.peak_tflops / sheet[key].peak_tflops:.0%}"
+                )
+            out.append(line)
+    return "\n".join(out)
+
+
+def memory_bound(places: list[Placement]) -> str:
+    """Reading A: vector add at its largest size against the bandwidth slope, per GPU, and
+    the rate from one GPU to the next against the ratio of their copy bandwidths."""
+    out = []
+    for p in places:
+        a = marked(p, "A")
+        if a is None:
+            continue
+        out.append(
+            f"{_name(p)} vector add {format_x(a.x)}: {a.gbps:,.0f} GB/s = {a.tflops:.3f} TFLOP/s, "
+            f"{percent(p.fraction(a))} of the roof at {a.intensity:.3f} FLOP/B "
+            f"({roofline.bound_by(p, a)}-bound: the ridge is at "
+            f"{p.roof_of(a).ridge / a.intensity:,.0f}x its intensity)"
+        )
+    pairs = [(p, marked(p, "A")) for p in places[:2]]
+    if len(pairs) == 2 and all(a is not None for _, a in pairs):
+        (first, a1), (second, a2) = pairs
+        out.append(
+            f"{short_gpu_name(second.gpu)} / {short_gpu_name(first.gpu)}: "
+            f"{a2.tflops / a1.tflops:.2f}x the rate, with "
+            f"{second.bandwidth_gbps / first.bandwidth_gbps:.2f}x the copy bandwidth"
+        )
+    return "\n".join(out)
+
+
+def compute_bound(places: list[Placement]) -> str:
+    """Reading B: the bf16 matmul at its largest size against its roof (and the roof's own
+    spread), cuBLAS in the same run and tutorial 06's persistent kernel; then the matmuls
+    with one small dimension, which fall left of the ridge."""
+    out = []
+    for p in places:
+        b = marked(p, "B")
+        if b is None:
+            continue
+        roof = p.roof_of(b)
+        spread = p.hardware["ceilings"][b.roof]
+        line = (
+            f"{_name(p)} matmul bf16 {format_x(b.x)}: {b.intensity:.0f} FLOP/B, "
+            f"{b.tflops:.0f} TFLOP/s, {percent(p.fraction(b))} of the {roof.label} roof "
+            f"({roof.peak_tflops:.0f}; its 20th-80th percentiles "
+            f"{spread['value_p20']:.0f}-{spread['value_p80']:.0f})"
+        )
+        cublas = p.largest("matmul", "cublas", dtype="bfloat16")
+        persistent = p.largest("matmul_persistent", "triton")
+        if cublas is not None:
+            line += f"; cuBLAS {cublas.tflops:.0f}"
+        if persistent is not None:
+            line += f"; tutorial 06's persistent kernel {percent(p.fraction(persistent))}"
+        out.append(line)
+    for p in places:
+        for s in p.find("matmul", "triton", dtype="bfloat16"):
+            if min(s.x) < 64:
+                out.append(
+                    f"{_name(p)} matmul bf16 {format_x(s.x)}: {s.intensity:.1f} FLOP/B, "
+                    f"{roofline.bound_by(p, s)}-bound, {s.gbps:,.0f} GB/s = "
+                    f"{percent(p.fraction(s))} of its roof"
+                )
+    return "\n".join(out)
+
+
+def far_below(places: list[Placement]) -> str:
+    """Reading C: eager softmax (five kernels) against the fused Triton kernel and
+    ``torch.compile``, and the traffic it really moves (tutorial 02's count: 8 passes over
+    the data where 2 would do) streamed as a share of the copy bandwidth."""
+    out = []
+    rows = catalog.SOFTMAX_ROWS
+    for p in places:
+        naive, fused = marked(p, "C"), p.largest("softmax", "triton")
+        if naive is None or fused is None:
+            continue
+        moved = 8 * rows * naive.x * 4
+        streamed = moved / (naive.ms * 1e-3) / 1e9 / p.bandwidth_gbps
+        out.append(
+            f"{_name(p)} naive softmax {rows} x {naive.x}: {percent(p.fraction(naive))} of the "
+            f"roof; fused {percent(p.fraction(fused))}, {naive.ms / fused.ms:.1f}x faster; "
+            f"the naive code moves {moved / naive.n_bytes:.0f}x the least traffic, streamed at "
+            f"{percent(streamed)} of the copy bandwidth"
+        )
+        compiled = p.largest("softmax", "compile")
+        if compiled is not None:
+            out.append(f"{'':<15} torch.compile of the naive code: {percent(p.fraction(compiled))}")
+    return "\n".join(out)
+
+
+def launch_bound(places: list[Placement]) -> str:
+    """The vector add sizes bound by launch latency (under
+    :data:`~gpuperf.pages.roofline.LAUNCH_FACTOR` times the GPU's shortest kernel)."""
+    out = []
+    for p in places:
+        floor = p.launch_floor_ms()
+        bound = [s for s in p.find("vector_add", "triton") if p.launch_bound(s)]
+        if floor is None or not bound:
+            continue
+        shares = [100 * p.fraction(s) for s in bound]
+        out.append(
+            f"{_name(p)} shortest kernel {floor * 1e3:.1f} us; vector add launch-bound from "
+            f"{format_x(min(s.x for s in bound))} to {format_x(max(s.x for s in bound))} "
+            f"elements ({min(s.ms for s in bound) * 1e3:.1f}-{max(s.ms for s in bound) * 1e3:.1f}"
+            f" us a call, {min(shares):.2f}-{max(shares):.1f}% of the roof)"
+        )
+    return "\n".join(out)
+
+
+def l2_resident(places: list[Placement]) -> str:
+    """The memory-bound sizes of kernels under study whose traffic fits in L2 and that are
+    not launch-bound: how many, how many sit above the HBM roof, and the highest."""
+    out = []
+    for p in places:
+        cached = [
+            s
+            for s in p.points
+            if s.role == "subject"
+            and s.l2_resident
+            and not p.launch_bound(s)
+            and roofline.bound_by(p, s) == "memory"
+        ]
+        if not cached:
+            continue
+        top = max(cached, key=p.fraction)
+        above = sum(p.fraction(s) > 1 for s in cached)
+        l2 = p.hardware["provenance"]["l2_bytes"]
+        out.append(
+            f"{_name(p)} L2 {l2 / 2**20:.0f} MiB: {len(cached)} memory-bound sizes fit in it; "
+            f"{above} above the HBM roof; the highest, {top.benchmark} at {format_x(top.x)}, "
+            f"{percent(p.fraction(top))} of it"
+        )
+    return "\n".join(out)
+
+
+def causal(places: list[Placement]) -> str:
+    """Each causal attention kernel at its largest size against the same kernel without
+    the mask: its rate, and its time for half the FLOPs."""
+    out = []
+    for p in places:
+        for series in roofline.chart_series(p):
+            if series.pair is None:
+                continue
+            half, full = series.largest, series.pair.largest
+            axes = ", ".join(f"{k}={v}" for k, v in full.axes.items() if k != "causal")
+            out.append(
+                f"{_name(p)} {half.benchmark:<18} {axes}, S={half.x}: causal "
+                f"{half.tflops:.0f} TFLOP/s, not causal {full.tflops:.0f} "
+                f"({half.tflops / full.tflops:.0%}); {half.ms / full.ms:.0%} of the time"
+            )
+    return "\n".join(out)
+
+
+def head_dims(places: list[Placement]) -> str:
+    """Attention forward (fp16, not causal, each implementation's longest sequence): its
+    share of the roof at head dim 64 and at 128."""
+    out = []
+    for p in places:
+        shares: dict[str, dict[int, float]] = {}
+        for d in (64, 128):
+            for s in p.find("attention_forward", dtype="float16", head_dim=d, causal=False):
+                if s.x == max(q.x for q in p.find("attention_forward", s.provider)):
+                    shares.setdefault(s.provider, {})[d] = p.fraction(s)
+        both = {k: v for k, v in shares.items() if len(v) == 2}
+        if not both:
+            continue
+        lower = sum(v[64] < v[128] for v in both.values())
+        out.append(f"{short_gpu_name(p.gpu)}, share of the roof at D = 64 / D = 128:")
+        out.append("  " + ", ".join(f"{k} {percent(v[64])} / {percent(v[128])}" for k, v in both.items()))
+        out.append(f"  lower at D = 64 for {lower} of {len(both)} implementations")
+    return "\n".join(out)
+
+
+def skipped(places: list[Placement]) -> str:
+    """The rows the chart does not place (host time, peak memory, failed rows), and why."""
+    return "\n".join(
+        f"{_name(p)} {bench:<20} {n:>4} rows: {reason}" for p in places for bench, reason, n in p.skipped
+    )

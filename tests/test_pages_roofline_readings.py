@@ -1,0 +1,68 @@
+"""The roofline guide's sentences, checked against the placements they are read from."""
+
+import dataclasses
+
+import pytest
+
+from gpuperf.pages import roofline_readings as readings
+from gpuperf.pages.plotting import short_gpu_name
+
+PLACES = readings.placements()
+
+
+def test_both_gpus_are_read():
+    assert len(PLACES) >= 2
+
+
+def test_the_opening_paragraph_quotes_each_gpus_ridge_and_marked_kernels():
+    text = readings.in_one_paragraph(PLACES).text()
+    for p in PLACES:
+        a, b = readings.marked(p, "A"), readings.marked(p, "B")
+        ridge = p.roofs["bf16_tflops"].peak_tflops * 1e12 / (p.bandwidth_gbps * 1e9)
+        assert f"On the {short_gpu_name(p.gpu)}" in text
+        assert f"at {ridge:.0f} FLOP/B" in text
+        assert f"reaches {100 * a.tflops / p.roof_of(a).attainable(a.intensity):.0f}%" in text
+        assert f"({b.intensity:.0f} FLOP/B) {100 * p.fraction(b):.0f}%" in text
+
+
+def test_a_gpu_without_the_marked_records_gets_a_note_not_a_sentence():
+    bare = dataclasses.replace(PLACES[0], points=[])
+    para = readings.in_one_paragraph([bare])
+    assert para.sentences == ()
+    assert para.notes == (f"{short_gpu_name(bare.gpu)}: the vector add or bf16 matmul record is missing",)
+
+
+def test_each_reading_names_every_gpu():
+    for reading in (
+        readings.memory_bound,
+        readings.compute_bound,
+        readings.far_below,
+        readings.launch_bound,
+        readings.l2_resident,
+        readings.causal,
+        readings.head_dims,
+        readings.skipped,
+    ):
+        text = reading(PLACES)
+        for p in PLACES:
+            assert short_gpu_name(p.gpu) in text, (reading.__name__, p.gpu)
+
+
+def test_memory_bound_reading_compares_rates_with_bandwidths():
+    first, second = PLACES[:2]
+    a1, a2 = readings.marked(first, "A"), readings.marked(second, "A")
+    line = readings.memory_bound(PLACES).splitlines()[-1]
+    assert f"{a2.tflops / a1.tflops:.2f}x the rate" in line
+    assert f"{second.bandwidth_gbps / first.bandwidth_gbps:.2f}x the copy bandwidth" in line
+
+
+def test_roofs_list_every_measured_roof():
+    text = readings.roofs(PLACES)
+    for p in PLACES:
+        for roof in p.roofs.values():
+            assert f"{roof.peak_tflops:>6.0f} TFLOP/s   ridge {roof.ridge:>5.0f}" in text
+
+
+def test_an_unknown_letter_is_refused():
+    with pytest.raises(ValueError, match="letter must be one of"):
+        readings.marked(PLACES[0], "Z")

@@ -10,6 +10,8 @@ here is typed by hand: every number comes from a record.
 
 from __future__ import annotations
 
+import textwrap
+
 from gpuperf.bench import catalog
 from gpuperf.pages import roofline
 from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
@@ -39,6 +41,11 @@ def marked(placement: Placement, letter: str):
         raise ValueError(f"letter must be one of {sorted(MARKS)}, got {letter!r}")
     bench, provider, axes = MARKS[letter]
     return placement.largest(bench, provider, **axes)
+
+
+def _lines(out: list[str]) -> str:
+    """The lines joined, each wrapped at 88 columns (a code cell's output on the site)."""
+    return "\n".join(textwrap.fill(line, 88, subsequent_indent=" " * 16) for line in out)
 
 
 def _name(placement: Placement) -> str:
@@ -77,22 +84,19 @@ def roofs(places: list[Placement]) -> str:
     out = []
     for p in places:
         sheet = p.datasheet
-        out.append(f"{p.gpu}, roofs measured {p.hardware['provenance']['date'][:10]}:")
-        line = f"  copy bandwidth  {format_rate(p.bandwidth_gbps, 'GB/s'):>10}"
+        out.append(f"{p.gpu}, measured {p.hardware['provenance']['date'][:10]} (datasheet):")
+        line = f"  copy bandwidth      {format_rate(p.bandwidth_gbps, 'GB/s'):>10}"
         if sheet:
             theirs = next(iter(sheet.values())).bandwidth_gbps
-            line += (
-                f"   datasheet {format_rate(theirs, 'GB/s'):>9}"
-                f"   measured/datasheet {p.bandwidth_gbps / theirs:.0%}"
-            )
+            line += f" ({format_rate(theirs, 'GB/s')}: {p.bandwidth_gbps / theirs:.0%})"
         out.append(line)
         for key, roof in sorted(p.roofs.items(), key=lambda item: -item[1].peak_tflops):
-            line = f"  {roof.label:<20} {roof.peak_tflops:>6.0f} TFLOP/s   ridge {roof.ridge:>5.0f} FLOP/B"
+            line = f"  {roof.label:<18} {roof.peak_tflops:>5.0f} TFLOP/s"
             if key in sheet:
-                line += (
-                    f"   datasheet {sheet[key].peak_tflops:>5.0f}, ridge {sheet[key].ridge:>4.0f}"
-                    f"   measured/datasheet {roof.peak_tflops / sheet[key].peak_tflops:.0%}"
-                )
+                line += f" ({sheet[key].peak_tflops:.0f}: {roof.peak_tflops / sheet[key].peak_tflops:.0%})"
+            line += f", ridge {roof.ridge:.0f} FLOP/B"
+            if key in sheet:
+                line += f" ({sheet[key].ridge:.0f})"
             out.append(line)
     return "\n".join(out)
 
@@ -119,7 +123,7 @@ def memory_bound(places: list[Placement]) -> str:
             f"{a2.tflops / a1.tflops:.2f}x the rate, with "
             f"{second.bandwidth_gbps / first.bandwidth_gbps:.2f}x the copy bandwidth"
         )
-    return "\n".join(out)
+    return _lines(out)
 
 
 def compute_bound(places: list[Placement]) -> str:
@@ -154,7 +158,7 @@ def compute_bound(places: list[Placement]) -> str:
                     f"{roofline.bound_by(p, s)}-bound, {s.gbps:,.0f} GB/s = "
                     f"{percent(p.fraction(s))} of its roof"
                 )
-    return "\n".join(out)
+    return _lines(out)
 
 
 def far_below(places: list[Placement]) -> str:
@@ -178,7 +182,7 @@ def far_below(places: list[Placement]) -> str:
         compiled = p.largest("softmax", "compile")
         if compiled is not None:
             out.append(f"{'':<15} torch.compile of the naive code: {percent(p.fraction(compiled))}")
-    return "\n".join(out)
+    return _lines(out)
 
 
 def launch_bound(places: list[Placement]) -> str:
@@ -197,7 +201,7 @@ def launch_bound(places: list[Placement]) -> str:
             f"elements ({min(s.ms for s in bound) * 1e3:.1f}-{max(s.ms for s in bound) * 1e3:.1f}"
             f" us a call, {min(shares):.2f}-{max(shares):.1f}% of the roof)"
         )
-    return "\n".join(out)
+    return _lines(out)
 
 
 def l2_resident(places: list[Placement]) -> str:
@@ -223,7 +227,7 @@ def l2_resident(places: list[Placement]) -> str:
             f"{above} above the HBM roof; the highest, {top.benchmark} at {format_x(top.x)}, "
             f"{percent(p.fraction(top))} of it"
         )
-    return "\n".join(out)
+    return _lines(out)
 
 
 def causal(places: list[Placement]) -> str:
@@ -241,7 +245,7 @@ def causal(places: list[Placement]) -> str:
                 f"{half.tflops:.0f} TFLOP/s, not causal {full.tflops:.0f} "
                 f"({half.tflops / full.tflops:.0%}); {half.ms / full.ms:.0%} of the time"
             )
-    return "\n".join(out)
+    return _lines(out)
 
 
 def head_dims(places: list[Placement]) -> str:
@@ -261,11 +265,9 @@ def head_dims(places: list[Placement]) -> str:
         out.append(f"{short_gpu_name(p.gpu)}, share of the roof at D = 64 / D = 128:")
         out.append("  " + ", ".join(f"{k} {percent(v[64])} / {percent(v[128])}" for k, v in both.items()))
         out.append(f"  lower at D = 64 for {lower} of {len(both)} implementations")
-    return "\n".join(out)
+    return _lines(out)
 
 
 def skipped(places: list[Placement]) -> str:
     """The rows the chart does not place (host time, peak memory, failed rows), and why."""
-    return "\n".join(
-        f"{_name(p)} {bench:<20} {n:>4} rows: {reason}" for p in places for bench, reason, n in p.skipped
-    )
+    return _lines([f"{_name(p)} {b:<20} {n:>4} rows: {why}" for p in places for b, why, n in p.skipped])

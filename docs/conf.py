@@ -88,8 +88,11 @@ sphinx_gallery_conf = {
     "show_memory": False,
     "min_reported_time": 10,
     "matplotlib_animations": False,
-    # A cell that ends with a figure shows the figure, not "<Figure size ... with 1 Axes>".
-    "ignore_repr_types": r"matplotlib\.figure\.Figure",
+    # A cell that ends with a figure shows the figure, not "<Figure size ... with 1 Axes>";
+    # one that ends with show(BENCHMARK) or captures.show(name) shows what they printed
+    # and drew, not the Result or the captures again.
+    "ignore_repr_types": r"matplotlib\.figure\.Figure|gpuperf\.pages\.report\.Result|"
+    r"gpuperf\.pages\.captures\.Shown",
     # Figures are drawn about as wide as the page shows them; a second image at twice
     # the resolution keeps them sharp on high-DPI screens.
     "image_srcset": ["2x"],

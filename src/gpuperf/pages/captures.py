@@ -57,20 +57,26 @@ def gpus(name: str) -> list[str]:
     return captures.gpus_with(name)
 
 
-def show(name: str, render: Callable[[dict], object] | None = None) -> dict[str, dict]:
+class Shown(dict):
+    """``{gpu folder: capture}``: what :func:`show` printed. A page's cell that ends with
+    ``captures.show(...)`` does not print it again (``docs/conf.py`` ignores its repr)."""
+
+
+def show(name: str, render: Callable[[dict], object] | None = None) -> Shown:
     """Print every GPU's capture ``name``: a heading with the GPU, ``render(capture)``
     (which prints, or returns what to print), the capture's notes and its provenance.
     Prints a ``MISSING`` note when no GPU has it.
 
     Returns:
-        ``{gpu folder: capture}`` of the captures shown, in the order shown.
+        ``{gpu folder: capture}`` of the captures shown, in the order shown (a
+        :class:`Shown`).
 
     Raises:
         TypeError: ``render`` is not callable.
     """
     if render is not None and not callable(render):
         raise TypeError(f"render must be callable, got {type(render).__name__}")
-    shown = {}
+    shown = Shown()
     folders = gpus(name)
     if not folders:
         print(f"MISSING: no capture {name!r} on any GPU; run `{how(name)}` on a GPU and commit it")

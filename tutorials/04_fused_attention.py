@@ -4,18 +4,19 @@ Fused attention: FlashAttention-2, forward and backward
 
 **What you will learn**
 
-* why attention written as three PyTorch lines is memory-bound: the
+* why attention written as three PyTorch lines is :term:`memory-bound`: the
   :math:`S \\times S` score matrix it writes and reads back, in bytes, measured
   in time and in peak memory;
-* how the FlashAttention-2 forward keeps a tile of queries on chip, streams the
-  keys and values past it, and normalises with the *online softmax* of
-  :doc:`tutorial 02 <02_fused_softmax>`, skipping the tiles a causal mask hides;
+* how the :term:`FlashAttention`-2 forward keeps a :term:`tile` of queries on
+  chip, streams the keys and values past it, and normalises with the
+  :term:`online softmax` of :doc:`tutorial 02 <02_fused_softmax>`, skipping the
+  tiles a causal mask hides;
 * how the backward pass recomputes the probabilities from one number per row
   instead of storing them, and splits the work between two kernels so that
   grouped-query attention needs no atomics;
 * how our kernel (``gpuperf.kernels.attention``, a differentiable op usable in
-  place of ``scaled_dot_product_attention``) compares with every SDPA backend,
-  FlexAttention and the naive version, forward, backward and in memory.
+  place of ``scaled_dot_product_attention``) compares with every :term:`SDPA`
+  backend, FlexAttention and the naive version, forward, backward and in memory.
 """
 
 # %%
@@ -66,16 +67,12 @@ for s in ATTENTION_SEQ_LENS:
 
 # %%
 # Reading and writing each element of the scores a few times costs far more
-# than the FLOPs: the naive version is :term:`memory-bound`, running at the speed
+# than the FLOPs: the naive version is memory-bound, running at the speed
 # of memory, not of the :term:`tensor cores <tensor core>`. Measured (the forward
 # benchmark's time and the peak memory of one training step, every GPU):
 
-from gpuperf.bench.catalog import (
-    ATTENTION_BACKWARD,
-    ATTENTION_FORWARD,
-    ATTENTION_MEMORY,
-)
-from gpuperf.pages import run_or_load, show
+from gpuperf.bench.catalog import ATTENTION_FORWARD, ATTENTION_MEMORY
+from gpuperf.pages import run_or_load
 
 forward = run_or_load(ATTENTION_FORWARD)
 memory = run_or_load(ATTENTION_MEMORY)
@@ -89,8 +86,8 @@ print(page.naive_vs_fused(forward, memory))
 # The forward pass, fused
 # -----------------------
 #
-# :term:`FlashAttention` (Dao et al., 2022) never writes the scores. Each
-# :term:`program` of the forward kernel owns a :term:`tile` of ``BLOCK_M``
+# FlashAttention (Dao et al., 2022) never writes the scores. Each
+# :term:`program` of the forward kernel owns a tile of ``BLOCK_M``
 # queries, loaded once into :term:`registers`, and walks the keys and values in
 # tiles of ``BLOCK_N``. For each tile it computes the block of scores
 # :math:`Q_i K_j^T` on the tensor cores, and folds it into a running row maximum
@@ -103,7 +100,7 @@ print(page.naive_vs_fused(forward, memory))
 #    \ell' = \ell\, e^{m - m'} + \sum_j e^{s_{ij} - m'}, \qquad
 #    \mathrm{acc}' = \mathrm{acc}\, e^{m - m'} + e^{S_{ij} - m'} V_j
 #
-# This is the :term:`online softmax` of :doc:`tutorial 02 <02_fused_softmax>`'s
+# This is the online softmax of :doc:`tutorial 02 <02_fused_softmax>`'s
 # long-row kernel, with a matrix product in each step: whenever the maximum
 # grows, what was summed so far is rescaled. At the end the program divides by
 # :math:`\ell` and writes :math:`O` once, and it writes one more number per row,
@@ -210,14 +207,11 @@ for dtype in dtypes:
 # %%
 # Bad input gets an error that says what was expected:
 
+q = torch.randn(1, 2, 8, 32, dtype=torch.float16)
 for bad in [
-    lambda: attention(
-        *(torch.randn(1, n, 8, 32, dtype=torch.float16) for n in (6, 4, 4))
-    ),
-    lambda: attention(*(torch.randn(1, 2, 8, 48, dtype=torch.float16) for _ in "qkv")),
-    lambda: attention(
-        *(torch.randn(1, 2, 8, 32, dtype=torch.float16) for _ in "qkv"), causal="yes"
-    ),
+    lambda: attention(torch.randn(1, 3, 8, 32, dtype=torch.float16), q, q),
+    lambda: attention(q[..., :24], q[..., :24], q[..., :24]),
+    lambda: attention(q, q, q, causal="yes"),
 ]:
     try:
         bad()
@@ -246,7 +240,7 @@ print(page.tuning_table())
 # Against everything a reader would pick instead
 # ----------------------------------------------
 #
-# In one run per GPU: :term:`SDPA` with each backend forced
+# In one run per GPU: SDPA with each backend forced
 # (``torch.nn.attention.sdpa_kernel``): FlashAttention-2, cuDNN,
 # memory-efficient and math; FlexAttention compiled by :term:`torch.compile`
 # (which generates Triton kernels too, here with dynamic shapes so one
@@ -255,7 +249,8 @@ print(page.tuning_table())
 # cannot run a case gets an ``error`` row, not a gap. TFLOP/s counts
 # :math:`4BHS^2D` for the forward (half when causal).
 
-forward.show(dtype="float16")
+print(forward.table(dtype="float16"))
+forward.plot(dtype="float16")
 
 # %%
 # bfloat16, the same run:
@@ -265,6 +260,9 @@ forward.plot(dtype="bfloat16")
 # %%
 # The backward pass alone (the forward ran once; each timed call differentiates
 # its graph), :math:`2.5\times` the forward's FLOPs:
+
+from gpuperf.bench.catalog import ATTENTION_BACKWARD
+from gpuperf.pages import show
 
 backward = show(ATTENTION_BACKWARD, dtype="float16")
 
@@ -297,7 +295,8 @@ print(page.speedups(forward, backward))
 # Peak memory of one training step (forward, then gradients of :math:`q, k, v`)
 # beyond the inputs:
 
-memory.show()
+print(memory.table())
+memory.plot()
 # sphinx_gallery_thumbnail_number = 5
 
 # %%

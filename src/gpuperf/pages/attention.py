@@ -82,8 +82,9 @@ def _all_speedups(result: Result, other: str) -> list[float]:
 
 
 def _gpus() -> list[str]:
-    """Folders of every GPU with ceilings or an attention record, the page's GPU first."""
-    found = set(hardware.gpus())
+    """Folders of the page's GPU (first) and of every GPU with ceilings or an attention
+    record: a GPU that misses a record still gets its notes."""
+    found = {hardware.page_gpu(), *hardware.gpus()}
     for bench in (ATTENTION_FORWARD, ATTENTION_BACKWARD, ATTENTION_MEMORY):
         found.update(records.gpus_with_record(bench.name))
     first = hardware.page_gpu()

@@ -307,9 +307,8 @@ memory.plot()
 # memory each needs, and one score matrix for comparison:
 
 print(page.memory_saving(memory))
-print(
-    f"one fp16 score matrix at S = 16384, H = 16: {16 * 16384**2 * 2 / 2**30:.0f} GiB"
-)
+gib = 16 * 16384**2 * 2 / 2**30  # 16 heads of 16384 x 16384 fp16 scores
+print(f"one score matrix at S = 16384: {gib:.0f} GiB")
 
 import matplotlib.pyplot as plt
 

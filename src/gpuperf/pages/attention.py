@@ -263,7 +263,9 @@ def speedups(forward: Result, backward: Result, others=("flash", "cudnn", "flex"
 
 def memory_saving(memory: Result) -> str:
     """One line per GPU: how many times our training step's peak memory
-    FlashAttention-2's and the naive version's need, over every sequence length.
+    FlashAttention-2's and the naive version's need, the range over every sequence
+    length (``'H200: FlashAttention-2 needs 1.98×, the naive version 4–127× our
+    memory'``), after the record's notes.
 
     Raises:
         TypeError: ``memory`` is not a :class:`~gpuperf.pages.report.Result`.
@@ -277,13 +279,14 @@ def memory_saving(memory: Result) -> str:
     for result in memory.gpus():
         ours, naive = result.values(), result.values("naive")
         fa2 = result.ratios()
-        line = f"{short_gpu_name(result.gpu)}: "
+        parts = []
         if fa2:
-            line += f"FlashAttention-2's step needs {prose.span(fa2.values())}× our kernel's memory"
+            parts.append(f"FlashAttention-2 needs {prose.span(fa2.values())}×")
         by_naive = [naive[s] / ours[s] for s in ours if s in naive and ours[s]]
         if by_naive:
-            line += f"{'; ' if fa2 else ''}the naive version's {prose.span(by_naive, '{:.0f}'.format)}×"
-        lines.append(line + " (every S)")
+            parts.append(f"the naive version {prose.span(by_naive, '{:.0f}'.format)}×")
+        if parts:
+            lines.append(f"{short_gpu_name(result.gpu)}: {', '.join(parts)} our memory")
     return "\n".join(lines)
 
 

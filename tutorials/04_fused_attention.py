@@ -4,19 +4,27 @@ Fused attention: FlashAttention-2, forward and backward
 
 **What you will learn**
 
-* why attention written as three PyTorch lines is memory-bound: the
+* why attention written as three PyTorch lines is :term:`memory-bound`: the
   :math:`S \\times S` score matrix it writes and reads back, in bytes, measured
   in time and in peak memory;
-* how the FlashAttention-2 forward keeps a tile of queries on chip, streams the
-  keys and values past it, and normalises with the *online softmax* of
-  :doc:`tutorial 02 <02_fused_softmax>`, skipping the tiles a causal mask hides;
+* how the :term:`FlashAttention`-2 forward keeps a :term:`tile` of queries on
+  chip, streams the keys and values past it, and normalises with the
+  :term:`online softmax` of :doc:`tutorial 02 <02_fused_softmax>`, skipping the
+  tiles a causal mask hides;
 * how the backward pass recomputes the probabilities from one number per row
   instead of storing them, and splits the work between two kernels so that
   grouped-query attention needs no atomics;
 * how our kernel (``gpuperf.kernels.attention``, a differentiable op usable in
-  place of ``scaled_dot_product_attention``) compares with every SDPA backend,
-  FlexAttention and the naive version, forward, backward and in memory.
+  place of ``scaled_dot_product_attention``) compares with every :term:`SDPA`
+  backend, FlexAttention and the naive version, forward, backward and in memory.
 """
+
+# %%
+# In one paragraph, read from the committed records of every GPU measured:
+
+from gpuperf.pages import attention as page
+
+print(page.in_one_paragraph())
 
 # %%
 # The score matrix
@@ -26,7 +34,7 @@ Fused attention: FlashAttention-2, forward and backward
 # and head, with :math:`Q` of :math:`S_q \times D`, :math:`K` and :math:`V` of
 # :math:`S_k \times D`, and the scale :math:`s = 1/\sqrt{D}`. Written the obvious
 # way, it materialises the scores :math:`QK^T` and the probabilities, both
-# :math:`S_q \times S_k` per head, in memory:
+# :math:`S_q \times S_k` per head, in memory (:term:`HBM`):
 
 import inspect
 
@@ -36,7 +44,8 @@ print(inspect.getsource(reference._attention_rows))
 
 # %%
 # The work is two matrix products, :math:`4 S_q S_k D` FLOPs per head, and the
-# inputs and output are only :math:`4 S D` elements. The score matrix is
+# inputs and output are only :math:`4 S D` elements, so the
+# :term:`arithmetic intensity` of the ideal kernel is high. The score matrix is
 # :math:`S^2` elements per head: at the shapes this page measures (as the
 # FlashAttention papers do, :math:`B \cdot S = 16384` tokens per batch and
 # :math:`H \cdot D = 2048`), it passes the size of everything else by far, and
@@ -46,56 +55,28 @@ print(inspect.getsource(reference._attention_rows))
 from gpuperf.bench.catalog import ATTENTION_SEQ_LENS, attention_shape
 from gpuperf.bench.metrics import attention_bytes, attention_flops
 
-print("    S   B   H   Q, K, V, O (MiB)   one score matrix, fp16 (MiB)   FLOP per byte of Q, K, V, O")
 for s in ATTENTION_SEQ_LENS:
     b, h, _, d = attention_shape(s, 128)
-    io = attention_bytes(b, h, s, d, element_size=2)
-    scores = b * h * s * s * 2
+    io = attention_bytes(b, h, s, d, element_size=2)  # Q, K, V and O in fp16
+    scores = b * h * s * s * 2  # one fp16 score matrix per head
     intensity = attention_flops(b, h, s, d) / io
-    print(f"{s:>5} {b:>3} {h:>3} {io / 2**20:>18.0f} {scores / 2**20:>30.0f} {intensity:>29.0f}")
+    print(
+        f"S={s:>5} B={b:>2} H={h}: Q, K, V, O {io / 2**20:.0f} MiB, "
+        f"scores {scores / 2**20:>4.0f} MiB, {intensity:>4.0f} FLOP/byte of Q, K, V, O"
+    )
 
 # %%
 # Reading and writing each element of the scores a few times costs far more
-# than the FLOPs: the naive version runs at the speed of memory, not of the
-# tensor cores. Measured on the GPU these pages show (from the committed records
-# below: the forward benchmark's time and the peak memory of one training step):
+# than the FLOPs: the naive version is memory-bound, running at the speed
+# of memory, not of the :term:`tensor cores <tensor core>`. Measured (the forward
+# benchmark's time and the peak memory of one training step, every GPU):
 
-import torch
-
-from gpuperf.bench import records
-from gpuperf.bench.catalog import ATTENTION_BACKWARD, ATTENTION_FORWARD, ATTENTION_MEMORY
+from gpuperf.bench.catalog import ATTENTION_FORWARD, ATTENTION_MEMORY
 from gpuperf.pages import run_or_load
-from gpuperf.pages.report import can_measure
 
-device = "cuda" if can_measure() else "cpu"
-gpu = records.gpu_slug(torch.cuda.get_device_name()) if can_measure() else records.reference_gpu()
 forward = run_or_load(ATTENTION_FORWARD)
 memory = run_or_load(ATTENTION_MEMORY)
-
-
-def rows_of(result, provider, **axes):
-    """``{x: row}`` of one provider's rows at one axis combination, whatever their status."""
-    if result.record is None:
-        return {}
-    return {
-        r["x"]: r
-        for r in result.record["rows"]
-        if r["provider"] == provider and all(r["axes"].get(k) == v for k, v in axes.items())
-    }
-
-
-combo = {"dtype": "float16", "head_dim": 128, "causal": False}
-naive, ours = rows_of(forward, "naive", **combo), rows_of(forward, "triton", **combo)
-naive_mem, ours_mem = rows_of(memory, "naive"), rows_of(memory, "triton")
-print("fp16, D = 128     naive eager                       gpuperf.kernels.attention")
-print("    S    forward ms  TFLOP/s  step peak GiB     forward ms  TFLOP/s  step peak GiB")
-for s in ATTENTION_SEQ_LENS:
-    cells = []
-    for rows, mem in ((naive, naive_mem), (ours, ours_mem)):
-        r, m = rows.get(s), mem.get(s)
-        t = f"{r['ms']:10.2f}  {r['value']:7.0f}" if r and r["status"] == "ok" else f"{'-':>10}  {'-':>7}"
-        cells.append(f"{t}  {m['value']:13.2f}" if m and m["status"] == "ok" else f"{t}  {'-':>13}")
-    print(f"{s:>5}  {cells[0]}     {cells[1]}")
+print(page.naive_vs_fused(forward, memory))
 
 # %%
 # The naive version's peak memory doubles with :math:`S` (the batch halves while
@@ -105,12 +86,13 @@ for s in ATTENTION_SEQ_LENS:
 # The forward pass, fused
 # -----------------------
 #
-# FlashAttention (Dao et al., 2022) never writes the scores. Each program of the
-# forward kernel owns a tile of ``BLOCK_M`` queries, loaded once into registers,
-# and walks the keys and values in tiles of ``BLOCK_N``. For each tile it
-# computes the block of scores :math:`Q_i K_j^T` on the tensor cores, and folds
-# it into a running row maximum :math:`m`, a running row sum :math:`\ell` and an
-# unnormalised output accumulator:
+# FlashAttention (Dao et al., 2022) never writes the scores. Each
+# :term:`program` of the forward kernel owns a tile of ``BLOCK_M``
+# queries, loaded once into :term:`registers`, and walks the keys and values in
+# tiles of ``BLOCK_N``. For each tile it computes the block of scores
+# :math:`Q_i K_j^T` on the tensor cores, and folds it into a running row maximum
+# :math:`m`, a running row sum :math:`\ell` and an unnormalised output
+# accumulator:
 #
 # .. math::
 #
@@ -118,14 +100,14 @@ for s in ATTENTION_SEQ_LENS:
 #    \ell' = \ell\, e^{m - m'} + \sum_j e^{s_{ij} - m'}, \qquad
 #    \mathrm{acc}' = \mathrm{acc}\, e^{m - m'} + e^{S_{ij} - m'} V_j
 #
-# This is the online softmax of :doc:`tutorial 02 <02_fused_softmax>`'s long-row
-# kernel, with a matrix product in each step: whenever the maximum grows, what
-# was summed so far is rescaled. At the end the program divides by
+# This is the online softmax of :doc:`tutorial 02 <02_fused_softmax>`'s
+# long-row kernel, with a matrix product in each step: whenever the maximum
+# grows, what was summed so far is rescaled. At the end the program divides by
 # :math:`\ell` and writes :math:`O` once, and it writes one more number per row,
 # the log-sum-exp :math:`m + \log \ell`, for the backward pass. FlashAttention-2
 # (Dao, 2023) puts the query tile in the outer loop, as here, so each program
-# writes its own rows and needs no synchronisation. The loop over one range of key
-# tiles:
+# writes its own rows and needs no synchronisation. The loop over one range of
+# key tiles:
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/attention.py
 #    :pyobject: _forward_tiles
@@ -133,20 +115,20 @@ for s in ATTENTION_SEQ_LENS:
 # Three details make it fast:
 #
 # * ``exp2`` instead of ``exp``: the scale is multiplied by :math:`\log_2 e`
-#   once, and the hardware's base-2 exponential does the rest;
+#   once, and the hardware's base-2 exponential (the :term:`SFU`) does the rest;
 # * the probabilities are rounded to the input dtype before the second product,
 #   so both products run on the tensor cores, accumulating in float32;
-# * the masks cost nothing where they are not needed: the kernel calls this loop
-#   once over the tiles wholly below the diagonal (no mask) and once over the
-#   tiles the diagonal crosses (with the mask), and never visits the tiles above
-#   it, half of the work when causal. A sequence that is not a multiple of the
-#   tile gets a masked last tile only.
+# * the :term:`masks <mask>` cost nothing where they are not needed: the kernel
+#   calls this loop once over the tiles wholly below the diagonal (no mask) and
+#   once over the tiles the diagonal crosses (with the mask), and never visits
+#   the tiles above it, half of the work when causal. A sequence that is not a
+#   multiple of the tile gets a masked last tile only.
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/attention.py
 #    :pyobject: _attention_forward_kernel
 #
 # Causal programs are launched longest first (``pid_m`` reversed), so that the
-# short ones fill the gaps when the grid runs out.
+# short ones fill the gaps when the :term:`grid` runs out.
 #
 # The backward pass, recomputed
 # -----------------------------
@@ -185,17 +167,20 @@ for s in ATTENTION_SEQ_LENS:
 #
 # Against the float32 reference (``gpuperf.reference.attention_ref``, the naive
 # version on upcast inputs), on shapes that are not multiples of any tile,
-# ``S_q != S_k``, grouped and multi-query heads, causal masking, and inputs
+# ``S_q != S_k``, grouped and multi-query heads, causal masking, and queries
 # read through strides (the ``(B, S, H, D)`` layout a fused QKV projection
 # gives), forward and backward. Under Triton's interpreter (this build, when it
 # has no GPU) the shapes are small and in float16 only; on a GPU, bfloat16 too.
 
+import torch
 from gpuperf.kernels import attention
+from gpuperf.pages import can_measure
+from gpuperf.reference import attention_grads_ref, attention_ref
 from gpuperf.testing import assert_close
 
+device = "cuda" if can_measure() else "cpu"
 dtypes = (torch.float16, torch.bfloat16) if device == "cuda" else (torch.float16,)
-cases = [
-    # (B, H, H_kv, S_q, S_k, D, causal)
+cases = [  # (B, H, H_kv, S_q, S_k, D, causal)
     (2, 4, 4, 77, 77, 32, False),
     (1, 4, 2, 50, 50, 16, True),
     (1, 4, 1, 40, 97, 64, False),
@@ -205,30 +190,28 @@ if device == "cuda":
 torch.manual_seed(0)
 for dtype in dtypes:
     for b, h, h_kv, s_q, s_k, d, causal in cases:
-        q = torch.randn(b, s_q, h, d, device=device, dtype=dtype).transpose(1, 2).requires_grad_()
-        k, v = (torch.randn(b, h_kv, s_k, d, device=device, dtype=dtype, requires_grad=True) for _ in "kv")
+        q = torch.randn(b, s_q, h, d, device=device, dtype=dtype).transpose(1, 2)
+        k, v = (torch.randn(b, h_kv, s_k, d, device=device, dtype=dtype) for _ in "kv")
+        q, k, v = (t.requires_grad_() for t in (q, k, v))
         out = attention(q, k, v, causal=causal)
-        assert_close("attention", reference.attention_ref(q, k, v, causal), out, k=s_k)
+        assert_close("attention", attention_ref(q, k, v, causal), out, k=s_k)
         grad_out = torch.randn_like(out)
         out.backward(grad_out)
-        expected = reference.attention_grads_ref(q, k, v, grad_out, causal)
-        rows = h // h_kv * s_q
-        grads = (q.grad, k.grad, v.grad)
-        for name, ref, got, n in zip(("dq", "dk", "dv"), expected, grads, (s_k, rows, rows), strict=True):
-            assert_close(name, ref, got, k=n)
-        worst = (out.double() - reference.attention_ref(q, k, v, causal).double()).abs().max().item()
-        print(
-            f"{str(dtype).removeprefix('torch.'):>8} B={b} H={h} H_kv={h_kv} S_q={s_q} S_k={s_k} D={d} "
-            f"causal={causal!s:<5}: output and dq, dk, dv match (max |error| of O {worst:.1e})"
-        )
+        dq, dk, dv = attention_grads_ref(q, k, v, grad_out, causal)
+        rows = h // h_kv * s_q  # dK and dV sum over every query row of the group
+        assert_close("dq", dq, q.grad, k=s_k)
+        assert_close("dk", dk, k.grad, k=rows)
+        assert_close("dv", dv, v.grad, k=rows)
+        print(f"{dtype} {b=} {h=} {h_kv=} {s_q=} {s_k=} {d=} {causal=}: all match")
 
 # %%
 # Bad input gets an error that says what was expected:
 
+q = torch.randn(1, 2, 8, 32, dtype=torch.float16)
 for bad in [
-    lambda: attention(*(torch.randn(n, 8, 32, dtype=torch.float16)[None] for n in (6, 4, 4))),
-    lambda: attention(*(torch.randn(1, 2, 8, 48, dtype=torch.float16) for _ in "qkv")),
-    lambda: attention(*(torch.randn(1, 2, 8, 32, dtype=torch.float16) for _ in "qkv"), causal="yes"),
+    lambda: attention(torch.randn(1, 3, 8, 32, dtype=torch.float16), q, q),
+    lambda: attention(q[..., :24], q[..., :24], q[..., :24]),
+    lambda: attention(q, q, q, causal="yes"),
 ]:
     try:
         bad()
@@ -239,36 +222,14 @@ for bad in [
 # Tuned once
 # ----------
 #
-# The three kernels each have their own tile sizes, warps and pipeline depth.
-# ``nox -s bench`` times every candidate (after checking its output) at
-# :math:`S = 4096` for each head dim, causal or not, and commits the sweep under
-# ``src/gpuperf/kernels/tuned/<gpu>/attention.json``, which the op reads.
+# The three kernels each have their own tile sizes, :term:`num_warps` and
+# pipeline depth. ``nox -s bench`` times every candidate
+# :term:`autotune config` (after checking its output) at :math:`S = 4096` for
+# each head dim, causal or not, and commits the sweep under
+# ``src/gpuperf/kernels/tuned/<gpu>/attention.json``, which the op reads. Every
+# GPU's sweep:
 
-from gpuperf.bench import tuning
-from gpuperf.kernels._attention_configs import AttentionConfig
-from gpuperf.pages import sweeps
-
-sweep = tuning.read_tuning(gpu, kernel="attention")
-if sweep is None:
-    print(f"MISSING: no attention tuning sweep for {gpu}; run `nox -s bench` on that GPU.")
-else:
-    print(sweeps.sweep_caption(sweep))
-    print(" D  causal  kernel    configs  winner          best TFLOP/s  worst TFLOP/s")
-    for entry in sweep["best"]:
-        for kernel in ("forward", "dkdv", "dq"):
-            tried = [
-                t["tflops"]
-                for t in sweep["trials"]
-                if t["kernel"] == kernel
-                and t["head_dim"] == entry["head_dim"]
-                and t["causal"] == entry["causal"]
-                and t["status"] == "ok"
-            ]
-            winner = AttentionConfig(**entry[kernel]).label()
-            print(
-                f"{entry['head_dim']:>3}  {entry['causal']!s:<6}  {kernel:<8}  {len(tried):>7}  {winner:<14}"
-                f"  {max(tried):12.0f}  {min(tried):13.0f}"
-            )
+print(page.tuning_table())
 
 # %%
 # A backward kernel's TFLOP/s counts the whole backward's FLOPs (2.5 times the
@@ -279,78 +240,54 @@ else:
 # Against everything a reader would pick instead
 # ----------------------------------------------
 #
-# In one run per GPU: ``scaled_dot_product_attention`` with each backend forced
+# In one run per GPU: SDPA with each backend forced
 # (``torch.nn.attention.sdpa_kernel``): FlashAttention-2, cuDNN,
-# memory-efficient and math; FlexAttention compiled by ``torch.compile`` (which
-# generates Triton kernels too, here with dynamic shapes so one compilation
-# serves every :math:`S`); and the naive version. Every provider's output is
-# checked against the reference before it is timed; a backend that cannot run a
-# case gets an ``error`` row, not a gap. TFLOP/s counts :math:`4BHS^2D` for the
-# forward (half when causal).
-
-import matplotlib.pyplot as plt
+# memory-efficient and math; FlexAttention compiled by :term:`torch.compile`
+# (which generates Triton kernels too, here with dynamic shapes so one
+# compilation serves every :math:`S`); and the naive version. Every provider's
+# output is checked against the reference before it is timed; a backend that
+# cannot run a case gets an ``error`` row, not a gap. TFLOP/s counts
+# :math:`4BHS^2D` for the forward (half when causal).
 
 print(forward.table(dtype="float16"))
 forward.plot(dtype="float16")
-plt.show()
 
 # %%
 # bfloat16, the same run:
 
 forward.plot(dtype="bfloat16")
-plt.show()
 
 # %%
 # The backward pass alone (the forward ran once; each timed call differentiates
 # its graph), :math:`2.5\times` the forward's FLOPs:
 
-backward = run_or_load(ATTENTION_BACKWARD)
-print(backward.table(dtype="float16"))
-backward.plot(dtype="float16")
-plt.show()
+from gpuperf.bench.catalog import ATTENTION_BACKWARD
+from gpuperf.pages import show
+
+backward = show(ATTENTION_BACKWARD, dtype="float16")
 
 # %%
 
 backward.plot(dtype="bfloat16")
-plt.show()
 
 # %%
-# Where the numbers stand, read from the records for :math:`S \geq 4096`
-# (ratios are the other provider's time over ours, above 1 meaning ours is faster):
+# Where the numbers stand for :math:`S \geq 4096`, each GPU: the other
+# provider's time over ours, above 1 meaning ours is faster:
 
-
-def summary(result, dtype, head_dim, causal, other):
-    """Min and max over S >= 4096 of our speed relative to ``other``."""
-    ours_v = result.values(dtype=dtype, head_dim=head_dim, causal=causal)
-    theirs = result.values(other, dtype=dtype, head_dim=head_dim, causal=causal)
-    ratios = [ours_v[s] / theirs[s] for s in ours_v if s >= 4096 and s in theirs]
-    return f"{min(ratios):.2f}-{max(ratios):.2f}x" if ratios else "-"
-
-
-if forward.record is not None and backward.record is not None:
-    print(f"{forward.record['provenance']['gpu']}, S >= 4096:")
-    print("dtype     D   causal  pass      vs FlashAttention-2   vs cuDNN     vs FlexAttention")
-    for dtype in ("float16", "bfloat16"):
-        for head_dim in (64, 128):
-            for causal in (False, True):
-                for name, result in (("forward", forward), ("backward", backward)):
-                    cells = [summary(result, dtype, head_dim, causal, p) for p in ("flash", "cudnn", "flex")]
-                    print(
-                        f"{dtype:<8} {head_dim:>3}   {causal!s:<6}  {name:<8}  {cells[0]:>19}   {cells[1]:>9}"
-                        f"   {cells[2]:>16}"
-                    )
+print(page.speedups(forward, backward))
 
 # %%
 # Against FlashAttention-2 (the backend PyTorch picks by default for these
 # shapes in float16 and bfloat16), the fused Triton kernel is faster in every
 # case at these sizes. Against cuDNN it is not: cuDNN's Hopper kernels use what
-# FlashAttention-3 describes (Shah et al., 2024): warp specialization (producer
-# warps loading tiles with TMA while consumer warpgroups compute), ping-pong
-# scheduling of two warpgroups so one's softmax overlaps the other's matrix
-# products, and asynchronous ``wgmma``. Our kernel is plain Triton: the compiler
-# pipelines its loads and issues ``wgmma``, but the softmax's exponentials and
-# the products still take turns. Closing that gap is tutorial 06's subject
-# (tensor descriptors, persistent and warp-specialized kernels).
+# FlashAttention-3 describes (Shah et al., 2024): :term:`warp specialization`
+# (producer warps loading tiles with :term:`TMA` while consumer
+# :term:`warpgroups <warpgroup>` compute), ping-pong scheduling of two
+# warpgroups so one's softmax overlaps the other's matrix products, and
+# asynchronous :term:`wgmma`. Our kernel is plain Triton: the compiler pipelines
+# its loads and issues ``wgmma``, but the softmax's exponentials and the
+# products still take turns. Closing that gap is tutorial 06's subject (tensor
+# descriptors, persistent and warp-specialized kernels).
 #
 # Memory
 # ------
@@ -361,19 +298,21 @@ if forward.record is not None and backward.record is not None:
 print(memory.table())
 memory.plot()
 # sphinx_gallery_thumbnail_number = 5
-plt.show()
 
 # %%
+# Ours holds the output, the float32 log-sum-exp and :math:`\delta` (one number
+# per row) and the three gradients in the input dtype; FlashAttention-2's
+# backward also allocates float32 buffers, among them an accumulator for dQ,
+# which it sums with atomic adds across key tiles. How many times our kernel's
+# memory each needs, and one score matrix for comparison:
 
-mem_ratio = memory.ratios()
-if mem_ratio:
-    print(
-        f"FlashAttention-2's step needs {min(mem_ratio.values()):.2f}-{max(mem_ratio.values()):.2f} times "
-        "our kernel's memory: ours holds the output, the float32 log-sum-exp and delta (one number per "
-        "row) and the three gradients in the input dtype; FlashAttention-2's backward also allocates "
-        "float32 buffers, among them an accumulator for dQ, which it sums with atomic adds across key tiles."
-    )
-    print(f"(for comparison, one fp16 score matrix at S = 16384 is {16 * 16384**2 * 2 / 2**30:.0f} GiB)")
+print(page.memory_saving(memory))
+gib = 16 * 16384**2 * 2 / 2**30  # 16 heads of 16384 x 16384 fp16 scores
+print(f"one score matrix at S = 16384: {gib:.0f} GiB")
+
+import matplotlib.pyplot as plt
+
+plt.show()  # run as a script: every figure of the page, in windows
 
 # %%
 # Using it
@@ -387,6 +326,20 @@ if mem_ratio:
 #
 # The :ref:`roofline guide <sphx_glr_guides_02_roofline.py>` shows causal and
 # non-causal attention side by side against the tensor cores' roof, and what the
-# model cannot see in them.
+# model cannot see in them. See also the
+# :ref:`optimization-strategy guide <sphx_glr_guides_03_optimization_strategy.py>`.
 #
-# See also the :ref:`optimization-strategy guide <sphx_glr_guides_03_optimization_strategy.py>`.
+# What to take away
+# -----------------
+#
+# * Naive attention is memory-bound: its :math:`S \times S` scores cost time and
+#   memory that grow with :math:`S^2`, while the FLOPs could run on the tensor
+#   cores.
+# * FlashAttention keeps a query tile on chip and streams keys and values past it
+#   with an online softmax, so the scores never reach HBM; the backward recomputes
+#   them from one log-sum-exp per row rather than storing them.
+# * Splitting the backward into a dK/dV kernel and a dQ kernel removes atomics,
+#   even with grouped-query attention.
+# * Tile sizes and warps, tuned per GPU, are half of the result; what separates
+#   plain Triton from cuDNN on Hopper is overlap (warp specialization, TMA,
+#   asynchronous wgmma), the subject of tutorial 06.

@@ -1,0 +1,354 @@
+"""What tutorial 04 (fused attention) prints from the records: its opening paragraph, the
+naive version against the fused kernel, the tuning sweeps, and the speed and memory of
+our kernel relative to the other attention implementations, every GPU with records.
+
+The benchmarks are :data:`~gpuperf.bench.catalog.ATTENTION_FORWARD`,
+:data:`~gpuperf.bench.catalog.ATTENTION_BACKWARD` and
+:data:`~gpuperf.bench.catalog.ATTENTION_MEMORY`; their providers are keyed
+``triton`` (ours), ``flash``, ``cudnn``, ``efficient``, ``math``, ``flex`` and
+``naive`` (:data:`~gpuperf.bench.catalog.ATTENTION_IMPLEMENTATIONS`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpuperf.bench import records
+from gpuperf.bench.catalog import (
+    ATTENTION_BACKWARD,
+    ATTENTION_FORWARD,
+    ATTENTION_IMPLEMENTATIONS,
+    ATTENTION_MEMORY,
+)
+from gpuperf.pages import hardware, prose
+from gpuperf.pages.plotting import short_gpu_name
+from gpuperf.pages.report import Result, load
+from gpuperf.pages.tables import Cell, Section, render
+
+#: The shortest sequence the page's summaries count: below it, launch and tail effects
+#: dominate every implementation.
+MIN_SEQ = 4096
+#: The axis combination the naive-versus-fused table shows (that of ATTENTION_MEMORY).
+NAIVE_COMBO = {"dtype": "float16", "head_dim": 128, "causal": False}
+#: How the page names each provider in sentences and column headers.
+NAMES = {
+    "triton": "ours",
+    "flash": "FlashAttention-2",
+    "cudnn": "cuDNN",
+    "efficient": "memory-efficient",
+    "math": "math",
+    "flex": "FlexAttention",
+    "naive": "naive",
+}
+#: The attention kernels a tuning sweep times, in launch order.
+KERNELS = ("forward", "dkdv", "dq")
+
+
+def _check_result(result, name: str = "result") -> None:
+    if not isinstance(result, Result):
+        raise TypeError(f"{name} must be a gpuperf.pages.Result, got {type(result).__name__}")
+
+
+def speedup(result: Result, other: str, min_seq: int = MIN_SEQ, **axes) -> dict[int, float]:
+    """Our kernel's speed relative to ``other`` at one axis combination of ``result``'s
+    own record (one GPU).
+
+    Args:
+        result: a forward or backward attention result (TFLOP/s per sequence length).
+        other: a provider key (``'flash'``, ``'cudnn'``, ``'flex'``, ...).
+        min_seq: the shortest sequence length kept.
+        axes: the combination (``dtype="float16", head_dim=128, causal=False``).
+
+    Returns:
+        ``{S: our TFLOP/s / other's TFLOP/s}`` (equally, other's time over ours: above 1
+        means ours is faster) for each ``S >= min_seq`` where both ran; ``{}`` without
+        a record.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: ``other`` is not an attention provider, or ``axes`` is not one of
+            the benchmark's combinations.
+    """
+    _check_result(result)
+    if other not in ATTENTION_IMPLEMENTATIONS:
+        raise ValueError(f"other must be one of {list(ATTENTION_IMPLEMENTATIONS)}, got {other!r}")
+    ours, theirs = result.values(**axes), result.values(other, **axes)
+    return {s: v / theirs[s] for s, v in ours.items() if s >= min_seq and theirs.get(s)}
+
+
+def _all_speedups(result: Result, other: str) -> list[float]:
+    """Every ratio of :func:`speedup` over all the benchmark's axis combinations."""
+    return [v for combo in result.benchmark.combos() for v in speedup(result, other, **combo).values()]
+
+
+def _gpus() -> list[str]:
+    """Folders of the page's GPU (first) and of every GPU with ceilings or an attention
+    record: a GPU that misses a record still gets its notes."""
+    found = {hardware.page_gpu(), *hardware.gpus()}
+    for bench in (ATTENTION_FORWARD, ATTENTION_BACKWARD, ATTENTION_MEMORY):
+        found.update(records.gpus_with_record(bench.name))
+    first = hardware.page_gpu()
+    return sorted(found, key=lambda slug: (slug != first, slug))
+
+
+def _gpu_sentence(name: str, forward: Result, backward: Result, memory: Result) -> str:
+    """What one GPU's records say, in one or two sentences ('' when it has none)."""
+    parts = []
+    for label, result in (("forward", forward), ("backward", backward)):
+        if result.record is None:
+            continue
+        fa2, cudnn = _all_speedups(result, "flash"), _all_speedups(result, "cudnn")
+        if fa2 and cudnn and not parts:
+            parts.append(
+                f"our {label} runs {prose.span(fa2)}× as fast as SDPA's FlashAttention-2 "
+                f"backend and {prose.span(cudnn)}× as fast as cuDNN"
+            )
+        elif fa2 and cudnn:
+            parts.append(f"our {label} {prose.span(fa2)}× and {prose.span(cudnn)}×")
+    sentences = []
+    if parts:
+        sentences.append(
+            f"On the {name}, at S ≥ {MIN_SEQ} (fp16 and bf16, D = 64 and 128, causal or not), "
+            + "; ".join(parts)
+            + "."
+        )
+    if forward.record is not None:
+        naive, ours = forward.values("naive", **NAIVE_COMBO), forward.values(**NAIVE_COMBO)
+        if naive and ours:
+            sentences.append(
+                f"The naive three-line version peaks at {max(naive.values()):.0f} TFLOP/s "
+                f"(fp16, D = 128), ours at {max(ours.values()):.0f}."
+            )
+    if memory.record is not None:
+        ours, fa2, naive = (memory.values(p) for p in ("triton", "flash", "naive"))
+        s = max(ours, default=None)
+        if s is not None and s in fa2 and s in naive:
+            sentences.append(
+                f"A training step at S = {s} needs {ours[s]:.2f} GiB beyond its inputs, "
+                f"FlashAttention-2's {fa2[s]:.2f} GiB, the naive version's {naive[s]:.0f} GiB."
+            )
+    return " ".join(sentences)
+
+
+def in_one_paragraph() -> prose.Paragraph:
+    """The page's headline measurements for every GPU with records: our forward and
+    backward against FlashAttention-2 and cuDNN at ``S >= MIN_SEQ``, the naive
+    version's best TFLOP/s against ours, and one training step's peak memory.
+
+    Returns:
+        A :class:`~gpuperf.pages.prose.Paragraph`; each missing or stale record is one
+        of its notes, prefixed with its GPU.
+    """
+    sentences, notes = [], []
+    for gpu in _gpus():
+        loaded = [load(bench, gpu) for bench in (ATTENTION_FORWARD, ATTENTION_BACKWARD, ATTENTION_MEMORY)]
+        name = next((short_gpu_name(r.gpu) for r in loaded if r.gpu), gpu)
+        sentences.append(_gpu_sentence(name, *loaded))
+        notes += [f"{name}: {note}" for r in loaded for note in r.notes]
+    if not any(sentences):
+        notes.append("No GPU has a committed attention record; run `nox -s bench` on a GPU.")
+    return prose.paragraph(*sentences, notes=notes)
+
+
+def _on(result: Result, gpu: str) -> Result | None:
+    """``result.on(gpu)``, or None when that GPU has no record."""
+    try:
+        return result.on(gpu)
+    except ValueError:
+        return None
+
+
+def _row(result: Result | None, provider: str, seq_len: int, combo: dict) -> dict | None:
+    """The record row of one provider at one sequence length and combination, any status."""
+    if result is None or result.record is None:
+        return None
+    return next(
+        (
+            r
+            for r in result.record["rows"]
+            if r["provider"] == provider and r["x"] == seq_len and r["axes"] == combo
+        ),
+        None,
+    )
+
+
+def _number(row: dict | None, key: str, digits: int) -> Cell:
+    if row is None:
+        return Cell("-")
+    if row["status"] != "ok":
+        return Cell(row["status"])
+    return Cell(f"{row[key]:.{digits}f}", row[key])
+
+
+def naive_vs_fused(forward: Result, memory: Result) -> str:
+    """The naive version against our kernel, per sequence length and GPU: forward time
+    (ms) and TFLOP/s at fp16, D = 128, not causal, and one training step's peak memory
+    beyond the inputs (GiB).
+
+    Args:
+        forward: the :data:`~gpuperf.bench.catalog.ATTENTION_FORWARD` result.
+        memory: the :data:`~gpuperf.bench.catalog.ATTENTION_MEMORY` result.
+
+    Returns:
+        A table (text, or HTML with ``GPUPERF_TABLES=html``) headed by the records'
+        notes; only the notes when neither has a record.
+
+    Raises:
+        TypeError: ``forward`` or ``memory`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: they are not the forward and memory benchmarks.
+    """
+    _check_result(forward, "forward")
+    _check_result(memory, "memory")
+    if forward.benchmark.name != ATTENTION_FORWARD.name or memory.benchmark.name != ATTENTION_MEMORY.name:
+        raise ValueError(
+            f"naive_vs_fused takes the {ATTENTION_FORWARD.name} and {ATTENTION_MEMORY.name} "
+            f"results, got {forward.benchmark.name} and {memory.benchmark.name}"
+        )
+    notes = [*forward.all_notes(), *memory.all_notes()]
+    gpus = list(dict.fromkeys(records.gpu_slug(r.gpu) for r in (*forward.gpus(), *memory.gpus())))
+    if not gpus:
+        return render([], notes)
+    header = ["S", "GPU"]
+    for provider in ("naive", "triton"):
+        who = NAMES[provider]
+        header += [f"{who} forward ms", f"{who} TFLOP/s", f"{who} step GiB"]
+    section = Section("fp16, D = 128, not causal", header)
+    for s in ATTENTION_FORWARD.x_values:
+        for gpu in gpus:
+            fwd, mem = _on(forward, gpu), _on(memory, gpu)
+            name = short_gpu_name((fwd or mem).gpu)
+            cells = [Cell(str(s), s), Cell(name, name)]
+            for provider in ("naive", "triton"):
+                row = _row(fwd, provider, s, NAIVE_COMBO)
+                cells += [_number(row, "ms", 2), _number(row, "value", 0)]
+                cells.append(_number(_row(mem, provider, s, {}), "value", 2))
+            section.rows.append(cells)
+    return render([section], notes)
+
+
+def speedups(forward: Result, backward: Result, others=("flash", "cudnn", "flex")) -> str:
+    """Our speed relative to each of ``others``, per pass, axis combination and GPU, as
+    the range over ``S >= MIN_SEQ`` (above 1: ours is faster).
+
+    Returns:
+        Two tables (forward, backward; text, or HTML with ``GPUPERF_TABLES=html``),
+        each row ``min–max×`` per other provider, ``-`` where none ran.
+
+    Raises:
+        TypeError: ``forward`` or ``backward`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: a provider in ``others`` is not an attention provider.
+    """
+    _check_result(forward, "forward")
+    _check_result(backward, "backward")
+    unknown = [p for p in others if p not in ATTENTION_IMPLEMENTATIONS]
+    if unknown:
+        raise ValueError(f"others must be among {list(ATTENTION_IMPLEMENTATIONS)}, got {unknown}")
+    sections = []
+    for label, result in (("forward", forward), ("backward", backward)):
+        header = ["dtype", "D", "causal", "GPU", *(f"vs {NAMES[p]}" for p in others)]
+        section = Section(f"{label}, S ≥ {MIN_SEQ}: other's time / ours", header)
+        for combo in result.benchmark.combos():
+            for gpu_result in result.gpus():
+                name = short_gpu_name(gpu_result.gpu)
+                cells = [Cell(combo["dtype"]), Cell(str(combo["head_dim"]), combo["head_dim"])]
+                cells += [Cell(str(combo["causal"])), Cell(name)]
+                for other in others:
+                    ratios = speedup(gpu_result, other, **combo).values()
+                    text = f"{prose.span(ratios)}×" if ratios else "-"
+                    cells.append(Cell(text, min(ratios) if ratios else None))
+                section.rows.append(cells)
+        sections.append(section)
+    return render(sections, [*forward.all_notes(), *backward.all_notes()])
+
+
+def memory_saving(memory: Result) -> str:
+    """One line per GPU: how many times our training step's peak memory
+    FlashAttention-2's and the naive version's need, the range over every sequence
+    length (``'H200: FlashAttention-2 needs 1.98×, the naive version 4–127× our
+    memory'``), after the record's notes.
+
+    Raises:
+        TypeError: ``memory`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: ``memory`` is not the :data:`~gpuperf.bench.catalog.ATTENTION_MEMORY`
+            result.
+    """
+    _check_result(memory, "memory")
+    if memory.benchmark.name != ATTENTION_MEMORY.name:
+        raise ValueError(f"memory must be the {ATTENTION_MEMORY.name} result, got {memory.benchmark.name}")
+    lines = list(memory.all_notes())
+    for result in memory.gpus():
+        ours, naive = result.values(), result.values("naive")
+        fa2 = result.ratios()
+        parts = []
+        if fa2:
+            parts.append(f"FlashAttention-2 needs {prose.span(fa2.values())}×")
+        by_naive = [naive[s] / ours[s] for s in ours if s in naive and ours[s]]
+        if by_naive:
+            parts.append(f"the naive version {prose.span(by_naive, '{:.0f}'.format)}×")
+        if parts:
+            lines.append(f"{short_gpu_name(result.gpu)}: {', '.join(parts)} our memory")
+    return "\n".join(lines)
+
+
+def _sweep_gpus(root: Path) -> list[str]:
+    """Folders under ``root`` holding an attention sweep, the page's GPU first."""
+    found = sorted(p.parent.name for p in root.glob("*/attention.json")) if root.is_dir() else []
+    first = hardware.page_gpu()
+    return sorted(found, key=lambda slug: (slug != first, slug))
+
+
+def tuning_table(root: Path | None = None) -> str:
+    """Every GPU's committed attention sweep: per head dim, mask and kernel (forward,
+    dK/dV, dQ), the configs that ran, the winner and the best and worst TFLOP/s, each
+    GPU's table under where and when it ran.
+
+    Args:
+        root: the folder of the per-GPU sweeps (default: the one the kernels read,
+            ``src/gpuperf/kernels/tuned``).
+
+    Returns:
+        Text, or HTML with ``GPUPERF_TABLES=html``; a ``MISSING`` note for the page's
+        GPU when it has no sweep.
+
+    Raises:
+        TypeError: ``root`` is not a path.
+    """
+    from gpuperf.bench import tuning
+    from gpuperf.kernels import _configs
+    from gpuperf.kernels._attention_configs import AttentionConfig
+    from gpuperf.pages.sweeps import sweep_caption
+
+    if root is not None and not isinstance(root, (str, Path)):
+        raise TypeError(f"root must be a path, got {type(root).__name__}")
+    root = Path(root) if root is not None else _configs.TUNED_DIR
+    gpus, notes, sections = _sweep_gpus(root), [], []
+    if hardware.page_gpu() not in gpus:
+        notes.append(
+            f"MISSING: no attention tuning sweep for {hardware.page_gpu()}; run `nox -s bench` on that GPU."
+        )
+    header = ["D", "causal", "kernel", "configs", "winner", "best TFLOP/s", "worst TFLOP/s"]
+    for gpu in gpus:
+        sweep = tuning.read_tuning(gpu, root, kernel="attention")
+        section = Section(sweep_caption(sweep), header)
+        for entry in sweep["best"]:
+            d, causal = entry["head_dim"], entry["causal"]
+            for kernel in KERNELS:
+                tried = [
+                    t["tflops"]
+                    for t in sweep["trials"]
+                    if (t["kernel"], t["head_dim"], t["causal"], t["status"]) == (kernel, d, causal, "ok")
+                ]
+                winner = AttentionConfig(**entry[kernel]).label()
+                section.rows.append(
+                    [
+                        Cell(str(d), d),
+                        Cell(str(causal)),
+                        Cell(kernel),
+                        Cell(str(len(tried)), len(tried)),
+                        Cell(winner),
+                        Cell(f"{max(tried):.0f}", max(tried)) if tried else Cell("-"),
+                        Cell(f"{min(tried):.0f}", min(tried)) if tried else Cell("-"),
+                    ]
+                )
+        sections.append(section)
+    return render(sections, notes)

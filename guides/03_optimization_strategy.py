@@ -75,7 +75,7 @@ print(page.in_one_paragraph())
 # PyTorch, PyTorch's ``F.gelu``, ``torch.compile`` of the eager formula, and
 # this site's Triton kernel (C++ kernel names shortened to their functor).
 
-captures.show("kernels_per_call", page.kernels_table)
+_ = captures.show("kernels_per_call", page.kernels_table)
 
 # %%
 # Eight kernels for the eager formula, one for the others: each eager kernel reads
@@ -220,7 +220,7 @@ print(page.gelu_at_largest(gelu_result))
 # formula in :term:`registers` between one load and one store, ``tanh`` from
 # libdevice.
 
-captures.show("inductor_elementwise", page.inductor_code("gelu_eager"))
+_ = captures.show("inductor_elementwise", page.inductor_code("gelu_eager"))
 
 # %%
 # Add → ReLU → multiply
@@ -238,7 +238,7 @@ arm = show(cat.ADD_RELU_MUL)
 
 # %%
 print(page.add_relu_mul_at_largest(arm))
-captures.show("inductor_elementwise", page.inductor_code("add_relu_mul_eager"))
+_ = captures.show("inductor_elementwise", page.inductor_code("add_relu_mul_eager"))
 
 # %%
 # The time ratio follows the byte ratio: three kernels that each stream at the
@@ -446,13 +446,13 @@ print(page.roof_table(done))
 # excluded). A loop of calls runs at about the larger of the two, and the table
 # turns a gain into the number of calls needed before the compile time is repaid.
 
-captures.show("compile_modes", page.compile_table)
+_ = captures.show("compile_modes", page.compile_table)
 
 # %%
 # Which modes paid for themselves, per GPU and case (time per call taken as the
 # larger of GPU and host time):
 
-captures.show("compile_modes", page.compile_winners)
+_ = captures.show("compile_modes", page.compile_winners)
 
 # %%
 # **At 4096 tokens** the GPU bounds eager PyTorch, and the two matmuls are most

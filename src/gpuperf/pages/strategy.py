@@ -231,40 +231,46 @@ def fused_vs_eager(result: Result, fused: str = "triton", eager: str = "naive") 
 
 
 def gelu_at_largest(result: Result) -> str:
-    """The GELU benchmark at 2^28 elements, per GPU and dtype: each version's time and
-    share of the copy bandwidth; what share of it the eager formula reaches on the
-    bytes it really moves (nine tensors, float32); and why the eager formula in
-    bfloat16 has no time (the check against the reference refused it).
+    """The GELU benchmark at 2^28 elements, a table per GPU: each version's time (µs) and
+    share of the copy bandwidth per dtype, or why it has none (the check against the
+    reference refused it); under it, what share of the copy bandwidth the eager formula
+    reaches on the bytes it really moves (nine tensors, float32), and why its bfloat16
+    run has no time.
 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
     """
     _check_result(result)
-    lines = []
+    keys = ("triton", "torch", "compile", "naive")
+    parts = []
     for res in result.gpus():
         copy = res.record["ceilings"]["copy_gbps"]["value"]
+        section = Section(f"{_gpu(res)}, 2^28 elements", ["dtype", *(f"{k} µs (% of copy)" for k in keys)])
         for dtype in cat.ELEMENTWISE_DTYPES:
-            parts = []
-            for key in ("triton", "torch", "compile", "naive"):
+            cells = [Cell(dtype)]
+            for key in keys:
                 r = _row(res, key, LARGEST, dtype=dtype)
-                if r and r["status"] == "ok":
-                    parts.append(f"{key} {r['ms'] * 1e3:.0f} us ({percent(r['value'] / copy)} of copy)")
-                elif r:
-                    parts.append(f"{key} {r['status']}")
-            lines.append(f"{_gpu(res)}, {dtype}: " + "; ".join(parts))
+                if r is None:
+                    cells.append(Cell("-"))
+                elif r["status"] != "ok":
+                    cells.append(Cell(r["status"]))
+                else:
+                    cells.append(Cell(f"{r['ms'] * 1e3:.0f} ({percent(r['value'] / copy)})", r["ms"]))
+            section.rows.append(cells)
+        parts.append(render([section]))
         naive = _row(res, "naive", LARGEST, dtype="float32")
         if naive and naive["status"] == "ok":
             moved = metrics.gelu_eager_bytes(LARGEST, 4)
             real = metrics.gb_per_s(moved, naive["ms"]) / copy
-            lines.append(
-                f"  the eager formula, float32, moves {moved / 2**30:.0f} GiB in {naive['ms']:.2f} ms: "
-                f"{percent(real)} of copy bandwidth on the bytes it really moves"
+            parts.append(
+                f"the eager formula, float32, moves {moved / 2**30:.0f} GiB in {naive['ms']:.2f} ms:\n"
+                f"  {percent(real)} of the copy bandwidth on the bytes it really moves"
             )
         bf16 = _row(res, "naive", LARGEST, dtype="bfloat16")
-        if bf16 and bf16["status"] != "ok":
-            why = bf16.get("message", "").splitlines()[0][:110] if bf16.get("message") else ""
-            lines.append(f"  the eager formula in bfloat16: {bf16['status']}: {why}")
-    return "\n".join(lines + result.all_notes())
+        if bf16 and bf16["status"] != "ok" and bf16.get("message"):
+            why = bf16["message"].splitlines()[0].rsplit(": ", 1)[-1][:80]
+            parts.append(f"the eager formula in bfloat16: {bf16['status']} ({why})")
+    return "\n".join(parts + result.all_notes())
 
 
 def inductor_code(name: str, width: int = 100) -> Callable[[dict], str]:
@@ -396,16 +402,18 @@ def strided_table(result: Result) -> str:
 
 
 def fp8_vs_bf16(fp8: Result, bf16: Result, shapes=SQUARES) -> str:
-    """Per GPU and shape: the bf16 persistent matmul's TFLOP/s (``bf16``, tutorial 06),
-    and the FP8 matmul's (``fp8``, tutorial 05, per-tensor scales) with the fast
-    accumulator and with partial sums promoted to float32, each as a multiple of bf16.
+    """A table, per GPU and shape: the bf16 persistent matmul's TFLOP/s (``bf16``,
+    tutorial 06), and the FP8 matmul's (``fp8``, tutorial 05, per-tensor scales) with
+    the fast accumulator and with partial sums promoted to float32, each with its
+    multiple of bf16.
 
     Raises:
         TypeError: ``fp8`` or ``bf16`` is not a :class:`~gpuperf.pages.Result`.
     """
     _check_result(fp8, "fp8")
     _check_result(bf16, "bf16")
-    lines = []
+    header = ["GPU", "shape", "bf16 TFLOP/s", "FP8 fast acc.", "FP8 promoted to fp32"]
+    section = Section("", header)
     for r8 in fp8.gpus():
         try:
             vb = bf16.on(r8.gpu).values()
@@ -415,12 +423,16 @@ def fp8_vs_bf16(fp8: Result, bf16: Result, shapes=SQUARES) -> str:
         promoted = r8.values(scaling="tensor", accumulation="float32")
         for x in shapes:
             if x in fast and x in promoted and x in vb:
-                lines.append(
-                    f"{_gpu(r8)} {format_x(x)}: bf16 {vb[x]:.0f} TFLOP/s; FP8 fast accumulator "
-                    f"{fast[x]:.0f} ({fast[x] / vb[x]:.2f}x), promoted to float32 "
-                    f"{promoted[x]:.0f} ({promoted[x] / vb[x]:.2f}x)"
+                section.rows.append(
+                    [
+                        Cell(_gpu(r8)),
+                        Cell(format_x(x)),
+                        Cell(f"{vb[x]:.0f}", vb[x]),
+                        Cell(f"{fast[x]:.0f} ({fast[x] / vb[x]:.2f}x)", fast[x]),
+                        Cell(f"{promoted[x]:.0f} ({promoted[x] / vb[x]:.2f}x)", promoted[x]),
+                    ]
                 )
-    return "\n".join(lines + fp8.all_notes() + bf16.all_notes())
+    return render([section], fp8.all_notes() + bf16.all_notes())
 
 
 # Step 7: occupancy (the attention sweep) -------------------------------------------
@@ -542,10 +554,10 @@ def tuned_vs_max_autotune(result: Result) -> str:
             ok = [t["tflops"] for t in sweep["trials"] if tuple(t["shape"]) == shape and t["status"] == "ok"]
             if ok:
                 spreads.append(
-                    f"{format_x(shape)}: worst / best = {min(ok) / max(ok):.2f} over {len(ok)} configs"
+                    f"  {format_x(shape)}: worst / best = {min(ok) / max(ok):.2f} over {len(ok)} configs"
                 )
         if spreads:
-            lines.append(f"{short_gpu_name(sweep['provenance']['gpu'])} sweep: " + "; ".join(spreads))
+            lines += [f"{short_gpu_name(sweep['provenance']['gpu'])}, tuning sweep:", *spreads]
     return "\n".join(lines + result.all_notes())
 
 
@@ -562,20 +574,24 @@ LADDER = (
 
 
 def persistent_ladder(result: Result, shapes=SQUARES) -> str:
-    """Tutorial 06's ladder per GPU and shape: each rung's speed against cuBLAS (tutorial
-    03's kernel, the persistent grid, TMA loads, warp specialization, the tuned best).
+    """Tutorial 06's ladder, a table per GPU and shape: each rung's speed against cuBLAS
+    (tutorial 03's kernel, the persistent grid, TMA loads, warp specialization, the
+    tuned best).
 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
     """
     _check_result(result)
-    lines = []
+    section = Section("x cuBLAS", ["GPU", "shape", *(name for _, name in LADDER)])
     for r in result.gpus():
+        ratios = {key: r.ratios(key) for key, _ in LADDER}
         for x in shapes:
-            rungs = [f"{name} {r.ratios(key)[x]:.2f}" for key, name in LADDER if x in r.ratios(key)]
-            if rungs:
-                lines.append(f"{_gpu(r)} {format_x(x)} (x cuBLAS): " + ", ".join(rungs))
-    return "\n".join(lines + result.all_notes())
+            cells = [Cell(_gpu(r)), Cell(format_x(x))]
+            for key, _ in LADDER:
+                ratio = ratios[key].get(x)
+                cells.append(Cell("-") if ratio is None else Cell(f"{ratio:.2f}", ratio))
+            section.rows.append(cells)
+    return render([section], result.all_notes())
 
 
 def roof_table(results: Sequence[Result]) -> str:

@@ -186,7 +186,13 @@ def test_inductor_code_says_when_a_gpu_has_the_same_code():
 
 def _compile_capture():
     def entry(compile_s, gpu_ms, host_ms, kernels):
-        return {"status": "ok", "compile_s": compile_s, "gpu_ms": gpu_ms, "host_ms": host_ms, "kernels": kernels}
+        return {
+            "status": "ok",
+            "compile_s": compile_s,
+            "gpu_ms": gpu_ms,
+            "host_ms": host_ms,
+            "kernels": kernels,
+        }
 
     results = {
         "small": {
@@ -218,3 +224,26 @@ def test_compile_table_gives_the_speedup_and_the_calls_that_repay_the_compile_ti
 def test_matmul_sweep_figure_refuses_a_dtype_the_sweep_did_not_time():
     with pytest.raises(ValueError, match="dtype must be one of"):
         strategy.matmul_sweep_figure("float64")
+
+
+def test_gelu_at_largest_gives_the_eager_formulas_share_of_copy_on_the_bytes_it_moves():
+    from gpuperf.bench import metrics
+
+    result = load(cat.GELU)
+    n = strategy.LARGEST
+    # GB/s of a record count the fused kernel's bytes: scale to the bytes eager moves.
+    scale = metrics.gelu_eager_bytes(n, 4) / metrics.elementwise_bytes(n, 4, n_inputs=1)
+    real = (
+        result.values("naive", dtype="float32")[n] * scale / result.record["ceilings"]["copy_gbps"]["value"]
+    )
+    text = strategy.gelu_at_largest(result)
+    assert f"{percent(real)} of the copy bandwidth on the bytes it really moves" in text
+    assert "the eager formula in bfloat16: mismatch" in text
+
+
+def test_persistent_ladder_gives_each_rung_against_cublas():
+    result = load(cat.MATMUL_PERSISTENT)
+    text = strategy.persistent_ladder(result)
+    line = next(line for line in text.splitlines() if "4096³" in line)
+    expected = [f"{result.ratios(key)[SQUARE]:.2f}" for key, _ in strategy.LADDER]
+    assert line.split()[-len(expected) :] == expected

@@ -519,6 +519,14 @@ for fn in (strategy.gated_mlp_with_branch, strategy.gated_mlp_without_branch):
 # sizes 2 to 9:
 
 calls = [(torch.randn(b, 64), w1, w2) for b in range(2, 10)]
+# sphinx_gallery_start_ignore
+# count_graphs turns Dynamo's recompilation log on to read it: keep it off the page.
+import contextlib
+import io
+
+hidden = contextlib.redirect_stderr(io.StringIO())
+hidden.__enter__()
+# sphinx_gallery_end_ignore
 for label, kwargs in [
     ("dynamic=False (one graph per shape)", {"dynamic": False}),
     ("default (automatic dynamic shapes)", {}),
@@ -528,6 +536,9 @@ for label, kwargs in [
     print(f"{label:<40}: {counted['graphs']} graph(s) for {counted['calls']} calls")
     if counted["first_reason"]:
         print(f"{'':<42}first recompilation: {counted['first_reason']}")
+# sphinx_gallery_start_ignore
+hidden.__exit__(None, None, None)
+# sphinx_gallery_end_ignore
 
 # %%
 # With static shapes every new batch size is a compilation (and after

@@ -1,0 +1,692 @@
+"""The optimization-strategy guide (``guides/03_optimization_strategy.py``) as it reads
+the records: its opening paragraph, and the sentences and tables each step prints.
+
+Every number comes from a committed record, capture or tuning sweep (or a live run on a
+GPU): the guide calls one function per step, and the loading, the per-GPU loops, the
+kernel-name clean-up and the table formatting live here.
+:mod:`gpuperf.bench.strategy` is the measuring side (``torch.compile``'s modes, graph
+breaks, recompilations); nothing here measures.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from gpuperf.bench import catalog as cat
+from gpuperf.bench import metrics, records, tuning
+from gpuperf.bench.catalog import Benchmark
+from gpuperf.pages import hardware
+from gpuperf.pages.plotting import format_x, short_gpu_name
+from gpuperf.pages.prose import Paragraph, paragraph, percent, times
+from gpuperf.pages.report import Result, load
+from gpuperf.pages.tables import Cell, Section, render
+
+#: The largest elementwise size measured (2^28 elements, far past L2).
+LARGEST = 2**28
+#: Step 2's kernels: ``(benchmark, x, axes)``, from bandwidth-bound to compute-bound.
+CLASSIFY = (
+    (cat.VECTOR_ADD, 2**28, {}),
+    (cat.GELU, 2**28, {"dtype": "float32"}),
+    (cat.SOFTMAX, 8192, {}),
+    (cat.MATMUL, (16, 14336, 4096), {"dtype": "bfloat16"}),
+    (cat.MATMUL, (8192, 8192, 8192), {"dtype": "bfloat16"}),
+    (cat.ATTENTION_FORWARD, 8192, {"dtype": "float16", "head_dim": 128, "causal": False}),
+)
+#: Square matmul shapes the steps on tiling, precision and persistence quote.
+SQUARES = ((4096, 4096, 4096), (8192, 8192, 8192))
+#: Words of a C++ kernel name that are not its name (namespaces, templates, types).
+_NOT_NAMES = frozenset(
+    {"void", "at", "native", "anonymous", "namespace", "vectorized_elementwise_kernel"}
+    | {"float", "AUnaryFunctor", "BinaryFunctor", "c10", "std", "binary_internal"}
+    | {"cublasLt"}
+)
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _gpu(result: Result) -> str:
+    return short_gpu_name(result.gpu)
+
+
+def _row(result: Result, provider: str, x, **axes) -> dict | None:
+    """The row of ``result``'s record for ``provider`` at ``x`` and ``axes`` (any status)."""
+    for r in result.record["rows"] if result.record else ():
+        if r["provider"] == provider and r["x"] == x and all(r["axes"].get(k) == v for k, v in axes.items()):
+            return r
+    return None
+
+
+def _check_result(result, name: str = "result") -> None:
+    if not isinstance(result, Result):
+        raise TypeError(f"{name} must be a gpuperf.pages.Result, got {type(result).__name__}")
+
+
+# The opening paragraph -------------------------------------------------------------
+
+
+def _headline(gpu: str) -> tuple[str, list[str]]:
+    """One GPU's sentence of the opening paragraph and the notes of its records."""
+    results = {b.name: load(b, gpu) for b in (cat.GELU, cat.MATMUL, cat.MATMUL_PERSISTENT)}
+    results |= {b.name: load(b, gpu) for b in (cat.MATMUL_FP8, cat.STRIDED_COPY)}
+    notes = [f"{gpu}: {n}" for r in results.values() for n in r.notes]
+    parts = []
+    gelu = results["gelu"]
+    fused, eager = (
+        _row(gelu, "triton", LARGEST, dtype="float32"),
+        _row(gelu, "naive", LARGEST, dtype="float32"),
+    )
+    if fused and eager and fused["status"] == eager["status"] == "ok":
+        share = gelu.fraction_of_ceiling(dtype="float32")[LARGEST]
+        parts.append(
+            f"fusing GELU's eight eager kernels into one makes it {times(eager['ms'] / fused['ms'], 1)} "
+            f"faster (2^28 float32 elements, {percent(share)} of the copy bandwidth)"
+        )
+    square = SQUARES[0]
+    tiled = results["matmul"].ratios(dtype="bfloat16").get(square)
+    persistent = results["matmul_persistent"].ratios().get(square)
+    if tiled is not None:
+        clause = f"a tiled Triton matmul reaches {times(tiled)} cuBLAS at {format_x(square)} bf16"
+        if persistent is not None:
+            clause += f", and {times(persistent)} as a persistent TMA kernel"
+        parts.append(clause)
+    fp8 = results["matmul_fp8"].values(scaling="tensor", accumulation="fast").get(square)
+    bf16 = results["matmul_persistent"].values().get(square)
+    if fp8 and bf16:
+        parts.append(f"FP8 runs {times(fp8 / bf16)} the bf16 rate")
+    strided = results["strided_copy"].fraction_of_ceiling().get(8)
+    if strided is not None:
+        parts.append(f"reading every eighth float32 leaves {percent(strided)} of the copy bandwidth")
+    if not parts:
+        return "", notes
+    name = short_gpu_name(next(r.gpu for r in results.values() if r.record is not None))
+    return f"On the {name}, " + "; ".join(parts) + ".", notes
+
+
+def in_one_paragraph() -> Paragraph:
+    """The guide's answer, one sentence per GPU with records: what fusing GELU buys, how
+    close a tiled and a persistent Triton matmul come to cuBLAS, what FP8 adds and what
+    a strided read costs; stale or missing records in its notes."""
+    sentences, notes = [], []
+    for gpu in hardware.gpus():
+        sentence, gpu_notes = _headline(gpu)
+        sentences.append(sentence)
+        notes += gpu_notes
+    if not any(sentences):
+        notes.append("MISSING: no GPU has records of this guide's benchmarks; run `nox -s bench` on a GPU.")
+    lead = (
+        "Measure, classify with the roofline, then move less data before doing faster "
+        "arithmetic: each step below is worth what its measurement says."
+    )
+    return paragraph(lead, *sentences, notes=notes)
+
+
+# Step 1: kernels per call ------------------------------------------------------------
+
+
+def short_kernel(name: str) -> str:
+    """A GPU kernel's name without its C++ decoration: the first word of a demangled
+    ``void at::native::...<...>`` name that is not a namespace or a template argument
+    (ATen's functor or kernel); a name that is not C++ (Triton's, cuBLAS's) as it is.
+
+    Raises:
+        TypeError: ``name`` is not a string.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"a kernel name must be a string, got {type(name).__name__}")
+    if not name.startswith("void "):
+        return name
+    words = [w for w in _WORD.findall(name) if w not in _NOT_NAMES]
+    return words[0] if words else name[:40]
+
+
+def kernels_table(capture: dict) -> str:
+    """The ``kernels_per_call`` capture as a table: for each benchmark and provider, how
+    many GPU kernels one call launched and their short names.
+
+    Raises:
+        KeyError: the capture has no ``payload["benchmarks"]``.
+    """
+    section = Section("", ["benchmark", "provider", "kernels", "names"])
+    for bench, providers in capture["payload"]["benchmarks"].items():
+        for entry in providers.values():
+            names = entry["kernels"]
+            section.rows.append(
+                [
+                    Cell(bench),
+                    Cell(entry["label"]),
+                    Cell(str(len(names)), len(names)),
+                    Cell(", ".join(short_kernel(n) for n in names)),
+                ]
+            )
+    return render([section])
+
+
+# Step 2: classify ---------------------------------------------------------------------
+
+
+def classify_table(cases: Sequence[tuple] = CLASSIFY) -> str:
+    """Each kernel of ``cases`` (``(benchmark, x, axes)``) on every GPU with ceilings: its
+    arithmetic intensity (FLOPs over bytes, from its record), whether it sits below
+    (memory-bound) or above (compute-bound) the GPU's bf16 ridge point, and what share of
+    that roof our kernel reaches. One table per GPU, the ridge point in its heading.
+
+    Raises:
+        TypeError: a case is not ``(Benchmark, x, dict)``.
+    """
+    for case in cases:
+        if not (isinstance(case, tuple) and len(case) == 3 and isinstance(case[0], Benchmark)):
+            raise TypeError(f"each case must be (Benchmark, x, axes), got {case!r}")
+    sections, notes = [], []
+    for gpu in hardware.gpus():
+        ceilings = hardware.ceilings(gpu)
+        ridge = ceilings.ridge_point("bf16")
+        heading = f"{ceilings.name}: ridge point (bf16 cuBLAS / copy bandwidth) {ridge:.0f} FLOP/byte"
+        section = Section(heading, ["kernel", "x", "FLOP/byte", "bound by", "ours, % of that roof"])
+        for bench, x, axes in cases:
+            result = load(bench, gpu)
+            notes += [f"{ceilings.name}: {n}" for n in result.notes]
+            r = _row(result, bench.subject.key, x, **axes)
+            if r is None:
+                continue
+            intensity = r["flops"] / r["bytes"]
+            roof = r["status"]
+            if r["status"] == "ok" and r["ceiling"]:
+                share = r["value"] / result.record["ceilings"][r["ceiling"]]["value"]
+                roof = f"{percent(share)} of {r['ceiling'].split('_')[0]}"
+            section.rows.append(
+                [
+                    Cell(bench.name),
+                    Cell(format_x(x)),
+                    Cell(f"{intensity:.1f}", intensity),
+                    Cell("memory" if intensity < ridge else "compute"),
+                    Cell(roof),
+                ]
+            )
+        sections.append(section)
+    return render(sections, notes)
+
+
+# Step 3: fuse ------------------------------------------------------------------------
+
+
+def fused_vs_eager(result: Result, fused: str = "triton", eager: str = "naive") -> str:
+    """One line per GPU: how many times faster the ``fused`` provider runs than the
+    ``eager`` one, smallest to largest over the sizes both measured (softmax's fused
+    kernel against its five eager kernels, by default).
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+    """
+    _check_result(result)
+    lines = []
+    for r in result.gpus():
+        a, b = r.ratios(fused), r.ratios(eager)
+        ratio = {x: a[x] / b[x] for x in a if x in b}
+        if ratio:
+            lines.append(
+                f"{_gpu(r)}: {fused} is {min(ratio.values()):.1f}x to {max(ratio.values()):.1f}x "
+                f"faster than {eager} ({format_x(min(ratio))} to {format_x(max(ratio))})"
+            )
+    return "\n".join(lines + result.all_notes())
+
+
+def gelu_at_largest(result: Result) -> str:
+    """The GELU benchmark at 2^28 elements, a table per GPU: each version's time (µs) and
+    share of the copy bandwidth per dtype, or why it has none (the check against the
+    reference refused it); under it, what share of the copy bandwidth the eager formula
+    reaches on the bytes it really moves (nine tensors, float32), and why its bfloat16
+    run has no time.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+    """
+    _check_result(result)
+    keys = ("triton", "torch", "compile", "naive")
+    parts = []
+    for res in result.gpus():
+        copy = res.record["ceilings"]["copy_gbps"]["value"]
+        section = Section(f"{_gpu(res)}, 2^28 elements", ["dtype", *(f"{k} µs (% of copy)" for k in keys)])
+        for dtype in cat.ELEMENTWISE_DTYPES:
+            cells = [Cell(dtype)]
+            for key in keys:
+                r = _row(res, key, LARGEST, dtype=dtype)
+                if r is None:
+                    cells.append(Cell("-"))
+                elif r["status"] != "ok":
+                    cells.append(Cell(r["status"]))
+                else:
+                    cells.append(Cell(f"{r['ms'] * 1e3:.0f} ({percent(r['value'] / copy)})", r["ms"]))
+            section.rows.append(cells)
+        parts.append(render([section]))
+        naive = _row(res, "naive", LARGEST, dtype="float32")
+        if naive and naive["status"] == "ok":
+            moved = metrics.gelu_eager_bytes(LARGEST, 4)
+            real = metrics.gb_per_s(moved, naive["ms"]) / copy
+            parts.append(
+                f"the eager formula, float32, moves {moved / 2**30:.0f} GiB in {naive['ms']:.2f} ms:\n"
+                f"  {percent(real)} of the copy bandwidth on the bytes it really moves"
+            )
+        bf16 = _row(res, "naive", LARGEST, dtype="bfloat16")
+        if bf16 and bf16["status"] != "ok" and bf16.get("message"):
+            why = bf16["message"].splitlines()[0].rsplit(": ", 1)[-1][:80]
+            parts.append(f"the eager formula in bfloat16: {bf16['status']} ({why})")
+    return "\n".join(parts + result.all_notes())
+
+
+def inductor_code(name: str, width: int = 100) -> Callable[[dict], str]:
+    """A render function for :func:`gpuperf.pages.captures.show`: the Triton code Inductor
+    wrote for ``name`` (``'gelu_eager'``, ``'add_relu_mul_eager'``) in the
+    ``inductor_elementwise`` capture, its decorator's metadata lines cut at ``width``
+    columns; a GPU whose code is the same as the previous GPU's says so instead.
+
+    Raises:
+        TypeError: ``name`` is not a string.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a function's name (str), got {type(name).__name__}")
+    shown: list[list[str]] = []
+
+    def render(capture: dict) -> str:
+        code = capture["payload"]["code"].get(name)
+        if code is None:
+            known = sorted(capture["payload"]["code"])
+            raise KeyError(f"the capture has no code for {name!r}; it has {known}")
+        if shown and code == shown[-1]:
+            return "(the same code as above)"
+        shown.append(code)
+        cut = (
+            line if len(line) <= width else line[: width - 4] + " ..."
+            for s in code
+            for line in s.splitlines()
+        )
+        return "\n".join(cut)
+
+    return render
+
+
+def add_relu_mul_at_largest(result: Result) -> str:
+    """add → ReLU → multiply at 2^28 elements, per GPU and dtype: eager time over ours
+    beside eager bytes over ours (8 tensors against 4), and ``torch.compile``'s time
+    over ours.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+    """
+    _check_result(result)
+    byte_ratio = metrics.add_relu_mul_eager_bytes(1, 2) / metrics.elementwise_bytes(1, 2, 3)
+    lines = []
+    for res in result.gpus():
+        for dtype in cat.ELEMENTWISE_DTYPES:
+            r = {k: _row(res, k, LARGEST, dtype=dtype) for k in ("triton", "compile", "naive")}
+            if all(v and v["status"] == "ok" for v in r.values()):
+                ours = r["triton"]["ms"]
+                lines.append(
+                    f"{_gpu(res)}, {dtype}, 2^28: eager / ours {r['naive']['ms'] / ours:.2f}x "
+                    f"(bytes: {byte_ratio:.0f}x), compile / ours {r['compile']['ms'] / ours:.2f}x"
+                )
+    return "\n".join(lines + result.all_notes())
+
+
+# Steps 4 and 5: tile, coalesce -------------------------------------------------------
+
+
+def matmul_vs_cublas(result: Result, shapes=(*SQUARES, (8192, 14336, 4096))) -> str:
+    """Tutorial 03's bf16 matmul per GPU at ``shapes``: its time against cuBLAS's, and its
+    rate as a share of cuBLAS's at 8192³ (the measured bf16 ceiling).
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+    """
+    _check_result(result)
+    lines = []
+    for r in result.gpus():
+        ratios, shares = r.ratios(dtype="bfloat16"), r.fraction_of_ceiling(dtype="bfloat16")
+        for x in shapes:
+            if x in ratios:
+                lines.append(
+                    f"{_gpu(r)}, bf16 {format_x(x):>15}: ours / cuBLAS {ratios[x]:.2f}x, "
+                    f"{percent(shares[x])} of cuBLAS's 8192³ rate"
+                )
+    return "\n".join(lines + result.all_notes())
+
+
+def share_of_copy(result: Result, x=LARGEST) -> str:
+    """One line per GPU: the kernel under study at ``x`` as a share of the copy bandwidth.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+    """
+    _check_result(result)
+    lines = []
+    for r in result.gpus():
+        share = r.fraction_of_ceiling().get(x)
+        if share is not None:
+            lines.append(
+                f"{_gpu(r)}: {result.benchmark.name} at {format_x(x)}, {percent(share)} of copy bandwidth"
+            )
+    return "\n".join(lines + result.all_notes())
+
+
+def strided_table(result: Result) -> str:
+    """The strided copy per GPU and stride: the useful bytes as a share of the copy
+    bandwidth, the bytes the memory system fetched per 4-byte element read (at the copy
+    bandwidth, the time pays for each element's 4-byte write and for what serving its
+    read fetched: ``copy GB/s × time / elements − 4``), and ours against PyTorch's copy.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+    """
+    _check_result(result)
+    sections = []
+    for r in result.gpus():
+        copy = r.record["ceilings"]["copy_gbps"]["value"] * 1e9
+        ratios = r.ratios()
+        header = ["stride", "useful % of copy", "bytes fetched per float32 read", "ours / PyTorch"]
+        section = Section(_gpu(r), header)
+        for stride, share in sorted(r.fraction_of_ceiling().items()):
+            fetched = copy * _row(r, "triton", stride)["ms"] * 1e-3 / cat.STRIDED_COPY_ELEMENTS - 4
+            ratio = ratios.get(stride)
+            section.rows.append(
+                [
+                    Cell(str(stride), stride),
+                    Cell(percent(share), share),
+                    Cell(f"{fetched:.0f}", fetched),
+                    Cell("-" if ratio is None else f"{ratio:.2f}", ratio),
+                ]
+            )
+        sections.append(section)
+    return render(sections, result.all_notes())
+
+
+# Step 6: precision -------------------------------------------------------------------
+
+
+def fp8_vs_bf16(fp8: Result, bf16: Result, shapes=SQUARES) -> str:
+    """A table, per GPU and shape: the bf16 persistent matmul's TFLOP/s (``bf16``,
+    tutorial 06), and the FP8 matmul's (``fp8``, tutorial 05, per-tensor scales) with
+    the fast accumulator and with partial sums promoted to float32, each with its
+    multiple of bf16.
+
+    Raises:
+        TypeError: ``fp8`` or ``bf16`` is not a :class:`~gpuperf.pages.Result`.
+    """
+    _check_result(fp8, "fp8")
+    _check_result(bf16, "bf16")
+    header = ["GPU", "shape", "bf16 TFLOP/s", "FP8 fast acc.", "FP8 promoted to fp32"]
+    section = Section("", header)
+    for r8 in fp8.gpus():
+        try:
+            vb = bf16.on(r8.gpu).values()
+        except ValueError:
+            continue
+        fast = r8.values(scaling="tensor", accumulation="fast")
+        promoted = r8.values(scaling="tensor", accumulation="float32")
+        for x in shapes:
+            if x in fast and x in promoted and x in vb:
+                section.rows.append(
+                    [
+                        Cell(_gpu(r8)),
+                        Cell(format_x(x)),
+                        Cell(f"{vb[x]:.0f}", vb[x]),
+                        Cell(f"{fast[x]:.0f} ({fast[x] / vb[x]:.2f}x)", fast[x]),
+                        Cell(f"{promoted[x]:.0f} ({promoted[x] / vb[x]:.2f}x)", promoted[x]),
+                    ]
+                )
+    return render([section], fp8.all_notes() + bf16.all_notes())
+
+
+# Step 7: occupancy (the attention sweep) -------------------------------------------
+
+
+def _attention_grids() -> dict[str, tuple[dict, dict]]:
+    """``{GPU folder: (sweep, grid)}``: each GPU's attention sweep, forward kernel at
+    D = 128, non-causal, as tile (rows) against (warps, stages) (columns)."""
+    from gpuperf.pages.sweeps import config_grid
+
+    out = {}
+    for gpu in records.gpus_with_record(cat.ATTENTION_FORWARD.name):
+        sweep = tuning.read_tuning(gpu, kernel="attention")
+        if sweep:
+            grid = config_grid(
+                sweep["trials"], ("block_m", "block_n"), ("num_warps", "num_stages"),
+                kernel="forward", head_dim=128, causal=False,
+            )  # fmt: skip
+            out[gpu] = (sweep, grid)
+    return out
+
+
+def attention_sweep_figure():
+    """Heatmaps, one per GPU with an attention sweep: the forward kernel's TFLOP/s
+    (fp16, D = 128, S = 4096) for each tile (rows) and (warps, stages) (columns), blank
+    where not tried; the sweeps' provenance under them. Returns the figure."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from gpuperf.pages.sweeps import sweep_caption
+
+    grids = _attention_grids()
+    n = max(1, len(grids))
+    fig, axes = plt.subplots(1, n, figsize=(5.2 * n, 3.9), facecolor="white")
+    for ax, (sweep, grid) in zip(np.atleast_1d(axes), grids.values(), strict=False):
+        values = np.array([[np.nan if v is None else v for v in r] for r in grid["tflops"]])
+        image = ax.imshow(values, cmap="viridis", aspect="auto", vmin=0, vmax=np.nanmax(values))
+        for i, j in np.argwhere(~np.isnan(values)):
+            color = "white" if values[i, j] < 0.6 * np.nanmax(values) else "black"
+            ax.text(j, i, f"{values[i, j]:.0f}", ha="center", va="center", fontsize=9, color=color)
+        cols = [f"{w} warps\n{s} stages" for w, s in grid["cols"]]
+        ax.set_xticks(range(len(grid["cols"])), cols, fontsize=8)
+        ax.set_yticks(range(len(grid["rows"])), [f"{m}x{n}" for m, n in grid["rows"]], fontsize=8)
+        ax.set_ylabel("tile: BLOCK_M x BLOCK_N")
+        title = f"{short_gpu_name(sweep['provenance']['gpu'])}: TFLOP/s (blank: not tried)"
+        ax.set_title(title, fontsize=9.5)
+        fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
+    fig.suptitle("Attention forward, fp16, D = 128, S = 4096: tile vs warps and stages", fontsize=11)
+    captions = [sweep_caption(sweep) for sweep, _ in grids.values()]
+    fig.text(0.01, 0.005, "\n".join(captions) or "no attention sweep", fontsize=6.5, color="#333333")
+    fig.subplots_adjust(left=0.1, right=0.97, top=0.84, bottom=0.2 + 0.04 * len(captions), wspace=0.3)
+    return fig
+
+
+def attention_sweep_spread() -> str:
+    """Per GPU and tile of the attention sweep: how many (warps, stages) were tried and the
+    worst over the best TFLOP/s among them."""
+    lines = []
+    for sweep, grid in _attention_grids().values():
+        name = short_gpu_name(sweep["provenance"]["gpu"])
+        for tile, values in zip(grid["rows"], grid["tflops"], strict=True):
+            tried = [v for v in values if v is not None]
+            if len(tried) > 1:
+                lines.append(
+                    f"{name}: tile {tile[0]}x{tile[1]}, {len(tried)} (warps, stages) tried: "
+                    f"worst / best = {min(tried) / max(tried):.2f}"
+                )
+    return "\n".join(lines) or "MISSING: no attention tuning sweep; run `nox -s tune` on a GPU."
+
+
+# Step 8: autotune ----------------------------------------------------------------------
+
+
+def matmul_sweep_figure(dtype: str = "bfloat16"):
+    """Tutorial 03's matmul tuning sweep on the reference GPU, as a heatmap of % of the
+    best config at each shape (:func:`gpuperf.pages.sweeps.plot_sweep`); a placeholder
+    figure when there is no sweep.
+
+    Raises:
+        ValueError: ``dtype`` is not one the sweep timed.
+    """
+    from gpuperf.pages.plotting import plot_missing
+    from gpuperf.pages.sweeps import plot_sweep
+
+    sweep = tuning.read_tuning(records.reference_gpu())
+    if sweep is None:
+        return plot_missing("Matmul tuning sweep", "no committed sweep for the reference GPU")
+    dtypes = {t["dtype"] for t in sweep["trials"]}
+    if dtype not in dtypes:
+        raise ValueError(f"dtype must be one of {sorted(dtypes)}, got {dtype!r}")
+    return plot_sweep(sweep, dtype)
+
+
+def tuned_vs_max_autotune(result: Result) -> str:
+    """Per GPU: our tuned bf16 matmul's speed over ``torch.compile(mode="max-autotune")``'s
+    (1024³ to 8192³), then, from each GPU's tuning sweep, the worst config's TFLOP/s over
+    the best's at 4096³ and 8192³.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+    """
+    _check_result(result)
+    lines = []
+    for r in result.gpus():
+        vs = {}
+        for x in cat.MATMUL_SQUARE[2:]:
+            mine, theirs = _row(r, "triton", x, dtype="bfloat16"), _row(r, "compile", x, dtype="bfloat16")
+            if mine and theirs and mine["status"] == theirs["status"] == "ok":
+                vs[x] = theirs["ms"] / mine["ms"]
+        if vs:
+            lines.append(
+                f"{_gpu(r)}: ours / max-autotune, bf16, {format_x(min(vs))} to {format_x(max(vs))}: "
+                f"{min(vs.values()):.2f}x to {max(vs.values()):.2f}x"
+            )
+    for gpu in records.gpus_with_record(cat.MATMUL.name):
+        sweep = tuning.read_tuning(gpu)
+        spreads = []
+        for shape in SQUARES if sweep else ():
+            ok = [t["tflops"] for t in sweep["trials"] if tuple(t["shape"]) == shape and t["status"] == "ok"]
+            if ok:
+                spreads.append(
+                    f"  {format_x(shape)}: worst / best = {min(ok) / max(ok):.2f} over {len(ok)} configs"
+                )
+        if spreads:
+            lines += [f"{short_gpu_name(sweep['provenance']['gpu'])}, tuning sweep:", *spreads]
+    return "\n".join(lines + result.all_notes())
+
+
+# Steps 9 and 10: persistent, stop -----------------------------------------------------
+
+#: Tutorial 06's ladder: provider key and the name of its rung.
+LADDER = (
+    ("triton_t03", "t03"),
+    ("triton_pointer", "pointer"),
+    ("triton_tma", "tma"),
+    ("triton_tma_ws", "tma_ws"),
+    ("triton", "tuned"),
+)
+
+
+def persistent_ladder(result: Result, shapes=SQUARES) -> str:
+    """Tutorial 06's ladder, a table per GPU and shape: each rung's speed against cuBLAS
+    (tutorial 03's kernel, the persistent grid, TMA loads, warp specialization, the
+    tuned best).
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+    """
+    _check_result(result)
+    section = Section("x cuBLAS", ["GPU", "shape", *(name for _, name in LADDER)])
+    for r in result.gpus():
+        ratios = {key: r.ratios(key) for key, _ in LADDER}
+        for x in shapes:
+            cells = [Cell(_gpu(r)), Cell(format_x(x))]
+            for key, _ in LADDER:
+                ratio = ratios[key].get(x)
+                cells.append(Cell("-") if ratio is None else Cell(f"{ratio:.2f}", ratio))
+            section.rows.append(cells)
+    return render([section], result.all_notes())
+
+
+def roof_table(results: Sequence[Result]) -> str:
+    """Each benchmark of ``results`` on each GPU at its best measured point: the kernel
+    under study as a share of its measured roof (copy bandwidth or the vendor matmul),
+    and where (x and axes).
+
+    Raises:
+        TypeError: an item of ``results`` is not a :class:`~gpuperf.pages.Result`.
+    """
+    for result in results:
+        _check_result(result, "each item of results")
+    section = Section("", ["kernel", "GPU", "% of its roof", "at"])
+    notes = []
+    for result in results:
+        bench = result.benchmark
+        notes += result.all_notes()
+        for r in result.gpus():
+            points = [(v, x, c) for c in bench.combos() for x, v in r.fraction_of_ceiling(**c).items()]
+            if points:
+                v, x, c = max(points, key=lambda item: item[0])
+                where = ", ".join([format_x(x), *(f"{k}={val}" for k, val in c.items())])
+                section.rows.append([Cell(bench.name), Cell(_gpu(r)), Cell(percent(v), v), Cell(where)])
+    return render([section], notes)
+
+
+# Case study: torch.compile's modes -------------------------------------------------------
+
+
+def _per_call(entry: dict) -> float:
+    """Time per call of a loop of calls: the larger of GPU and host time, ms."""
+    return max(entry["gpu_ms"], entry["host_ms"])
+
+
+def compile_table(capture: dict) -> str:
+    """The ``compile_modes`` capture, one table per case (tokens, dim, hidden): for each
+    mode, its compile time, GPU and host time per call, which of the two bounds a loop
+    of calls, its speed over eager, after how many calls a gain repays the compile
+    time, and how many kernels one call launches; under each table, those kernels by
+    mode (short names).
+
+    Raises:
+        KeyError: the capture has no ``payload["cases"]`` or ``payload["results"]``.
+    """
+    payload = capture["payload"]
+    header = ["mode", "compile s", "GPU us", "host us", "bound by", "vs eager", "repaid after", "kernels"]
+    parts = []
+    for case, shape in payload["cases"].items():
+        results = payload["results"][case]
+        eager = results.get("eager", {})
+        base = _per_call(eager) if eager.get("status") == "ok" else None
+        heading = f"{case}: tokens={shape['tokens']}, dim={shape['dim']}, hidden={shape['hidden']}, bfloat16"
+        section, names = Section(heading, header), []
+        for mode in payload["modes"]:
+            e = results.get(mode, {"status": "missing"})
+            if e["status"] != "ok":
+                names.append(f"{mode}: {e['status']}: {e.get('message', '')[-100:]}")
+                section.rows.append([Cell(mode), Cell(e["status"]), *[Cell("-")] * 6])
+                continue
+            per_call = _per_call(e)
+            speedup = base / per_call if base else None
+            repaid = None
+            if base and mode != "eager" and per_call < base:
+                repaid = e["compile_s"] / ((base - per_call) * 1e-3)
+            kernels = e["kernels"]
+            if kernels:
+                names.append(f"{mode}: " + ", ".join(short_kernel(k) for k in kernels))
+            section.rows.append(
+                [
+                    Cell(mode),
+                    Cell(f"{e['compile_s']:.1f}", e["compile_s"]),
+                    Cell(f"{e['gpu_ms'] * 1e3:.1f}", e["gpu_ms"]),
+                    Cell(f"{e['host_ms'] * 1e3:.1f}", e["host_ms"]),
+                    Cell("host" if e["host_ms"] > e["gpu_ms"] else "GPU"),
+                    Cell("-" if speedup is None else f"{speedup:.2f}x", speedup),
+                    Cell("-" if repaid is None else f"{repaid:,.0f} calls", repaid),
+                    Cell(
+                        "-" if kernels is None else str(len(kernels)),
+                        None if kernels is None else len(kernels),
+                    ),
+                ]
+            )
+        parts += [render([section]), "kernels per call:", *(f"  {line}" for line in names)]
+    return "\n".join(parts)
+
+
+def compile_winners(capture: dict) -> str:
+    """One line per case of the ``compile_modes`` capture: the modes faster than eager per
+    call (the larger of GPU and host time), each with its speed-up, or ``none``."""
+    lines = []
+    for case, modes in capture["payload"]["results"].items():
+        ok = {m: _per_call(e) for m, e in modes.items() if e["status"] == "ok"}
+        if "eager" in ok:
+            faster = [
+                f"{m} ({ok['eager'] / t:.2f}x)" for m, t in ok.items() if m != "eager" and t < ok["eager"]
+            ]
+            lines.append(f"{case}: faster than eager: {', '.join(faster) or 'none'}")
+    return "\n".join(lines)

@@ -1,0 +1,249 @@
+"""The optimization-strategy guide's readers (gpuperf.pages.strategy) against the
+committed records: the opening paragraph's numbers, its notes, and each helper's
+tables and errors."""
+
+import shutil
+
+import pytest
+
+from gpuperf.bench import captures, records
+from gpuperf.bench import catalog as cat
+from gpuperf.pages import hardware, load, strategy
+from gpuperf.pages.plotting import short_gpu_name
+from gpuperf.pages.prose import percent, times
+from gpuperf.pages.tables import FORMAT_VAR
+
+SQUARE = (4096, 4096, 4096)
+PARAGRAPH_BENCHMARKS = (cat.GELU, cat.MATMUL, cat.MATMUL_PERSISTENT, cat.MATMUL_FP8, cat.STRIDED_COPY)
+
+
+@pytest.fixture(autouse=True)
+def text_and_records(monkeypatch):
+    monkeypatch.setenv(FORMAT_VAR, "text")
+    monkeypatch.setenv("GPUPERF_BENCH", "records")
+
+
+def _expected_clauses(gpu: str) -> list[str]:
+    """The paragraph's numbers for ``gpu``, computed here from the Result API."""
+    gelu, matmul = load(cat.GELU, gpu), load(cat.MATMUL, gpu)
+    persistent, fp8 = load(cat.MATMUL_PERSISTENT, gpu), load(cat.MATMUL_FP8, gpu)
+    strided = load(cat.STRIDED_COPY, gpu)
+    n = strategy.LARGEST
+    # naive / triton time = (torch / triton) / (torch / naive)
+    fusion = gelu.ratios("triton", dtype="float32")[n] / gelu.ratios("naive", dtype="float32")[n]
+    fp8_rate = fp8.values(scaling="tensor", accumulation="fast")[SQUARE]
+    return [
+        f"{times(fusion, 1)} faster",
+        f"{percent(gelu.fraction_of_ceiling(dtype='float32')[n])} of the copy bandwidth",
+        f"{times(matmul.ratios(dtype='bfloat16')[SQUARE])} cuBLAS at 4096³ bf16",
+        f"{times(persistent.ratios()[SQUARE])} as a persistent TMA kernel",
+        f"FP8 runs {times(fp8_rate / persistent.values()[SQUARE])} the bf16 rate",
+        f"leaves {percent(strided.fraction_of_ceiling()[8])} of the copy bandwidth",
+    ]
+
+
+def test_paragraph_names_every_gpu_with_the_numbers_of_its_records():
+    gpus = hardware.gpus()
+    assert len(gpus) >= 2  # the H100 and the H200 are committed
+    para = strategy.in_one_paragraph()
+    assert para.title == "In one paragraph"
+    assert not para.notes  # every record it reads is committed and fresh
+    sentences = [s for s in para.sentences if s.startswith("On the ")]
+    assert len(sentences) == len(gpus)
+    for gpu, sentence in zip(gpus, sentences, strict=True):
+        name = short_gpu_name(load(cat.GELU, gpu).gpu)
+        assert sentence.startswith(f"On the {name}, ")
+        for clause in _expected_clauses(gpu):
+            assert clause in sentence, (clause, sentence)
+
+
+def _copy_measurements(tmp_path, drop=()):
+    """The committed ceilings and the paragraph's records under ``tmp_path``, less
+    ``drop`` (``(gpu, benchmark name)`` pairs)."""
+    src = records.measurements_dir()
+    for gpu in hardware.gpus():
+        (tmp_path / gpu).mkdir()
+        shutil.copy(src / gpu / "hardware.json", tmp_path / gpu)
+        for bench in PARAGRAPH_BENCHMARKS:
+            if (gpu, bench.name) not in drop:
+                shutil.copy(src / gpu / f"{bench.name}.json", tmp_path / gpu)
+
+
+def test_a_missing_record_is_a_note_and_its_clause_is_left_out(tmp_path, monkeypatch):
+    gpus = hardware.gpus()
+    _copy_measurements(tmp_path, drop={(gpus[-1], "gelu")})
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    para = strategy.in_one_paragraph()
+    assert len(para.notes) == 1
+    assert para.notes[0].startswith(f"{gpus[-1]}: MISSING") and "'gelu'" in para.notes[0]
+    first, last = [s for s in para.sentences if s.startswith("On the ")]
+    assert "fusing GELU" in first and "fusing GELU" not in last
+    assert "cuBLAS at 4096³" in last  # the other records still speak
+
+
+def test_no_records_at_all_is_a_note(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    para = strategy.in_one_paragraph()
+    assert not [s for s in para.sentences if s.startswith("On the ")]
+    assert para.notes and para.notes[-1].startswith("MISSING")
+
+
+def test_short_kernel_keeps_the_functor_of_a_cpp_name_and_other_names_as_they_are():
+    name = (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, "
+        "float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul> >(int, ...)"
+    )
+    assert strategy.short_kernel(name) == "MulFunctor"
+    assert strategy.short_kernel("triton_poi_fused_add_mul_relu_0") == "triton_poi_fused_add_mul_relu_0"
+    with pytest.raises(TypeError, match="must be a string"):
+        strategy.short_kernel(None)
+
+
+def test_kernels_table_counts_each_providers_kernels():
+    capture = captures.load("kernels_per_call", records.reference_gpu())
+    text = strategy.kernels_table(capture)
+    eager = next(line for line in text.splitlines() if "eager formula (8 kernels)" in line)
+    assert eager.split()[5] == "8" and "MulFunctor" in eager and "void" not in text
+    with pytest.raises(KeyError):
+        strategy.kernels_table({"payload": {}})
+
+
+def test_classify_table_reads_the_intensity_and_the_bound_from_the_records():
+    gpu = hardware.gpus()[0]
+    row = next(
+        r for r in load(cat.VECTOR_ADD, gpu).record["rows"] if r["x"] == 2**28 and r["provider"] == "triton"
+    )
+    text = strategy.classify_table([(cat.VECTOR_ADD, 2**28, {})])
+    ridge = hardware.ceilings(gpu).ridge_point("bf16")
+    assert f"{ridge:.0f} FLOP/byte" in text
+    line = next(line for line in text.splitlines() if line.strip().startswith("vector_add"))
+    assert line.split()[2:4] == [f"{row['flops'] / row['bytes']:.1f}", "memory"]
+    with pytest.raises(TypeError, match=r"\(Benchmark, x, axes\)"):
+        strategy.classify_table([("vector_add", 2**28, {})])
+
+
+@pytest.mark.parametrize(
+    "helper",
+    [
+        strategy.fused_vs_eager,
+        strategy.gelu_at_largest,
+        strategy.add_relu_mul_at_largest,
+        strategy.matmul_vs_cublas,
+        strategy.share_of_copy,
+        strategy.strided_table,
+        strategy.tuned_vs_max_autotune,
+        strategy.persistent_ladder,
+    ],
+)
+def test_result_helpers_refuse_what_is_not_a_result(helper):
+    with pytest.raises(TypeError, match=r"must be a gpuperf\.pages\.Result"):
+        helper(cat.GELU)
+
+
+def test_fp8_and_roof_helpers_refuse_what_is_not_a_result():
+    persistent = load(cat.MATMUL_PERSISTENT)
+    with pytest.raises(TypeError, match="fp8 must be"):
+        strategy.fp8_vs_bf16("matmul_fp8", persistent)
+    with pytest.raises(TypeError, match="each item of results"):
+        strategy.roof_table([persistent, cat.MATMUL])
+
+
+def test_fused_vs_eager_is_the_ratio_of_the_two_providers_times():
+    result = load(cat.SOFTMAX)
+    a, b = result.ratios("triton"), result.ratios("naive")
+    ratio = [a[x] / b[x] for x in a if x in b]
+    text = strategy.fused_vs_eager(result)
+    assert f"{min(ratio):.1f}x to {max(ratio):.1f}x faster than naive" in text.splitlines()[0]
+
+
+def test_strided_table_derives_the_bytes_fetched_from_the_time():
+    result = load(cat.STRIDED_COPY)
+    copy = result.record["ceilings"]["copy_gbps"]["value"] * 1e9
+    row = next(r for r in result.record["rows"] if r["x"] == 8 and r["provider"] == "triton")
+    fetched = copy * row["ms"] * 1e-3 / cat.STRIDED_COPY_ELEMENTS - 4
+    line = next(line for line in strategy.strided_table(result).splitlines() if line.split()[:1] == ["8"])
+    assert line.split()[1:3] == [percent(result.fraction_of_ceiling()[8]), f"{fetched:.0f}"]
+
+
+def test_roof_table_gives_each_gpus_best_share_of_its_roof():
+    result = load(cat.VECTOR_ADD)
+    best = max(result.fraction_of_ceiling().values())
+    text = strategy.roof_table([result])
+    assert text.splitlines()[2].split()[-2] == percent(best)
+
+
+def test_inductor_code_says_when_a_gpu_has_the_same_code():
+    capture = captures.load("inductor_elementwise", records.reference_gpu())
+    render = strategy.inductor_code("gelu_eager", width=60)
+    first = render(capture)
+    assert "@triton.jit" in first and max(map(len, first.splitlines())) <= 60
+    assert render(capture) == "(the same code as above)"
+    with pytest.raises(KeyError, match="no code for 'nope'"):
+        strategy.inductor_code("nope")(capture)
+    with pytest.raises(TypeError, match="name must be"):
+        strategy.inductor_code(3)
+
+
+def _compile_capture():
+    def entry(compile_s, gpu_ms, host_ms, kernels):
+        return {
+            "status": "ok",
+            "compile_s": compile_s,
+            "gpu_ms": gpu_ms,
+            "host_ms": host_ms,
+            "kernels": kernels,
+        }
+
+    results = {
+        "small": {
+            "eager": entry(0.0, 0.030, 0.100, ["void at::native::foo<float>(MulFunctor)"]),
+            "default": entry(2.0, 0.030, 0.120, ["triton_poi_0"]),
+            "reduce-overhead": entry(3.0, 0.030, 0.070, None),
+            "max-autotune": {"status": "error", "message": "timed out"},
+        }
+    }
+    cases = {"small": {"tokens": 8, "dim": 16, "hidden": 64}}
+    return {"payload": {"cases": cases, "results": results, "modes": list(results["small"])}}
+
+
+def test_compile_table_gives_the_speedup_and_the_calls_that_repay_the_compile_time():
+    text = strategy.compile_table(_compile_capture())
+    lines = {line.split()[0]: line for line in text.splitlines() if line.strip()}
+    # per call: eager 0.100 ms (host), reduce-overhead 0.070 ms: 1.43x, 3 s / 0.030 ms = 100,000 calls
+    assert "1.43x" in lines["reduce-overhead"] and "100,000 calls" in lines["reduce-overhead"]
+    assert "0.83x" in lines["default"] and "host" in lines["default"]
+    assert "error" in lines["max-autotune"]
+    assert "  eager: foo" in text and "void" not in text  # demangled to its first name
+    assert "  default: triton_poi_0" in text
+    winners = strategy.compile_winners(_compile_capture())
+    assert winners == "small: faster than eager: reduce-overhead (1.43x)"
+    with pytest.raises(KeyError):
+        strategy.compile_table({"payload": {"modes": []}})
+
+
+def test_matmul_sweep_figure_refuses_a_dtype_the_sweep_did_not_time():
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        strategy.matmul_sweep_figure("float64")
+
+
+def test_gelu_at_largest_gives_the_eager_formulas_share_of_copy_on_the_bytes_it_moves():
+    from gpuperf.bench import metrics
+
+    result = load(cat.GELU)
+    n = strategy.LARGEST
+    # GB/s of a record count the fused kernel's bytes: scale to the bytes eager moves.
+    scale = metrics.gelu_eager_bytes(n, 4) / metrics.elementwise_bytes(n, 4, n_inputs=1)
+    real = (
+        result.values("naive", dtype="float32")[n] * scale / result.record["ceilings"]["copy_gbps"]["value"]
+    )
+    text = strategy.gelu_at_largest(result)
+    assert f"{percent(real)} of the copy bandwidth on the bytes it really moves" in text
+    assert "the eager formula in bfloat16: mismatch" in text
+
+
+def test_persistent_ladder_gives_each_rung_against_cublas():
+    result = load(cat.MATMUL_PERSISTENT)
+    text = strategy.persistent_ladder(result)
+    line = next(line for line in text.splitlines() if "4096³" in line)
+    expected = [f"{result.ratios(key)[SQUARE]:.2f}" for key, _ in strategy.LADDER]
+    assert line.split()[-len(expected) :] == expected

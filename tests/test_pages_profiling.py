@@ -371,7 +371,7 @@ def test_record_sentences_refuse_another_result():
     from gpuperf.bench.catalog import HOST_OVERHEAD, ROW_MEAN
     from gpuperf.pages import load
 
-    with pytest.raises(TypeError, match="expected a gpuperf.pages.Result"):
+    with pytest.raises(TypeError, match=r"expected a gpuperf\.pages\.Result"):
         profiling.host_time_per_call({"host_overhead": 1})
     with pytest.raises(ValueError, match="expected the 'row_mean' result, got 'host_overhead'"):
         profiling.row_mean_ranking(load(HOST_OVERHEAD))

@@ -467,3 +467,6 @@ for capture in proton.values():
 #   time goes, the trace says whether the GPU was ever idle.
 # * Ask ``ncu`` why a kernel is slow: how close to the memory or compute peak it
 #   ran, how much it really moved, and what limited its occupancy.
+# * Compare a kernel with the alternatives on the same op and sizes (PyTorch's op, a
+#   CUDA C++ version built with ``load_inline``): writing it by hand is no promise of
+#   speed, and the counters say why one version wins where it does.

@@ -316,7 +316,7 @@ def test_timing_gaps_read_each_method_and_name_a_missing_one():
         {"key": "do_bench_no_flush", "label": "n", "ms": 0.020},
     ]
     op = {"op": "softmax 2 x 2", "shape": [2, 2], "bytes": 32, "methods": methods}
-    text = profiling.timing_gaps(capture("timing_methods", {"ops": [op]}))
+    text = " ".join(profiling.timing_gaps(capture("timing_methods", {"ops": [op]})).split())
     assert text.startswith("softmax 2 x 2: first call 100 ms, 50,000x")
     assert "(CUDA graph, 2.0 µs)" in text and "synchronize 10.0 µs" in text
     assert "do_bench 4.0 µs, without its flush 20.0 µs" in text
@@ -326,7 +326,7 @@ def test_timing_gaps_read_each_method_and_name_a_missing_one():
 
 def test_crossovers_name_where_the_gpu_takes_over():
     text = profiling.crossovers(_launch_capture())
-    lines = text.splitlines()
+    lines = [" ".join(line.split()) for line in text.replace("\n    ", " ").splitlines()]
     assert lines[0].startswith("triton label: GPU time first exceeds host time per call at 1024 x 8")
     assert "host 10.0 µs, GPU 50.0 µs" in lines[0]
     assert lines[1].startswith("torch label: GPU time first exceeds host time per call at 16 x 8")
@@ -334,6 +334,20 @@ def test_crossovers_name_where_the_gpu_takes_over():
     rows = [_launch_row("triton", 16, 0.010, 0.005, 0.010), _launch_row("triton_jit", 16, 0.030, None, 0.03)]
     text = profiling.crossovers(capture("launch_bound", {"cols": 8, "rows": rows}))
     assert "the host sets the pace at every size" in text and "3.0x over the sizes" in text
+
+
+def test_sentences_fit_the_output_column():
+    text = profiling.timing_gaps(capture("timing_methods", {"ops": [_full_op()]}))
+    assert len(text.splitlines()) > 1 and max(map(len, text.splitlines())) <= 88
+    assert all(line.startswith("    ") for line in text.splitlines()[1:])
+
+
+def _full_op():
+    methods = _timing_payload()["ops"][0]["methods"] + [
+        {"key": "host_no_sync", "label": "h", "ms": 0.010},
+        {"key": "do_bench_no_flush", "label": "n", "ms": 0.020},
+    ]
+    return {"op": "softmax 2 x 2", "shape": [2, 2], "bytes": 32, "methods": methods}
 
 
 def _check_bad_captures(function, name):
@@ -392,7 +406,7 @@ def test_extension_and_proton_sentences():
         "torch_cuda_arch_list": "9.0a",
         "checks": checks,
     }
-    text = profiling.extension_summary(capture("cuda_extension", payload))
+    text = " ".join(profiling.extension_summary(capture("cuda_extension", payload)).split())
     assert "built in 61 s (nvcc 13, TORCH_CUDA_ARCH_LIST=9.0a)" in text and "in 2.2 s" in text
     assert "3 outputs matched" in text and "float32 3.0e-07, bfloat16 4.0e-03" in text
     failed = capture("proton", {"ok": False, "error": "no CUPTI", "traceback": "Trace\nboom"})

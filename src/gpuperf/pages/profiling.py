@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import textwrap
 from pathlib import Path
 
 from gpuperf.bench import captures, records
@@ -21,7 +22,7 @@ from gpuperf.pages import captures as pages_captures
 from gpuperf.pages import hardware
 from gpuperf.pages.captures import how
 from gpuperf.pages.plotting import short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, percent, span
+from gpuperf.pages.prose import WIDTH, Paragraph, paragraph, percent, span
 from gpuperf.pages.report import Result, load
 from gpuperf.pages.tables import Cell, Section, render
 
@@ -438,8 +439,35 @@ def _short(text: str) -> str:
     return re.sub(r" \([^()]*\.py[^()]*\)", "", text)
 
 
-def _gpu_of(capture: dict) -> str:
-    return short_gpu_name(capture["provenance"]["gpu"])
+def _merged(where: str, notes: list[str]) -> list[str]:
+    """The notes of one record or capture as one note for the opening paragraph: its
+    kind (``STALE``, ...) once, each reason without its list of files, then the
+    command that refreshes it once (``where``: which GPU and record)."""
+    if not notes:
+        return []
+    kind = re.match(r"[A-Z]+: ", notes[0])
+    fix = re.search(r"; (re-run .*)$", notes[0])
+    reasons = []
+    for note in notes:
+        note = _short(note)
+        note = note[len(kind.group()) :] if kind and note.startswith(kind.group()) else note
+        reasons.append(re.sub(r"; re-run .*$", "", note).rstrip("."))
+    tail = f"; {fix.group(1)}" if fix else "."
+    return [f"{where}: {kind.group() if kind else ''}{'; '.join(reasons)}{tail}"]
+
+
+def _wrap(lines: list[str]) -> str:
+    """``lines`` joined, each wrapped at :data:`~gpuperf.pages.prose.WIDTH` columns (the
+    width of a cell's output on the site), its continuation indented under it."""
+    out = []
+    for line in lines:
+        indent = " " * (len(line) - len(line.lstrip()) + 4)
+        out.append(
+            textwrap.fill(
+                line, WIDTH, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+            )
+        )
+    return "\n".join(out)
 
 
 def timing_gaps(capture: dict) -> str:
@@ -462,7 +490,7 @@ def timing_gaps(capture: dict) -> str:
             f"host clock without synchronize {us['host_no_sync']:.1f} µs; "
             f"do_bench {us['do_bench']:.1f} µs, without its flush {us['do_bench_no_flush']:.1f} µs"
         )
-    return "\n".join(lines)
+    return _wrap(lines)
 
 
 _GAP_KEYS = ("first_call", "host_no_sync", "do_bench", "do_bench_no_flush", "do_bench_cudagraph")
@@ -510,7 +538,7 @@ def crossovers(capture: dict) -> str:
             "host time through kernel[grid] / through the cached launch: "
             f"{span(ratios, lambda v: f'{v:.1f}')}x over the sizes"
         )
-    return "\n".join(lines)
+    return _wrap(lines)
 
 
 def host_time_per_call(result: Result, ops=("vector_add", "softmax", "matmul")) -> str:
@@ -537,7 +565,7 @@ def host_time_per_call(result: Result, ops=("vector_add", "softmax", "matmul")) 
                 f"through the cached launch ({before / ours:.1f}x less), "
                 f"PyTorch's op {torch_us:.1f} µs"
             )
-    return "\n".join(lines)
+    return _wrap(lines)
 
 
 def _check_result(result, benchmark) -> None:
@@ -566,7 +594,7 @@ def step_facts(capture: dict) -> str:
     """
     p = _payload(capture, "torch_profiler")
     model, top = p["model"], p["by_input_shape"][0]
-    return "\n".join(
+    return _wrap(
         [
             f"{model['parameters']:,} parameters, {model['tokens']} tokens of width "
             f"{model['width']}; peak GPU memory during the profiled steps "
@@ -609,10 +637,12 @@ def step_summary(trace: dict) -> str:
         ValueError: the trace has no ``step`` range.
     """
     s = last_step_summary(trace)
-    return (
-        f"last step: {s['step_ms']:.2f} ms on the CPU, {s['kernels']} kernels; the GPU was "
-        f"busy {s['busy_ms']:.2f} ms of the {s['gpu_ms']:.2f} ms from the step's start to "
-        f"its last kernel ({percent(s['busy_fraction'])})"
+    return _wrap(
+        [
+            f"last step: {s['step_ms']:.2f} ms on the CPU, {s['kernels']} kernels; the GPU was "
+            f"busy {s['busy_ms']:.2f} ms of the {s['gpu_ms']:.2f} ms from the step's start to "
+            f"its last kernel ({percent(s['busy_fraction'])})"
+        ]
     )
 
 
@@ -649,7 +679,7 @@ def extension_summary(capture: dict) -> str:
     for check in p["checks"]:
         worst[check["dtype"]] = max(worst.get(check["dtype"], 0.0), check["max_abs_err"])
     errors = ", ".join(f"{dtype} {err:.1e}" for dtype, err in worst.items())
-    return "\n".join(
+    return _wrap(
         [
             f"on the GPU run: built in {p['build_s']:.0f} s ({p['nvcc'][0]}, "
             f"TORCH_CUDA_ARCH_LIST={p['torch_cuda_arch_list']}); a new process loaded "
@@ -685,7 +715,7 @@ def row_mean_ranking(result: Result) -> str:
                 + " > ".join(f"{ROW_MEAN_NAMES[k]} {rates[k][x]:,.0f}" for k in ranked)
                 + " GB/s"
             )
-    return "\n".join(lines)
+    return _wrap(lines)
 
 
 #: The raw counter of the tensor pipe's activity, in % of its peak.
@@ -711,7 +741,7 @@ def ncu_findings(capture: dict) -> str:
         value = ncu_value(launch, metric, scale)
         return float("nan") if value is None else value
 
-    return "\n".join(
+    return _wrap(
         [
             f"row mean: Triton {v(ours, 'DRAM Throughput'):.0f}% of DRAM peak at "
             f"{v(ours, 'Achieved Occupancy'):.0f}% occupancy "
@@ -744,20 +774,23 @@ def compiler_stats(capture: dict) -> str:
             f"num_warps={k['num_warps']}): {k['registers']} registers, {k['spills']} "
             f"spills, {k['shared_bytes']} bytes of shared memory"
         )
-    return "\n".join(lines)
+    return _wrap(lines)
 
 
 def ncu_command(capture: dict) -> str:
-    """The ``ncu`` command line of an ``ncu_kernels`` capture, and the counters this
-    ``ncu`` did not know (left out), if any.
+    """The ``ncu`` command line of an ``ncu_kernels`` capture, wrapped as a shell command
+    (``\\`` at each line's end), and the counters this ``ncu`` did not know (left out),
+    if any.
 
     Raises:
         TypeError, ValueError: ``capture`` is not an ``ncu_kernels`` capture.
     """
     dropped = _payload(capture, "ncu_kernels").get("dropped_metrics", [])
-    lines = [capture["tool"] + " python scripts/profile_capture.py --part ncu-inner"]
+    command = capture["tool"] + " python scripts/profile_capture.py --part ncu-inner"
+    words = textwrap.wrap(command, WIDTH - 2, break_long_words=False, break_on_hyphens=False)
+    lines = [" \\\n    ".join(words)]
     if dropped:
-        lines.append(f"counters this ncu did not know (left out): {', '.join(dropped)}")
+        lines.append(_wrap([f"counters this ncu did not know (left out): {', '.join(dropped)}"]))
     return "\n".join(lines)
 
 
@@ -881,9 +914,9 @@ def in_one_paragraph() -> Paragraph:
         label = short_gpu_name(names[0]) if names else gpu
         for name, (cap, cap_notes) in loaded.items():
             if cap is not None:
-                notes += [f"{label}, {name}: {_short(n)}" for n in cap_notes]
+                notes += _merged(f"{label}, {name}", cap_notes)
         for name, result in results.items():
-            notes += [f"{label}, {name}: {_short(n)}" for n in result.notes]
+            notes += _merged(f"{label}, {name}", result.notes)
         said = []
         timing, launch, prof = (loaded[n][0] for n in CAPTURES[:3])
         if timing is not None:

@@ -6,6 +6,12 @@ methods side by side, host time against GPU time as a kernel grows, the
 ``torch.profiler`` table and a timeline drawn from its Chrome trace, Nsight Compute's
 counters, and proton's tree. Tables come out as text or HTML, as
 :func:`gpuperf.pages.tables.render` is asked.
+
+The guide's topic module too: :func:`in_one_paragraph` opens it with its headline
+measurements for every GPU with captures or records, and the sentences it prints under
+each capture (:func:`timing_gaps`, :func:`crossovers`, :func:`ncu_findings` and the
+others) are written here from the captures, each taking one capture as
+:func:`gpuperf.pages.captures.show` hands it over, and refusing any other.
 """
 
 from __future__ import annotations
@@ -819,7 +825,7 @@ def proton_viewer(capture: dict) -> str:
         return ""
     err = viewer["stderr"].strip().splitlines()
     out = viewer["stdout"] or (err[-1] if err else "")
-    return f"python -m triton.profiler.viewer exited with status {viewer['returncode']}:\n{out}"
+    return _wrap([f"python -m triton.profiler.viewer exited with status {viewer['returncode']}:", out])
 
 
 # --- the opening paragraph ----------------------------------------------------------------

@@ -93,8 +93,8 @@ for capture in timing.values():
 # anyway.
 #
 # On the tiny input the methods spread over an order of magnitude, and the
-# reason is the host. The kernel itself takes a couple of microseconds (the
-# CUDA-graph time). A Python launch takes longer than that, so whenever runs are
+# reason is the host. The kernel itself takes only the CUDA-graph time. A
+# Python launch (its :term:`launch latency`) takes longer, so whenever runs are
 # launched back to back the GPU finishes each one and then waits for the next:
 # single-call events and synchronized host clocks time the launch path, and
 # ``do_bench`` *without* its flush times the host's launch rate, not the kernel.
@@ -117,8 +117,8 @@ for capture in timing.values():
 # launcher, the driver) and the GPU some microseconds; they overlap, since the
 # host queues the next launch while the GPU runs the last one. A loop of calls
 # therefore runs at the slower of the two. The capture measures both for the
-# softmax over rows of 1024 floats, from 16 rows to 65,536: host time with the
-# GPU kept busy (:func:`~gpuperf.bench.timing.host_time_ms`), GPU time
+# softmax over rows of 1024 floats, from 16 rows to 65,536: :term:`host time per
+# call` with the GPU kept busy (:func:`~gpuperf.bench.timing.host_time_ms`), GPU time
 # (:func:`~gpuperf.bench.timing.time_ms`), and the loop. Three callers: our
 # wrapper with its cached launch, the same wrapper launching through Triton's
 # ``kernel[grid](...)``, and ``torch.softmax``.

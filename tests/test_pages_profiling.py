@@ -305,3 +305,206 @@ def test_committed_timing_capture_has_every_method_for_every_op():
     for op in cap["payload"]["ops"]:
         assert keys | {"do_bench_cudagraph", "gpuperf"} <= {m["key"] for m in op["methods"]}
         assert all(m["ms"] > 0 for m in op["methods"])
+
+
+# --- the guide's sentences and its opening paragraph -----------------------------------
+
+
+def test_timing_gaps_read_each_method_and_name_a_missing_one():
+    methods = _timing_payload()["ops"][0]["methods"] + [
+        {"key": "host_no_sync", "label": "h", "ms": 0.010},
+        {"key": "do_bench_no_flush", "label": "n", "ms": 0.020},
+    ]
+    op = {"op": "softmax 2 x 2", "shape": [2, 2], "bytes": 32, "methods": methods}
+    text = " ".join(profiling.timing_gaps(capture("timing_methods", {"ops": [op]})).split())
+    assert text.startswith("softmax 2 x 2: first call 100 ms, 50,000x")
+    assert "(CUDA graph, 2.0 µs)" in text and "synchronize 10.0 µs" in text
+    assert "do_bench 4.0 µs, without its flush 20.0 µs" in text
+    with pytest.raises(KeyError, match="host_no_sync"):
+        profiling.timing_gaps(capture("timing_methods", _timing_payload()))
+
+
+def test_crossovers_name_where_the_gpu_takes_over():
+    text = profiling.crossovers(_launch_capture())
+    lines = [" ".join(line.split()) for line in text.replace("\n    ", " ").splitlines()]
+    assert lines[0].startswith("triton label: GPU time first exceeds host time per call at 1024 x 8")
+    assert "host 10.0 µs, GPU 50.0 µs" in lines[0]
+    assert lines[1].startswith("torch label: GPU time first exceeds host time per call at 16 x 8")
+    assert "triton_jit" not in text  # no GPU time: no crossover to name
+    rows = [_launch_row("triton", 16, 0.010, 0.005, 0.010), _launch_row("triton_jit", 16, 0.030, None, 0.03)]
+    text = profiling.crossovers(capture("launch_bound", {"cols": 8, "rows": rows}))
+    assert "the host sets the pace at every size" in text and "3.0x over the sizes" in text
+
+
+def test_sentences_fit_the_output_column():
+    text = profiling.timing_gaps(capture("timing_methods", {"ops": [_full_op()]}))
+    assert len(text.splitlines()) > 1 and max(map(len, text.splitlines())) <= 88
+    assert all(line.startswith("    ") for line in text.splitlines()[1:])
+
+
+def _full_op():
+    methods = _timing_payload()["ops"][0]["methods"] + [
+        {"key": "host_no_sync", "label": "h", "ms": 0.010},
+        {"key": "do_bench_no_flush", "label": "n", "ms": 0.020},
+    ]
+    return {"op": "softmax 2 x 2", "shape": [2, 2], "bytes": 32, "methods": methods}
+
+
+def _check_bad_captures(function, name):
+    with pytest.raises(TypeError, match="capture must be a dict"):
+        function("not a capture")
+    other = "proton" if name != "proton" else "ncu_kernels"
+    with pytest.raises(ValueError, match=f"expected the capture {name!r}, got {other!r}"):
+        function(capture(other, {}))
+
+
+@pytest.mark.parametrize(
+    "function, name",
+    [
+        (profiling.timing_gaps, "timing_methods"),
+        (profiling.plot_launch_bound, "launch_bound"),
+        (profiling.crossovers, "launch_bound"),
+        (profiling.profiler_table, "torch_profiler"),
+        (profiling.step_facts, "torch_profiler"),
+        (profiling.trace_size, "torch_profiler"),
+        (profiling.trace_path, "torch_profiler"),
+        (profiling.timeline, "torch_profiler"),
+        (profiling.extension_summary, "cuda_extension"),
+        (profiling.ncu_findings, "ncu_kernels"),
+        (profiling.compiler_stats, "ncu_kernels"),
+        (profiling.ncu_command, "ncu_kernels"),
+        (profiling.proton_report, "proton"),
+        (profiling.proton_viewer, "proton"),
+    ],
+)
+def test_capture_renderers_refuse_another_capture(function, name):
+    _check_bad_captures(function, name)
+
+
+def test_record_sentences_refuse_another_result():
+    from gpuperf.bench.catalog import HOST_OVERHEAD, ROW_MEAN
+    from gpuperf.pages import load
+
+    with pytest.raises(TypeError, match=r"expected a gpuperf\.pages\.Result"):
+        profiling.host_time_per_call({"host_overhead": 1})
+    with pytest.raises(ValueError, match="expected the 'row_mean' result, got 'host_overhead'"):
+        profiling.row_mean_ranking(load(HOST_OVERHEAD))
+    with pytest.raises(ValueError, match="expected the 'host_overhead' result"):
+        profiling.host_time_per_call(load(ROW_MEAN))
+
+
+def test_extension_and_proton_sentences():
+    checks = [
+        {"dtype": "float32", "shape": [1], "max_abs_err": 1e-7},
+        {"dtype": "float32", "shape": [2], "max_abs_err": 3e-7},
+        {"dtype": "bfloat16", "shape": [2], "max_abs_err": 4e-3},
+    ]
+    payload = {
+        "build_s": 61.2,
+        "cached_load_s": 2.25,
+        "nvcc": ["nvcc 13"],
+        "torch_cuda_arch_list": "9.0a",
+        "checks": checks,
+    }
+    text = " ".join(profiling.extension_summary(capture("cuda_extension", payload)).split())
+    assert "built in 61 s (nvcc 13, TORCH_CUDA_ARCH_LIST=9.0a)" in text and "in 2.2 s" in text
+    assert "3 outputs matched" in text and "float32 3.0e-07, bfloat16 4.0e-03" in text
+    failed = capture("proton", {"ok": False, "error": "no CUPTI", "traceback": "Trace\nboom"})
+    assert profiling.proton_report(failed).startswith("proton did not run on the GPU machine: no CUPTI")
+    assert profiling.proton_viewer(failed) == ""
+    viewer = {"returncode": 1, "stdout": "", "stderr": "Traceback\nImportError: hatchet\n"}
+    assert profiling.proton_viewer(capture("proton", {"ok": True, "viewer": viewer})).endswith(
+        "status 1:\nImportError: hatchet"
+    )
+
+
+def _copy_measurements(tmp_path, monkeypatch):
+    import shutil
+
+    root = tmp_path / "measurements"
+    shutil.copytree(records.measurements_dir(), root)
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(root))
+    return root
+
+
+def _expected_sentences(gpu):
+    """The paragraph's numbers for ``gpu``, computed here from the captures and records."""
+    from gpuperf.bench.catalog import HOST_OVERHEAD, ROW_MEAN
+    from gpuperf.pages import load
+
+    expected = []
+    timing, _ = pages_captures.load("timing_methods", gpu)
+    if timing is not None:
+        op = min(timing["payload"]["ops"], key=lambda o: o["bytes"])
+        us = {m["key"]: m["ms"] * 1e3 for m in op["methods"]}
+        expected += [
+            f"takes {us['do_bench_cudagraph']:.1f} µs",
+            f"read {us['cuda_events']:.1f} µs",
+            f"flush {us['do_bench_no_flush']:.1f} µs",
+            f"compiles, {us['first_call'] / 1e3:,.0f} ms",
+        ]
+    launch, _ = pages_captures.load("launch_bound", gpu)
+    if launch is not None:
+        rows = sorted(
+            (r for r in launch["payload"]["rows"] if r["provider"] == "triton"), key=lambda r: r["bytes"]
+        )
+        first = next(r for r in rows if r["device_ms"] and r["device_ms"] > r["host_ms"])
+        expected += [f"until {first['rows']:,} rows", f"{first['device_ms'] * 1e3:.1f} µs per call"]
+    prof, _ = pages_captures.load("torch_profiler", gpu)
+    if prof is not None:
+        trace = profiling.read_trace(captures.artifact_path("torch_profiler_trace", gpu, ".json.gz"))
+        busy = profiling.last_step_summary(trace)["busy_fraction"]
+        expected.append(f"busy {100 * busy:.0f}% of the time")
+    host = load(HOST_OVERHEAD, gpu)
+    if host.record is not None:
+        expected += [
+            f"costs {host.values('triton')['softmax']:.1f} µs",
+            f"against {host.values('triton_jit')['softmax']:.1f} µs",
+            f"{host.values('torch')['softmax']:.1f} µs for torch.softmax",
+        ]
+    means = load(ROW_MEAN, gpu)
+    if means.record is not None:
+        frac = means.fraction_of_ceiling()
+        expected.append(f"{100 * min(frac.values()):.0f}%–{100 * max(frac.values()):.0f}% of")
+    return expected
+
+
+def test_paragraph_states_every_gpus_numbers_from_the_records():
+    from gpuperf.pages import hardware
+    from gpuperf.pages.plotting import short_gpu_name
+
+    para = profiling.in_one_paragraph()
+    text = para.text()
+    gpus = hardware.gpus()
+    assert len(gpus) >= 2
+    chunks = text.split("On the ")[1:]
+    assert len(chunks) == len(gpus)
+    for gpu, chunk in zip(gpus, chunks, strict=True):
+        name = short_gpu_name(records.read(records.record_path("row_mean", gpu))["provenance"]["gpu"])
+        assert chunk.startswith(name + ", ")
+        expected = _expected_sentences(gpu)
+        assert expected, gpu
+        for piece in expected:
+            assert piece in chunk, (gpu, piece)
+    # The reference GPU has the captures; the H200 has none, and a note says so.
+    assert "busy" in chunks[0] and "busy" not in chunks[1]
+    assert any(n.startswith("No timing_methods") and "H200" in n for n in para.notes)
+
+
+def test_paragraph_notes_what_is_missing(tmp_path, monkeypatch):
+    root = _copy_measurements(tmp_path, monkeypatch)
+    (root / "nvidia-h200" / "row_mean.json").unlink()
+    captures.artifact_path("torch_profiler_trace", REFERENCE, ".json.gz", root).unlink()
+    para = profiling.in_one_paragraph()
+    text = para.text()
+    assert "busy" not in text  # no trace, no sentence about it
+    assert text.count("row mean streams") == 1  # the H100's only
+    assert any(n.startswith("H200, row_mean: MISSING") for n in para.notes)
+    assert any(n.startswith("MISSING: no trace of the profiled step") for n in para.notes)
+
+
+def test_paragraph_without_any_records(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    para = profiling.in_one_paragraph()
+    assert para.sentences == ()
+    assert para.notes == ("MISSING: no captures or records of the profiling guide on any GPU.",)

@@ -17,6 +17,8 @@ Matmul: tiles, program order, autotuning and a fused epilogue
 The answer first, read from the records of every GPU measured:
 """
 
+from gpuperf.bench.catalog import HOST_OVERHEAD, MATMUL, MATMUL_EPILOGUE, MATMUL_ORDER
+from gpuperf.pages import can_measure, ceilings, page_gpu, run_or_load, show
 from gpuperf.pages import matmul as page
 
 print(page.in_one_paragraph())
@@ -81,13 +83,10 @@ for shape in [*squares, (8192, 14336, 4096), (16, 14336, 4096)]:
 # 1 GiB copy, in the same run), the datasheet's in brackets, and where the
 # largest tile falls:
 
-from gpuperf.pages import ceilings
-
 hw = ceilings()
 print(hw)
-ridge, largest_tile = hw.ridge_point("bf16"), tile_intensity(128, 256, 64)
-side = "below" if largest_tile < ridge else "above"
-print(f"128 x 256 tile: {largest_tile:.0f} FLOP/B, {side} the bf16 ridge ({ridge:.0f})")
+print(f"the 128 x 256 tile: {tile_intensity(128, 256, 64):.0f} FLOP/B")
+print(f"the bf16 ridge point: {hw.ridge_point('bf16'):.0f} FLOP/B")
 
 # %%
 # A tile below the ridge would be memory-bound if all its loads came from DRAM.
@@ -187,15 +186,15 @@ print(f"128 x 256 tile: {largest_tile:.0f} FLOP/B, {side} the bf16 ridge ({ridge
 # .. literalinclude:: ../../src/gpuperf/kernels/_configs.py
 #    :pyobject: matmul_config
 
+from functools import partial
+
 import torch
 from gpuperf.kernels import _configs
 from gpuperf.kernels.matmul import matmul_config
-from gpuperf.pages import can_measure, page_gpu
 
 device = "cuda" if can_measure() else "cpu"
-a = torch.randn(100, 64, device=device, dtype=torch.float16)
-b = torch.randn(64, 80, device=device, dtype=torch.float16)
-print(f"this build ({device}): matmul_config(a, b) = {matmul_config(a, b).label()}")
+half = partial(torch.randn, device=device, dtype=torch.float16)
+print(f"this build ({device}): {matmul_config(half(100, 64), half(64, 80)).label()}")
 print(f"what a call on {page_gpu()} picks (bfloat16):")
 for shape in [(4096, 4096, 4096), (3000, 5000, 1000), (16, 14336, 4096), (100, 80, 64)]:
     config = _configs.matmul_config(page_gpu(), "bfloat16", *shape)
@@ -217,8 +216,6 @@ for shape in [(4096, 4096, 4096), (3000, 5000, 1000), (16, 14336, 4096), (100, 8
 # products in different orders. Without a GPU the kernel runs in Triton's
 # interpreter, in float16 only: the interpreter's ``tl.dot`` gets bfloat16 wrong
 # (it multiplies the raw bits), so bfloat16 is checked on a GPU.
-
-from functools import partial
 
 from gpuperf.kernels import matmul
 from gpuperf.kernels.matmul import ACTIVATIONS
@@ -244,8 +241,7 @@ for dtype in dtypes:
     for act in ACTIVATIONS:
         out = matmul(a, b, bias=bias, activation=act)
         assert_close(f"matmul bias {act}", matmul_ref(a, b, bias, act), out, k=70)
-print(f"matmul matches the reference on {device} ({dtypes}) for shapes {shapes},")
-print(f"transposed operands, K = 0, and the bias with each of {ACTIVATIONS}")
+print(f"matmul matches the reference on {device}: {dtypes}, {shapes}, transposed, K=0")
 
 # %%
 # One rounding instead of three shows in the error. Against the float64 chain,
@@ -255,13 +251,11 @@ print(f"transposed operands, K = 0, and the bias with each of {ACTIVATIONS}")
 from gpuperf.reference import matmul_epilogue_eager
 
 torch.manual_seed(0)
-half = partial(torch.randn, device=device, dtype=torch.float16)
 a, b, bias = half(256, 512), half(512, 128), half(128)
 product = a.double() @ b.double() + bias.double()
 exact = torch.nn.functional.gelu(product, approximate="tanh")
-fused = matmul(a, b, bias=bias, activation="gelu")
-eager = matmul_epilogue_eager(a, b, bias)
-fused_err, eager_err = ((x.double() - exact).abs().mean() for x in (fused, eager))
+outs = matmul(a, b, bias=bias, activation="gelu"), matmul_epilogue_eager(a, b, bias)
+fused_err, eager_err = ((out.double() - exact).abs().mean() for out in outs)
 print(f"mean absolute error: fused {fused_err:.2e}, eager chain {eager_err:.2e}")
 print(f"the fused kernel's error is {fused_err / eager_err:.2f}x the eager chain's")
 
@@ -288,9 +282,7 @@ except ValueError as err:
 # tile, row-major on the left, grouped with ``GROUP_M = 4`` on the right (the
 # last group has only two rows):
 
-from gpuperf.pages.matmul import launch_order
-
-row_major, grouped = launch_order(6, 8, 1), launch_order(6, 8, 4)
+row_major, grouped = page.launch_order(6, 8, 1), page.launch_order(6, 8, 4)
 for pair in zip(row_major, grouped, strict=True):
     print(*(" ".join(f"{p:2d}" for p in row) for row in pair), sep="   |   ")
 
@@ -302,9 +294,6 @@ for pair in zip(row_major, grouped, strict=True):
 # tiles) does the first wave need? Each load of a tile that another program of
 # the wave also loads can be served by L2. With the configs the benchmark below
 # ran (``page.first_wave`` runs ``tile_of`` over the wave's program ids):
-
-from gpuperf.bench.catalog import MATMUL_ORDER
-from gpuperf.pages import run_or_load
 
 order = run_or_load(MATMUL_ORDER)
 print(page.first_wave(order))
@@ -425,21 +414,17 @@ page.sweep_figure("float16")
 
 m = n = k = 4096
 c_bytes = m * n * 2  # one bfloat16 pass over C
-extra = 5 * c_bytes - c_bytes
+extra = 4 * c_bytes  # four more passes than the fused kernel's one
 extra_us = extra / (hw.copy_gbps * 1e9) * 1e6
 product_us = matmul_flops(m, n, k) / (hw.tflops("bf16") * 1e12) * 1e6
-print(f"{format_x((m, n, k))} bf16: C is {c_bytes / 2**20:.0f} MiB, unfused 5 passes")
-print(f"4 more passes: {extra_us:.0f} us; the product at peak: {product_us:.0f} us")
-print(f"the unfused epilogue adds {100 * extra_us / product_us:.0f}% to the product")
+print(f"C: {c_bytes / 2**20:.0f} MiB; 4 more passes at copy speed: {extra_us:.0f} us")
+print(f"= {extra_us / product_us:.0%} of the product's {product_us:.0f} us at its peak")
 
 # %%
 # Three providers: our fused kernel, the eager chain (cuBLAS, then two
 # elementwise kernels), and :term:`torch.compile` of that same eager code, which
 # keeps the product on cuBLAS and generates one Triton kernel for bias and GELU
 # together: one extra pass over :math:`C` instead of two.
-
-from gpuperf.bench.catalog import MATMUL_EPILOGUE
-from gpuperf.pages import show
 
 epilogue = show(MATMUL_EPILOGUE)
 print(page.epilogue_ratios(epilogue))
@@ -458,8 +443,6 @@ print(page.epilogue_ratios(epilogue))
 # float16 and bfloat16, on square products and the three products of a
 # Llama-3-8B layer named in the catalog (the MLP up-projection and the fused QKV
 # projection over 8192 tokens, and the up-projection at decode time, 16 tokens):
-
-from gpuperf.bench.catalog import MATMUL
 
 result = show(MATMUL)
 # sphinx_gallery_thumbnail_number = 4
@@ -533,8 +516,6 @@ print(page.epilogue_split(result, epilogue))
 # kept busy, so only the host's work counts: our wrapper, the same wrapper
 # launching through Triton's ``kernel[grid](...)``, and the PyTorch op:
 
-from gpuperf.bench.catalog import HOST_OVERHEAD
-
 host = show(HOST_OVERHEAD)
 print(page.host_time(host))
 
@@ -584,28 +565,19 @@ print(page.host_time(host))
 # without a GPU the captured graph runs as it is (the ``eager`` backend, since
 # Inductor would generate CPU code around an interpreted kernel):
 
-graphs = []
-
-
-def keep_graph(gm, example_inputs):
-    """A torch.compile backend that keeps the captured graph and runs it as it is."""
-    graphs.append(gm)
-    return gm.forward
-
 
 def layer(x, w, bias):
     return matmul(torch.relu(x), w, bias=bias, activation="gelu")
 
 
 x, w, bias = half(24, 64), half(64, 48), half(48)
-torch._dynamo.reset()
 backend = "inductor" if can_measure() else "eager"
 compiled = torch.compile(layer, fullgraph=True, backend=backend)
 expected = matmul_ref(torch.relu(x), w, bias, "gelu")
 assert_close("compiled layer", expected, compiled(x, w, bias), k=64)
-torch.compile(layer, fullgraph=True, backend=keep_graph)(x, w, bias)
-ops = page.graph_ops(graphs[0])
-print(f"compiled without a graph break; the graph calls: {', '.join(ops)}")
+explained = torch._dynamo.explain(layer)(x, w, bias)
+ops = page.graph_ops(explained.graphs[0])
+print(f"{explained.graph_break_count} graph breaks; the graph calls: {', '.join(ops)}")
 assert "torch.ops.gpuperf.matmul" in ops
 
 # sphinx_gallery_start_ignore

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from gpuperf.bench import records
 from gpuperf.bench.catalog import HOST_OVERHEAD, MATMUL, MATMUL_EPILOGUE, MATMUL_ORDER, Benchmark
+from gpuperf.bench.hardware import DATASHEET
 from gpuperf.bench.metrics import matmul_flops
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
@@ -254,6 +255,14 @@ def _ncu_gpus() -> list[str]:
     return sorted(found, key=lambda slug: (slug != first, slug))
 
 
+def _ceilings(gpu: str) -> hardware.Ceilings | None:
+    """The measured ceilings of ``gpu``, or None when it has none."""
+    try:
+        return hardware.ceilings(gpu)
+    except FileNotFoundError:
+        return None
+
+
 def counter_rows(ncu: dict, copy_gbps: float) -> list[dict]:
     """The counters of each profiled launch with what the page derives from them.
 
@@ -314,7 +323,10 @@ def counters() -> str:
     header = ["shape", "order", "L2 hit", "DRAM read", "x minimum", "time", "DRAM GB/s", "% of copy"]
     blocks = []
     for gpu in gpus:
-        ncu, hw = ncu_record(gpu), hardware.ceilings(gpu)
+        ncu, hw = ncu_record(gpu), _ceilings(gpu)
+        if hw is None:
+            blocks.append(f"MISSING: no measured ceilings for {gpu}; run `nox -s bench` on it.")
+            continue
         section = Section(short_gpu_name(hw.gpu) if len(gpus) > 1 else "", header)
         for r in counter_rows(ncu, hw.copy_gbps):
             section.rows.append(
@@ -339,7 +351,9 @@ def row_major_verdict() -> str:
     bandwidth, and whether that makes it memory-bound (above 80% of the copy)."""
     out = []
     for gpu in _ncu_gpus():
-        hw = hardware.ceilings(gpu)
+        hw = _ceilings(gpu)
+        if hw is None:
+            continue
         rows = {(r["shape"], r["order"]): r for r in counter_rows(ncu_record(gpu), hw.copy_gbps)}
         big = _largest({shape for shape, _ in rows})
         slow, fast = rows[(big, "row-major")], rows[(big, "grouped")]
@@ -450,7 +464,7 @@ def against_cublas(result: Result) -> str:
     _check(result, MATMUL)
 
     def lines(res: Result) -> str:
-        sheet = hardware.ceilings(_slug(res)).datasheet
+        sheet = DATASHEET.get(res.gpu, {})
         out = []
         for dtype, key in (("float16", "fp16_tflops"), ("bfloat16", "bf16_tflops")):
             ratios, values = res.ratios(dtype=dtype), res.values(dtype=dtype)

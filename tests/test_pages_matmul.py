@@ -141,7 +141,18 @@ def test_counters_missing_say_how_to_make_them(tmp_path, monkeypatch):
 
 
 def test_sweeps_and_figure():
+    from gpuperf.bench import tuning
+
     assert "candidate configs" in page.sweep_tables()
+    sweep = tuning.read_tuning(records.reference_gpu())
+    sections = page.sweep_sections(sweep)
+    rows = {(s.heading, r[0].text): r for s in sections for r in s.rows}
+    trials = [t for t in sweep["trials"] if t["dtype"] == "float16" and t["shape"] == [4096] * 3]
+    best = max(t["tflops"] for t in trials if t["status"] == "ok")
+    assert rows[("dtype=float16", "4096³")][3].sort == best
+    assert rows[("dtype=float16", "4096³")][1].sort == len(trials)
+    with pytest.raises(ValueError, match="matmul tuning sweep"):
+        page.sweep_sections({"trials": []})
     with pytest.raises(ValueError, match="dtype must be one of"):
         page.sweep_figure("int8")
 

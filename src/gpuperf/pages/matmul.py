@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from gpuperf.bench.hardware import DATASHEET
 from gpuperf.bench.metrics import matmul_flops
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, percent, span, times
+from gpuperf.pages.prose import WIDTH, Paragraph, paragraph, percent, span, times
 from gpuperf.pages.report import Result, load
 from gpuperf.pages.tables import Cell, Section, render
 
@@ -89,6 +90,11 @@ def _per_gpu(results: list[Result], write: Callable[[Result], str]) -> str:
     if len(results) == 1:
         return write(results[0])
     return "\n\n".join(f"{short_gpu_name(r.gpu)}:\n{write(r)}" for r in results)
+
+
+def _wrap(text: str, indent: str = "") -> str:
+    """``text`` wrapped at the code column's width, continuation lines indented."""
+    return textwrap.fill(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ")
 
 
 def _geomean(values: list[float]) -> float:
@@ -341,7 +347,8 @@ def counters() -> str:
                     Cell(percent(r["of_copy"]), r["of_copy"]),
                 ]
             )
-        blocks.append(render([section]) + f"\n{_ncu_caption(ncu)}\ntool: {ncu['tool']}")
+        tool = _wrap(f"tool: {ncu['tool'].replace(',', ', ')}")
+        blocks.append(f"{render([section])}\n{_wrap(_ncu_caption(ncu))}\n{tool}")
     return "\n\n".join(blocks)
 
 
@@ -363,9 +370,11 @@ def row_major_verdict() -> str:
             else "more traffic, but not yet at the memory system's limit."
         )
         out.append(
-            f"{hw.name}: at {format_x(big)}, row-major order reads "
-            f"{slow['dram'] / fast['dram']:.1f} times as many bytes from DRAM as grouped "
-            f"order, at {percent(slow['of_copy'])} of the copy bandwidth: {verdict}"
+            _wrap(
+                f"{hw.name}: at {format_x(big)}, row-major order reads "
+                f"{slow['dram'] / fast['dram']:.1f} times as many bytes from DRAM as grouped "
+                f"order, at {percent(slow['of_copy'])} of the copy bandwidth: {verdict}"
+            )
         )
     return "\n".join(out) or f"MISSING: no Nsight Compute counters; run `{NCU_HOW}` on a GPU."
 
@@ -381,10 +390,48 @@ def _sweep_gpus() -> list[str]:
     return sorted(found, key=lambda s: s != first)
 
 
+def sweep_sections(sweep: dict) -> list[Section]:
+    """One table per dtype of a matmul tuning sweep: per shape, the configs timed, the
+    winner, the best and worst TFLOP/s, worst/best, and how many configs came within 3%
+    of the best (the table of :func:`gpuperf.pages.sweeps.sweep_table`, as data).
+
+    Raises:
+        ValueError: ``sweep`` is not a matmul sweep (no ``trials`` or ``best``).
+    """
+    from gpuperf.kernels._configs import MatmulConfig
+
+    if not isinstance(sweep, dict) or not {"trials", "best"} <= sweep.keys():
+        raise ValueError("expected a matmul tuning sweep (a dict with 'trials' and 'best')")
+    best = {(e["dtype"], tuple(e["shape"])): e for e in sweep["best"]}
+    trials: dict[tuple, list] = {}
+    for t in sweep["trials"]:
+        trials.setdefault((t["dtype"], tuple(t["shape"])), []).append(t)
+    header = ["shape", "tried", "winner", "best TFLOP/s", "worst TFLOP/s", "worst/best", "within 3%"]
+    sections = {}
+    for (dtype, shape), tried in trials.items():
+        ok = [t["tflops"] for t in tried if t["status"] == "ok"]
+        if not ok:
+            continue
+        close = sum(v >= 0.97 * max(ok) for v in ok)
+        winner = MatmulConfig(**best[(dtype, shape)]["config"]).label()
+        section = sections.setdefault(dtype, Section(f"dtype={dtype}", header))
+        section.rows.append(
+            [
+                Cell(format_x(shape), matmul_flops(*shape)),
+                Cell(str(len(tried)), len(tried)),
+                Cell(winner),
+                Cell(f"{max(ok):.0f}", max(ok)),
+                Cell(f"{min(ok):.0f}", min(ok)),
+                Cell(f"{min(ok) / max(ok):.2f}", min(ok) / max(ok)),
+                Cell(str(close), close),
+            ]
+        )
+    return list(sections.values())
+
+
 def sweep_tables() -> str:
     """Every GPU's committed matmul tuning sweep: where it ran, how many candidates, and
-    per dtype and shape the configs timed, the winner, best and worst TFLOP/s and how
-    many came within 3% of the best (:func:`gpuperf.pages.sweeps.sweep_table`)."""
+    the tables of :func:`sweep_sections`."""
     from gpuperf.bench import tuning
     from gpuperf.pages import sweeps
 
@@ -392,8 +439,8 @@ def sweep_tables() -> str:
     for gpu in _sweep_gpus():
         sweep = tuning.read_tuning(gpu)
         head = f"{sweeps.sweep_caption(sweep)}; {len(sweep['candidates'])} candidate configs"
-        blocks.append(f"{head}\n\n{sweeps.sweep_table(sweep)}")
-    return "\n".join(blocks) or "MISSING: no matmul tuning sweep; run `nox -s bench` on a GPU."
+        blocks.append(f"{_wrap(head)}\n{render(sweep_sections(sweep))}")
+    return "\n\n".join(blocks) or "MISSING: no matmul tuning sweep; run `nox -s bench` on a GPU."
 
 
 def sweep_figure(dtype: str = "float16", gpu: str | None = None):
@@ -442,7 +489,7 @@ def sweep_drift(result: Result) -> str:
         if not drift:
             return "the benchmark ran none of the sweep's winners"
         (lo, lo_d, lo_x), (hi, hi_d, hi_x) = min(drift), max(drift)
-        return (
+        return _wrap(
             f"the winner's TFLOP/s in the benchmark / in the sweep, same config: "
             f"{times(lo)} ({lo_d} {format_x(lo_x)}) to {times(hi)} ({hi_d} {format_x(hi_x)})"
         )
@@ -479,14 +526,17 @@ def against_cublas(result: Result) -> str:
                 )
                 if key in sheet:
                     line += f", {percent(values[s] / sheet[key])} of the datasheet's {sheet[key]:.0f}"
-                out.append(line)
+                out.append(_wrap(line, "  "))
             mean = _geomean([ratios[s] for s in SQUARES if s in ratios])
             out.append(f"  geometric mean of the ratio to cuBLAS, 1024³-8192³: {times(mean)}")
             theirs = res.fraction_of_ceiling("cublas", dtype=dtype).get(SQUARES[-1])
             if theirs is not None:
                 out.append(
-                    f"  (cuBLAS itself reached {percent(theirs)} of that ceiling at 8192³ in this "
-                    "benchmark: the same call, measured later in the run)"
+                    _wrap(
+                        f"(cuBLAS itself reached {percent(theirs)} of that ceiling at 8192³ in this "
+                        "benchmark: the same call, measured later in the run)",
+                        "  ",
+                    )
                 )
         return "\n".join(out)
 
@@ -575,8 +625,10 @@ def epilogue_ratios(epilogue: Result) -> str:
             else " What fusing saves makes up for our main loop's distance from cuBLAS's."
         )
         out.append(
-            f"The fused kernel beats the eager chain at {sum(r > 1 for r in eager.values())} of "
-            f"{len(eager)} shapes and torch.compile at {wins} of {len(compiled)}.{tail}"
+            _wrap(
+                f"The fused kernel beats the eager chain at {sum(r > 1 for r in eager.values())} of "
+                f"{len(eager)} shapes and torch.compile at {wins} of {len(compiled)}.{tail}"
+            )
         )
         return "\n".join(out)
 
@@ -629,11 +681,14 @@ def epilogue_split(result: Result, epilogue: Result) -> str:
         more = [format_x(s) for s, (_, epi_gap, lib) in gaps.items() if epi_gap > NOISE * lib]
         blocks.append(
             render([section])
-            + f"\nOur product is slower than cuBLAS's by over 2% at {slower} of {len(gaps)} shapes."
-            + f" Our fused epilogue adds less than torch.compile's separate one at {len(less)}"
-            + f" of {len(gaps)} shapes, more at {len(more)}"
-            + (f" ({', '.join(more)})" if more else "")
-            + ", and about the same (within 2% of the product's time) at the rest."
+            + "\n"
+            + _wrap(
+                f"Our product is slower than cuBLAS's by over 2% at {slower} of {len(gaps)} shapes."
+                + f" Our fused epilogue adds less than torch.compile's separate one at {len(less)}"
+                + f" of {len(gaps)} shapes, more at {len(more)}"
+                + (f" ({', '.join(more)})" if more else "")
+                + ", and about the same (within 2% of the product's time) at the rest."
+            )
         )
     return "\n\n".join(blocks) or "no GPU has both records"
 
@@ -654,7 +709,7 @@ def host_time(host: Result) -> str:
         us = {p: res.values(p).get("matmul") for p in ("triton", "triton_jit", "torch")}
         if None in us.values():
             return "no matmul row in the host-overhead record"
-        return (
+        return _wrap(
             f"matmul: {us['triton']:.1f} us per call through the launch cache, "
             f"{us['triton_jit']:.1f} us through kernel[grid] "
             f"({times(us['triton_jit'] / us['triton'], 1)} as long), torch.matmul {us['torch']:.1f} us"

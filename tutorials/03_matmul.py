@@ -350,9 +350,8 @@ print(page.row_major_verdict())
 #
 # .. code-block:: bash
 #
-#    ncu --clock-control none -k regex:_matmul_kernel \
-#        --metrics lts__t_sector_hit_rate.pct,dram__bytes_read.sum,\
-#    gpu__time_duration.sum \
+#    METRICS=lts__t_sector_hit_rate.pct,dram__bytes_read.sum,gpu__time_duration.sum
+#    ncu --clock-control none -k regex:_matmul_kernel --metrics $METRICS \
 #        python my_script.py
 #
 # ``--clock-control none`` leaves the GPU's clocks as they are (ncu locks them

@@ -1,0 +1,162 @@
+"""Tutorial 03's topic module: the opening paragraph and the tables it prints, checked
+against the records read independently through the Result API."""
+
+import math
+import shutil
+
+import pytest
+
+from gpuperf.bench import catalog, records
+from gpuperf.pages import load, report
+from gpuperf.pages import matmul as page
+from gpuperf.pages.plotting import short_gpu_name
+from gpuperf.pages.prose import percent, span, times
+from gpuperf.pages.tables import FORMAT_VAR
+
+MATMUL, ORDER, EPILOGUE = catalog.MATMUL, catalog.MATMUL_ORDER, catalog.MATMUL_EPILOGUE
+
+
+@pytest.fixture(autouse=True)
+def records_as_text(monkeypatch):
+    monkeypatch.setenv(FORMAT_VAR, "text")
+    monkeypatch.setenv("GPUPERF_BENCH", "records")
+    monkeypatch.setattr(report, "can_measure", lambda: False)
+
+
+def _gpus_with_matmul():
+    return records.gpus_with_record(MATMUL.name)
+
+
+def test_there_are_matmul_records_to_test_against():
+    assert _gpus_with_matmul(), "no committed matmul records"
+
+
+def test_paragraph_names_every_gpu_with_its_numbers():
+    text = page.in_one_paragraph().text()
+    for gpu in _gpus_with_matmul():
+        plain, order, epilogue = load(MATMUL, gpu), load(ORDER, gpu), load(EPILOGUE, gpu)
+        assert f"On the {short_gpu_name(plain.gpu)}," in text
+        ratio = plain.ratios(dtype="bfloat16")[(4096,) * 3]
+        fraction = plain.fraction_of_ceiling(dtype="bfloat16")[(4096,) * 3]
+        squares = [plain.ratios(dtype="bfloat16")[(s,) * 3] for s in (1024, 2048, 4096, 8192)]
+        assert f"{times(ratio)} cuBLAS's speed at 4096³ bf16, {percent(fraction)}" in text
+        assert f"{span(squares)}× cuBLAS over the squares" in text
+        order_ratios = order.ratios()
+        largest = max(order_ratios, key=math.prod)
+        assert f"{times(order_ratios[largest])} as fast as row-major" in text
+        eager = epilogue.ratios().values()
+        compiled = epilogue.values("compile")
+        vs_compile = [v / compiled[x] for x, v in epilogue.values().items()]
+        assert f"{span(eager)}× the eager chain and {span(vs_compile)}× torch.compile" in text
+
+
+def _copy_measurements(tmp_path, monkeypatch, drop=()):
+    """The committed measurements copied to ``tmp_path``, without the files ``drop``."""
+    root = tmp_path / "measurements"
+    shutil.copytree(records.measurements_dir(), root)
+    for name in drop:
+        for path in root.glob(f"*/{name}"):
+            path.unlink()
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(root))
+    return root
+
+
+def test_paragraph_notes_a_missing_record(tmp_path, monkeypatch):
+    _copy_measurements(tmp_path, monkeypatch, drop=["matmul_epilogue.json"])
+    paragraph = page.in_one_paragraph()
+    missing = [n for n in paragraph.notes if n.startswith("MISSING") and "matmul_epilogue" in n]
+    assert len(missing) == len(_gpus_with_matmul())
+    # The other measurements are still stated; the epilogue's are not.
+    assert "cuBLAS's speed" in paragraph.text() and "eager chain" not in paragraph.text()
+
+
+def test_paragraph_without_any_record_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    paragraph = page.in_one_paragraph()
+    assert paragraph.sentences == ()
+    assert any("nox -s bench" in n for n in paragraph.notes)
+
+
+def test_launch_order_is_the_kernels_arithmetic():
+    assert page.launch_order(2, 3, 1) == [[0, 1, 2], [3, 4, 5]]
+    grouped = page.launch_order(6, 8, 4)
+    assert [row[0] for row in grouped] == [0, 1, 2, 3, 32, 33]
+    assert sorted(p for row in grouped for p in row) == list(range(48))
+    with pytest.raises(ValueError, match="at least 1"):
+        page.launch_order(0, 3, 1)
+
+
+def test_tables_name_each_gpu_and_refuse_the_wrong_result():
+    plain, order, epilogue = (report.run_or_load(b) for b in (MATMUL, ORDER, EPILOGUE))
+    names = [short_gpu_name(r.gpu) for r in plain.gpus()]
+    for text in (
+        page.first_wave(order),
+        page.order_verdicts(order),
+        page.against_cublas(plain),
+        page.against_compile(plain),
+        page.epilogue_ratios(epilogue),
+        page.epilogue_split(plain, epilogue),
+    ):
+        assert all(name in text for name in names)
+    h100 = plain.gpus()[0]
+    assert f"{times(h100.ratios(dtype='float16')[(8192,) * 3])} cuBLAS's speed" in page.against_cublas(plain)
+    for function in (page.against_cublas, page.smallest_product, page.sweep_drift, page.against_compile):
+        with pytest.raises(ValueError, match="expected the result of 'matmul'"):
+            function(order)
+        with pytest.raises(TypeError, match="expected a gpuperf"):
+            function("matmul")
+    with pytest.raises(ValueError, match="matmul_order"):
+        page.first_wave(plain)
+    with pytest.raises(ValueError, match="matmul_epilogue"):
+        page.epilogue_ratios(plain)
+    with pytest.raises(ValueError, match="host_overhead"):
+        page.host_time(plain)
+
+
+def test_counters_derive_rates_from_the_ncu_record():
+    gpu = records.reference_gpu()
+    ncu = page.ncu_record(gpu)
+    rows = page.counter_rows(ncu, 1000.0)
+    first, raw = rows[0], ncu["rows"][0]
+    seconds = raw["gpu__time_duration.sum"]["value"] * 1e-9
+    assert first["gbps"] == pytest.approx(raw["dram__bytes_read.sum"]["value"] / seconds / 1e9)
+    assert first["of_copy"] == pytest.approx(first["gbps"] / 1000.0)
+    m, n, k = raw["shape"]
+    assert first["times_minimum"] == pytest.approx(
+        raw["dram__bytes_read.sum"]["value"] / (2 * (m * k + k * n))
+    )
+    assert "L2 hit" in page.counters() and "row-major order reads" in page.row_major_verdict()
+    with pytest.raises(ValueError, match="copy_gbps must be positive"):
+        page.counter_rows(ncu, 0)
+    with pytest.raises(ValueError, match="no counter"):
+        page.counter_rows({"rows": [{"shape": [1, 1, 1], "order": "grouped"}]}, 1.0)
+    with pytest.raises(TypeError, match="gpu must be"):
+        page.ncu_record(None)
+
+
+def test_counters_missing_say_how_to_make_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    assert page.counters().startswith("MISSING") and page.NCU_HOW in page.counters()
+    assert page.NCU_HOW in page.row_major_verdict()
+
+
+def test_sweeps_and_figure():
+    from gpuperf.bench import tuning
+
+    assert "candidate configs" in page.sweep_tables()
+    sweep = tuning.read_tuning(records.reference_gpu())
+    sections = page.sweep_sections(sweep)
+    rows = {(s.heading, r[0].text): r for s in sections for r in s.rows}
+    trials = [t for t in sweep["trials"] if t["dtype"] == "float16" and t["shape"] == [4096] * 3]
+    best = max(t["tflops"] for t in trials if t["status"] == "ok")
+    assert rows[("dtype=float16", "4096³")][3].sort == best
+    assert rows[("dtype=float16", "4096³")][1].sort == len(trials)
+    with pytest.raises(ValueError, match="matmul tuning sweep"):
+        page.sweep_sections({"trials": []})
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        page.sweep_figure("int8")
+
+
+def test_graph_ops_refuses_what_is_not_a_graph():
+    with pytest.raises(TypeError, match="GraphModule"):
+        page.graph_ops(object())

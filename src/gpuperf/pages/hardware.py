@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from dataclasses import dataclass, field
 
 from gpuperf.bench import records
@@ -119,7 +120,8 @@ class Ceilings:
                     line += f" ({self.ridge_point(dtype, datasheet=True):.0f})"
             lines.append(line)
         if self.provenance:
-            lines.append(records.caption(self.provenance))
+            caption = " ".join(records.caption(self.provenance).split())
+            lines += textwrap.wrap(caption, 88, subsequent_indent="  ")
         return "\n".join(lines)
 
 

@@ -37,13 +37,11 @@ print(fp8.in_one_paragraph())
 
 import torch
 
+print(f"{'format':<13} {'largest':>9} {'min normal':>10} {'min subnormal':>13}  step")
 for dtype in (torch.float8_e4m3fn, torch.float8_e5m2, torch.bfloat16):
     info, name = torch.finfo(dtype), str(dtype).removeprefix("torch.")
     normal, step = info.smallest_normal, info.eps
-    print(
-        f"{name:<13} largest {info.max:9.3g}   min normal {normal:.2e}"
-        f"   min subnormal {normal * step:.2e}   step {step}"
-    )
+    print(f"{name:<13} {info.max:9.3g} {normal:10.2e} {normal * step:13.2e}  {step}")
 
 # %%
 # e4m3 spans about :math:`2^{-9}` to 448: eighteen binades, against bfloat16's

@@ -138,23 +138,57 @@ def tuned_tile(gpu: str | None = None, root: Path | None = None) -> tuple[int, i
     return tiles.most_common(1)[0][0]
 
 
-def sweep_tables(gpu: str | None = None, root: Path | None = None) -> str:
-    """For each sweep in :data:`SWEEPS` on ``gpu`` (default the page's GPU): where and how it
-    ran, then per shape the best TFLOP/s of each rung and the fastest config
-    (:func:`gpuperf.pages.sweeps.persistent_sweep_table`); a MISSING line for a sweep
-    that is not committed.
-    """
-    from gpuperf.pages.sweeps import persistent_sweep_table, sweep_caption
+def sweep_section(kernel: str, sweep: dict) -> Section:
+    """The table of one ladder sweep: per shape (and FP8 accumulation mode), the configs that
+    ran, the best TFLOP/s of each rung, and the fastest config overall.
 
-    parts = []
+    Raises:
+        ValueError: ``sweep`` has no trials.
+    """
+    from gpuperf.kernels._persistent_configs import VARIANTS, PersistentConfig
+
+    if not sweep.get("trials"):
+        raise ValueError(f"the {kernel} sweep has no trials")
+
+    def case(entry):
+        return tuple(entry["shape"]), entry.get("accumulation")
+
+    best = {(case(e), e["variant"]): e for e in sweep["best"]}
+    cases = list(dict.fromkeys(case(t) for t in sweep["trials"]))
+    fp8 = any(acc is not None for _, acc in cases)
+    header = ["shape", *(["accumulation"] if fp8 else []), "configs ran"]
+    header += [f"{v} TFLOP/s" for v in VARIANTS] + ["fastest config"]
+    section = Section(f"{kernel}, {short_gpu_name(sweep['provenance']['gpu'])}", header)
+    for c in cases:
+        ran = sum(t["status"] == "ok" for t in sweep["trials"] if case(t) == c)
+        cells = [Cell(format_x(c[0])), *([Cell(c[1])] if fp8 else []), Cell(str(ran), ran)]
+        for v in VARIANTS:
+            e = best.get((c, v))
+            cells.append(Cell(f"{e['tflops']:.0f}", e["tflops"]) if e else Cell("-"))
+        top = best.get((c, "best"))
+        cells.append(Cell(PersistentConfig(**top["config"]).label() if top else "-"))
+        section.rows.append(cells)
+    return section
+
+
+def sweep_tables(gpu: str | None = None, root: Path | None = None) -> str:
+    """For each sweep in :data:`SWEEPS` on ``gpu`` (default the page's GPU): a table per
+    shape of each rung's best TFLOP/s and the fastest config (:func:`sweep_section`),
+    with where and how the sweep ran as a note; a MISSING note for a sweep that is not
+    committed. Text, or HTML with ``GPUPERF_TABLES=html``.
+    """
+    from gpuperf.pages.sweeps import sweep_caption
+
+    sections, notes = [], []
     for kernel in SWEEPS:
         try:
             sweep = read_sweep(kernel, gpu, root)
         except FileNotFoundError as err:
-            parts.append(f"MISSING: {err}")
+            notes.append(f"MISSING: {err}")
             continue
-        parts.append(f"{kernel}: {sweep_caption(sweep)}\n{persistent_sweep_table(sweep)}")
-    return "\n\n".join(parts)
+        sections.append(sweep_section(kernel, sweep))
+        notes.append(f"{kernel}: {sweep_caption(sweep)}")
+    return render(sections, notes)
 
 
 def ladder_table(result: Result) -> str:

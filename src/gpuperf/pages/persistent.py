@@ -174,21 +174,21 @@ def sweep_section(kernel: str, sweep: dict) -> Section:
 def sweep_tables(gpu: str | None = None, root: Path | None = None) -> str:
     """For each sweep in :data:`SWEEPS` on ``gpu`` (default the page's GPU): a table per
     shape of each rung's best TFLOP/s and the fastest config (:func:`sweep_section`),
-    with where and how the sweep ran as a note; a MISSING note for a sweep that is not
-    committed. Text, or HTML with ``GPUPERF_TABLES=html``.
+    then where and how each sweep ran; a MISSING note for a sweep that is not committed.
+    The tables are text, or HTML with ``GPUPERF_TABLES=html``.
     """
     from gpuperf.pages.sweeps import sweep_caption
 
-    sections, notes = [], []
+    sections, missing, captions = [], [], []
     for kernel in SWEEPS:
         try:
             sweep = read_sweep(kernel, gpu, root)
         except FileNotFoundError as err:
-            notes.append(f"MISSING: {err}")
+            missing.append(f"MISSING: {err}")
             continue
         sections.append(sweep_section(kernel, sweep))
-        notes.append(f"{kernel}: {sweep_caption(sweep)}")
-    return render(sections, notes)
+        captions.append(f"{kernel}: {sweep_caption(sweep)}")
+    return "\n".join([render(sections, missing), *captions])
 
 
 def ladder_table(result: Result) -> str:

@@ -16,26 +16,32 @@ FP8 matmul: scaling, accuracy and speed
 """
 
 # %%
+# The answer first, from the committed measurements of every GPU:
+
+from gpuperf.pages import fp8
+
+print(fp8.in_one_paragraph())
+
+# %%
 # Two formats of eight bits
 # -------------------------
 #
-# Hopper's tensor cores multiply 8-bit floats at twice the rate of bfloat16.
-# There are two formats (Micikevicius et al., 2022): **e4m3** (4 exponent bits,
-# 3 mantissa bits; PyTorch's ``float8_e4m3fn``, which spends the infinities on
-# more finite values) for weights and activations, and **e5m2** (5 and 2) for
-# gradients, which need range more than precision. What each can hold, from
-# ``torch.finfo``:
+# Hopper's :term:`tensor cores <tensor core>` multiply 8-bit floats
+# (:term:`FP8`) at twice the rate of bfloat16. There are two formats
+# (Micikevicius et al., 2022): **e4m3** (4 exponent bits, 3 mantissa bits;
+# PyTorch's ``float8_e4m3fn``, which spends the infinities on more finite
+# values) for weights and activations, and **e5m2** (5 and 2) for gradients,
+# which need range more than precision. What each can hold, from
+# ``torch.finfo`` (``eps``, the relative step, is :math:`2^{-mantissa}`; the
+# smallest subnormal is the smallest normal times ``eps``):
 
 import torch
 
-print("format          largest    smallest normal   smallest subnormal   relative step (2^-mantissa)")
-for dtype, mantissa in ((torch.float8_e4m3fn, 3), (torch.float8_e5m2, 2), (torch.bfloat16, 7)):
-    info = torch.finfo(dtype)
-    subnormal = info.smallest_normal * 2.0**-mantissa
-    print(
-        f"{str(dtype).removeprefix('torch.'):<14} {info.max:>9.0f} {info.smallest_normal:>18.2e}"
-        f" {subnormal:>20.2e} {2.0**-mantissa:>24}"
-    )
+print(f"{'format':<13} {'largest':>9} {'min normal':>10} {'min subnormal':>13}  step")
+for dtype in (torch.float8_e4m3fn, torch.float8_e5m2, torch.bfloat16):
+    info, name = torch.finfo(dtype), str(dtype).removeprefix("torch.")
+    normal, step = info.smallest_normal, info.eps
+    print(f"{name:<13} {info.max:9.3g} {normal:10.2e} {normal * step:13.2e}  {step}")
 
 # %%
 # e4m3 spans about :math:`2^{-9}` to 448: eighteen binades, against bfloat16's
@@ -44,7 +50,7 @@ for dtype, mantissa in ((torch.float8_e4m3fn, 3), (torch.float8_e5m2, 2), (torch
 
 x = torch.randn(4096, generator=torch.Generator().manual_seed(0)) * 1e-3
 direct = x.to(torch.float8_e4m3fn).float()
-print(f"cast directly: relative error {((direct - x).norm() / x.norm()).item():.3f}")
+print(f"cast directly: relative error {fp8.relative_error(direct, x):.3f}")
 
 # %%
 # So FP8 tensors travel with a **scale**: ``x ≈ x_fp8 * scale``, with the scale
@@ -55,8 +61,8 @@ print(f"cast directly: relative error {((direct - x).norm() / x.norm()).item():.
 from gpuperf.kernels import to_fp8
 
 x_fp8, scale = to_fp8(x)
-scaled = x_fp8.float() * scale
-print(f"with a scale of {scale.item():.2e}: relative error {((scaled - x).norm() / x.norm()).item():.4f}")
+error = fp8.relative_error(x_fp8.float() * scale, x)
+print(f"with a scale of {scale.item():.2e}: relative error {error:.4f}")
 
 # %%
 # The error left is the format's own: a relative step of :math:`2^{-3}` in e4m3,
@@ -70,75 +76,57 @@ print(f"with a scale of {scale.item():.2e}: relative error {((scaled - x).norm()
 # such rows (outlier tokens are well documented in large language models). One
 # scale per row of A (and per column of B) keeps each row's own range. Measured
 # here on A with 8 of 256 rows made larger than the rest by a factor from 1 to
-# :math:`10^5`, with the FP8 matmul of this page (run by Triton's interpreter
-# when the page is built without a GPU), against the float64 product of the
-# unquantized inputs (error on the 248 ordinary rows, and on all rows) and
-# against the bfloat16 product:
+# :math:`10^5`, with the FP8 matmul of this page (run by Triton's
+# :term:`interpreter` when the page is built without a GPU), against the float64
+# product of the unquantized inputs (error on the 248 ordinary rows, and on all
+# rows) and against the bfloat16 product:
 
 from gpuperf.kernels import matmul_fp8
-from gpuperf.pages.report import can_measure
+from gpuperf.pages import can_measure
 
 device = "cuda" if can_measure() else "cpu"
-m, n, k = (4096, 4096, 4096) if device == "cuda" else (256, 128, 256)
+shape = (4096, 4096, 4096) if device == "cuda" else (256, 128, 256)
 
 
-def relative_error(out, ref, rows=slice(None)):
-    return ((out[rows].double() - ref[rows]).norm() / ref[rows].norm()).item()
+def fp8_matmul(a, b, axis):
+    """A @ B in FP8: a scale per tensor (axis=None) or per row of A and column of B."""
+    a8, scale_a = to_fp8(a, axis=axis)
+    bt8, scale_bt = to_fp8(b.t(), axis=axis)  # per column of B = per row of Bᵀ
+    return matmul_fp8(a8, bt8.t(), scale_a, scale_bt.t())
 
 
-def outlier_case(factor):
-    """A (M, K) with 8 rows ``factor`` times larger than the rest, B (K, N), on ``device``."""
-    g = torch.Generator().manual_seed(1)
-    a = torch.randn(m, k, generator=g)
-    a[:: m // 8] *= factor
-    return a.to(device), torch.randn(k, n, generator=g).to(device)
-
-
-ordinary = torch.ones(m, dtype=torch.bool, device=device)
-ordinary[:: m // 8] = False
-ratio_at = {}
-print(f"A {m}x{k} with 8 outlier rows, B {k}x{n}, output bfloat16: relative error (Frobenius norm)")
-print("outliers  scaling      vs float64: ordinary rows  all rows   vs bfloat16 result")
+errors = fp8.ErrorTable(shape)
 for factor in (1, 10**2, 10**3, 10**4, 10**5):
-    a, b = outlier_case(factor)
+    a, b = fp8.outlier_case(factor, shape, device)
     exact = a.double() @ b.double()
-    in_bf16 = (a.bfloat16() @ b.bfloat16()).double()
-    errors = {}
-    for name, axis in (("per tensor", None), ("per row", -1)):
-        a8, scale_a = to_fp8(a, axis=axis)
-        bt8, scale_bt = to_fp8(b.t(), axis=axis)  # per column of B = per row of Bᵀ
-        out = matmul_fp8(a8, bt8.t(), scale_a, scale_bt.t())
-        errors[name] = relative_error(out, exact, ordinary)
-        print(
-            f"{factor:>8.0e}  {name:<11} {errors[name]:>26.4f} {relative_error(out, exact):>9.4f}"
-            f" {relative_error(out, in_bf16):>20.4f}"
-        )
-    ratio_at[factor] = errors["per row"] / errors["per tensor"]
-    print(f"{factor:>8.0e}  bfloat16    {relative_error(in_bf16, exact, ordinary):>26.4f}")
-print("per-row error / per-tensor error on the ordinary rows: "
-      + ", ".join(f"{r:.2f} at {f:.0e}" for f, r in ratio_at.items()))  # fmt: skip
+    errors.add(factor, "bfloat16", a.bfloat16() @ b.bfloat16(), exact)
+    errors.add(factor, "per tensor", fp8_matmul(a, b, axis=None), exact)
+    errors.add(factor, "per row", fp8_matmul(a, b, axis=-1), exact)
+print(errors)
 
 # %%
 # Up to outliers a thousand times larger, the two scalings give the same error:
 # FP8 is floating point, so a row a thousand times smaller than the largest
 # still sits among e4m3's normal numbers (eighteen binades) with all three
-# mantissa bits, and the error is the format's own rounding, about 4% here.
-# Per-tensor scaling starts to lose when the ordinary rows fall under e4m3's
-# smallest normal number, :math:`2^{-6}`, about 1/29000 of its largest (448),
-# into the subnormals, where each halving costs one more bit; per-row
-# scaling is untouched. On this data it halves the error only once the outliers
-# are between :math:`10^4` and :math:`10^5` times larger. (Scaling per block of 128 elements, as the
-# DeepSeek-V3 report does, goes further in the same direction.) Either way FP8
-# stays an order of magnitude less accurate than bfloat16: a trade of accuracy
-# for speed, worth making where the model tolerates it.
+# mantissa bits, and the error is the format's own rounding (the first rows of
+# the table). Per-tensor scaling starts to lose when the ordinary rows fall
+# under e4m3's smallest normal number, :math:`2^{-6}`, about 1/29000 of its
+# largest (448), into the subnormals, where each halving costs one more bit;
+# per-row scaling is untouched. On this data it halves the error only once the
+# outliers are between :math:`10^4` and :math:`10^5` times larger. (Scaling per
+# block of 128 elements, as the DeepSeek-V3 report does, goes further in the
+# same direction.) Either way FP8 stays an order of magnitude less accurate than
+# bfloat16: a trade of accuracy for speed, worth making where the model
+# tolerates it.
 #
 # The kernel
 # ----------
 #
-# ``matmul_fp8`` runs tutorial 06's persistent kernel on FP8 operands, and only
-# its epilogue knows about scales: the float32 accumulator is multiplied by the
-# scale of A (one number, or one per row) and of B (one, or one per column),
-# then rounded once to the output dtype:
+# ``matmul_fp8`` runs tutorial 06's :term:`persistent kernel` on FP8 operands,
+# and only its :term:`epilogue` knows about scales: the float32 accumulator of
+# each output :term:`tile` is multiplied by the scale of A (one number, or one
+# per row) and of B (one, or one per column), then rounded once to the output
+# dtype:
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/matmul_persistent.py
 #    :pyobject: _store_tile
@@ -158,10 +146,13 @@ for (m_, n_, k_), axis, b_dtype in [
     ((70, 17, 96), -1, torch.float8_e5m2),
 ]:
     a8, scale_a = to_fp8(torch.randn(m_, k_, device=device), axis=axis)
-    bt8, scale_bt = to_fp8(torch.randn(n_, k_, device=device), axis=axis, dtype=b_dtype)
+    b = torch.randn(n_, k_, device=device)
+    bt8, scale_bt = to_fp8(b, axis=axis, dtype=b_dtype)
     out = matmul_fp8(a8, bt8.t(), scale_a, scale_bt.t())
-    assert_close("matmul_fp8", matmul_fp8_ref(a8, bt8.t(), scale_a, scale_bt.t()), out, k=k_)
-    print(f"{m_}x{n_}x{k_}, {'per tensor' if axis is None else 'per row'}, B {b_dtype}: matches")
+    ref = matmul_fp8_ref(a8, bt8.t(), scale_a, scale_bt.t())
+    assert_close("matmul_fp8", ref, out, k=k_)
+    scaling = "per tensor" if axis is None else "per row"
+    print(f"{m_}x{n_}x{k_}, {scaling}, B {b_dtype}: matches")
 
 # %%
 # Bad input gets an error that says what was expected:
@@ -183,62 +174,48 @@ for bad in [
 # Fast accumulation
 # -----------------
 #
-# Hopper's FP8 ``wgmma`` instructions keep their running sum in a
+# Hopper's FP8 :term:`wgmma` instructions keep their running sum in a
 # reduced-precision accumulator (about 14 significant bits, as the DeepSeek-V3
 # report measured). Left alone across all of K, the truncation error grows with
-# K; cuBLASLt therefore promotes the partial sums into a float32 accumulator at
-# intervals, unless asked for ``use_fast_accum=True``. Triton exposes the same
+# K; :term:`cuBLASLt` therefore promotes the partial sums into a float32
+# accumulator at intervals (:term:`promoted accumulation`), unless asked for
+# ``use_fast_accum=True`` (:term:`fast accumulation`). Triton exposes the same
 # choice as ``tl.dot(..., max_num_imprecise_acc=n)``: promote every ``n``
 # products. ``matmul_fp8`` promotes once per step along K by default (every
 # ``BLOCK_K`` products: 128 or 256, whichever the sweep found faster) and not at
-# all with ``fast_accum=True``. On the H100, at
-# 8192 x 8192 x 4096, both libraries' fast results were off the float64
-# reference by up to 2.3 (outputs of typical magnitude 64), twice the 1.0 of the
-# promoted ones; the benchmark's correctness check allows fast accumulation an
-# error bound that grows with K accordingly
-# (``gpuperf.bench.catalog.FP8_FAST_ACCUM_K_FACTOR``).
+# all with ``fast_accum=True``. On the H100, at 8192 x 8192 x 4096, both
+# libraries' fast results were off the float64 reference by clearly more than
+# the promoted ones (the probe's numbers are in the comment on
+# ``gpuperf.bench.catalog.FP8_FAST_ACCUM_K_FACTOR``); the benchmark's
+# correctness check allows fast accumulation an error bound that grows with K
+# accordingly.
 #
 # Speed
 # -----
 #
 # Both scalings and both accumulation modes, in one run per GPU, against
 # cuBLASLt through ``torch._scaled_mm`` with the same scales and the same
-# accumulation mode. TFLOP/s counts :math:`2MNK`; the ceiling is
+# accumulation mode. :term:`TFLOP/s` counts :math:`2MNK`; the ceiling is
 # ``torch._scaled_mm`` at :math:`8192^3`, measured in the same run. The
 # ``pointer``, ``tma`` and ``tma_ws`` lines are the rungs of tutorial 06's
 # ladder, each at its own best config.
 
-import matplotlib.pyplot as plt
-
 from gpuperf.bench.catalog import MATMUL_FP8
 from gpuperf.pages import run_or_load
 
-fp8 = run_or_load(MATMUL_FP8)
-print(fp8.table(accumulation="fast"))
-fp8.plot(accumulation="fast")
-plt.show()
+bench = run_or_load(MATMUL_FP8)
+bench.show(accumulation="fast")
 
 # %%
 # With float32 promotion once per step along K:
 
-print(fp8.table(accumulation="float32"))
-fp8.plot(accumulation="float32")
-plt.show()
+bench.show(accumulation="float32")
 
 # %%
 # Where it stands, per scaling and accumulation mode (ratios are cuBLASLt's time
 # over ours: above 1, ours is faster):
 
-if fp8.record is not None:
-    print(fp8.record["provenance"]["gpu"])
-    print("scaling  accumulation   " + "  ".join(f"{'x'.join(map(str, s)):>15}" for s in MATMUL_FP8.x_values))
-    for scaling in ("tensor", "row"):
-        for accumulation in ("fast", "float32"):
-            ratios = fp8.ratios(scaling=scaling, accumulation=accumulation)
-            cells = "  ".join(
-                f"{ratios[s]:>14.2f}x" if s in ratios else f"{'-':>15}" for s in MATMUL_FP8.x_values
-            )
-            print(f"{scaling:<8} {accumulation:<13}  {cells}")
+print(fp8.ratio_table(bench))
 
 # %%
 # With fast accumulation, Triton's persistent TMA kernel keeps pace with
@@ -253,22 +230,25 @@ if fp8.record is not None:
 # error.) What remains is a scheduling gap, not arithmetic. The configs the
 # sweep chose for each mode, per shape:
 
-if fp8.record is not None:
-    from gpuperf.kernels import PersistentConfig
-
-    for accumulation in ("fast", "float32"):
-        chosen = {
-            row["x"]: PersistentConfig(**row["config"]).label()
-            for row in fp8.record["rows"]
-            if row["provider"] == "triton"
-            and row["axes"] == {"scaling": "tensor", "accumulation": accumulation}
-            and row.get("config")
-        }
-        print(f"{accumulation:>8}: " + "; ".join(f"{'x'.join(map(str, x))} {c}" for x, c in chosen.items()))
+print(fp8.chosen_configs(bench))
 
 # %%
 # For the bfloat16 products at the same shapes, cuBLAS's results are on
-# :doc:`tutorial 06 <06_tma_persistent_matmul>`'s page: FP8 with fast
-# accumulation runs at about twice their TFLOP/s, as the hardware promises.
+# :doc:`tutorial 06 <06_tma_persistent_matmul>`'s page; the opening paragraph
+# puts FP8 with fast accumulation against them at :math:`8192^3`.
 #
-# See also the :ref:`optimization-strategy guide <sphx_glr_guides_03_optimization_strategy.py>`.
+# What to take away
+# -----------------
+#
+# * FP8 halves the bytes and doubles the tensor-core rate, but a tensor needs a
+#   scale to land in e4m3's eighteen binades; per-row (per-column) scales protect
+#   ordinary rows from outliers, at little cost in speed.
+# * Scales belong in the epilogue: the kernel multiplies the float32
+#   accumulator once, before the single rounding to the output dtype.
+# * Fast accumulation is where the FP8 speed is; promoting to float32 buys
+#   accuracy and costs a scheduling gap that cuBLASLt hides better than Triton.
+# * FP8 stays an order of magnitude less accurate than bfloat16: use it where
+#   the model tolerates that.
+#
+# See also the :ref:`optimization-strategy guide
+# <sphx_glr_guides_03_optimization_strategy.py>`.

@@ -11,6 +11,8 @@ others).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gpuperf.bench import records
 from gpuperf.bench.catalog import VECTOR_ADD, Benchmark
 from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
@@ -56,9 +58,12 @@ def percent_span(fractions) -> str:
     return span(fractions, lambda f: percent(f).removesuffix("%")) + "%"
 
 
-def _per_gpu(result: Result, write) -> str:
+def per_gpu(result: Result, write: Callable[[Result], list[str]]) -> str:
     """The lines ``write(r)`` returns for each GPU with a record, under the GPU's name
-    when there are several; the result's notes when none has one."""
+    (indented) when there are several; the result's notes when none has one.
+
+    Tutorial 02 (:mod:`gpuperf.pages.softmax`) prints its lines the same way.
+    """
     shown = result.gpus()
     if not shown:
         return "\n".join(result.all_notes())
@@ -86,7 +91,7 @@ def launch_bound(result: Result) -> str:
         each = ", ".join(f"{p} {t[smallest]:.1f} µs" for p, t in times.items() if smallest in t)
         return [f"at N = {format_x(smallest)}: {each} per call"]
 
-    return _per_gpu(result, write)
+    return per_gpu(result, write)
 
 
 def hbm_bound(result: Result, hbm_from: int = HBM_FROM, compare_from: int = COMPARE_FROM) -> str:
@@ -120,7 +125,7 @@ def hbm_bound(result: Result, hbm_from: int = HBM_FROM, compare_from: int = COMP
             )
         return lines or ["no successful rows at these sizes"]
 
-    return _per_gpu(result, write)
+    return per_gpu(result, write)
 
 
 def _sentence(result: Result) -> str:

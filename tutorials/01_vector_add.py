@@ -4,14 +4,21 @@ Vector add: programs, blocks and the bandwidth ceiling
 
 **What you will learn**
 
-* how a Triton kernel splits work into *programs*, each owning one *block* of
-  elements, and how a *mask* guards the last, partial block;
-* how the launch *grid* is computed from the problem size;
-* how to turn a time into GB/s, and why GB/s against the measured copy
-  bandwidth is the right yardstick for a memory-bound kernel;
-* why small launches are slow whatever the kernel does (launch latency), and
-  why mid-sized ones look faster than HBM allows (L2).
+* how a Triton kernel splits work into :term:`programs <program>`, each owning
+  one :term:`block` of elements, and how a :term:`mask` guards the last, partial
+  block;
+* how the launch :term:`grid` is computed from the problem size;
+* how to turn a time into :term:`GB/s`, and why GB/s against the measured
+  :term:`copy bandwidth` is the right yardstick for a :term:`memory-bound` kernel;
+* why small launches are slow whatever the kernel does (:term:`launch latency`),
+  and why mid-sized ones look faster than :term:`HBM` allows (:term:`L2`).
+
+The answer first, read from the records of every GPU measured:
 """
+
+from gpuperf.pages import vector_add as page
+
+print(page.in_one_paragraph())
 
 # %%
 # The arithmetic first
@@ -19,20 +26,26 @@ Vector add: programs, blocks and the bandwidth ceiling
 #
 # ``out = x + y`` on :math:`N` float32 elements does :math:`N` additions and moves
 # :math:`3 \cdot 4N` bytes: two tensors read, one written, one addition per 12
-# bytes. An H100 does about 20 float32 operations in the time HBM delivers one
-# byte (67 TFLOP/s against 3.35 TB/s on the datasheet), so the additions are
-# free and the only question is how close we get to the memory system's
-# limit. That limit is measured, not taken from the datasheet: the plots below
-# draw the bandwidth of a 1 GiB device-to-device copy measured in the same run.
+# bytes: its :term:`arithmetic intensity` is 1/12 FLOP per byte. An H100 does
+# about 20 float32 operations in the time HBM delivers one byte (67 TFLOP/s
+# against 3.35 TB/s on the datasheet), so the additions are free and the only
+# question is how close we get to the memory system's limit. That limit is
+# measured, not taken from the datasheet: the plots below draw the bandwidth of
+# a 1 GiB device-to-device copy measured in the same run.
 #
-# For :math:`N = 2^{28}` the kernel must move 3 GiB; at the H100's 3.35 TB/s
-# datasheet bandwidth that takes at least 0.96 ms, however clever the code.
+# For :math:`N = 2^{28}` the kernel must move 3 GiB; at the measured copy
+# bandwidth of the GPU this page describes, that takes at least this long,
+# however clever the code:
 
 from gpuperf.bench.metrics import elementwise_bytes
+from gpuperf.pages import ceilings
 
 n = 2**28
-print(f"bytes moved for N = 2^28 fp32: {elementwise_bytes(n, element_size=4) / 2**30:.1f} GiB")
-print(f"lower bound at 3.35 TB/s: {elementwise_bytes(n, 4) / 3.35e12 * 1e3:.2f} ms")
+moved = elementwise_bytes(n, element_size=4)
+gpu = ceilings()  # measured on the GPU this page describes
+floor_ms = moved / (gpu.copy_gbps * 1e9) * 1e3
+print(f"bytes moved for N = 2^28 fp32: {moved / 2**30:.1f} GiB")
+print(f"lower bound on the {gpu.name} at {gpu.copy_gbps:.0f} GB/s: {floor_ms:.2f} ms")
 
 # %%
 # The kernel
@@ -42,9 +55,10 @@ print(f"lower bound at 3.35 TB/s: {elementwise_bytes(n, 4) / 3.35e12 * 1e3:.2f} 
 # entry of the grid. Program ``pid`` owns elements ``[pid * BLOCK_SIZE, (pid + 1)
 # * BLOCK_SIZE)``; ``tl.arange`` makes the block of offsets, and the mask turns
 # off the lanes past the end of the tensor so the last program neither reads nor
-# writes out of bounds. ``BLOCK_SIZE`` is a ``tl.constexpr``: a compile-time
+# writes out of bounds. :term:`BLOCK_SIZE` is a ``tl.constexpr``: a compile-time
 # constant, so the compiler can lay the block out over the program's threads as
-# 16-byte vector loads.
+# 16-byte vector loads, neighbouring threads on neighbouring addresses
+# (:term:`coalescing`).
 #
 # This is the kernel exactly as it lives in ``src/gpuperf/kernels/vector_add.py``:
 #
@@ -72,10 +86,9 @@ print(f"lower bound at 3.35 TB/s: {elementwise_bytes(n, 4) / 3.35e12 * 1e3:.2f} 
 # Before any timing, the kernel must agree with the reference on shapes that
 # exercise every path: one element, a partial block, exactly one block, sizes
 # that are not powers of two, and several dimensions. Without a GPU this cell
-# runs the very same kernel through Triton's interpreter on the CPU.
+# runs the very same kernel through Triton's :term:`interpreter` on the CPU.
 
 import torch
-
 from gpuperf.kernels import vector_add
 from gpuperf.pages.report import can_measure
 from gpuperf.reference import vector_add_ref
@@ -102,16 +115,14 @@ except ValueError as err:
 #
 # The benchmark sweeps :math:`N` from :math:`2^{12}` to :math:`2^{28}` float32
 # elements, timing the Triton kernel and PyTorch's ``x + y`` in the same run with
-# ``triton.testing.do_bench`` (median of many runs, L2 flushed before each). With
-# a GPU this cell measures live; without one it shows the committed measurement
-# named under the plot.
+# :term:`do_bench` (median of many runs, L2 flushed before each). With a GPU
+# this cell measures live; without one it shows the committed measurements of
+# every GPU, named under the plot.
 
 from gpuperf.bench.catalog import VECTOR_ADD
-from gpuperf.pages import run_or_load
+from gpuperf.pages import show
 
-result = run_or_load(VECTOR_ADD)
-print(result.table())
-result.plot()
+result = show(VECTOR_ADD)
 
 # %%
 # Reading the curves
@@ -123,27 +134,23 @@ result.plot()
 # :math:`N`: it is the fixed cost of launching a kernel and of the GPU ramping
 # up and draining, a few microseconds. GB/s there grows in proportion to
 # :math:`N`, and no kernel tuning helps: only doing more work per launch
-# (fusion, batching) or removing launches (CUDA graphs) does.
+# (:term:`fusion`, batching) or removing launches (:term:`CUDA graphs <CUDA
+# graph>`) does. The GPU time per call at the smallest size:
 
-if result.record is not None:
-    rows = {(r["x"], r["provider"]): r for r in result.record["rows"]}
-    smallest = min(x for x, _ in rows)
-    for key in ("triton", "torch"):
-        print(f"{key:>6} at N = {smallest}: {rows[(smallest, key)]['ms'] * 1e3:.1f} us per call")
+print(page.launch_bound(result))
 
 # %%
 # Those are GPU times: the timing keeps the host out of them (see
 # :doc:`../measuring`). The host pays its own cost for every launch, and a
-# kernel shorter than that cost leaves the GPU waiting on Python. The host time
-# per call is a benchmark of its own, measured with the GPU kept busy so that
-# only the host's work is counted: our wrapper, the same wrapper launching
-# through Triton's own ``kernel[grid](...)``, and the PyTorch op.
+# kernel shorter than that cost leaves the GPU waiting on Python. The
+# :term:`host time per call` is a benchmark of its own, measured with the GPU
+# kept busy so that only the host's work is counted: our wrapper, the same
+# wrapper launching through Triton's own ``kernel[grid](...)``, and the PyTorch
+# op.
 
 from gpuperf.bench.catalog import HOST_OVERHEAD
 
-host = run_or_load(HOST_OVERHEAD)
-print(host.table())
-host.plot()
+show(HOST_OVERHEAD)
 
 # %%
 # ``kernel[grid](...)`` does a lot of Python on every call: it binds the
@@ -164,7 +171,7 @@ host.plot()
 # in a CUDA graph.
 #
 # **L2.** In the shaded region the three tensors together are smaller than the
-# L2 cache. ``do_bench`` flushes L2 before each run, so inputs come from HBM,
+# :term:`L2 cache`. ``do_bench`` flushes L2 before each run, so inputs come from HBM,
 # but the written output can stay in L2 and drain after the kernel ends; the
 # curve climbs steeply through this region as launch overhead is amortised.
 #
@@ -174,37 +181,30 @@ host.plot()
 # the Triton kernel comes, and how it compares with PyTorch at every size from
 # :math:`2^{20}` up:
 
-fractions = result.fraction_of_ceiling()
-ratios = result.ratios()
-large = {x: f for x, f in fractions.items() if x >= 2**24}
-if large:
-    print(
-        f"Triton from 2^24 up: {100 * min(large.values()):.1f}% to "
-        f"{100 * max(large.values()):.1f}% of the measured copy bandwidth"
-    )
-mid = {x: r for x, r in ratios.items() if x >= 2**20}
-if mid:
-    worst = min(mid, key=mid.get)
-    print(
-        f"Triton / PyTorch from 2^20 up: {min(mid.values()):.3f}x (at N = 2^{worst.bit_length() - 1}) "
-        f"to {max(mid.values()):.3f}x"
-    )
+print(page.hbm_bound(result))
 
 # %%
 # The copy is the simplest stream there is, one read and one write per
 # element; vector add interleaves two read streams with one write stream, so
-# reaching over 90% of the copy's rate means the kernel leaves almost nothing
-# on the table. Ratios to PyTorch within a few
-# percent of 1.0 are within the run-to-run spread at small sizes (see the
-# shaded 20th-80th percentile bands): at this point the two kernels are the
-# same program, a coalesced streaming loop, written in two languages.
-#
-# **What to take away.** For a memory-bound kernel, count the bytes, divide by
-# the measured bandwidth, and compare the time you get with that floor. If a
-# kernel reaches the floor, it is done; the only way to go faster is to move
-# fewer bytes, which is what fusion (the next tutorial) is about.
+# reaching the copy's rate means the kernel leaves almost nothing on the
+# table. Ratios to PyTorch within a few percent of 1.0 are within the
+# run-to-run spread at small sizes (see the shaded 20th-80th percentile bands):
+# at this point the two kernels are the same program, a coalesced streaming
+# loop, written in two languages.
 #
 # The :ref:`roofline guide <sphx_glr_guides_02_roofline.py>` draws this kernel
-# beside every other one on the site, against the same measured roofs.
+# beside every other one on the site, against the same measured roofs; the
+# :ref:`optimization-strategy guide
+# <sphx_glr_guides_03_optimization_strategy.py>` says which of these regimes a
+# kernel of yours is in and what to do about it.
 #
-# See also the :ref:`optimization-strategy guide <sphx_glr_guides_03_optimization_strategy.py>`.
+# What to take away
+# -----------------
+#
+# * For a memory-bound kernel, count the bytes, divide by the measured copy
+#   bandwidth, and compare the time you get with that floor.
+# * A kernel that reaches the floor is done: the only way to go faster is to
+#   move fewer bytes, which is what fusion (the next tutorial) is about.
+# * Small launches are bound by launch latency on the GPU and by host overhead
+#   on the CPU, not by the kernel: do more work per launch, or replay launches
+#   in a CUDA graph.

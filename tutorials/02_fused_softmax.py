@@ -4,15 +4,22 @@ Fused softmax: one pass over memory, and what to do when a row does not fit
 
 **What you will learn**
 
-* how to count the DRAM traffic of a chain of PyTorch operations, and why
-  fusing them into one kernel is worth several times its speed;
-* how a Triton program reduces along rows (``tl.max``, ``tl.sum``) with the
-  whole row in registers;
-* the *online softmax*: a running maximum and a rescaled running sum, for rows
-  too long to hold on chip;
+* how to count the :term:`DRAM` traffic of a chain of PyTorch operations, and
+  why :term:`fusing <fusion>` them into one kernel is worth several times its
+  speed;
+* how a Triton :term:`program` reduces along rows (``tl.max``, ``tl.sum``) with
+  the whole row in :term:`registers`;
+* the :term:`online softmax`: a running maximum and a rescaled running sum, for
+  rows too long to hold on chip;
 * how the result compares with ``torch.softmax``, naive eager PyTorch and
-  ``torch.compile``, against the measured copy bandwidth.
+  :term:`torch.compile`, against the measured :term:`copy bandwidth`.
+
+The answer first, read from the records of every GPU measured:
 """
+
+from gpuperf.pages import softmax as page
+
+print(page.in_one_paragraph())
 
 # %%
 # Counting bytes
@@ -32,44 +39,50 @@ Fused softmax: one pass over memory, and what to do when a row does not fit
 # :math:`MN`, and the division reads and writes :math:`MN` (the per-row vectors
 # of length :math:`M` are negligible): :math:`8MN` elements moved. A fused kernel
 # that reads each row once and writes it once moves :math:`2MN`: four times
-# fewer bytes, so for a memory-bound operation up to four times faster.
+# fewer bytes, so for a :term:`memory-bound` operation up to four times faster.
 
 rows, cols, fp32 = 4096, 8192, 4
-naive_bytes = 8 * rows * cols * fp32
-fused_bytes = 2 * rows * cols * fp32
-print(f"{rows} x {cols} fp32: naive moves {naive_bytes / 2**20:.0f} MiB, fused {fused_bytes / 2**20:.0f} MiB")
+naive_mib = 8 * rows * cols * fp32 / 2**20
+fused_mib = 2 * rows * cols * fp32 / 2**20
+print(f"{rows} x {cols} fp32: naive {naive_mib:.0f} MiB, fused {fused_mib:.0f} MiB")
 
 # %%
 # The single-pass kernel
 # ----------------------
 #
-# Each program loads a tile of ``BLOCK_M`` whole rows (padded to ``BLOCK_N``, the
-# next power of two) into registers, reduces each row to its maximum, then to
-# its sum of exponentials, normalises and stores. Padding lanes load ``-inf``:
-# they never win the maximum and add :math:`e^{-\infty} = 0` to the sum. The
-# arithmetic is in float32 whatever the input dtype, rounded once at the store.
+# Each program loads a :term:`tile` of ``BLOCK_M`` whole rows (padded to
+# ``BLOCK_N``, the next power of two) into registers, reduces each row to its
+# maximum, then to its sum of exponentials, normalises and stores. Padding
+# lanes load ``-inf``: they never win the maximum and add
+# :math:`e^{-\infty} = 0` to the sum. The arithmetic is in float32 whatever the
+# input dtype, rounded once at the store.
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/softmax.py
 #    :pyobject: _softmax_kernel
 #
 # How many rows per program and how many warps? Short rows pack up to eight to
 # a program, aiming at 4096 elements (16 KB of fp32) per program, so that no
-# program is mostly start-up cost; 8 warps, more when a thread would otherwise
-# hold over 64 values (the most that stays in registers with room for
-# addresses). These rules came from measuring every configuration on an H100
-# (the output of ``scripts/explore_configs.py`` is committed beside the
-# records): at every row length most configurations lie within a few percent
-# of the best, while too many rows or warps per program lose 20-40%; the rules
-# stay out of that corner.
+# program is mostly start-up cost; 8 :term:`warps <warp>`, more when a thread
+# would otherwise hold over 64 values (the most that stays in registers with
+# room for addresses, short of a :term:`spill`).
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/_configs.py
 #    :pyobject: softmax_fused_launch
 #
+# These rules came from measuring every configuration on an H100 with
+# ``scripts/explore_configs.py``, whose output is committed beside the records.
+# At most row lengths the rule ranks near the top and the best few
+# configurations lie close together, while too many rows or warps per program
+# lose far more; the rules stay out of that corner:
+
+print(page.config_sweep())
+
+# %%
 # Rows too long for registers: the online softmax
 # -----------------------------------------------
 #
 # A row of 65,536 float32 values is 256 KB, more than the register file of a
-# whole SM. The classic way out reads the row three times: once for the
+# whole :term:`SM`. The classic way out reads the row three times: once for the
 # maximum, once for the sum, once to write the output. Milakov and Gimelshein's
 # *online softmax* (`arXiv:1805.02867 <https://arxiv.org/abs/1805.02867>`_)
 # merges the first two: walk the row in chunks keeping a running maximum
@@ -78,11 +91,11 @@ print(f"{rows} x {cols} fp32: naive moves {naive_bytes / 2**20:.0f} MiB, fused {
 #
 # .. math:: s' = s \, e^{m - m'} + \textstyle\sum_{\text{chunk}} e^{x - m'}.
 #
-# The same trick is the heart of FlashAttention. Our kernel keeps :math:`m` and
+# The same trick is the heart of :term:`FlashAttention`. Our kernel keeps :math:`m` and
 # :math:`s` per lane (one per position in the chunk) and combines the lanes at
 # the end. A second walk writes :math:`e^{x - m} / s`. It runs *backwards*, so it
 # starts on the chunks the first walk read last, the ones most likely still in
-# L2; the first walk's loads ask L2 to keep the row (``evict_last``), the second
+# :term:`L2`; the first walk's loads ask L2 to keep the row (``evict_last``), the second
 # walk's ask it not to (``evict_first``). While a lane has seen only
 # :math:`-\infty` its shift is taken as 0, so the rescaling never computes
 # :math:`-\infty - (-\infty)`.
@@ -102,10 +115,10 @@ print(f"{rows} x {cols} fp32: naive moves {naive_bytes / 2**20:.0f} MiB, fused {
 #
 # Odd shapes, several dimensions, a transposed (non-contiguous) input, a row
 # just past the single-pass limit and rows containing ``-inf``, each against the
-# float64 reference. Without a GPU the kernels run in Triton's interpreter.
+# float64 reference. Without a GPU the kernels run in Triton's
+# :term:`interpreter`.
 
 import torch
-
 from gpuperf.kernels import softmax
 from gpuperf.kernels._configs import SOFTMAX_MAX_FUSED_COLS
 from gpuperf.pages.report import can_measure
@@ -145,30 +158,22 @@ print("rows with -inf match torch.softmax, NaNs included")
 # extra traffic.
 
 from gpuperf.bench.catalog import SOFTMAX, SOFTMAX_LONG
-from gpuperf.pages import run_or_load
+from gpuperf.pages import show
 
-short = run_or_load(SOFTMAX)
-print(short.table())
-short.plot()
+short = show(SOFTMAX)
 
 # %%
 # Reading the curves
 # ------------------
 #
 # At 256 columns the whole tensor is 4 MB: the kernel is over in a few
-# microseconds and launch and ramp-up dominate, as in tutorial 01. From there
-# the fused kernels climb towards the copy bandwidth as the tensor grows past
-# L2 (the shaded region) and each program has more bytes to stream. The naive
-# version stays near a quarter of the others, as the byte count predicted.
+# microseconds and :term:`launch latency` and ramp-up dominate, as in tutorial
+# 01. From there the fused kernels climb towards the copy bandwidth as the
+# tensor grows past L2 (the shaded region) and each program has more bytes to
+# stream. The naive version stays near a quarter of the others, as the byte
+# count predicted.
 
-frac, ratio = short.fraction_of_ceiling(), short.ratios()
-naive = short.ratios("naive")
-if frac:
-    print("Triton, % of copy bandwidth: " + ", ".join(f"{x}: {100 * f:.0f}%" for x, f in frac.items()))
-    print(f"Triton / torch.softmax: {min(ratio.values()):.2f}x to {max(ratio.values()):.2f}x")
-    print(f"naive eager / torch.softmax: {min(naive.values()):.2f}x to {max(naive.values()):.2f}x")
-    compiled = short.ratios("compile")
-    print(f"torch.compile / torch.softmax: {min(compiled.values()):.2f}x to {max(compiled.values()):.2f}x")
+print(page.bandwidth_and_speedups(short))
 
 # %%
 # Two effects shape the Triton curve. At 1,024 columns the tensor is 16 MB in
@@ -191,9 +196,7 @@ if frac:
 #
 # 1024 rows of 65,536 to 262,144 columns take the online kernel.
 
-long = run_or_load(SOFTMAX_LONG)
-print(long.table())
-long.plot()
+long = show(SOFTMAX_LONG)
 
 # %%
 # The online kernel reads each row twice and writes it once. If the second read
@@ -202,26 +205,22 @@ long.plot()
 # win back part of that from L2, most at 65,536 columns (a 256 KB row per
 # program) and less as rows outgrow their share of the cache.
 
-frac_long, ratio_long = long.fraction_of_ceiling(), long.ratios()
-if frac_long:
-    print(
-        "Triton online, % of copy bandwidth: "
-        + ", ".join(f"{x}: {100 * f:.0f}%" for x, f in frac_long.items())
-    )
-    print(
-        f"Triton / torch.softmax on long rows: "
-        f"{min(ratio_long.values()):.2f}x to {max(ratio_long.values()):.2f}x"
-    )
+print(page.bandwidth_and_speedups(long))
 
 # %%
-# **What to take away.** Count the bytes each kernel of a chain moves; fusion
-# removes the intermediate round trips to DRAM, and a fused memory-bound kernel
-# is done when it streams at the copy bandwidth. When the data a program needs
-# does not fit on chip, restructure the algorithm (the online softmax) so it
-# needs fewer passes, and order the passes so the cache serves what it can.
-#
 # The :ref:`roofline guide <sphx_glr_guides_02_roofline.py>` reads the naive
 # and the fused softmax against the same roof: the distance between them is the
-# extra traffic.
+# extra traffic. The :ref:`optimization-strategy guide
+# <sphx_glr_guides_03_optimization_strategy.py>` turns these steps into a
+# checklist for a kernel of your own.
 #
-# See also the :ref:`optimization-strategy guide <sphx_glr_guides_03_optimization_strategy.py>`.
+# What to take away
+# -----------------
+#
+# * Count the bytes each kernel of a chain moves: fusion removes the
+#   intermediate round trips to DRAM, here four times fewer bytes.
+# * A fused memory-bound kernel is done when it streams at the copy bandwidth;
+#   ``torch.compile`` fuses the naive code into a kernel much like ours.
+# * When the data a program needs does not fit on chip, restructure the
+#   algorithm (the online softmax) so it needs fewer passes, and order the
+#   passes so the cache serves what it can.

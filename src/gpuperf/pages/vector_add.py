@@ -1,0 +1,185 @@
+"""Tutorial 01 (vector add) in words, read from the records.
+
+The page shows the kernel, the byte count and one-line calls; what it prints about
+the measurements comes from here: the opening paragraph (:func:`in_one_paragraph`),
+the time of the smallest launches (:func:`launch_bound`) and how close the kernel
+comes to the copy bandwidth and to PyTorch on large tensors (:func:`hbm_bound`).
+Each function that takes a :class:`~gpuperf.pages.report.Result` writes one line per
+GPU it holds a record for (the GPU measured live or the reference GPU, then the
+others).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpuperf.bench import records
+from gpuperf.bench.catalog import VECTOR_ADD, Benchmark
+from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
+from gpuperf.pages.prose import Paragraph, paragraph, percent, span
+from gpuperf.pages.report import Result, load
+
+#: From this many elements up the three tensors are far larger than L2: the kernel
+#: streams from HBM and is read against the copy bandwidth.
+HBM_FROM = 2**24
+#: From this many elements up launch costs no longer dominate; the page compares the
+#: kernel with PyTorch over these sizes.
+COMPARE_FROM = 2**20
+
+
+def _check(result: Result, benchmark: Benchmark = VECTOR_ADD) -> None:
+    """Refuse anything but a :class:`Result` of ``benchmark``."""
+    if not isinstance(result, Result):
+        raise TypeError(f"expected a gpuperf.pages.Result, got {type(result).__name__}")
+    if result.benchmark.name != benchmark.name:
+        raise ValueError(f"expected the result of {benchmark.name!r}, got {result.benchmark.name!r}")
+
+
+def _us_per_call(result: Result, provider: str) -> dict:
+    """``{x: microseconds of GPU time per call}`` of one provider's successful rows."""
+    return {
+        r["x"]: r["ms"] * 1e3
+        for r in result.record["rows"]
+        if r["provider"] == provider and r["status"] == "ok" and r["ms"]
+    }
+
+
+def _labels(result: Result) -> dict:
+    """``{provider key: label}`` as the record names them (``'PyTorch x + y'``)."""
+    return {r["provider"]: r["label"] for r in result.record["rows"]}
+
+
+def percent_span(fractions) -> str:
+    """``'92–102%'``: the smallest and largest of ``fractions`` as whole percentages.
+
+    Raises:
+        ValueError: ``fractions`` is empty.
+    """
+    return span(fractions, lambda f: percent(f).removesuffix("%")) + "%"
+
+
+def per_gpu(result: Result, write: Callable[[Result], list[str]]) -> str:
+    """The lines ``write(r)`` returns for each GPU with a record, under the GPU's name
+    (indented) when there are several; the result's notes when none has one.
+
+    Tutorial 02 (:mod:`gpuperf.pages.softmax`) prints its lines the same way.
+    """
+    shown = result.gpus()
+    if not shown:
+        return "\n".join(result.all_notes())
+    if len(shown) == 1:
+        return "\n".join(write(shown[0]))
+    return "\n".join(
+        "\n".join([f"{short_gpu_name(r.gpu)}:", *(f"  {line}" for line in write(r))]) for r in shown
+    )
+
+
+def launch_bound(result: Result) -> str:
+    """The GPU time per call of each provider at the smallest size measured, one line
+    per GPU: ``'at N = 4096: triton 4.5 µs, torch 4.4 µs per call'``.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: ``result`` is not a result of ``VECTOR_ADD``.
+    """
+    _check(result)
+
+    def write(r: Result) -> str:
+        providers = [r.benchmark.subject.key, r.benchmark.baseline]
+        times = {p: _us_per_call(r, p) for p in providers}
+        smallest = min(min(t) for t in times.values() if t)
+        each = ", ".join(f"{p} {t[smallest]:.1f} µs" for p, t in times.items() if smallest in t)
+        return [f"at N = {format_x(smallest)}: {each} per call"]
+
+    return per_gpu(result, write)
+
+
+def hbm_bound(result: Result, hbm_from: int = HBM_FROM, compare_from: int = COMPARE_FROM) -> str:
+    """How close the kernel comes to the copy bandwidth from ``hbm_from`` elements up,
+    and its speed relative to PyTorch from ``compare_from`` up (with the size where it
+    is slowest), one line per GPU.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`, or a size
+            is not an int.
+        ValueError: ``result`` is not a result of ``VECTOR_ADD``, or a size is below 1.
+    """
+    _check(result)
+    for name, size in (("hbm_from", hbm_from), ("compare_from", compare_from)):
+        if not isinstance(size, int) or isinstance(size, bool):
+            raise TypeError(f"{name} must be an int (elements), got {type(size).__name__}")
+        if size < 1:
+            raise ValueError(f"{name} must be at least 1 element, got {size}")
+
+    def write(r: Result) -> str:
+        large = [f for x, f in r.fraction_of_ceiling().items() if x >= hbm_from]
+        mid = {x: v for x, v in r.ratios().items() if x >= compare_from}
+        lines = []
+        if large:
+            lines.append(f"from {format_x(hbm_from)} up: {percent_span(large)} of the copy bandwidth")
+        if mid:
+            worst = min(mid, key=mid.get)
+            lines.append(
+                f"from {format_x(compare_from)} up: {span(mid.values())}× the speed of "
+                f"PyTorch (slowest at {format_x(worst)})"
+            )
+        return lines or ["no successful rows at these sizes"]
+
+    return per_gpu(result, write)
+
+
+def _sentence(result: Result) -> str:
+    """One GPU's headline measurements as one sentence."""
+    fractions = result.fraction_of_ceiling()
+    ratios = result.ratios()
+    parts = []
+    large = {x: f for x, f in fractions.items() if x >= HBM_FROM}
+    if large:
+        biggest = max(large)
+        rate = format_rate(result.values()[biggest], result.benchmark.metric)
+        parts.append(
+            f"our vector add streams at {percent_span(large.values())} of the measured copy "
+            f"bandwidth from {format_x(HBM_FROM)} elements up ({rate} at {format_x(biggest)})"
+        )
+    if ratios:
+        base = _labels(result).get(result.benchmark.baseline, result.benchmark.baseline)
+        parts.append(f"at {span(ratios.values())}× the speed of {base} over every size")
+    us = _us_per_call(result, result.benchmark.subject.key)
+    if us:
+        smallest = min(us)
+        parts.append(
+            f"a call on {format_x(smallest)} elements still takes {us[smallest]:.1f} µs of "
+            "GPU time, the fixed cost of a launch"
+        )
+    if not parts:
+        return ""
+    head = ", ".join(parts[:2])
+    return f"On the {short_gpu_name(result.gpu)}, " + "; ".join([head, *parts[2:]]) + "."
+
+
+def _gpus() -> list[str]:
+    """Folders of every GPU with a vector-add record, the reference GPU first."""
+    return records.gpus_with_record(VECTOR_ADD.name)
+
+
+def in_one_paragraph() -> Paragraph:
+    """The page's headline measurements on every GPU with a vector-add record: the share
+    of the measured copy bandwidth reached on large tensors, the speed relative to
+    PyTorch's ``x + y``, and the GPU time of the smallest launch.
+
+    Returns:
+        A :class:`~gpuperf.pages.prose.Paragraph`: one sentence per GPU with a record,
+        and a note for each record that is stale, or one when no GPU has a record.
+    """
+    sentences, notes = [], []
+    for gpu in _gpus():
+        result = load(VECTOR_ADD, gpu)
+        notes += result.notes
+        if result.record is not None:
+            sentences.append(_sentence(result))
+    if not any(sentences):
+        notes.append(
+            f"MISSING: no GPU has a record of {VECTOR_ADD.name!r}: run `nox -s bench` on a GPU "
+            "and commit what it writes."
+        )
+    return paragraph(*sentences, notes=notes)

@@ -1,0 +1,142 @@
+"""Tutorial 01's topic module: the opening paragraph and the lines it prints, checked
+against the records read independently through the Result API."""
+
+import json
+import shutil
+
+import pytest
+
+from gpuperf.bench import catalog, records
+from gpuperf.pages import load, report, run_or_load
+from gpuperf.pages import vector_add as page
+from gpuperf.pages.plotting import format_rate, short_gpu_name
+from gpuperf.pages.prose import span
+from gpuperf.pages.tables import FORMAT_VAR
+
+VECTOR_ADD = catalog.VECTOR_ADD
+
+
+@pytest.fixture(autouse=True)
+def records_as_text(monkeypatch):
+    monkeypatch.setenv(FORMAT_VAR, "text")
+    monkeypatch.setenv("GPUPERF_BENCH", "records")
+    monkeypatch.setattr(report, "can_measure", lambda: False)
+
+
+def _gpus():
+    return records.gpus_with_record(VECTOR_ADD.name)
+
+
+def _percents(fractions) -> str:
+    low, high = round(100 * min(fractions)), round(100 * max(fractions))
+    return f"{low}%" if low == high else f"{low}–{high}%"
+
+
+def test_there_are_vector_add_records_to_test_against():
+    assert _gpus(), "no committed vector_add records"
+
+
+def test_paragraph_names_every_gpu_with_its_numbers():
+    text = page.in_one_paragraph().text()
+    for gpu in _gpus():
+        result = load(VECTOR_ADD, gpu)
+        assert f"On the {short_gpu_name(result.gpu)}," in text
+        large = {x: f for x, f in result.fraction_of_ceiling().items() if x >= 2**24}
+        assert f"streams at {_percents(large.values())} of the measured copy" in text
+        rate = format_rate(result.values()[max(large)], "GB/s")
+        assert f"({rate} at 2^28)" in text
+        assert f"{span(result.ratios().values())}× the speed of PyTorch x + y" in text
+        rows = [r for r in result.record["rows"] if r["provider"] == "triton"]
+        first = min(rows, key=lambda r: r["x"])
+        us = first["ms"] * 1e3
+        assert f"a call on {first['x']} elements still takes {us:.1f} µs" in text
+
+
+def test_paragraph_is_html_on_the_site(monkeypatch):
+    monkeypatch.setenv(FORMAT_VAR, "html")
+    assert str(page.in_one_paragraph()).startswith('<div class="gpuperf-paragraph')
+
+
+def _copy_measurements(tmp_path, monkeypatch, drop=()):
+    """The committed measurements copied to ``tmp_path``, without the files ``drop``."""
+    root = tmp_path / "measurements"
+    shutil.copytree(records.measurements_dir(), root)
+    for name in drop:
+        for path in root.glob(f"*/{name}"):
+            path.unlink()
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(root))
+    return root
+
+
+def test_paragraph_notes_a_missing_record(tmp_path, monkeypatch):
+    _copy_measurements(tmp_path, monkeypatch, drop=["vector_add.json"])
+    paragraph = page.in_one_paragraph()
+    assert paragraph.sentences == ()
+    assert any(n.startswith("MISSING") and "vector_add" in n for n in paragraph.notes)
+
+
+def test_paragraph_without_any_record_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    paragraph = page.in_one_paragraph()
+    assert paragraph.sentences == ()
+    assert any("nox -s bench" in n for n in paragraph.notes)
+
+
+def test_paragraph_notes_a_stale_record(tmp_path, monkeypatch):
+
+    root = _copy_measurements(tmp_path, monkeypatch)
+    gpu = _gpus()[0]
+    path = root / gpu / "vector_add.json"
+    record = json.loads(path.read_text())
+    record["sources_sha256"] = "0" * 64
+    path.write_text(json.dumps(record))
+    paragraph = page.in_one_paragraph()
+    assert any("STALE" in n for n in paragraph.notes)
+    # The stale record's numbers are still stated, qualified by the note.
+    assert f"On the {short_gpu_name(record['provenance']['gpu'])}," in paragraph.text()
+
+
+def test_launch_bound_is_the_smallest_launch_of_every_gpu():
+    result = run_or_load(VECTOR_ADD)
+    text = page.launch_bound(result)
+    for r in result.gpus():
+        rows = {(x["x"], x["provider"]): x for x in r.record["rows"]}
+        smallest = min(x for x, _ in rows)
+        for provider in ("triton", "torch"):
+            us = rows[(smallest, provider)]["ms"] * 1e3
+            assert f"{provider} {us:.1f} µs" in text
+        if len(result.gpus()) > 1:
+            assert f"{short_gpu_name(r.gpu)}:" in text
+
+
+def test_hbm_bound_reads_fractions_and_ratios():
+    result = run_or_load(VECTOR_ADD)
+    text = page.hbm_bound(result)
+    for r in result.gpus():
+        large = [f for x, f in r.fraction_of_ceiling().items() if x >= 2**24]
+        assert f"from 2^24 up: {_percents(large)} of the copy bandwidth" in text
+        mid = {x: v for x, v in r.ratios().items() if x >= 2**20}
+        assert f"from 2^20 up: {span(mid.values())}× the speed of PyTorch" in text
+    narrow = page.hbm_bound(result, hbm_from=2**28)
+    assert "from 2^28 up:" in narrow
+
+
+def test_percent_span():
+    assert page.percent_span([0.915, 1.02]) == "92–102%"
+    assert page.percent_span([0.5]) == "50%"
+    with pytest.raises(ValueError, match="at least one value"):
+        page.percent_span([])
+
+
+def test_functions_refuse_the_wrong_input():
+    softmax = load(catalog.SOFTMAX)
+    for function in (page.launch_bound, page.hbm_bound):
+        with pytest.raises(TypeError, match=r"gpuperf\.pages\.Result"):
+            function({"rows": []})
+        with pytest.raises(ValueError, match="expected the result of 'vector_add'"):
+            function(softmax)
+    result = load(VECTOR_ADD)
+    with pytest.raises(TypeError, match="hbm_from must be an int"):
+        page.hbm_bound(result, hbm_from=2.5)
+    with pytest.raises(ValueError, match="compare_from must be at least 1"):
+        page.hbm_bound(result, compare_from=0)

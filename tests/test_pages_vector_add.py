@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from gpuperf.bench import catalog, records
-from gpuperf.pages import load, report, run_or_load
+from gpuperf.pages import load, prose, report, run_or_load
 from gpuperf.pages import vector_add as page
 from gpuperf.pages.plotting import format_rate, short_gpu_name
 from gpuperf.pages.prose import span
@@ -122,10 +122,10 @@ def test_hbm_bound_reads_fractions_and_ratios():
 
 
 def test_percent_span():
-    assert page.percent_span([0.915, 1.02]) == "92–102%"
-    assert page.percent_span([0.5]) == "50%"
+    assert prose.percent_span([0.915, 1.02]) == "92–102%"
+    assert prose.percent_span([0.5]) == "50%"
     with pytest.raises(ValueError, match="at least one value"):
-        page.percent_span([])
+        prose.percent_span([])
 
 
 def test_functions_refuse_the_wrong_input():

@@ -17,10 +17,9 @@ import textwrap
 from gpuperf.bench import records
 from gpuperf.bench.catalog import SOFTMAX, SOFTMAX_LONG
 from gpuperf.pages.plotting import format_x, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, percent, span
+from gpuperf.pages.prose import Paragraph, paragraph, per_gpu, percent, percent_span, span
 from gpuperf.pages.report import Result, load
 from gpuperf.pages.tables import Cell, Section, render
-from gpuperf.pages.vector_add import per_gpu, percent_span
 
 #: The benchmarks this page reads: rows that fit in registers, and rows that take the
 #: online kernel.

@@ -11,12 +11,10 @@ others).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from gpuperf.bench import records
 from gpuperf.bench.catalog import VECTOR_ADD, Benchmark
 from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, percent, span
+from gpuperf.pages.prose import Paragraph, paragraph, per_gpu, percent_span, span
 from gpuperf.pages.report import Result, load
 
 #: From this many elements up the three tensors are far larger than L2: the kernel
@@ -47,31 +45,6 @@ def _us_per_call(result: Result, provider: str) -> dict:
 def _labels(result: Result) -> dict:
     """``{provider key: label}`` as the record names them (``'PyTorch x + y'``)."""
     return {r["provider"]: r["label"] for r in result.record["rows"]}
-
-
-def percent_span(fractions) -> str:
-    """``'92–102%'``: the smallest and largest of ``fractions`` as whole percentages.
-
-    Raises:
-        ValueError: ``fractions`` is empty.
-    """
-    return span(fractions, lambda f: percent(f).removesuffix("%")) + "%"
-
-
-def per_gpu(result: Result, write: Callable[[Result], list[str]]) -> str:
-    """The lines ``write(r)`` returns for each GPU with a record, under the GPU's name
-    (indented) when there are several; the result's notes when none has one.
-
-    Tutorial 02 (:mod:`gpuperf.pages.softmax`) prints its lines the same way.
-    """
-    shown = result.gpus()
-    if not shown:
-        return "\n".join(result.all_notes())
-    if len(shown) == 1:
-        return "\n".join(write(shown[0]))
-    return "\n".join(
-        "\n".join([f"{short_gpu_name(r.gpu)}:", *(f"  {line}" for line in write(r))]) for r in shown
-    )
 
 
 def launch_bound(result: Result) -> str:

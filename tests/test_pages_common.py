@@ -9,16 +9,10 @@ from gpuperf.bench import captures, catalog, records
 from gpuperf.pages import captures as pages_captures
 from gpuperf.pages import hardware, prose, report
 from gpuperf.pages.tables import FORMAT_VAR
+from tests._pages import records_as_text  # noqa: F401 (autouse)
 from tests.test_bench_records import fake_provenance, synthetic_record
 
 H100 = "nvidia-h100-80gb-hbm3"
-
-
-@pytest.fixture(autouse=True)
-def records_as_text(monkeypatch):
-    monkeypatch.setenv(FORMAT_VAR, "text")
-    monkeypatch.setenv("GPUPERF_BENCH", "records")
-    monkeypatch.setattr(report, "can_measure", lambda: False)
 
 
 def _write_hardware(root, slug, gpu, copy=2000.0, bf16=500.0):

@@ -10,16 +10,9 @@ from gpuperf.bench import catalog, records
 from gpuperf.pages import fp8, hardware, report
 from gpuperf.pages.plotting import format_x, short_gpu_name
 from gpuperf.pages.prose import percent, span, times
-from gpuperf.pages.tables import FORMAT_VAR
+from tests._pages import records_as_text  # noqa: F401 (autouse)
 
 H100 = "nvidia-h100-80gb-hbm3"
-
-
-@pytest.fixture(autouse=True)
-def records_as_text(monkeypatch):
-    monkeypatch.setenv(FORMAT_VAR, "text")
-    monkeypatch.setenv("GPUPERF_BENCH", "records")
-    monkeypatch.setattr(report, "can_measure", lambda: False)
 
 
 def _gpus_with_fp8_records():

@@ -2,7 +2,6 @@
 against the records read independently through the Result API."""
 
 import math
-import shutil
 
 import pytest
 
@@ -11,16 +10,9 @@ from gpuperf.pages import load, report
 from gpuperf.pages import matmul as page
 from gpuperf.pages.plotting import short_gpu_name
 from gpuperf.pages.prose import percent, span, times
-from gpuperf.pages.tables import FORMAT_VAR
+from tests._pages import copy_measurements, records_as_text  # noqa: F401 (autouse)
 
 MATMUL, ORDER, EPILOGUE = catalog.MATMUL, catalog.MATMUL_ORDER, catalog.MATMUL_EPILOGUE
-
-
-@pytest.fixture(autouse=True)
-def records_as_text(monkeypatch):
-    monkeypatch.setenv(FORMAT_VAR, "text")
-    monkeypatch.setenv("GPUPERF_BENCH", "records")
-    monkeypatch.setattr(report, "can_measure", lambda: False)
 
 
 def _gpus_with_matmul():
@@ -50,19 +42,8 @@ def test_paragraph_names_every_gpu_with_its_numbers():
         assert f"{span(eager)}× the eager chain and {span(vs_compile)}× torch.compile" in text
 
 
-def _copy_measurements(tmp_path, monkeypatch, drop=()):
-    """The committed measurements copied to ``tmp_path``, without the files ``drop``."""
-    root = tmp_path / "measurements"
-    shutil.copytree(records.measurements_dir(), root)
-    for name in drop:
-        for path in root.glob(f"*/{name}"):
-            path.unlink()
-    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(root))
-    return root
-
-
 def test_paragraph_notes_a_missing_record(tmp_path, monkeypatch):
-    _copy_measurements(tmp_path, monkeypatch, drop=["matmul_epilogue.json"])
+    copy_measurements(tmp_path, monkeypatch, drop=["matmul_epilogue.json"])
     paragraph = page.in_one_paragraph()
     missing = [n for n in paragraph.notes if n.startswith("MISSING") and "matmul_epilogue" in n]
     assert len(missing) == len(_gpus_with_matmul())

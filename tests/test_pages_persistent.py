@@ -11,16 +11,9 @@ from gpuperf.kernels._configs import TUNED_DIR
 from gpuperf.pages import hardware, persistent, report
 from gpuperf.pages.plotting import format_x, short_gpu_name
 from gpuperf.pages.prose import span, times
-from gpuperf.pages.tables import FORMAT_VAR
+from tests._pages import records_as_text  # noqa: F401 (autouse)
 
 H100 = "nvidia-h100-80gb-hbm3"
-
-
-@pytest.fixture(autouse=True)
-def records_as_text(monkeypatch):
-    monkeypatch.setenv(FORMAT_VAR, "text")
-    monkeypatch.setenv("GPUPERF_BENCH", "records")
-    monkeypatch.setattr(report, "can_measure", lambda: False)
 
 
 def test_the_paragraph_quotes_each_gpus_records():

@@ -1,25 +1,16 @@
 """Tutorial 02's topic module: the opening paragraph, the lines and the sweep table it
 prints, checked against the records read independently through the Result API."""
 
-import shutil
-
 import pytest
 
 from gpuperf.bench import catalog, records
-from gpuperf.pages import load, report, run_or_load
+from gpuperf.pages import load, run_or_load
 from gpuperf.pages import softmax as page
 from gpuperf.pages.plotting import format_x, short_gpu_name
 from gpuperf.pages.prose import percent, span
-from gpuperf.pages.tables import FORMAT_VAR
+from tests._pages import copy_measurements, records_as_text  # noqa: F401 (autouse)
 
 SOFTMAX, LONG = catalog.SOFTMAX, catalog.SOFTMAX_LONG
-
-
-@pytest.fixture(autouse=True)
-def records_as_text(monkeypatch):
-    monkeypatch.setenv(FORMAT_VAR, "text")
-    monkeypatch.setenv("GPUPERF_BENCH", "records")
-    monkeypatch.setattr(report, "can_measure", lambda: False)
 
 
 def _gpus():
@@ -64,19 +55,8 @@ def test_speedup_over_naive_is_the_ratio_of_times():
         assert value == pytest.approx(ms[(x, "naive")] / ms[(x, "triton")])
 
 
-def _copy_measurements(tmp_path, monkeypatch, drop=()):
-    """The committed measurements copied to ``tmp_path``, without the files ``drop``."""
-    root = tmp_path / "measurements"
-    shutil.copytree(records.measurements_dir(), root)
-    for name in drop:
-        for path in root.glob(f"*/{name}"):
-            path.unlink()
-    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(root))
-    return root
-
-
 def test_paragraph_notes_a_missing_record(tmp_path, monkeypatch):
-    _copy_measurements(tmp_path, monkeypatch, drop=["softmax_long_rows.json"])
+    copy_measurements(tmp_path, monkeypatch, drop=["softmax_long_rows.json"])
     paragraph = page.in_one_paragraph()
     missing = [n for n in paragraph.notes if n.startswith("MISSING") and "softmax_long" in n]
     assert len(missing) == len(_gpus())

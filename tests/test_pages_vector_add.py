@@ -2,25 +2,18 @@
 against the records read independently through the Result API."""
 
 import json
-import shutil
 
 import pytest
 
 from gpuperf.bench import catalog, records
-from gpuperf.pages import load, prose, report, run_or_load
+from gpuperf.pages import load, prose, run_or_load
 from gpuperf.pages import vector_add as page
 from gpuperf.pages.plotting import format_rate, short_gpu_name
 from gpuperf.pages.prose import span
 from gpuperf.pages.tables import FORMAT_VAR
+from tests._pages import copy_measurements, records_as_text  # noqa: F401 (autouse)
 
 VECTOR_ADD = catalog.VECTOR_ADD
-
-
-@pytest.fixture(autouse=True)
-def records_as_text(monkeypatch):
-    monkeypatch.setenv(FORMAT_VAR, "text")
-    monkeypatch.setenv("GPUPERF_BENCH", "records")
-    monkeypatch.setattr(report, "can_measure", lambda: False)
 
 
 def _gpus():
@@ -57,19 +50,8 @@ def test_paragraph_is_html_on_the_site(monkeypatch):
     assert str(page.in_one_paragraph()).startswith('<div class="gpuperf-paragraph')
 
 
-def _copy_measurements(tmp_path, monkeypatch, drop=()):
-    """The committed measurements copied to ``tmp_path``, without the files ``drop``."""
-    root = tmp_path / "measurements"
-    shutil.copytree(records.measurements_dir(), root)
-    for name in drop:
-        for path in root.glob(f"*/{name}"):
-            path.unlink()
-    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(root))
-    return root
-
-
 def test_paragraph_notes_a_missing_record(tmp_path, monkeypatch):
-    _copy_measurements(tmp_path, monkeypatch, drop=["vector_add.json"])
+    copy_measurements(tmp_path, monkeypatch, drop=["vector_add.json"])
     paragraph = page.in_one_paragraph()
     assert paragraph.sentences == ()
     assert any(n.startswith("MISSING") and "vector_add" in n for n in paragraph.notes)
@@ -84,7 +66,7 @@ def test_paragraph_without_any_record_says_so(tmp_path, monkeypatch):
 
 def test_paragraph_notes_a_stale_record(tmp_path, monkeypatch):
 
-    root = _copy_measurements(tmp_path, monkeypatch)
+    root = copy_measurements(tmp_path, monkeypatch)
     gpu = _gpus()[0]
     path = root / gpu / "vector_add.json"
     record = json.loads(path.read_text())

@@ -129,8 +129,7 @@ def plot_sweep(sweep: dict, dtype: str):
     winners = {tuple(e["shape"]): MatmulConfig(**e["config"]) for e in sweep["best"] if e["dtype"] == dtype}
 
     fig, ax = plt.subplots(figsize=(11, 8.6), facecolor="white")
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("white")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="white")
     image = ax.imshow(pct, cmap=cmap, vmin=0, vmax=100, aspect="auto")
     for i, j in np.argwhere(~np.isnan(pct)):
         color = "white" if pct[i, j] < 60 else "black"

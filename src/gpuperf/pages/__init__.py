@@ -16,7 +16,8 @@ folders, provenance captions, MISSING and STALE notes, formatting) lives here.
 * :mod:`~gpuperf.pages.plotting` and :mod:`~gpuperf.pages.tables`: the house style.
 * :mod:`~gpuperf.pages.summary`: one headline per benchmark and GPU.
 * :mod:`~gpuperf.pages.roofline` and :mod:`~gpuperf.pages.roofline_plot`: every record
-  placed on its GPU's measured roofline, and the charts of it.
+  placed on its GPU's measured roofline, and the charts of it (an overview and the
+  compute-bound corner per GPU).
 * :mod:`~gpuperf.pages.profiling` and :mod:`~gpuperf.pages.sweeps`: the profiling
   guide's captures and the tuning sweeps as tables and figures.
 
@@ -25,7 +26,7 @@ that page needs (its opening paragraph and the sentences it prints from the
 records): :mod:`~gpuperf.pages.vector_add`, :mod:`~gpuperf.pages.softmax`,
 :mod:`~gpuperf.pages.matmul`, :mod:`~gpuperf.pages.attention`,
 :mod:`~gpuperf.pages.fp8`, :mod:`~gpuperf.pages.persistent`,
-:mod:`~gpuperf.pages.profiling`, :mod:`~gpuperf.pages.roofline` and
+:mod:`~gpuperf.pages.profiling`, :mod:`~gpuperf.pages.roofline_readings` and
 :mod:`~gpuperf.pages.strategy`. A new page helper goes into its page's topic module;
 one that two pages share goes into one of the modules above.
 

@@ -43,7 +43,9 @@ def check_gradients(x, weight, eps=1e-6, grad_y=None, name="rms_norm"):
     assert dx.dtype == x.dtype and dw.dtype == weight.dtype and dw.shape == weight.shape
     n_rows = x.numel() // x.shape[-1]
     assert_close(f"{name} dx", dx_ref, dx, k=x.shape[-1])
-    assert_close(f"{name} dweight", dw_ref, dw, k=n_rows)
+    # Each term dy * x_hat is rounded and up to a few in size: 16 * n_rows gives 4x the
+    # rounding budget of a sum of n_rows terms of order one.
+    assert_close(f"{name} dweight", dw_ref, dw, k=16 * n_rows)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
@@ -257,22 +259,43 @@ def test_gpu_compile_fullgraph_trains_through_one_graph():
         return gm.forward
 
     def layer(x, weight):
-        return (rms_norm(x * 2.0, weight, eps=1e-5) + 1.0).relu()
+        return rms_norm(x * 2.0, weight, eps=1e-5) * 2.0  # exact scalings in bf16
 
     x, weight = inputs((2, 64, 512), torch.bfloat16, seed=12)
     eager_graph = torch.compile(layer, backend=backend, fullgraph=True)
     eager_graph(x, weight)
     assert len(graphs) == 1
-    called = {str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"}
-    assert "gpuperf.rms_norm.default" in called
+    called = {
+        str(n.target).removesuffix(".default") for n in graphs[0].graph.nodes if n.op == "call_function"
+    }
+    assert "gpuperf.rms_norm" in called
     torch._dynamo.reset()
     compiled = torch.compile(layer, fullgraph=True)
     xs, ws = x.clone().requires_grad_(), weight.clone().requires_grad_()
     out = compiled(xs, ws)
-    out.float().sum().backward()
+    grad_y = randn(tuple(out.shape), torch.bfloat16, seed=13)
+    out.backward(grad_y)
     x64, w64 = x.double().requires_grad_(), weight.double().requires_grad_()
-    ref = (rms_norm_ref(x64 * 2.0, w64, 1e-5) + 1.0).relu()
-    ref.sum().backward()
+    ref = rms_norm_ref(x64 * 2.0, w64, 1e-5) * 2.0
+    ref.backward(grad_y.double())
     assert_close("compiled rms_norm", ref, out)
-    assert_close("compiled rms_norm dx", x64.grad, xs.grad, k=512)
-    assert_close("compiled rms_norm dweight", w64.grad, ws.grad, k=128)
+    assert_close("compiled rms_norm dx", x64.grad, xs.grad, k=4 * 512)
+    assert_close("compiled rms_norm dweight", w64.grad, ws.grad, k=16 * 128)
+
+
+def test_registered_ops_and_their_autograd(device):
+    """torch.ops.gpuperf.rms_norm (what torch.compile calls) returns y and rstd and trains."""
+    x, weight = inputs((5, 40), torch.float32, seed=14)
+    x.requires_grad_()
+    weight.requires_grad_()
+    y, rstd = torch.ops.gpuperf.rms_norm(x, weight, 1e-6)
+    assert_close("torch.ops.gpuperf.rms_norm", rms_norm_ref(x.detach(), weight.detach()), y)
+    expected_rstd = x.detach().double().pow(2).mean(-1).add(1e-6).rsqrt()
+    assert rstd.dtype == torch.float32
+    assert_close("rstd", expected_rstd, rstd)
+    grad_y = randn((5, 40), torch.float32, seed=15)
+    dx, dw = torch.autograd.grad(y, (x, weight), grad_y)
+    x64, w64 = x.detach().double().requires_grad_(), weight.detach().double().requires_grad_()
+    dx_ref, dw_ref = torch.autograd.grad(rms_norm_ref(x64, w64), (x64, w64), grad_y.double())
+    assert_close("op dx", dx_ref, dx, k=40)
+    assert_close("op dweight", dw_ref, dw, k=16 * 5)

@@ -21,7 +21,7 @@ gradient is needed. The backward, with ``g = dy * weight`` and ``x̂ = x * rstd`
 program of the backward kernel sums the rows it owns into a float32 partial row and a
 second kernel adds the partial rows up. Unlike the tutorial, which spreads rows over
 a few buffers guarded by spin locks, each program here owns a fixed set of rows
-(a grid-stride loop over two programs per SM) and its own partial row: no locks, and
+(a grid-stride loop over four programs per SM) and its own partial row: no locks, and
 the same ``dweight`` on every run.
 """
 
@@ -47,23 +47,28 @@ RMS_NORM_MAX_FUSED_COLS = 32768
 #: Elements per program the fused forward aims for on short rows (16 KB of fp32): rows
 #: are stacked, up to 8, so no program is mostly launch overhead.
 RMS_NORM_TILE_ELEMENTS = 4096
-#: Elements of x each thread holds in the fused forward. The weight row takes as many
-#: registers again, so half the softmax's 64 leaves room without spilling.
-RMS_NORM_ELEMENTS_PER_THREAD = 32
+#: Elements of x each thread holds in the fused forward, and most warps per program: on
+#: an H200 at 8192 rows of bf16, (rows per program, warps) from (1..8, 2..32) within 2%
+#: of the best at every row length from 1024 to 32768 columns; 32 warps lost 3-70%.
+RMS_NORM_ELEMENTS_PER_THREAD = 16
+RMS_NORM_MAX_WARPS = 16
 #: Chunk length and warps of the chunked forward: 32 elements per thread per chunk.
 RMS_NORM_CHUNK = 8192
 RMS_NORM_CHUNK_WARPS = 8
 #: Rows longer than this take the chunked backward: the fused one holds x, dy, the
 #: weight and the dweight partial sums of a whole row, four registers per column.
 RMS_NORM_BWD_MAX_FUSED_COLS = 8192
-#: Elements of each of those four rows per thread in the fused backward.
-RMS_NORM_BWD_ELEMENTS_PER_THREAD = 16
+#: Elements of each of those rows per thread in the fused backward (at least 4 warps): on
+#: an H200 at 8192 rows of bf16, 4 warps were within 3% of the best at 1024 and 4096
+#: columns; 2 warps on 8 rows of 1024 spilled and ran 15x slower.
+RMS_NORM_BWD_ELEMENTS_PER_THREAD = 32
 #: Chunk length and warps of the chunked backward.
 RMS_NORM_BWD_CHUNK = 4096
 RMS_NORM_BWD_CHUNK_WARPS = 8
 #: Backward programs per SM: each walks every (programs)-th block of rows, so dweight
-#: has this many partial rows per SM to add up.
-RMS_NORM_BWD_PROGRAMS_PER_SM = 2
+#: has this many partial rows per SM to add up. On the H200, 8 per SM was best at 1024
+#: columns and 2 at 4096; 4 came within 8% of the best at both.
+RMS_NORM_BWD_PROGRAMS_PER_SM = 4
 #: Backward programs under the interpreter: few, so each walks several blocks of rows.
 RMS_NORM_INTERPRETER_PROGRAMS = 3
 #: Tile of the dweight reduction: columns per program and partial rows per step.
@@ -290,7 +295,7 @@ def forward_launch(n_cols: int) -> tuple:
         return _rms_norm_chunked_kernel, None, RMS_NORM_CHUNK, RMS_NORM_CHUNK_WARPS
     block_n = next_power_of_2(n_cols)
     block_m = min(8, max(1, RMS_NORM_TILE_ELEMENTS // block_n))
-    num_warps = min(32, max(4, block_m * block_n // (32 * RMS_NORM_ELEMENTS_PER_THREAD)))
+    num_warps = min(RMS_NORM_MAX_WARPS, max(4, block_m * block_n // (32 * RMS_NORM_ELEMENTS_PER_THREAD)))
     return _rms_norm_kernel, block_m, block_n, num_warps
 
 
@@ -310,7 +315,7 @@ def backward_launch(n_cols: int) -> tuple:
 
 @functools.cache
 def _backward_programs(device_index: int) -> int:
-    """Most programs of the backward: two per SM on a GPU, a few under the interpreter."""
+    """Most programs of the backward: four per SM on a GPU, a few under the interpreter."""
     if device_index < 0 or is_interpreter():
         return RMS_NORM_INTERPRETER_PROGRAMS
     return RMS_NORM_BWD_PROGRAMS_PER_SM * torch.cuda.get_device_properties(device_index).multi_processor_count
@@ -341,10 +346,8 @@ def _rms_norm_op(x2d: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[t
     return y2d, rstd
 
 
-@triton_op("gpuperf::rms_norm_backward", mutates_args=())
-def _rms_norm_backward_op(
-    grad_y: torch.Tensor, x2d: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _backward_into(grad_y, x2d, weight, rstd, launchers: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(dx, dweight)`` of the norm of ``x2d``: the backward kernel, then the sum of its partials."""
     n_rows, n_cols = x2d.shape
     dx = torch.empty((n_rows, n_cols), dtype=x2d.dtype, device=x2d.device)
     if n_rows == 0 or n_cols == 0:  # no row: no gradient flows to the weight
@@ -361,14 +364,21 @@ def _rms_norm_backward_op(
         *grad_y.stride(), *x2d.stride(), weight.stride(0), dx.stride(0),
     )  # fmt: skip
     constexprs = (block_n,) if block_m is None else (block_m, block_n)
-    _launch_traced[kernel]((n_programs,), runtime, constexprs, num_warps=num_warps)
-    _launch_traced[_rms_norm_dw_kernel](
+    launchers[kernel]((n_programs,), runtime, constexprs, num_warps=num_warps)
+    launchers[_rms_norm_dw_kernel](
         (cdiv(n_cols, RMS_NORM_DW_BLOCK_N),),
         (partial, dw, n_programs, n_cols),
         (RMS_NORM_DW_BLOCK_M, RMS_NORM_DW_BLOCK_N),
         num_warps=4,
     )
     return dx, dw
+
+
+@triton_op("gpuperf::rms_norm_backward", mutates_args=())
+def _rms_norm_backward_op(
+    grad_y: torch.Tensor, x2d: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    return _backward_into(grad_y, x2d, weight, rstd, _launch_traced)
 
 
 def _setup_context(ctx, inputs, output) -> None:
@@ -384,6 +394,28 @@ def _backward(ctx, grad_y, _grad_rstd):
 
 
 torch.library.register_autograd("gpuperf::rms_norm", _backward, setup_context=_setup_context)
+
+
+class _RmsNorm(torch.autograd.Function):
+    """The same forward and backward for eager training, launched through the cache.
+
+    The ops above are what ``torch.compile`` sees; called eagerly, each ``torch.ops``
+    call and each ``kernel[grid]`` launch inside it costs tens of microseconds of host
+    time, more than the kernels take at a hidden size of 4096."""
+
+    @staticmethod
+    def forward(ctx, x2d, weight, eps):
+        y2d = torch.empty(x2d.shape, dtype=x2d.dtype, device=x2d.device)
+        rstd = torch.empty((x2d.shape[0],), dtype=torch.float32, device=x2d.device)
+        _forward_into(y2d, rstd, x2d, weight, eps, _launch)
+        ctx.save_for_backward(x2d, weight, rstd)
+        return y2d
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        x2d, weight, rstd = ctx.saved_tensors
+        dx, dw = _backward_into(grad_y, x2d, weight, rstd, _launch)
+        return dx, dw, None
 
 
 def _check(x, weight, eps) -> float:
@@ -476,8 +508,10 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, *, eps: float = 1e-6) -> tor
         # (empty for x, zeros for weight).
         return x * weight if needs_grad else torch.empty(x.shape, dtype=x.dtype, device=x.device)
     x2d = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
-    if compiling or needs_grad:
+    if compiling:
         return torch.ops.gpuperf.rms_norm(x2d, weight, eps)[0].view(x.shape)
+    if needs_grad:
+        return _RmsNorm.apply(x2d, weight, eps).view(x.shape)
     y2d = torch.empty(x2d.shape, dtype=x.dtype, device=x.device)
     bound = _forward_into(y2d, None, x2d, weight, eps, _launch, bind=True)
     if x2d.data_ptr() == x.data_ptr():  # a view of x, not a copy: the plan can read x itself

@@ -20,6 +20,7 @@ SHAPES = [
     (5, 33),  # a row just past a power of two
     (9, 1000),  # more blocks of rows than backward programs
     (2, 3, 129),  # rank 3
+    (3, 2100),  # a ragged row: the chunked forward in short chunks
     (3, BWD_LONG),
     (2, LONG),
 ]

@@ -7,7 +7,8 @@ decoder models since. The forward reads ``x`` once and writes ``y`` once:
 * ``_rms_norm_kernel`` (rows up to :data:`RMS_NORM_MAX_FUSED_COLS` columns): each
   program loads ``BLOCK_M`` whole rows into registers, sums their squares in float32,
   scales by the reciprocal root mean square and the weight, and stores, rounding once.
-* ``_rms_norm_chunked_kernel`` (longer rows): one program per row walks it in chunks
+* ``_rms_norm_chunked_kernel`` (longer rows, and rows that would leave over a quarter
+  of the fused kernel's power-of-two tile empty): one program per row walks it in chunks
   twice, once for the sum of squares and once (backwards, from the chunks still in
   L2) to write ``y``.
 
@@ -55,6 +56,15 @@ RMS_NORM_MAX_WARPS = 16
 #: Chunk length and warps of the chunked forward: 32 elements per thread per chunk.
 RMS_NORM_CHUNK = 8192
 RMS_NORM_CHUNK_WARPS = 8
+#: A row of at least RMS_NORM_RAGGED_MIN_COLS columns that would fill less than this
+#: share of its power-of-two tile takes the chunked forward, in chunks of
+#: RMS_NORM_RAGGED_CHUNK over RMS_NORM_RAGGED_WARPS warps: on the H200 at 8192 x 5120
+#: bf16 (a 62% full tile of 8192) that ran at 3500 GB/s against the fused kernel's 3140,
+#: the second read of the row coming from L2.
+RMS_NORM_RAGGED_FILL = 0.75
+RMS_NORM_RAGGED_MIN_COLS = 2048
+RMS_NORM_RAGGED_CHUNK = 1024
+RMS_NORM_RAGGED_WARPS = 4
 #: Rows longer than this take the chunked backward: the fused one holds x, dy, the
 #: weight and the dweight partial sums of a whole row, four registers per column.
 RMS_NORM_BWD_MAX_FUSED_COLS = 8192
@@ -294,6 +304,8 @@ def forward_launch(n_cols: int) -> tuple:
     if n_cols > RMS_NORM_MAX_FUSED_COLS:
         return _rms_norm_chunked_kernel, None, RMS_NORM_CHUNK, RMS_NORM_CHUNK_WARPS
     block_n = next_power_of_2(n_cols)
+    if n_cols >= RMS_NORM_RAGGED_MIN_COLS and n_cols < RMS_NORM_RAGGED_FILL * block_n:
+        return _rms_norm_chunked_kernel, None, RMS_NORM_RAGGED_CHUNK, RMS_NORM_RAGGED_WARPS
     block_m = min(8, max(1, RMS_NORM_TILE_ELEMENTS // block_n))
     num_warps = min(RMS_NORM_MAX_WARPS, max(4, block_m * block_n // (32 * RMS_NORM_ELEMENTS_PER_THREAD)))
     return _rms_norm_kernel, block_m, block_n, num_warps
@@ -480,8 +492,8 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, *, eps: float = 1e-6) -> tor
     calls them, so a compiled model keeps one graph and trains through it.
 
     Memory traffic: reads ``x`` and ``weight`` once and writes ``y`` once for rows up
-    to 32,768 columns (longer rows read ``x`` twice, the second time partly from
-    L2); the backward reads ``x``, ``dy`` and ``weight`` and writes ``dx``.
+    to 32,768 columns (longer rows, and rows such as 5,120 that would leave over a
+    quarter of a power-of-two tile empty, read ``x`` twice, the second time from L2); the backward reads ``x``, ``dy`` and ``weight`` and writes ``dx``.
     Algorithm: Zhang and Sennrich, "Root Mean Square Layer Normalization",
     arXiv:1910.07467.
     """

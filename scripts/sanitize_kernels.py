@@ -5,7 +5,8 @@ shapes cross every edge: one element, partial blocks and tiles, K not a multiple
 of BLOCK_K, transposed operands, rows just past the single-pass softmax limit,
 attention sequences of 77 with grouped heads and causal masking, forward and backward;
 the persistent and FP8 matmuls at M = 1, N = 17 and K off the block, through every rung
-(computed pointers, TMA, TMA + warp specialization) where TMA's 16-byte rule allows it.
+(computed pointers, TMA, TMA + warp specialization) where TMA's 16-byte rule allows it;
+RMSNorm forward and backward, fused and chunked, strided, in fp16, bf16 and fp32.
 Each call is made twice: the second launches from the plan the first one made.
 """
 
@@ -100,6 +101,33 @@ def main():
         twice(row_mean, torch.randn(shape, device="cuda"))
     twice(row_mean, torch.randn(300, 514, device="cuda")[:, ::2])
     twice(row_mean, torch.randn(70, 333, device="cuda", dtype=torch.float16))
+    # RMSNorm forward and backward: one element, rows off every block, a row past the fused
+    # backward and one past the fused forward (both chunked, ragged last chunk), fp16, a
+    # strided last dimension and a strided weight, and the stride-0 gradient of y.sum().
+    from gpuperf.kernels import rms_norm
+    from gpuperf.kernels.rms_norm import RMS_NORM_BWD_MAX_FUSED_COLS, RMS_NORM_MAX_FUSED_COLS
+
+    def norm_and_grad(x, weight, grad=None):
+        x, weight = x.detach().requires_grad_(), weight.detach().requires_grad_()
+        y = rms_norm(x, weight)
+        y.backward(torch.randn_like(y) if grad is None else grad)
+        with torch.no_grad():
+            twice(rms_norm, x, weight)
+
+    for shape in [(1, 1), (3, 7), (37, 1000), (4099, 257), (5, RMS_NORM_BWD_MAX_FUSED_COLS + 3)]:
+        for dtype in (torch.float16, torch.bfloat16, torch.float32):
+            norm_and_grad(
+                torch.randn(shape, device="cuda", dtype=dtype),
+                torch.randn(shape[-1], device="cuda", dtype=dtype),
+            )
+    norm_and_grad(
+        torch.randn(3, RMS_NORM_MAX_FUSED_COLS + 77, device="cuda"),
+        torch.randn(RMS_NORM_MAX_FUSED_COLS + 77, device="cuda"),
+    )
+    x = torch.randn(2, 300, 514, device="cuda", dtype=torch.float16)[:, ::3, ::2]
+    weight = torch.randn(514, device="cuda", dtype=torch.float16)[::2]
+    norm_and_grad(x, weight)
+    norm_and_grad(x, weight, torch.ones((), device="cuda", dtype=torch.float16).expand(x.shape))
     torch.cuda.synchronize()
     print("every kernel ran at odd shapes")
 

@@ -203,3 +203,29 @@ def add_relu_mul_eager(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> tor
 def strided_copy_ref(x: torch.Tensor, stride: int) -> torch.Tensor:
     """``x[::stride]`` in float64. ``x`` 1-D; returns float64."""
     return x[::stride].double()
+
+
+def rms_norm_ref(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """RMSNorm over the last dimension in float64: ``x / sqrt(mean(x**2) + eps) * weight``.
+
+    ``x`` ``(..., N)``, ``weight`` ``(N,)``, any float dtypes; returns float64. Source:
+    Zhang and Sennrich, "Root Mean Square Layer Normalization", arXiv:1910.07467.
+    """
+    x = x.double()
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight.double()
+
+
+def rms_norm_eager(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """RMSNorm as a model writes it in eager PyTorch, in ``x``'s dtype.
+
+    The forward of ``LlamaRMSNorm`` in Hugging Face transformers
+    (``src/transformers/models/llama/modeling_llama.py``): upcast to float32, mean of
+    the squares, ``rsqrt``, scale, round to ``x``'s dtype, multiply by the weight.
+    About five kernels, each reading and writing a tensor of ``x``'s size (in float32
+    for the middle ones): the unfused baseline of the ``rms_norm`` benchmark.
+    """
+    dtype = x.dtype
+    h = x.float()
+    variance = h.pow(2).mean(-1, keepdim=True)
+    h = h * torch.rsqrt(variance + eps)
+    return weight * h.to(dtype)

@@ -144,6 +144,19 @@ def row_mean_flops(n_rows: int, n_cols: int) -> int:
     return n_rows * n_cols
 
 
+def rms_norm_bytes(n_rows: int, n_cols: int, element_size: int) -> int:
+    """Bytes moved by RMSNorm: ``x`` and the weight read once and ``y`` written once,
+    ``(2 * rows * cols + cols) * element_size`` (the per-row statistics stay on chip)."""
+    return (2 * n_rows * n_cols + n_cols) * element_size
+
+
+def rms_norm_flops(n_rows: int, n_cols: int) -> int:
+    """FLOPs of RMSNorm, by convention ``4 * rows * cols``: per element the square, its
+    addition to the row sum, the multiplication by the reciprocal root and by the
+    weight (the root and the division per row are negligible)."""
+    return 4 * n_rows * n_cols
+
+
 def gelu_flops(n_elements: int) -> int:
     """FLOPs of GELU's tanh formula on ``N`` elements, by convention ``9 * N``.
 

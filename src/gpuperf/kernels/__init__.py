@@ -18,6 +18,7 @@ from gpuperf.kernels.gelu import gelu  # noqa: E402
 from gpuperf.kernels.matmul import MatmulConfig, matmul  # noqa: E402
 from gpuperf.kernels.matmul_fp8 import matmul_fp8, to_fp8  # noqa: E402
 from gpuperf.kernels.matmul_persistent import PersistentConfig, matmul_persistent  # noqa: E402
+from gpuperf.kernels.rms_norm import rms_norm  # noqa: E402
 from gpuperf.kernels.row_mean import row_mean  # noqa: E402
 from gpuperf.kernels.softmax import softmax  # noqa: E402
 from gpuperf.kernels.strided_copy import strided_copy  # noqa: E402
@@ -32,6 +33,7 @@ __all__ = [
     "matmul",
     "matmul_fp8",
     "matmul_persistent",
+    "rms_norm",
     "row_mean",
     "softmax",
     "strided_copy",

@@ -2,7 +2,7 @@
 
 * :mod:`~gpuperf.bench.catalog.benchmark`: :class:`Benchmark` and :class:`Provider`, the
   types that declare a benchmark.
-* :mod:`~gpuperf.bench.catalog.memory_bound`: vector add, softmax, row mean (GB/s).
+* :mod:`~gpuperf.bench.catalog.memory_bound`: vector add, softmax, row mean, RMSNorm (GB/s).
 * :mod:`~gpuperf.bench.catalog.matmul`: tutorial 03's matmul, its epilogue and program
   order, the persistent and FP8 matmuls (TFLOP/s).
 * :mod:`~gpuperf.bench.catalog.attention`: attention forward, backward and peak memory.
@@ -58,6 +58,8 @@ from gpuperf.bench.catalog.matmul import (
     fp8_check_k,
 )
 from gpuperf.bench.catalog.memory_bound import (
+    RMS_NORM,
+    RMS_NORM_ROWS,
     ROW_MEAN,
     ROW_MEAN_ROWS,
     SOFTMAX,
@@ -85,6 +87,7 @@ ALL: tuple[Benchmark, ...] = (
     GELU,
     ADD_RELU_MUL,
     STRIDED_COPY,
+    RMS_NORM,
 )
 
 
@@ -124,6 +127,8 @@ __all__ = [
     "MATMUL_SHAPES",
     "MATMUL_SQUARE",
     "PERSISTENT_SHAPES",
+    "RMS_NORM",
+    "RMS_NORM_ROWS",
     "ROW_MEAN",
     "ROW_MEAN_ROWS",
     "SOFTMAX",

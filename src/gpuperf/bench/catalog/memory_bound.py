@@ -1,5 +1,6 @@
 """Memory-bound benchmarks: vector add and softmax (tutorials 01 and 02), the row mean
-(the profiling guide). Each is read in GB/s against the measured copy bandwidth."""
+(the profiling guide), RMSNorm (tutorial 07's decoder layer). Each is read in GB/s
+against the measured copy bandwidth."""
 
 from __future__ import annotations
 
@@ -121,4 +122,46 @@ ROW_MEAN = Benchmark(
     flops=lambda n: metrics.row_mean_flops(ROW_MEAN_ROWS, n),
     ceiling="copy_gbps",
     sources=("kernels/row_mean.py", "kernels/row_mean_cuda.py"),
+)
+
+# --- RMSNorm (tutorial 07's decoder layer) -------------------------------------------
+
+RMS_NORM_ROWS = 8192
+
+
+def _rms_norm(x, weight):
+    return kernels().rms_norm(x, weight)
+
+
+def _rms_norm_inputs(n: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x`` (RMS_NORM_ROWS, n) and a weight near 1, bfloat16, as in a model."""
+    x = torch.randn(RMS_NORM_ROWS, n, device=device, dtype=torch.bfloat16)
+    weight = (1 + 0.1 * torch.randn(n, device=device)).to(torch.bfloat16)
+    return x, weight
+
+
+RMS_NORM = Benchmark(
+    name="rms_norm",
+    title=f"RMSNorm, bfloat16, {RMS_NORM_ROWS} rows",
+    x_name="n_cols",
+    x_label="row length (hidden size)",
+    x_values=(1024, 2048, 4096, 5120, 8192, 16384, 32768),
+    make_inputs=_rms_norm_inputs,
+    reference=reference.rms_norm_ref,
+    providers=(
+        Provider("triton", "Triton (gpuperf.kernels.rms_norm)", call(_rms_norm)),
+        Provider("eager", "eager formula (Llama's RMSNorm)", call(reference.rms_norm_eager)),
+        Provider("compile", "torch.compile(eager formula)", compiled(reference.rms_norm_eager)),
+        Provider(
+            "torch",
+            "torch.nn.functional.rms_norm",
+            call(lambda x, w: torch.nn.functional.rms_norm(x, w.shape, w, eps=1e-6)),
+        ),
+    ),
+    baseline="eager",
+    metric="GB/s",
+    bytes=lambda n: metrics.rms_norm_bytes(RMS_NORM_ROWS, n, element_size=2),
+    flops=lambda n: metrics.rms_norm_flops(RMS_NORM_ROWS, n),
+    ceiling="copy_gbps",
+    sources=("kernels/rms_norm.py",),
 )

@@ -496,7 +496,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, *, eps: float = 1e-6) -> tor
     quarter of a power-of-two tile empty, read ``x`` twice, the second time from L2); the backward reads ``x``, ``dy`` and ``weight`` and writes ``dx``.
     Algorithm: Zhang and Sennrich, "Root Mean Square Layer Normalization",
     arXiv:1910.07467.
-    """
+    """  # noqa: E501 (one long docstring line, kept: rewrapping would re-hash the measured source)
     compiling = torch.compiler.is_compiling()
     if (
         type(x) is torch.Tensor

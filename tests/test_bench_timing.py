@@ -17,8 +17,9 @@ def test_quantile_interpolates_between_order_statistics():
 
 
 def test_every_timer_has_a_method_for_the_record():
-    assert set(timing.TIMING_METHODS) == {"device", "host", "memory"}
+    assert set(timing.TIMING_METHODS) == {"device", "host", "loop", "memory"}
     assert "do_bench" in timing.TIMING_METHODS["device"]
+    assert "back-to-back" in timing.TIMING_METHODS["loop"]
     assert "torch.cuda._sleep" in timing.TIMING_METHODS["host"]
     assert "max_memory_allocated" in timing.TIMING_METHODS["memory"]
 
@@ -27,6 +28,29 @@ def test_every_timer_has_a_method_for_the_record():
 def test_peak_memory_without_gpu_fails_clearly():
     with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
         timing.peak_memory_bytes(lambda: None)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
+def test_loop_timer_without_gpu_fails_clearly():
+    with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
+        timing.loop_time_ms(lambda: None)
+    with pytest.raises(ValueError, match="rounds must be at least 1"):
+        timing.loop_time_ms(lambda: None, rounds=0)
+
+
+@pytest.mark.gpu
+def test_loop_timer_counts_the_host_when_it_is_slower_than_the_gpu():
+    """A call whose host work (a 2 ms sleep) outlasts its GPU work is timed at the host's pace
+    by the loop timer, and at the GPU's by do_bench's flush-ahead timing."""
+    x = torch.randn(1024, device="cuda")
+
+    def slow_host():
+        time.sleep(2e-3)
+        return x + 1
+
+    looped = timing.loop_time_ms(slow_host, rounds=3, round_ms=20.0)
+    assert looped.ms >= 2.0
+    assert looped.ms_p20 <= looped.ms <= looped.ms_p80
 
 
 @pytest.mark.gpu

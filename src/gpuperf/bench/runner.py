@@ -8,11 +8,11 @@ from collections.abc import Callable
 
 from gpuperf.bench import hardware, metrics, records
 from gpuperf.bench.catalog import Benchmark
-from gpuperf.bench.timing import host_time_ms, peak_memory_bytes, require_cuda, time_ms
+from gpuperf.bench.timing import host_time_ms, loop_time_ms, peak_memory_bytes, require_cuda, time_ms
 from gpuperf.testing import assert_close
 
 #: A benchmark's ``timer`` -> the function that times one provider.
-TIMERS = {"device": time_ms, "host": host_time_ms, "memory": peak_memory_bytes}
+TIMERS = {"device": time_ms, "host": host_time_ms, "loop": loop_time_ms, "memory": peak_memory_bytes}
 
 
 def run(

@@ -58,13 +58,29 @@ HOST_TIMING_METHOD = (
     f"{HOST_ROUNDS} rounds: median with 20th and 80th percentiles over rounds"
 )
 
+#: Rounds of back-to-back calls by :func:`loop_time_ms`, and the GPU time each round aims for.
+LOOP_ROUNDS = 7
+LOOP_ROUND_MS = 20.0
+
+LOOP_TIMING_METHOD = (
+    f"back-to-back calls between two CUDA events, as a decode loop runs them (no L2 flush, the "
+    f"host free to fall behind the GPU and be timed with it), calls per round sized to last "
+    f"about {LOOP_ROUND_MS:.0f} ms, {LOOP_ROUNDS} rounds: median with 20th and 80th percentiles "
+    f"over rounds"
+)
+
 MEMORY_METHOD = (
     "peak memory: torch.cuda.max_memory_allocated during one call, minus what was allocated "
     "before it (the inputs), after emptying PyTorch's cache"
 )
 
 #: A benchmark's ``timer`` -> the timing method its records name in their provenance.
-TIMING_METHODS = {"device": TIMING_METHOD, "host": HOST_TIMING_METHOD, "memory": MEMORY_METHOD}
+TIMING_METHODS = {
+    "device": TIMING_METHOD,
+    "host": HOST_TIMING_METHOD,
+    "loop": LOOP_TIMING_METHOD,
+    "memory": MEMORY_METHOD,
+}
 
 
 @dataclass(frozen=True)
@@ -156,6 +172,55 @@ def host_time_ms(fn: Callable[[], object], *, calls: int = HOST_CALLS, rounds: i
             busy_ms = max(HOST_BUSY_MS, 2 * elapsed_ms)
         else:
             per_call.append(elapsed_ms / calls)
+    return Timing(
+        ms=statistics.median(per_call), ms_p20=_quantile(per_call, 0.2), ms_p80=_quantile(per_call, 0.8)
+    )
+
+
+def loop_time_ms(
+    fn: Callable[[], object], *, rounds: int = LOOP_ROUNDS, round_ms: float = LOOP_ROUND_MS
+) -> Timing:
+    """Time per call of ``fn()`` called back to back, in milliseconds: what a loop of such
+    calls (a decode loop, one step after another) sees, host included.
+
+    :func:`time_ms` keeps the host out of a kernel's time (an L2 flush before each run
+    gives the host a head start). A decode step at batch 1 is the opposite case: tens of
+    small kernels whose launches take longer on the CPU than their work on the GPU, so
+    the GPU waits for the host and the host's time is the step's time. Here each round
+    records a CUDA event, calls ``fn`` ``n`` times without waiting, records a second
+    event and synchronizes; the time per call is the events' interval over ``n``, and
+    nothing else runs between the calls. ``n`` is sized from an untimed round so a
+    round lasts about ``round_ms``. A step streams its weights (hundreds of MB for a
+    Llama layer) through L2, so back-to-back calls do not find them cached.
+
+    Returns:
+        :class:`Timing`: the median over rounds of the time per call, and the 20th
+        and 80th percentiles over rounds.
+
+    Raises:
+        RuntimeError: no CUDA device is available.
+        ValueError: ``rounds`` is below 1 or ``round_ms`` not positive.
+    """
+    if rounds < 1 or not round_ms > 0:
+        raise ValueError(f"rounds must be at least 1 and round_ms positive, got {rounds}, {round_ms}")
+    require_cuda()
+    import torch
+
+    fn()  # compile, capture and warm caches outside the timed region
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    calls, per_call = 1, []
+    for i in range(rounds + 1):  # round 0 is untimed: it sizes the others
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        elapsed = start.elapsed_time(end)
+        if i == 0:
+            calls = max(1, min(10_000, round(round_ms / max(elapsed, 1e-3))))
+        else:
+            per_call.append(elapsed / calls)
     return Timing(
         ms=statistics.median(per_call), ms_p20=_quantile(per_call, 0.2), ms_p80=_quantile(per_call, 0.8)
     )

@@ -89,8 +89,11 @@ class Benchmark:
             ``(("dtype", ("float16", "bfloat16")),)``; every combination is
             measured at every x, and passed by keyword to ``make_inputs``,
             ``bytes``, ``flops`` and ``ceiling``.
-        timer: ``"device"``: GPU time by :func:`gpuperf.bench.timing.time_ms`; or
-            ``"host"``: host time per call by :func:`gpuperf.bench.timing.host_time_ms`.
+        timer: ``"device"``: GPU time by :func:`gpuperf.bench.timing.time_ms`;
+            ``"host"``: host time per call by :func:`gpuperf.bench.timing.host_time_ms`;
+            ``"loop"``: time per call of back-to-back calls, host included, by
+            :func:`gpuperf.bench.timing.loop_time_ms` (a decode loop); or ``"memory"``:
+            peak memory by :func:`gpuperf.bench.timing.peak_memory_bytes`.
         reduction: optional ``reduction(x, **axes) -> int``: how many products each
             output element sums (a matmul's K), so the check against the reference
             allows the rounding that grows with it (:func:`gpuperf.testing.reduction_atol`).

@@ -188,3 +188,36 @@ def add_relu_mul_eager_bytes(n_elements: int, element_size: int) -> int:
     tensors and writes one, the ReLU reads one and writes one, the multiply reads two
     and writes one; ``8 * N * element_size`` against the fused kernel's ``4 * N * element_size``."""
     return 8 * n_elements * element_size
+
+
+def llama_layer_flops(config, *, batch: int, q_len: int, kv_len: int, training: bool = False) -> float:
+    """FLOPs of one Llama decoder layer (``config``: a :class:`gpuperf.models.llama.LlamaConfig`)
+    on ``batch`` sequences of ``q_len`` new tokens that attend to ``kv_len`` keys each.
+
+    The four projections (QKV, output, gate and up, down), ``2 * tokens * weights``, plus
+    attention, ``4 * B * H * q_len * kv_len * D``, halved when the queries are the whole
+    sequence (prefill, causal: ``q_len == kv_len``). Norms, RoPE and SwiGLU's elementwise
+    work are left out (under 0.1%). ``training`` counts forward and backward: three times
+    the projections (the backward does two matmuls per forward one) and 3.5 times the
+    attention (its backward is 2.5 times its forward).
+    """
+    c = config
+    weights = c.hidden * c.qkv_width + c.n_heads * c.head_dim * c.hidden + 3 * c.hidden * c.mlp
+    projections = 2.0 * batch * q_len * weights
+    attention = 4.0 * batch * c.n_heads * q_len * kv_len * c.head_dim
+    if q_len == kv_len:
+        attention /= 2
+    return 3 * projections + 3.5 * attention if training else projections + attention
+
+
+def llama_layer_bytes(config, *, tokens: int, kv_len: int = 0, batch: int = 0, element_size: int = 2) -> int:
+    """The fewest bytes one step of a Llama decoder layer moves: every weight read once, the
+    ``tokens`` inputs read and outputs written once, and in decode (``kv_len`` > 0) the KV
+    cache of ``batch`` sequences read once, ``2 * B * H_kv * kv_len * D`` elements, and the
+    new tokens' keys and values written. In a decode step these are nearly all of it, which
+    is why decode is read against the copy bandwidth."""
+    c = config
+    weights = c.hidden * c.qkv_width + c.n_heads * c.head_dim * c.hidden + 3 * c.hidden * c.mlp + 2 * c.hidden
+    activations = 2 * tokens * c.hidden
+    cache = 2 * batch * c.n_kv_heads * kv_len * c.head_dim + 2 * tokens * c.n_kv_heads * c.head_dim
+    return (weights + activations + (cache if kv_len else 0)) * element_size

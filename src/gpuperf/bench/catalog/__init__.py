@@ -9,6 +9,8 @@
 * :mod:`~gpuperf.bench.catalog.case_studies`: the optimization-strategy guide's GELU,
   add → ReLU → multiply and strided reads.
 * :mod:`~gpuperf.bench.catalog.host`: host time per call of our wrappers and PyTorch's ops.
+* :mod:`~gpuperf.bench.catalog.llama`: a Llama-3-8B decoder layer end to end: prefill,
+  decode and a training step (tutorial 07).
 
 A new benchmark goes into its family's module and into :data:`ALL`. The same
 declaration serves the tutorials (measured live or rendered from the committed
@@ -41,6 +43,16 @@ from gpuperf.bench.catalog.case_studies import (
     STRIDED_COPY_ELEMENTS,
 )
 from gpuperf.bench.catalog.host import HOST_OVERHEAD
+from gpuperf.bench.catalog.llama import (
+    DECODE_BATCHES,
+    DECODE_LENGTHS,
+    LLAMA_DECODE,
+    LLAMA_PREFILL,
+    LLAMA_SEQ_LEN,
+    LLAMA_TRAIN,
+    LLAMA_TRAIN_MEMORY,
+    PREFILL_BATCHES,
+)
 from gpuperf.bench.catalog.matmul import (
     FP8_FAST_ACCUM_K_FACTOR,
     FP8_SHAPES,
@@ -88,6 +100,10 @@ ALL: tuple[Benchmark, ...] = (
     ADD_RELU_MUL,
     STRIDED_COPY,
     RMS_NORM,
+    LLAMA_PREFILL,
+    LLAMA_DECODE,
+    LLAMA_TRAIN,
+    LLAMA_TRAIN_MEMORY,
 )
 
 
@@ -110,12 +126,19 @@ __all__ = [
     "ATTENTION_SEQ_LENS",
     "ATTENTION_TOKENS",
     "ATTENTION_WIDTH",
+    "DECODE_BATCHES",
+    "DECODE_LENGTHS",
     "ELEMENTWISE_DTYPES",
     "ELEMENTWISE_SIZES",
     "FP8_FAST_ACCUM_K_FACTOR",
     "FP8_SHAPES",
     "GELU",
     "HOST_OVERHEAD",
+    "LLAMA_DECODE",
+    "LLAMA_PREFILL",
+    "LLAMA_SEQ_LEN",
+    "LLAMA_TRAIN",
+    "LLAMA_TRAIN_MEMORY",
     "MATMUL",
     "MATMUL_DTYPES",
     "MATMUL_EPILOGUE",
@@ -127,6 +150,7 @@ __all__ = [
     "MATMUL_SHAPES",
     "MATMUL_SQUARE",
     "PERSISTENT_SHAPES",
+    "PREFILL_BATCHES",
     "RMS_NORM",
     "RMS_NORM_ROWS",
     "ROW_MEAN",

@@ -1,0 +1,11 @@
+"""Whole model blocks built from gpuperf's kernels, each with a PyTorch twin.
+
+* :mod:`~gpuperf.models.llama`: a Llama-3-style decoder layer (RMSNorm, fused QKV
+  projection, RoPE, grouped-query attention, output projection, SwiGLU MLP) whose
+  operations are either PyTorch's or gpuperf's, on the same weights: prefill, a decode
+  step against a KV cache, and training.
+"""
+
+from gpuperf.models.llama import GPUPERF_OPS, LLAMA_3_8B, PYTORCH_OPS, DecoderLayer, LlamaConfig
+
+__all__ = ["GPUPERF_OPS", "LLAMA_3_8B", "PYTORCH_OPS", "DecoderLayer", "LlamaConfig"]

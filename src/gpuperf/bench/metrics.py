@@ -188,3 +188,24 @@ def add_relu_mul_eager_bytes(n_elements: int, element_size: int) -> int:
     tensors and writes one, the ReLU reads one and writes one, the multiply reads two
     and writes one; ``8 * N * element_size`` against the fused kernel's ``4 * N * element_size``."""
     return 8 * n_elements * element_size
+
+
+def rope_bytes(
+    batch: int, seq_len: int, n_heads: int, n_kv_heads: int, head_dim: int, element_size: int,
+    table_element_size: int = 4,
+) -> int:  # fmt: skip
+    """Bytes moved by RoPE on ``q`` ``(B, H, S, D)`` and ``k`` ``(B, H_kv, S, D)``: both read
+    once and written once, and the ``(B, S, D)`` tables ``cos`` and ``sin`` (float32 by
+    default) read once, ``2 * B * S * (H + H_kv) * D * element_size + 2 * B * S * D *
+    table_element_size``."""
+    tokens = batch * seq_len
+    return (
+        2 * tokens * (n_heads + n_kv_heads) * head_dim * element_size
+        + 2 * tokens * head_dim * table_element_size
+    )
+
+
+def rope_flops(batch: int, seq_len: int, n_heads: int, n_kv_heads: int, head_dim: int) -> int:
+    """FLOPs of RoPE, by convention 3 per output element (``x * cos``, ``rotate_half(x) *
+    sin`` and their sum): ``3 * B * S * (H + H_kv) * D``."""
+    return 3 * batch * seq_len * (n_heads + n_kv_heads) * head_dim

@@ -2,7 +2,8 @@
 
 * :mod:`~gpuperf.bench.catalog.benchmark`: :class:`Benchmark` and :class:`Provider`, the
   types that declare a benchmark.
-* :mod:`~gpuperf.bench.catalog.memory_bound`: vector add, softmax, row mean, RMSNorm (GB/s).
+* :mod:`~gpuperf.bench.catalog.memory_bound`: vector add, softmax, row mean, RMSNorm,
+  RoPE (GB/s).
 * :mod:`~gpuperf.bench.catalog.matmul`: tutorial 03's matmul, its epilogue and program
   order, the persistent and FP8 matmuls (TFLOP/s).
 * :mod:`~gpuperf.bench.catalog.attention`: attention forward, backward and peak memory.
@@ -60,6 +61,9 @@ from gpuperf.bench.catalog.matmul import (
 from gpuperf.bench.catalog.memory_bound import (
     RMS_NORM,
     RMS_NORM_ROWS,
+    ROPE,
+    ROPE_BASE,
+    ROPE_HEADS,
     ROW_MEAN,
     ROW_MEAN_ROWS,
     SOFTMAX,
@@ -88,6 +92,7 @@ ALL: tuple[Benchmark, ...] = (
     ADD_RELU_MUL,
     STRIDED_COPY,
     RMS_NORM,
+    ROPE,
 )
 
 
@@ -129,6 +134,9 @@ __all__ = [
     "PERSISTENT_SHAPES",
     "RMS_NORM",
     "RMS_NORM_ROWS",
+    "ROPE",
+    "ROPE_BASE",
+    "ROPE_HEADS",
     "ROW_MEAN",
     "ROW_MEAN_ROWS",
     "SOFTMAX",

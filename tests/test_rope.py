@@ -133,6 +133,15 @@ def test_broadcast_gradients(device):
     assert_close("rope dk sum", k64.grad, k.grad)
 
 
+def test_double_backward_is_refused(device):
+    q, k = (x.detach().requires_grad_() for x in qkv_views((1, 2, 1, 3, 16), torch.float32, seed=34))
+    cos, sin = tables((1, 2, 1, 3, 16), "random", seed=35)
+    q_out, k_out = rope(q, k, cos, sin)
+    (dq,) = torch.autograd.grad(q_out.square().sum() + k_out.sum(), q, create_graph=True)
+    with pytest.raises(RuntimeError, match="marked with @once_differentiable"):
+        dq.sum().backward()
+
+
 @pytest.mark.parametrize("layout", ["contiguous", "strided-last-dim", "expanded-heads"])
 def test_other_layouts(layout):
     shape = (2, 3, 2, 11, 16)

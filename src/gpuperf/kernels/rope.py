@@ -37,6 +37,7 @@ import math
 import torch
 import triton
 import triton.language as tl
+from torch.autograd.function import once_differentiable
 from torch.library import triton_op
 
 from gpuperf.kernels._grid import cdiv, next_power_of_2
@@ -275,6 +276,7 @@ class _Rope(torch.autograd.Function):
         return _run(q, k, cos, sin, False, _launch)
 
     @staticmethod
+    @once_differentiable  # the kernel's backward is not itself differentiated: say so, not zeros
     def backward(ctx, grad_q, grad_k):
         cos, sin = ctx.saved_tensors
         dq, dk = _run(grad_q, grad_k, cos, sin, True, _launch)

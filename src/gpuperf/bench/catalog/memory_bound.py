@@ -192,7 +192,7 @@ def _rope_inputs(seq_len: int, device) -> tuple[torch.Tensor, ...]:
 
 ROPE = Benchmark(
     name="rope",
-    title="RoPE on q and k, bfloat16, Llama 3 8B heads (32 + 8 of 128), batch 1",
+    title="RoPE of q and k, bfloat16, Llama 3 8B heads, batch 1",
     x_name="seq_len",
     x_label="tokens",
     x_values=(1024, 4096, 16384, 65536),
@@ -200,7 +200,7 @@ ROPE = Benchmark(
     reference=reference.rope_ref,
     providers=(
         Provider("triton", "Triton (gpuperf.kernels.rope)", call(_rope)),
-        Provider("eager", "eager formula (Llama's apply_rotary_pos_emb)", call(reference.rope_eager)),
+        Provider("eager", "eager formula (Llama's RoPE)", call(reference.rope_eager)),
         Provider("compile", "torch.compile(eager formula)", compiled(reference.rope_eager)),
     ),
     baseline="eager",

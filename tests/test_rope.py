@@ -707,3 +707,23 @@ def test_gpu_eager_rope_captures_into_a_cuda_graph():
     q_ref, k_ref = rope_ref(q, k, cos, sin)
     assert_close("rope graph q", q_ref, q_out)
     assert_close("rope graph k", k_ref, k_out)
+
+
+# --- the benchmark's declaration ------------------------------------------------------------------
+
+
+def test_benchmark_counts_bytes_and_flops_and_passes_the_models_views(device):
+    from gpuperf.bench import catalog
+    from gpuperf.bench.runner import check
+
+    bench = catalog.ROPE
+    # q and k (40 heads of 128, bf16) read and written once, the float32 tables read once.
+    assert bench.bytes(1024) == 2 * 1024 * 40 * 128 * 2 + 2 * 1024 * 128 * 4
+    assert bench.flops(1024) == 3 * 1024 * 40 * 128
+    q, k, cos, sin = bench.make_inputs(8, torch.device(device))
+    assert q.shape == (1, 32, 8, 128) and k.shape == (1, 8, 8, 128) and cos.shape == (1, 8, 128)
+    assert not q.is_contiguous() and q.untyped_storage().data_ptr() == k.untyped_storage().data_ptr()
+    expected = bench.reference(q, k, cos, sin)
+    for provider in bench.providers:
+        if provider.key != "compile":  # torch.compile of the eager formula: on a GPU
+            check(f"rope {provider.key}", expected, provider.make(q, k, cos, sin)(), k=bench.reduction(8))

@@ -24,6 +24,7 @@
 #   bash scripts/device_run.sh strategy  the optimization-strategy guide: GELU, add-ReLU-mul and strided-copy
 #                                        tests and benchmarks, kernels per call, Inductor's code, compile modes
 #   bash scripts/device_run.sh rmsnorm   rms_norm GPU tests, its benchmark, compute-sanitizer on every kernel
+#   bash scripts/device_run.sh rope      rope GPU tests, its benchmark, compute-sanitizer on every kernel
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
 # Set GPUPERF_COMMIT to the commit being measured when the tree has no .git.
 # Writes $OUT/<mode>.log and $OUT/results.tgz (docs/measurements and kernels/tuned as measured).
@@ -100,6 +101,10 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
       rmsnorm)
         python3 -m pytest -q -p no:cacheprovider tests/test_rms_norm.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
         time python3 -m gpuperf.bench --no-tune rms_norm
+        compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
+      rope)
+        python3 -m pytest -q -p no:cacheprovider tests/test_rope.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
+        time python3 -m gpuperf.bench --no-tune rope
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
       *) echo "unknown mode $mode" ;;
     esac

@@ -6,7 +6,9 @@ of BLOCK_K, transposed operands, rows just past the single-pass softmax limit,
 attention sequences of 77 with grouped heads and causal masking, forward and backward;
 the persistent and FP8 matmuls at M = 1, N = 17 and K off the block, through every rung
 (computed pointers, TMA, TMA + warp specialization) where TMA's 16-byte rule allows it;
-RMSNorm forward and backward, fused and chunked, strided, in fp16, bf16 and fp32.
+RMSNorm forward and backward, fused and chunked, strided, in fp16, bf16 and fp32;
+RoPE forward and backward on fused-QKV views at S = 1 and 77, MQA, head dims off a power
+of two, several head blocks, stride-0 tables and gradients.
 Each call is made twice: the second launches from the plan the first one made.
 """
 
@@ -128,6 +130,32 @@ def main():
     weight = torch.randn(514, device="cuda", dtype=torch.float16)[::2]
     norm_and_grad(x, weight)
     norm_and_grad(x, weight, torch.ones((), device="cuda", dtype=torch.float16).expand(x.shape))
+    # RoPE forward and backward: q and k as transposed views of a fused QKV buffer, one
+    # token, S = 77 (token blocks off the batch boundary), one key head, D = 96 (a padded
+    # half), more query heads than a program takes, tables broadcast with stride 0, and
+    # the stride-0 gradients of a sum.
+    from gpuperf.kernels import rope, rope_cos_sin
+
+    def rope_and_grad(b, h, h_kv, s, d, dtype, expand=False, sum_grad=False):
+        qkv = torch.randn(b, s, h + 2 * h_kv, d, device="cuda", dtype=dtype, requires_grad=True)
+        q, k, _v = qkv.split([h, h_kv, h_kv], dim=2)
+        positions = torch.arange(s, device="cuda").expand(b, s)
+        cos, sin = rope_cos_sin(positions[:1] if expand else positions, d, base=500000.0)
+        if expand:
+            cos, sin = cos.expand(b, s, d), sin.expand(b, s, d)
+        q_out, k_out = rope(q.transpose(1, 2), k.transpose(1, 2), cos, sin)
+        if sum_grad:
+            (q_out.sum() + k_out.sum()).backward()
+        else:
+            torch.autograd.backward((q_out, k_out), (torch.randn_like(q_out), torch.randn_like(k_out)))
+        with torch.no_grad():
+            twice(rope, q.transpose(1, 2), k.transpose(1, 2), cos, sin)
+
+    for b, h, h_kv, s, d in [(1, 1, 1, 1, 16), (2, 4, 1, 77, 64), (3, 12, 4, 77, 96), (1, 32, 8, 333, 128)]:
+        for dtype in (torch.float16, torch.bfloat16, torch.float32):
+            rope_and_grad(b, h, h_kv, s, d, dtype)
+    rope_and_grad(4, 32, 8, 1, 128, torch.bfloat16, expand=True)
+    rope_and_grad(2, 6, 2, 45, 256, torch.bfloat16, expand=True, sum_grad=True)
     torch.cuda.synchronize()
     print("every kernel ran at odd shapes")
 

@@ -229,3 +229,36 @@ def rms_norm_eager(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> 
     variance = h.pow(2).mean(-1, keepdim=True)
     h = h * torch.rsqrt(variance + eps)
     return weight * h.to(dtype)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """``cat(-x[..., D/2:], x[..., :D/2])``: Llama's pairing of feature ``i`` with ``i + D/2``
+    (``rotate_half`` in Hugging Face transformers' ``modeling_llama.py``)."""
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def rope_ref(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
+    """Llama's rotary position embedding in float64: ``x * cos + rotate_half(x) * sin`` for
+    ``x`` each of ``q`` ``(B, H, S, D)`` and ``k`` ``(B, H_kv, S, D)``, the tables ``cos``,
+    ``sin`` ``(B, S, D)`` broadcast over the heads; returns ``(q, k)`` in float64. Source:
+    Su et al., "RoFormer", arXiv:2104.09864, in the convention of transformers'
+    ``apply_rotary_pos_emb``."""
+    cos, sin = cos.double().unsqueeze(1), sin.double().unsqueeze(1)
+    q, k = q.double(), k.double()
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+def rope_eager(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
+    """RoPE as Hugging Face's Llama writes it in eager PyTorch, in ``q``'s dtype.
+
+    ``LlamaRotaryEmbedding`` casts the tables to the activations' dtype and
+    ``apply_rotary_pos_emb`` (``src/transformers/models/llama/modeling_llama.py``)
+    unsqueezes them over the heads: ``q * cos + rotate_half(q) * sin``, and the same for
+    ``k``. Twelve kernels (two casts; a negation, a concatenation, two products and a
+    sum per tensor), each product, sum and table rounded to ``q``'s dtype: the unfused
+    baseline of the ``rope`` benchmark and the RoPE of the PyTorch decoder layer.
+    Returns ``(q_embed, k_embed)``.
+    """
+    cos, sin = cos.to(q.dtype).unsqueeze(1), sin.to(q.dtype).unsqueeze(1)
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin

@@ -221,3 +221,24 @@ def llama_layer_bytes(config, *, tokens: int, kv_len: int = 0, batch: int = 0, e
     activations = 2 * tokens * c.hidden
     cache = 2 * batch * c.n_kv_heads * kv_len * c.head_dim + 2 * tokens * c.n_kv_heads * c.head_dim
     return (weights + activations + (cache if kv_len else 0)) * element_size
+
+
+def rope_bytes(
+    batch: int, seq_len: int, n_heads: int, n_kv_heads: int, head_dim: int, element_size: int,
+    table_element_size: int = 4,
+) -> int:  # fmt: skip
+    """Bytes moved by RoPE on ``q`` ``(B, H, S, D)`` and ``k`` ``(B, H_kv, S, D)``: both read
+    once and written once, and the ``(B, S, D)`` tables ``cos`` and ``sin`` (float32 by
+    default) read once, ``2 * B * S * (H + H_kv) * D * element_size + 2 * B * S * D *
+    table_element_size``."""
+    tokens = batch * seq_len
+    return (
+        2 * tokens * (n_heads + n_kv_heads) * head_dim * element_size
+        + 2 * tokens * head_dim * table_element_size
+    )
+
+
+def rope_flops(batch: int, seq_len: int, n_heads: int, n_kv_heads: int, head_dim: int) -> int:
+    """FLOPs of RoPE, by convention 3 per output element (``x * cos``, ``rotate_half(x) *
+    sin`` and their sum): ``3 * B * S * (H + H_kv) * D``."""
+    return 3 * batch * seq_len * (n_heads + n_kv_heads) * head_dim

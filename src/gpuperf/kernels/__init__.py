@@ -19,6 +19,7 @@ from gpuperf.kernels.matmul import MatmulConfig, matmul  # noqa: E402
 from gpuperf.kernels.matmul_fp8 import matmul_fp8, to_fp8  # noqa: E402
 from gpuperf.kernels.matmul_persistent import PersistentConfig, matmul_persistent  # noqa: E402
 from gpuperf.kernels.rms_norm import rms_norm  # noqa: E402
+from gpuperf.kernels.rope import rope, rope_cos_sin  # noqa: E402
 from gpuperf.kernels.row_mean import row_mean  # noqa: E402
 from gpuperf.kernels.softmax import softmax  # noqa: E402
 from gpuperf.kernels.strided_copy import strided_copy  # noqa: E402
@@ -34,6 +35,8 @@ __all__ = [
     "matmul_fp8",
     "matmul_persistent",
     "rms_norm",
+    "rope",
+    "rope_cos_sin",
     "row_mean",
     "softmax",
     "strided_copy",

@@ -2,7 +2,8 @@
 
 * :mod:`~gpuperf.bench.catalog.benchmark`: :class:`Benchmark` and :class:`Provider`, the
   types that declare a benchmark.
-* :mod:`~gpuperf.bench.catalog.memory_bound`: vector add, softmax, row mean, RMSNorm (GB/s).
+* :mod:`~gpuperf.bench.catalog.memory_bound`: vector add, softmax, row mean, RMSNorm,
+  RoPE (GB/s).
 * :mod:`~gpuperf.bench.catalog.matmul`: tutorial 03's matmul, its epilogue and program
   order, the persistent and FP8 matmuls (TFLOP/s).
 * :mod:`~gpuperf.bench.catalog.attention`: attention forward, backward and peak memory.
@@ -72,6 +73,9 @@ from gpuperf.bench.catalog.matmul import (
 from gpuperf.bench.catalog.memory_bound import (
     RMS_NORM,
     RMS_NORM_ROWS,
+    ROPE,
+    ROPE_BASE,
+    ROPE_HEADS,
     ROW_MEAN,
     ROW_MEAN_ROWS,
     SOFTMAX,
@@ -100,6 +104,7 @@ ALL: tuple[Benchmark, ...] = (
     ADD_RELU_MUL,
     STRIDED_COPY,
     RMS_NORM,
+    ROPE,
     LLAMA_PREFILL,
     LLAMA_DECODE,
     LLAMA_TRAIN,
@@ -153,6 +158,9 @@ __all__ = [
     "PREFILL_BATCHES",
     "RMS_NORM",
     "RMS_NORM_ROWS",
+    "ROPE",
+    "ROPE_BASE",
+    "ROPE_HEADS",
     "ROW_MEAN",
     "ROW_MEAN_ROWS",
     "SOFTMAX",

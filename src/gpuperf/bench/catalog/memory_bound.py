@@ -1,5 +1,5 @@
 """Memory-bound benchmarks: vector add and softmax (tutorials 01 and 02), the row mean
-(the profiling guide), RMSNorm (tutorial 07's decoder layer). Each is read in GB/s
+(the profiling guide), RMSNorm and RoPE (tutorial 07's decoder layer). Each is read in GB/s
 against the measured copy bandwidth."""
 
 from __future__ import annotations
@@ -164,4 +164,57 @@ RMS_NORM = Benchmark(
     flops=lambda n: metrics.rms_norm_flops(RMS_NORM_ROWS, n),
     ceiling="copy_gbps",
     sources=("kernels/rms_norm.py",),
+)
+
+# --- RoPE (tutorial 07's decoder layer) ---------------------------------------------
+
+#: Llama 3 8B's attention heads: 32 query heads and 8 key/value heads of 128.
+ROPE_HEADS = (32, 8, 128)
+#: Llama 3's RoPE base.
+ROPE_BASE = 500000.0
+
+
+def _rope(q, k, cos, sin):
+    return kernels().rope(q, k, cos, sin)
+
+
+def _rope_inputs(seq_len: int, device) -> tuple[torch.Tensor, ...]:
+    """``(q, k, cos, sin)`` as the decoder layer passes them, batch 1: ``q`` and ``k`` are
+    transposed views of one fused QKV projection output ``(1, S, H + 2 H_kv, D)``
+    (bfloat16), the tables float32 at positions ``0 .. S - 1``."""
+    n_heads, n_kv_heads, head_dim = ROPE_HEADS
+    qkv = torch.randn(1, seq_len, n_heads + 2 * n_kv_heads, head_dim, device=device, dtype=torch.bfloat16)
+    q, k, _v = qkv.split([n_heads, n_kv_heads, n_kv_heads], dim=2)
+    positions = torch.arange(seq_len, device=device)[None]
+    cos, sin = kernels().rope_cos_sin(positions, head_dim, base=ROPE_BASE)
+    return q.transpose(1, 2), k.transpose(1, 2), cos, sin
+
+
+ROPE = Benchmark(
+    name="rope",
+    title="RoPE of q and k, bfloat16, Llama 3 8B heads, batch 1",
+    x_name="seq_len",
+    x_label="tokens",
+    x_values=(1024, 4096, 16384, 65536),
+    make_inputs=_rope_inputs,
+    reference=reference.rope_ref,
+    providers=(
+        Provider("triton", "Triton (gpuperf.kernels.rope)", call(_rope)),
+        Provider("eager", "eager formula (Llama's RoPE)", call(reference.rope_eager)),
+        Provider("compile", "torch.compile(eager formula)", compiled(reference.rope_eager)),
+    ),
+    baseline="eager",
+    metric="GB/s",
+    bytes=lambda s: metrics.rope_bytes(1, s, *ROPE_HEADS, element_size=2),
+    flops=lambda s: metrics.rope_flops(1, s, *ROPE_HEADS),
+    ceiling="copy_gbps",
+    sources=("kernels/rope.py",),
+    # Not a reduction: the absolute tolerance that lets the baselines' roundings through.
+    # An output sums two products of inputs up to ~5 in size (random normal), and the
+    # eager formula rounds the tables, both products and the sum to bfloat16: where
+    # the products cancel, it is off by more than the relative tolerance allows (up to
+    # 0.022 at 65,536 tokens, simulated on the CPU; compile's fp32 math, 0.012).
+    # bfloat16's eps * sqrt(32) = 0.044. The kernel, rounding once, is checked tightly
+    # in tests/test_rope.py.
+    reduction=lambda s: 32,
 )

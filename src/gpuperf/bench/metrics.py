@@ -188,3 +188,17 @@ def add_relu_mul_eager_bytes(n_elements: int, element_size: int) -> int:
     tensors and writes one, the ReLU reads one and writes one, the multiply reads two
     and writes one; ``8 * N * element_size`` against the fused kernel's ``4 * N * element_size``."""
     return 8 * n_elements * element_size
+
+
+def swiglu_flops(m: int, n: int, k: int) -> int:
+    """FLOPs of SwiGLU, ``silu(x @ W_gate) * (x @ W_up)`` with ``x`` ``(M, K)`` and the weight
+    ``[W_gate | W_up]`` ``(K, 2N)``: the two products, ``2 * M * 2N * K`` (the SiLU and the
+    multiplication, a few per output element, are left out)."""
+    return 2 * m * (2 * n) * k
+
+
+def swiglu_bytes(m: int, n: int, k: int, element_size: int) -> int:
+    """Bytes moved by SwiGLU: ``x`` ``(M, K)`` and the weight ``(K, 2N)`` read once and the
+    ``(M, N)`` output written once, ``(M*K + K*2N + M*N) * element_size`` (the products
+    themselves need never reach memory)."""
+    return (m * k + k * 2 * n + m * n) * element_size

@@ -22,6 +22,7 @@ from gpuperf.kernels.rms_norm import rms_norm  # noqa: E402
 from gpuperf.kernels.row_mean import row_mean  # noqa: E402
 from gpuperf.kernels.softmax import softmax  # noqa: E402
 from gpuperf.kernels.strided_copy import strided_copy  # noqa: E402
+from gpuperf.kernels.swiglu import swiglu  # noqa: E402
 from gpuperf.kernels.vector_add import vector_add  # noqa: E402
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "row_mean",
     "softmax",
     "strided_copy",
+    "swiglu",
     "to_fp8",
     "vector_add",
 ]

@@ -4,7 +4,7 @@
   types that declare a benchmark.
 * :mod:`~gpuperf.bench.catalog.memory_bound`: vector add, softmax, row mean, RMSNorm (GB/s).
 * :mod:`~gpuperf.bench.catalog.matmul`: tutorial 03's matmul, its epilogue and program
-  order, the persistent and FP8 matmuls (TFLOP/s).
+  order, the persistent and FP8 matmuls, SwiGLU (TFLOP/s).
 * :mod:`~gpuperf.bench.catalog.attention`: attention forward, backward and peak memory.
 * :mod:`~gpuperf.bench.catalog.case_studies`: the optimization-strategy guide's GELU,
   add → ReLU → multiply and strided reads.
@@ -55,6 +55,8 @@ from gpuperf.bench.catalog.matmul import (
     MATMUL_SHAPES,
     MATMUL_SQUARE,
     PERSISTENT_SHAPES,
+    SWIGLU,
+    SWIGLU_SHAPES,
     fp8_check_k,
 )
 from gpuperf.bench.catalog.memory_bound import (
@@ -88,6 +90,7 @@ ALL: tuple[Benchmark, ...] = (
     ADD_RELU_MUL,
     STRIDED_COPY,
     RMS_NORM,
+    SWIGLU,
 )
 
 
@@ -137,6 +140,8 @@ __all__ = [
     "SOFTMAX_ROWS",
     "STRIDED_COPY",
     "STRIDED_COPY_ELEMENTS",
+    "SWIGLU",
+    "SWIGLU_SHAPES",
     "VECTOR_ADD",
     "Benchmark",
     "Provider",

@@ -429,6 +429,12 @@ def test_gpu_planned_calls_compute_on_their_own_inputs():
                 w = w.t().contiguous().t()
             check_forward(x, w, f"swiglu {dtype} col={col} {config} call {seed}", config)
     assert len(_plans) == len(cases)
+    # A model's weight is an nn.Parameter: in inference its calls launch from plans too.
+    weight = torch.nn.Parameter(inputs(256, 192, 320, torch.bfloat16, seed=4)[1])
+    with torch.no_grad():
+        for seed in (5, 6):
+            check_forward(inputs(256, 192, 320, torch.bfloat16, seed=seed)[0], weight, "swiglu parameter")
+    assert len(_plans) == len(cases) + 1
 
 
 @pytest.mark.gpu

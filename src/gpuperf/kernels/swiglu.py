@@ -370,6 +370,9 @@ _traced_pointer = traced(_swiglu_pointer_kernel)
 _traced_bwd = traced(_swiglu_bwd_kernel)
 #: Plans of :func:`swiglu`, by :func:`~gpuperf.kernels.matmul_persistent.plan_key`.
 _plans = Plans()
+#: Tensor types whose metadata a plan key holds in full: plain tensors and a model's
+#: weights (``nn.Parameter``), not other subclasses.
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
 
 
 # --- configuration choice ------------------------------------------------------------------
@@ -738,8 +741,8 @@ def swiglu(
     compiling = torch.compiler.is_compiling()
     # (Only plain values reach the plans' dictionary: a bad argument goes to the checks.)
     plannable = (
-        type(x) is torch.Tensor
-        and type(w_gate_up) is torch.Tensor
+        type(x) in _PLAIN_TENSORS
+        and type(w_gate_up) in _PLAIN_TENSORS
         and (config is None or type(config) is PersistentConfig)
         and not compiling
         and not (torch.is_grad_enabled() and (x.requires_grad or w_gate_up.requires_grad))

@@ -350,7 +350,7 @@ def _swiglu_launch_config(x, w_gate_up):
 
 SWIGLU = Benchmark(
     name="swiglu",
-    title="SwiGLU silu(x @ W_gate) * (x @ W_up), bfloat16: one matmul with the gate in its epilogue",
+    title="SwiGLU, bfloat16: silu(x @ W_gate) * (x @ W_up) in one matmul",
     x_name="shape",
     x_label="shape (M×N×K)",
     x_values=SWIGLU_SHAPES,
@@ -363,7 +363,9 @@ SWIGLU = Benchmark(
             call(lambda x, w: kernels().swiglu(x, w)),
             config=_swiglu_launch_config,
         ),
-        Provider("eager", "eager: two cuBLAS matmuls, SiLU, multiply", call(swiglu_eager_fused_weight)),
+        Provider(
+            "eager", "eager PyTorch (two cuBLAS matmuls, SiLU, multiply)", call(swiglu_eager_fused_weight)
+        ),
         Provider("compile", "torch.compile of the eager code", compiled(swiglu_eager_fused_weight)),
         Provider(
             "cublas",

@@ -19,7 +19,10 @@ capability 9.0, or strides no descriptor can describe) through computed pointers
 the same epilogue. Two ``BLOCK_M x BLOCK_N`` accumulators cost the registers of one
 ``BLOCK_M x 2·BLOCK_N`` tile, and a pipeline stage holds one tile of ``x`` and two of the
 weight: a 128 x 128 SwiGLU tile is what a 128 x 256 tile is to the plain matmul, the
-tile its sweep chose at Llama's MLP shape on both Hopper GPUs.
+tile its sweep chose at Llama's MLP shape on both Hopper GPUs. (An ``activation`` of
+the matmul's epilogue would not do: that epilogue maps one accumulator onto one output
+tile, while SwiGLU combines two, from weight columns N apart, into an output half the
+weight's width, which changes the loads, the grid and the store.)
 
 The backward recomputes ``[g | u] = x @ [W_gate | W_up]`` with one matmul (rather than
 keeping ``2·M·N`` elements from the forward), takes the elementwise derivatives in

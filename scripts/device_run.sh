@@ -25,6 +25,9 @@
 #                                        tests and benchmarks, kernels per call, Inductor's code, compile modes
 #   bash scripts/device_run.sh rmsnorm   rms_norm GPU tests, its benchmark, compute-sanitizer on every kernel
 #   bash scripts/device_run.sh rope      rope GPU tests, its benchmark, compute-sanitizer on every kernel
+#   bash scripts/device_run.sh swiglu    swiglu GPU tests, its tuning sweep (kernels/tuned/<gpu>/swiglu.json) and
+#                                        benchmark, compute-sanitizer on every kernel
+#   bash scripts/device_run.sh swiglu-tuned  the same with the committed sweep (no re-tuning)
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
 # Set GPUPERF_COMMIT to the commit being measured when the tree has no .git.
 # Writes $OUT/<mode>.log and $OUT/results.tgz (docs/measurements and kernels/tuned as measured).
@@ -105,6 +108,10 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
       rope)
         python3 -m pytest -q -p no:cacheprovider tests/test_rope.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
         time python3 -m gpuperf.bench --no-tune rope
+        compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
+      swiglu|swiglu-tuned)
+        python3 -m pytest -q -p no:cacheprovider tests/test_swiglu.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
+        if [ "$mode" = swiglu ]; then time python3 -m gpuperf.bench swiglu; else time python3 -m gpuperf.bench --no-tune swiglu; fi
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
       *) echo "unknown mode $mode" ;;
     esac

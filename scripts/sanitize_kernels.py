@@ -8,7 +8,8 @@ the persistent and FP8 matmuls at M = 1, N = 17 and K off the block, through eve
 (computed pointers, TMA, TMA + warp specialization) where TMA's 16-byte rule allows it;
 RMSNorm forward and backward, fused and chunked, strided, in fp16, bf16 and fp32;
 RoPE forward and backward on fused-QKV views at S = 1 and 77, MQA, head dims off a power
-of two, several head blocks, stride-0 tables and gradients.
+of two, several head blocks, stride-0 tables and gradients;
+SwiGLU forward and backward at M = 1 and N, K off every tile, through TMA and pointers.
 Each call is made twice: the second launches from the plan the first one made.
 """
 
@@ -156,6 +157,27 @@ def main():
             rope_and_grad(b, h, h_kv, s, d, dtype)
     rope_and_grad(4, 32, 8, 1, 128, torch.bfloat16, expand=True)
     rope_and_grad(2, 6, 2, 45, 256, torch.bfloat16, expand=True, sum_grad=True)
+    # SwiGLU forward and backward: M = 1, N and K off every tile (the gate tile of the last
+    # column of tiles reading up-weights, the up tile past 2N), a transposed x and an
+    # nn.Linear-layout weight; TMA where the 16-byte rule allows it, computed pointers
+    # elsewhere and when asked; fp16 and bf16.
+    from gpuperf.kernels import swiglu
+
+    swiglu_configs = (
+        None,  # the tuned or default config
+        PersistentConfig(128, 128, 64, num_stages=3, tma=False),
+        PersistentConfig(128, 64, 64, num_warps=4, num_stages=3, warp_specialize=True),
+        PersistentConfig(64, 128, 64, num_warps=4, num_stages=4),
+    )
+    for m, n, k in [(1, 16, 72), (17, 33, 65), (130, 70, 200), (257, 136, 4104), (64, 1000, 512)]:
+        for dtype in (torch.float16, torch.bfloat16):
+            x = torch.randn(m, k, device="cuda", dtype=dtype)
+            w = torch.randn(k, 2 * n, device="cuda", dtype=dtype) / k**0.5
+            for config in swiglu_configs:
+                twice(swiglu, x, w, config=config)
+            twice(swiglu, x.t().contiguous().t(), w.t().contiguous().t())
+            xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+            swiglu(xg, wg).backward(torch.randn(m, n, device="cuda", dtype=dtype))
     torch.cuda.synchronize()
     print("every kernel ran at odd shapes")
 

@@ -1,4 +1,5 @@
-"""The runner's output check: one output, or a tuple of them (a backward pass's gradients)."""
+"""The runner's output check: one output, or a tuple of them (a backward pass's gradients), and a
+provider's ``check_as``."""
 
 import pytest
 import torch
@@ -20,3 +21,45 @@ def test_check_compares_a_single_output():
     check("out", a.double(), a)
     with pytest.raises(AssertionError, match="out"):
         check("out", a.double(), a * 2)
+
+
+def test_a_provider_is_checked_as_its_check_as_says_and_timed_as_it_is(monkeypatch):
+    """``Provider.check_as`` maps the checked output (a matmul without its epilogue, say)
+    onto the reference; the timed calls run the provider itself."""
+    import types
+
+    from gpuperf.bench import runner
+    from gpuperf.bench.catalog import Benchmark, Provider, call
+
+    timed = []
+
+    def fake_timer(fn):
+        timed.append(fn())
+        return types.SimpleNamespace(ms=1.0, ms_p20=0.9, ms_p80=1.1)
+
+    monkeypatch.setattr(runner, "require_cuda", lambda: None)
+    monkeypatch.setitem(runner.TIMERS, "device", fake_timer)
+    monkeypatch.setattr(runner.records, "collect_provenance", lambda timer: {"gpu": "test"})
+    bench = Benchmark(
+        name="check_as_test",
+        title="t",
+        x_name="n",
+        x_label="n",
+        x_values=(4,),
+        make_inputs=lambda n, device: (torch.arange(n, dtype=torch.float32),),
+        reference=lambda x: (2 * x).double(),
+        providers=(
+            Provider("fused", "fused", call(lambda x: 2 * x)),
+            Provider("part", "first half only", call(lambda x: x + 0), check_as=lambda out: 2 * out),
+            Provider("wrong", "wrong", call(lambda x: x + 0)),
+        ),
+        baseline="fused",
+        metric="GB/s",
+        bytes=lambda n: 8 * n,
+        flops=lambda n: n,
+        ceiling=None,
+        sources=(),
+    )
+    rows = runner.run(bench, log=lambda line: None)["rows"]
+    assert [r["status"] for r in rows] == ["ok", "ok", "mismatch"]
+    assert torch.equal(timed[1], torch.arange(4, dtype=torch.float32))  # timed as it is

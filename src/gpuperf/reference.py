@@ -262,3 +262,24 @@ def rope_eager(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.T
     """
     cos, sin = cos.to(q.dtype).unsqueeze(1), sin.to(q.dtype).unsqueeze(1)
     return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+def swiglu_ref(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    """SwiGLU in float64: ``silu(x @ w_gate) * (x @ w_up)``.
+
+    ``x`` ``(M, K)``, ``w_gate`` and ``w_up`` ``(K, N)``, any float dtypes; returns float64
+    ``(M, N)``. Source: Shazeer, "GLU Variants Improve Transformer", arXiv:2002.05202.
+    """
+    x = x.double()
+    return torch.nn.functional.silu(x @ w_gate.double()) * (x @ w_up.double())
+
+
+def swiglu_eager(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    """SwiGLU as a model writes it in eager PyTorch, in ``x``'s dtype: ``F.silu(x @ w_gate) * (x @ w_up)``.
+
+    Hugging Face transformers' ``LlamaMLP`` before its down projection
+    (``act_fn(gate_proj(x)) * up_proj(x)``): two matmuls, each rounding its product to
+    the dtype and writing it to memory, then the SiLU and the multiplication, two more
+    kernels reading them back.
+    """
+    return torch.nn.functional.silu(x @ w_gate) * (x @ w_up)

@@ -23,7 +23,10 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--no-tune",
         action="store_true",
-        help="measure the matmuls and attention with the committed tuned configs instead of re-tuning first",
+        help=(
+            "measure the matmuls, SwiGLU and attention with the committed tuned configs "
+            "instead of re-tuning first"
+        ),
     )
     args = parser.parse_args(argv)
 
@@ -76,6 +79,13 @@ def main(argv=None) -> int:
                 persistent.name, persistent.x_values, log=lambda line: print(line, flush=True)
             )
             print(f"wrote {tuning.write_tuning(sweep)}", flush=True)
+
+    if not args.no_tune and catalog.SWIGLU in benchmarks:
+        from gpuperf.bench import tuning
+
+        print(f"tuning swiglu at {len(catalog.SWIGLU.x_values)} shapes ...", flush=True)
+        sweep = tuning.tune_swiglu(catalog.SWIGLU.x_values, log=lambda line: print(line, flush=True))
+        print(f"wrote {tuning.write_tuning(sweep)}", flush=True)
 
     if not args.no_tune and any(b.name.startswith("attention") for b in benchmarks):
         from gpuperf.bench import tuning

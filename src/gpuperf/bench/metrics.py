@@ -242,3 +242,17 @@ def rope_flops(batch: int, seq_len: int, n_heads: int, n_kv_heads: int, head_dim
     """FLOPs of RoPE, by convention 3 per output element (``x * cos``, ``rotate_half(x) *
     sin`` and their sum): ``3 * B * S * (H + H_kv) * D``."""
     return 3 * batch * seq_len * (n_heads + n_kv_heads) * head_dim
+
+
+def swiglu_flops(m: int, n: int, k: int) -> int:
+    """FLOPs of SwiGLU, ``silu(x @ W_gate) * (x @ W_up)`` with ``x`` ``(M, K)`` and the weight
+    ``[W_gate | W_up]`` ``(K, 2N)``: the two products, ``2 * M * 2N * K`` (the SiLU and the
+    multiplication, a few per output element, are left out)."""
+    return 2 * m * (2 * n) * k
+
+
+def swiglu_bytes(m: int, n: int, k: int, element_size: int) -> int:
+    """Bytes moved by SwiGLU: ``x`` ``(M, K)`` and the weight ``(K, 2N)`` read once and the
+    ``(M, N)`` output written once, ``(M*K + K*2N + M*N) * element_size`` (the products
+    themselves need never reach memory)."""
+    return (m * k + k * 2 * n + m * n) * element_size

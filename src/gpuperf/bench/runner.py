@@ -24,8 +24,9 @@ def run(
 ) -> dict:
     """Measure ``benchmark`` on the current CUDA device and return its record.
 
-    For every axis combination and x, every provider's output is first compared
-    with the reference (:func:`gpuperf.testing.assert_close`); only a provider
+    For every axis combination and x, every provider's output (mapped by its
+    ``check_as``, if any) is first compared with the reference
+    (:func:`gpuperf.testing.assert_close`); only a provider
     that matched is timed, on the GPU or on the host as the benchmark's
     ``timer`` says. A provider that fails or mismatches gets a row with status
     ``"error"`` or ``"mismatch"`` and its message, not a time.
@@ -82,7 +83,9 @@ def run(
                 }
                 try:
                     fn = provider.make(*inputs)
-                    check(f"{benchmark.name} {provider.key} {where}", expected, fn(), k=k)
+                    out = fn() if provider.check_as is None else provider.check_as(fn())
+                    check(f"{benchmark.name} {provider.key} {where}", expected, out, k=k)
+                    del out
                     if provider.config is not None:
                         row["config"] = provider.config(*inputs)
                         json.dumps(row["config"])  # a record must stay JSON

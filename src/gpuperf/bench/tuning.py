@@ -187,6 +187,73 @@ def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) 
     }
 
 
+def tune_swiglu(shapes, *, log: Callable[[str], None] = print) -> dict:
+    """Time every candidate config of :func:`gpuperf.kernels.swiglu` worth timing at each
+    ``(M, N, K)`` in ``shapes`` (bfloat16 operands as the ``swiglu`` benchmark makes them),
+    after checking its output against the float64 reference.
+
+    Returns the sweep in the persistent matmul's form (``kernels/tuned/<gpu>/swiglu.json``):
+    provenance, candidates, every trial, and per shape the fastest config overall
+    (``variant: "best"``) and of each of ``"pointer"``, ``"tma"`` and ``"tma_ws"``.
+
+    Raises:
+        RuntimeError: no CUDA device is available.
+    """
+    import importlib
+
+    import torch
+
+    from gpuperf.bench import metrics, records
+    from gpuperf.bench.catalog.matmul import swiglu_operands
+    from gpuperf.bench.timing import require_cuda
+    from gpuperf.kernels import _persistent_configs as _configs
+    from gpuperf.reference import swiglu_ref
+    from gpuperf.testing import assert_close
+
+    require_cuda()
+    # (gpuperf.kernels.swiglu is the function; the module is looked up by name.)
+    op = importlib.import_module("gpuperf.kernels.swiglu")
+    trials, best = [], []
+    for shape in shapes:
+        m, n, k = shape
+        torch.manual_seed(m + n + k)
+        x, w = swiglu_operands(shape, "cuda")
+        expected = swiglu_ref(x, w[:, :n], w[:, n:])
+        shape_trials = []
+        for config in op.candidates(m, n, k):
+            trial = {"dtype": "bfloat16", "shape": list(shape), "variant": _configs.variant(config)}
+            trial["config"] = config.as_dict()
+            fn = lambda c=config, x=x, w=w: op.swiglu(x, w, config=c)
+            check = lambda fn=fn, ref=expected, k=k: assert_close("swiglu sweep", ref, fn(), k=k)
+            shape_trials.append(_time_trial(trial, check, fn, metrics.swiglu_flops(m, n, k)))
+        for which in ("best", *_configs.VARIANTS):
+            ok = [t for t in shape_trials if t["status"] == "ok" and which in ("best", t["variant"])]
+            if ok:
+                winner = min(ok, key=lambda t: t["ms"])
+                keys = ("shape", "config", "ms", "tflops")
+                best.append({"variant": which, **{key: winner[key] for key in keys}})
+        ok = [t for t in shape_trials if t["status"] == "ok"]
+        if ok:
+            winner = min(ok, key=lambda t: t["ms"])
+            log(
+                f"tuned swiglu {m}x{n}x{k}: {len(ok)} of {len(shape_trials)} configs ran, best "
+                f"{_configs.PersistentConfig(**winner['config']).label()} {winner['tflops']:.0f} TFLOP/s"
+            )
+        trials += shape_trials
+        del x, w, expected
+        torch.cuda.empty_cache()
+    timing = f"one do_bench round per config (warmup={SWEEP_WARMUP_MS} ms, rep={SWEEP_REP_MS} ms), median"
+    return {
+        "schema_version": 1,
+        "kernel": "swiglu",
+        "provenance": records.collect_provenance(method=timing),
+        "timing": timing,
+        "candidates": [c.as_dict() for c in op.SWIGLU_CANDIDATES],
+        "trials": trials,
+        "best": best,
+    }
+
+
 def write_tuning(sweep: dict, root: Path | None = None) -> Path:
     """Write ``sweep`` to ``<root>/<gpu>/<kernel>.json`` (default root: the package's
     ``kernels/tuned``) and make the next call of that kernel's op use it."""

@@ -23,6 +23,7 @@ from gpuperf.kernels.rope import rope, rope_cos_sin  # noqa: E402
 from gpuperf.kernels.row_mean import row_mean  # noqa: E402
 from gpuperf.kernels.softmax import softmax  # noqa: E402
 from gpuperf.kernels.strided_copy import strided_copy  # noqa: E402
+from gpuperf.kernels.swiglu import swiglu  # noqa: E402
 from gpuperf.kernels.vector_add import vector_add  # noqa: E402
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "row_mean",
     "softmax",
     "strided_copy",
+    "swiglu",
     "to_fp8",
     "vector_add",
 ]

@@ -5,7 +5,7 @@
 * :mod:`~gpuperf.bench.catalog.memory_bound`: vector add, softmax, row mean, RMSNorm,
   RoPE (GB/s).
 * :mod:`~gpuperf.bench.catalog.matmul`: tutorial 03's matmul, its epilogue and program
-  order, the persistent and FP8 matmuls (TFLOP/s).
+  order, the persistent and FP8 matmuls, SwiGLU (TFLOP/s).
 * :mod:`~gpuperf.bench.catalog.attention`: attention forward, backward and peak memory.
 * :mod:`~gpuperf.bench.catalog.case_studies`: the optimization-strategy guide's GELU,
   add → ReLU → multiply and strided reads.
@@ -68,6 +68,8 @@ from gpuperf.bench.catalog.matmul import (
     MATMUL_SHAPES,
     MATMUL_SQUARE,
     PERSISTENT_SHAPES,
+    SWIGLU,
+    SWIGLU_SHAPES,
     fp8_check_k,
 )
 from gpuperf.bench.catalog.memory_bound import (
@@ -105,6 +107,7 @@ ALL: tuple[Benchmark, ...] = (
     STRIDED_COPY,
     RMS_NORM,
     ROPE,
+    SWIGLU,
     LLAMA_PREFILL,
     LLAMA_DECODE,
     LLAMA_TRAIN,
@@ -169,6 +172,8 @@ __all__ = [
     "SOFTMAX_ROWS",
     "STRIDED_COPY",
     "STRIDED_COPY_ELEMENTS",
+    "SWIGLU",
+    "SWIGLU_SHAPES",
     "VECTOR_ADD",
     "Benchmark",
     "Provider",

@@ -32,12 +32,18 @@ class Provider:
             configuration this provider runs on ``inputs`` (a JSON-able dict, e.g.
             ``{"BLOCK_M": 128, "num_warps": 8}``), recorded in each row. It is
             called after the provider's first call, so an autotuner has chosen.
+        check_as: optional ``check_as(output) -> output``: what the provider's output
+            is compared with the reference as, for a provider that computes only part
+            of the op (a matmul without the fused kernel's epilogue: the floor the
+            fused kernel should reach). Applied to the checked call only, never to a
+            timed one.
     """
 
     key: str
     label: str
     make: Callable[..., Callable[[], Any]]
     config: Callable[..., dict | None] | None = None
+    check_as: Callable[[Any], Any] | None = None
 
 
 def call(fn: Callable[..., Any]) -> Callable[..., Callable[[], Any]]:

@@ -307,3 +307,78 @@ MATMUL_FP8 = Benchmark(
     axes=(("scaling", ("tensor", "row")), ("accumulation", ("float32", "fast"))),
     reduction=lambda shape, scaling, accumulation: fp8_check_k(shape[2], accumulation),
 )
+
+# --- SwiGLU, Llama's MLP gate (tutorial 07) -----------------------------------------------
+
+#: Llama 3 8B's MLP gate and up projections (hidden 4096, MLP 14336) over 64 tokens
+#: (decode, batch 64: memory-bound on the weight) and 2048 to 16384 tokens (prefill).
+SWIGLU_SHAPES = ((64, 14336, 4096), (2048, 14336, 4096), (8192, 14336, 4096), (16384, 14336, 4096))
+
+
+def swiglu_operands(shape, device):
+    """``(x, w_gate_up)``: random ``(M, K)`` activations and a ``(K, 2N)`` weight
+    ``[W_gate | W_up]`` scaled by ``1/sqrt(K)`` (products of order one, as in a model),
+    bfloat16, for ``shape`` ``(M, N, K)``."""
+    m, n, k = shape
+    x = torch.randn(m, k, device=device, dtype=torch.bfloat16)
+    w = (torch.randn(k, 2 * n, device=device) * k**-0.5).to(torch.bfloat16)
+    return x, w
+
+
+def _gate_up(w_gate_up):
+    n = w_gate_up.shape[1] // 2
+    return w_gate_up[:, :n], w_gate_up[:, n:]
+
+
+def swiglu_eager_fused_weight(x, w_gate_up):
+    """The eager formula on the two column slices of one ``[W_gate | W_up]`` weight, as the
+    model's PyTorch ops call it (:func:`gpuperf.reference.swiglu_eager`)."""
+    return reference.swiglu_eager(x, *_gate_up(w_gate_up))
+
+
+def _swiglu_epilogue(gate_up):
+    """``silu(g) * u`` of cuBLAS's ``[g | u]``, to check that provider's products (untimed)."""
+    g, u = _gate_up(gate_up)
+    return (torch.nn.functional.silu(g.float()) * u.float()).to(gate_up.dtype)
+
+
+def _swiglu_launch_config(x, w_gate_up):
+    from gpuperf.kernels.swiglu import launch_config
+
+    return launch_config(x, w_gate_up).as_dict()
+
+
+SWIGLU = Benchmark(
+    name="swiglu",
+    title="SwiGLU, bfloat16: silu(x @ W_gate) * (x @ W_up) in one matmul",
+    x_name="shape",
+    x_label="shape (M×N×K)",
+    x_values=SWIGLU_SHAPES,
+    make_inputs=swiglu_operands,
+    reference=lambda x, w_gate_up: reference.swiglu_ref(x, *_gate_up(w_gate_up)),
+    providers=(
+        Provider(
+            "triton",
+            "Triton, gate fused (gpuperf.kernels.swiglu)",
+            call(lambda x, w: kernels().swiglu(x, w)),
+            config=_swiglu_launch_config,
+        ),
+        Provider(
+            "eager", "eager PyTorch (two cuBLAS matmuls, SiLU, multiply)", call(swiglu_eager_fused_weight)
+        ),
+        Provider("compile", "torch.compile of the eager code", compiled(swiglu_eager_fused_weight)),
+        Provider(
+            "cublas",
+            "cuBLAS x @ [W_gate | W_up] alone (no epilogue)",
+            call(torch.matmul),
+            check_as=_swiglu_epilogue,
+        ),
+    ),
+    baseline="eager",
+    metric="TFLOP/s",
+    bytes=lambda shape: metrics.swiglu_bytes(*shape, ELEMENT_SIZE["bfloat16"]),
+    flops=lambda shape: metrics.swiglu_flops(*shape),
+    ceiling=TFLOPS_CEILING["bfloat16"],
+    sources=("kernels/swiglu.py", *PERSISTENT_SOURCES),
+    reduction=_matmul_k,
+)

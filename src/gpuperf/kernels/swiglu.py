@@ -1,0 +1,773 @@
+"""SwiGLU, ``silu(x @ W_gate) * (x @ W_up)``: Llama's MLP gate as one persistent matmul
+with the gating in its epilogue.
+
+Llama's MLP (Touvron et al., "LLaMA", arXiv:2302.13971; Shazeer, "GLU Variants Improve
+Transformer", arXiv:2002.05202) projects its input twice and gates one projection by the
+SiLU of the other, ``h = silu(x @ W_gate) * (x @ W_up)``, before the down projection.
+Written in PyTorch (Hugging Face's ``LlamaMLP``) that is two matmuls, each writing an
+``(M, N)`` product to memory, then a SiLU and a multiplication that read them back. Here
+the two weights are one ``(K, 2N)`` matrix ``[W_gate | W_up]`` and one kernel computes
+both products of each output tile: per step along K it loads one tile of ``x`` and two
+tiles of the weight, at columns ``n`` and ``N + n``, into two float32 accumulators, and
+after the last step computes ``silu(g) * u`` on the tiles still in registers and stores
+the ``(M, N)`` result, rounded once. The products never reach memory.
+
+The loop is :mod:`~gpuperf.kernels.matmul_persistent`'s (tutorial 06): one program per
+SM walks the output tiles in grouped order; on Hopper the tiles arrive through TMA
+tensor descriptors (optionally with warp specialization), elsewhere (before compute
+capability 9.0, or strides no descriptor can describe) through computed pointers, with
+the same epilogue. Two ``BLOCK_M x BLOCK_N`` accumulators cost the registers of one
+``BLOCK_M x 2·BLOCK_N`` tile, and a pipeline stage holds one tile of ``x`` and two of the
+weight: a 128 x 128 SwiGLU tile is what a 128 x 256 tile is to the plain matmul, the
+tile its sweep chose at Llama's MLP shape on both Hopper GPUs. (An ``activation`` of
+the matmul's epilogue would not do: that epilogue maps one accumulator onto one output
+tile, while SwiGLU combines two, from weight columns N apart, into an output half the
+weight's width, which changes the loads, the grid and the store.)
+
+The backward recomputes ``[g | u] = x @ [W_gate | W_up]`` with one matmul (rather than
+keeping ``2·M·N`` elements from the forward), takes the elementwise derivatives in
+float32 in one small kernel,
+
+    sig = sigmoid(g),  dg = dy · u · sig · (1 + g · (1 - sig)),  du = dy · g · sig,
+
+and multiplies back with gpuperf's matmuls: ``dx = [dg | du] @ [W_gate | W_up]ᵀ`` and
+``dW = xᵀ @ [dg | du]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+
+import torch
+import triton
+import triton.language as tl
+from torch.library import triton_op
+
+from gpuperf._runtime import is_interpreter
+from gpuperf.kernels import _persistent_configs as _configs
+from gpuperf.kernels._grid import cdiv, next_power_of_2
+from gpuperf.kernels._launch import Launcher, Plans, traced
+from gpuperf.kernels._persistent_configs import SHARED_MEMORY_BYTES, PersistentConfig
+from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
+from gpuperf.kernels.matmul_persistent import (
+    _Described,
+    _descriptor,
+    _DescriptorLauncher,
+    _gpu_slug,
+    _tile_coords,
+    capability,
+    matmul_persistent,
+    num_sms,
+    plan_key,
+    tma_layout,
+)
+
+# --- launch configurations, as data --------------------------------------------------------
+
+
+def _grid(tiles, stages, warps, *, ws=False, tma=True, block_k=64) -> tuple[PersistentConfig, ...]:
+    return tuple(
+        PersistentConfig(bm, bn, block_k, 8, w, s, tma, ws)
+        for (bm, bn) in tiles
+        for s in stages
+        for w in warps
+    )
+
+
+#: Candidates the sweep (:func:`gpuperf.bench.tuning.tune_swiglu`) times, written to
+#: ``kernels/tuned/<gpu>/swiglu.json``: 128-row tiles (Hopper's wgmma covers 64 rows per
+#: warpgroup) 128 or 64 columns wide per half, without and with warp specialization, two
+#: to four stages; 64-row tiles for decode-sized M; the same tiles through computed pointers.
+SWIGLU_CANDIDATES: tuple[PersistentConfig, ...] = (
+    _grid(((128, 128),), (3, 4), (8,))
+    + _grid(((128, 64),), (3, 4), (4, 8))
+    + _grid(((64, 128),), (3, 4), (4,))
+    + _grid(((64, 64),), (4,), (4,), block_k=128)
+    + _grid(((128, 128),), (2, 3), (8,), ws=True)
+    + _grid(((128, 64),), (3, 4), (4, 8), ws=True)
+    + _grid(((128, 128),), (3,), (8,), tma=False)
+    + _grid(((128, 64),), (3,), (4,), tma=False)
+)
+
+#: Without a committed sweep, on Hopper: the tile of the persistent matmul's sweep winner at
+#: 8192 x 14336 x 4096 (128 x 256 x 64, 3 stages, 8 warps, no warp specialization) on both
+#: GPUs, split into its gate and up halves: 48 KB of shared memory per stage.
+SWIGLU_DEFAULT = PersistentConfig(128, 128, 64, num_warps=8, num_stages=3)
+#: M up to this many rows takes :data:`SWIGLU_SMALL_M_DEFAULT` (decode: a 128-row tile
+#: would be over half padding).
+SWIGLU_SMALL_M = 64
+#: Decode-sized M: one warpgroup per 64-row tile, a stage deeper (the weight's read is
+#: the whole cost: keep more of it in flight).
+SWIGLU_SMALL_M_DEFAULT = PersistentConfig(64, 128, 64, num_warps=4, num_stages=4)
+#: GPUs without TMA (compute capability below 9.0): computed pointers, 96 KB of pipeline,
+#: which fits the shared memory of every GPU since Ampere.
+SWIGLU_POINTER_DEFAULT = PersistentConfig(128, 64, 64, num_warps=4, num_stages=3, tma=False)
+#: Under Triton's interpreter: small tiles.
+SWIGLU_INTERPRETER = PersistentConfig(32, 32, 32, group_m=2, num_warps=4, num_stages=1)
+
+#: The backward's elementwise kernel: columns of each half per program (at most), elements
+#: per program, and warps (16 elements of each of dy, g and u per thread).
+SWIGLU_BWD_MAX_BLOCK_N = 1024
+SWIGLU_BWD_TILE = 2048
+SWIGLU_BWD_WARPS = 4
+
+
+def stage_bytes(config: PersistentConfig, element_size: int = 2) -> int:
+    """Shared memory one pipeline stage takes: a ``BLOCK_M x BLOCK_K`` tile of x and two
+    ``BLOCK_K x BLOCK_N`` tiles of the weight."""
+    return (config.block_m + 2 * config.block_n) * config.block_k * element_size
+
+
+def candidates(m: int, n: int, k: int) -> list[PersistentConfig]:
+    """The candidates of :data:`SWIGLU_CANDIDATES` worth timing for ``x (m, k)`` and an
+    ``(k, 2n)`` weight."""
+    kept = []
+    for c in SWIGLU_CANDIDATES:
+        # A tile over twice the matrix computes mostly padding.
+        if c.block_m > 2 * max(16, m) or c.block_n > 2 * max(16, n):
+            continue
+        if stage_bytes(c) * c.num_stages > SHARED_MEMORY_BYTES:
+            continue
+        # Over 128 float32 accumulators per thread (two tiles of them) spill to local memory.
+        if 2 * c.block_m * c.block_n // (32 * c.num_warps) > 128:
+            continue
+        kept.append(c)
+    return kept
+
+
+# --- kernels -------------------------------------------------------------------------------
+
+#: sigmoid(g) = 1 / (1 + 2^(-g log2 e)), with exp2 the hardware instruction.
+LOG2E = tl.constexpr(1.4426950408889634)
+
+
+@triton.jit
+def _store_swiglu(
+    acc_g, acc_u, c_ptr, pid_m, pid_n, M, N, stride_cm, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr
+):
+    """``silu(g) * u`` in float32 on the two tiles in registers, rounded once to C's dtype;
+    only the in-bounds part is stored (rows past M; gate columns past N, which read
+    up-weights, and the zero-filled up columns past 2N beside them)."""
+    out = acc_g * acc_u / (1.0 + tl.exp2(-acc_g * LOG2E))
+    offs_cm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :]
+    tl.store(c_ptrs, out.to(c_ptr.dtype.element_ty), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+@triton.jit
+def _swiglu_tma_tiles(
+    x_desc,
+    w_desc,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_cm,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    NUM_PROGRAMS: tl.constexpr,
+    X_TRANSPOSED: tl.constexpr,
+    W_TRANSPOSED: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,
+):
+    """The persistent TMA loop of both TMA kernels. ``x_desc`` describes x (M, K), or xᵀ
+    (K, M) when ``X_TRANSPOSED``; ``w_desc`` the weight (K, 2N), or its transpose (2N, K)
+    when ``W_TRANSPOSED`` (the layout of ``nn.Linear``'s weight)."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_tiles = num_pid_m * num_pid_n
+    # The epilogue keeps its own tile counter (as matmul_persistent's kernel): the
+    # pipeliner then need not carry the tile coordinates from the first loads to the store.
+    tile_id_c = tl.program_id(0) - NUM_PROGRAMS
+    for tile_id in tl.range(
+        tl.program_id(0), num_tiles, NUM_PROGRAMS, flatten=True, warp_specialize=WARP_SPECIALIZE
+    ):
+        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        # The gate tile of the last column of tiles runs past N into the up-weights, and
+        # the up tile past 2N, where TMA fills zeros: the store drops those columns.
+        off_gate = pid_n * BLOCK_N
+        off_up = N + off_gate
+        acc_g = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        acc_u = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            off_k = ki * BLOCK_K
+            if X_TRANSPOSED:
+                a = x_desc.load([off_k, off_m]).T
+            else:
+                a = x_desc.load([off_m, off_k])
+            if W_TRANSPOSED:
+                b_gate = w_desc.load([off_gate, off_k]).T
+                b_up = w_desc.load([off_up, off_k]).T
+            else:
+                b_gate = w_desc.load([off_k, off_gate])
+                b_up = w_desc.load([off_k, off_up])
+            acc_g = tl.dot(a, b_gate, acc_g)
+            acc_u = tl.dot(a, b_up, acc_u)
+        tile_id_c += NUM_PROGRAMS
+        pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
+        _store_swiglu(acc_g, acc_u, c_ptr, pid_m, pid_n, M, N, stride_cm, BLOCK_M, BLOCK_N)
+
+
+@triton.jit
+def _swiglu_tma_kernel(
+    x_desc,
+    w_desc,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_cm,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    NUM_PROGRAMS: tl.constexpr,
+    X_TRANSPOSED: tl.constexpr,
+    W_TRANSPOSED: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,
+):
+    """Persistent, TMA loads from descriptors made on the host (the eager path)."""
+    _swiglu_tma_tiles(
+        x_desc, w_desc, c_ptr, M, N, K, stride_cm, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_PROGRAMS,
+        X_TRANSPOSED, W_TRANSPOSED, WARP_SPECIALIZE,
+    )  # fmt: skip
+
+
+@triton.jit
+def _swiglu_tma_device_kernel(
+    x_ptr,
+    w_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_xk,
+    stride_wk,
+    stride_wn,
+    stride_cm,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    NUM_PROGRAMS: tl.constexpr,
+    X_TRANSPOSED: tl.constexpr,
+    W_TRANSPOSED: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,
+):
+    """Persistent, TMA loads from descriptors each program makes on the device (the
+    ``torch.library`` op: torch.compile passes tensors to a user kernel, not host
+    descriptors). Needs Triton's allocator for the descriptors' global scratch memory."""
+    if X_TRANSPOSED:
+        x_desc = tl.make_tensor_descriptor(x_ptr, [K, M], [stride_xk, 1], [BLOCK_K, BLOCK_M])
+    else:
+        x_desc = tl.make_tensor_descriptor(x_ptr, [M, K], [stride_xm, 1], [BLOCK_M, BLOCK_K])
+    if W_TRANSPOSED:
+        w_desc = tl.make_tensor_descriptor(w_ptr, [2 * N, K], [stride_wn, 1], [BLOCK_N, BLOCK_K])
+    else:
+        w_desc = tl.make_tensor_descriptor(w_ptr, [K, 2 * N], [stride_wk, 1], [BLOCK_K, BLOCK_N])
+    _swiglu_tma_tiles(
+        x_desc, w_desc, c_ptr, M, N, K, stride_cm, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_PROGRAMS,
+        X_TRANSPOSED, W_TRANSPOSED, WARP_SPECIALIZE,
+    )  # fmt: skip
+
+
+@triton.jit
+def _swiglu_pointer_kernel(
+    x_ptr,
+    w_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_xk,
+    stride_wk,
+    stride_wn,
+    stride_cm,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    NUM_PROGRAMS: tl.constexpr,
+    EVEN_K: tl.constexpr,
+):
+    """Persistent, with computed pointers: any strides, no TMA needed."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    offs_k = tl.arange(0, BLOCK_K).to(tl.int64)
+    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_PROGRAMS, flatten=True):
+        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        # Rows and columns past the edge wrap around (% M, % N), as in tutorial 03: the
+        # loads stay in bounds without a mask (gate columns wrap within the gate half),
+        # and the store drops the wrapped results.
+        offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+        offs_gn = ((pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N).to(tl.int64)
+        x_rows = x_ptr + offs_am[:, None].to(tl.int64) * stride_xm
+        gate_cols = w_ptr + offs_gn[None, :] * stride_wn
+        up_cols = w_ptr + (offs_gn[None, :] + N) * stride_wn
+        acc_g = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        acc_u = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            k = ki * BLOCK_K + offs_k
+            if EVEN_K:
+                a = tl.load(x_rows + k[None, :] * stride_xk)
+                b_gate = tl.load(gate_cols + k[:, None] * stride_wk)
+                b_up = tl.load(up_cols + k[:, None] * stride_wk)
+            else:
+                # Zeros past the end of K add nothing to the products.
+                a = tl.load(x_rows + k[None, :] * stride_xk, mask=k[None, :] < K, other=0.0)
+                b_gate = tl.load(gate_cols + k[:, None] * stride_wk, mask=k[:, None] < K, other=0.0)
+                b_up = tl.load(up_cols + k[:, None] * stride_wk, mask=k[:, None] < K, other=0.0)
+            acc_g = tl.dot(a, b_gate, acc_g)
+            acc_u = tl.dot(a, b_up, acc_u)
+        _store_swiglu(acc_g, acc_u, c_ptr, pid_m, pid_n, M, N, stride_cm, BLOCK_M, BLOCK_N)
+
+
+@triton.jit
+def _swiglu_bwd_kernel(
+    dy_ptr,
+    gu_ptr,
+    d_ptr,
+    M,
+    N,
+    stride_dym,
+    stride_dyn,
+    stride_gum,
+    stride_gun,
+    stride_dm,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
+    """``d[g | u]`` from ``dy`` (M, N) and the recomputed ``[g | u]`` (M, 2N), in float32.
+    ``d`` may be ``[g | u]`` itself: each element is read before the same program writes it."""
+    # int64: row * stride passes 2**31 past 2 G elements, and so may a column of a transposed dy.
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    dy = tl.load(dy_ptr + rows[:, None] * stride_dym + cols[None, :] * stride_dyn, mask=mask, other=0.0)
+    gu_rows = gu_ptr + rows[:, None] * stride_gum
+    g = tl.load(gu_rows + cols[None, :] * stride_gun, mask=mask, other=0.0).to(tl.float32)
+    u = tl.load(gu_rows + (cols[None, :] + N) * stride_gun, mask=mask, other=0.0).to(tl.float32)
+    dy = dy.to(tl.float32)
+    sig = 1.0 / (1.0 + tl.exp2(-g * LOG2E))
+    dg = dy * u * sig * (1.0 + g * (1.0 - sig))
+    du = dy * g * sig
+    d_rows = d_ptr + rows[:, None] * stride_dm
+    tl.store(d_rows + cols[None, :], dg.to(d_ptr.dtype.element_ty), mask=mask)
+    tl.store(d_rows + (cols[None, :] + N), du.to(d_ptr.dtype.element_ty), mask=mask)
+
+
+_launch_tma = _DescriptorLauncher(_swiglu_tma_kernel)
+_launch_pointer = Launcher(_swiglu_pointer_kernel)
+_launch_bwd = Launcher(_swiglu_bwd_kernel)
+_traced_tma = traced(_swiglu_tma_device_kernel)
+_traced_pointer = traced(_swiglu_pointer_kernel)
+_traced_bwd = traced(_swiglu_bwd_kernel)
+#: Plans of :func:`swiglu`, by :func:`~gpuperf.kernels.matmul_persistent.plan_key`.
+_plans = Plans()
+#: Tensor types whose metadata a plan key holds in full: plain tensors and a model's
+#: weights (``nn.Parameter``), not other subclasses.
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
+# --- configuration choice ------------------------------------------------------------------
+
+
+def _has_tma(t: torch.Tensor) -> bool:
+    """Whether ``t``'s device loads through tensor descriptors: compute capability 9.0 or
+    newer, or Triton's interpreter (which runs them on the CPU)."""
+    if not t.is_cuda or is_interpreter():
+        return True
+    return capability(t.get_device())[0] >= 9
+
+
+def _config_for(device_index: int, m: int, n: int, k: int) -> PersistentConfig:
+    slug = _gpu_slug(device_index)
+    if slug is None:  # the interpreter
+        return SWIGLU_INTERPRETER
+    tma = capability(device_index)[0] >= 9
+    tuned = _configs.tuned_config("swiglu", slug, m, n, k, "best" if tma else "pointer")
+    if tuned is not None:
+        return tuned
+    if not tma:
+        return SWIGLU_POINTER_DEFAULT
+    return SWIGLU_SMALL_M_DEFAULT if m <= SWIGLU_SMALL_M else SWIGLU_DEFAULT
+
+
+def swiglu_config(x: torch.Tensor, w_gate_up: torch.Tensor) -> PersistentConfig:
+    """The launch config :func:`swiglu` chooses for ``x`` and ``w_gate_up`` on their GPU:
+    the committed sweep's fastest (``kernels/tuned/<gpu>/swiglu.json``, nearest shape) if
+    there is one, else :data:`SWIGLU_DEFAULT` (:data:`SWIGLU_SMALL_M_DEFAULT` for M up to
+    :data:`SWIGLU_SMALL_M`), or :data:`SWIGLU_POINTER_DEFAULT` on a GPU without TMA. See
+    :func:`launch_config` for what is launched."""
+    return _config_for(x.get_device(), x.shape[0], w_gate_up.shape[1] // 2, x.shape[1])
+
+
+def launch_config(
+    x: torch.Tensor, w_gate_up: torch.Tensor, config: PersistentConfig | None = None
+) -> PersistentConfig:
+    """The config :func:`swiglu` launches: ``config`` (by default :func:`swiglu_config`),
+    turned into computed pointers (``tma=False``, no warp specialization, the same tiles)
+    where TMA cannot load: a GPU without it, or an operand no tensor descriptor
+    describes (:func:`~gpuperf.kernels.matmul_persistent.tma_layout`)."""
+    chosen = config or swiglu_config(x, w_gate_up)
+    if chosen.tma and not (_has_tma(x) and tma_layout(x) is not None and tma_layout(w_gate_up) is not None):
+        return dataclasses.replace(chosen, tma=False, warp_specialize=False)
+    return chosen
+
+
+def forget_tuned_configs() -> None:
+    """Drop the cached sweeps and plans: the next call reads ``kernels/tuned`` again."""
+    _configs.forget_tuned()
+    _plans.clear()
+
+
+def _fields(c: PersistentConfig) -> tuple:
+    return (c.block_m, c.block_n, c.block_k, c.group_m, c.num_warps, c.num_stages, c.tma, c.warp_specialize)
+
+
+@torch.compiler.assume_constant_result
+def _config_fields(device_index: int, m: int, n: int, k: int) -> tuple:
+    # torch.compile calls this once per shape and keeps the result as a constant,
+    # rather than tracing the lookup (which reads the committed sweep from disk).
+    return _fields(_config_for(device_index, m, n, k))
+
+
+# --- launches ------------------------------------------------------------------------------
+
+
+class _TmaPlan:
+    """A checked, configured launch of the TMA kernel for inputs like the ones it was made
+    for: the output, two descriptors and the launch (as matmul_persistent's ``Plan``)."""
+
+    __slots__ = ("bound", "shape", "w_desc", "x_desc")
+
+    def __init__(self, bound, shape: tuple, x_desc, w_desc):
+        self.bound, self.shape = bound, shape
+        self.x_desc = (list(x_desc.shape), list(x_desc.strides))
+        self.w_desc = (list(w_desc.shape), list(w_desc.strides))
+
+    def launch(self, out, x, w_gate_up) -> None:
+        self.bound(_Described(x, *self.x_desc), _Described(w_gate_up, *self.w_desc), out.data_ptr())
+
+
+class _PointerPlan:
+    """The same for the pointer kernel: three addresses and the launch."""
+
+    __slots__ = ("bound", "shape")
+
+    def __init__(self, bound, shape: tuple):
+        self.bound, self.shape = bound, shape
+
+    def launch(self, out, x, w_gate_up) -> None:
+        self.bound(x.data_ptr(), w_gate_up.data_ptr(), out.data_ptr())
+
+
+def _launch_forward(out, x, w_gate_up, config: PersistentConfig, *, plan: bool = False):
+    """``out = silu(x @ W_gate) * (x @ W_up)`` through the launch caches, K > 0; ``config``
+    as :func:`launch_config` made it. With ``plan=True``, returns the plan that repeats
+    this launch (None where there can be none: the interpreter, the cache off)."""
+    m, k = x.shape
+    n = out.shape[1]
+    programs = min(num_sms(x.get_device()), cdiv(m, config.block_m) * cdiv(n, config.block_n))
+    common = (config.block_m, config.block_n, config.block_k, config.group_m, programs)
+    options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
+    if config.tma:
+        x_layout, w_layout = tma_layout(x), tma_layout(w_gate_up)
+        x_desc = _descriptor(x, x_layout, config.block_m, config.block_k)
+        w_desc = _descriptor(w_gate_up, w_layout, config.block_k, config.block_n)
+        runtime = (x_desc, w_desc, out, m, n, k, out.stride(0))
+        constexprs = (*common, x_layout == "col", w_layout == "col", config.warp_specialize)
+        _launch_tma((programs,), runtime, constexprs, **options)
+        if not plan:
+            return None
+        bound = _launch_tma.bound((programs,), runtime, constexprs, **options)
+        return None if bound is None else _TmaPlan(bound, (m, n), x_desc, w_desc)
+    runtime = (x, w_gate_up, out, m, n, k, *x.stride(), *w_gate_up.stride(), out.stride(0))
+    bound = _launch_pointer((programs,), runtime, (*common, k % config.block_k == 0), bind=plan, **options)
+    return None if bound is None else _PointerPlan(bound, (m, n))
+
+
+def _forward(x, w_gate_up, config: PersistentConfig | None, *, plan: bool = False):
+    """``(out, plan)`` for checked inputs; no launch where the output is empty or K = 0."""
+    m, k = x.shape
+    n = w_gate_up.shape[1] // 2
+    if m == 0 or n == 0:
+        return x.new_empty((m, n)), None
+    if k == 0:  # g = u = 0, and silu(0) * 0 = 0
+        return x.new_zeros((m, n)), None
+    out = x.new_empty((m, n))
+    return out, _launch_forward(out, x, w_gate_up, launch_config(x, w_gate_up, config), plan=plan)
+
+
+def _traced_layout(t: torch.Tensor) -> str | None:
+    """:func:`tma_layout` of ``t``, also while torch.compile traces with fake tensors, which
+    have no address: their alignment is read from the storage offset (PyTorch's allocators
+    align every storage to far more than 16 bytes)."""
+    from torch._subclasses.fake_tensor import is_fake
+
+    if not is_fake(t):
+        return tma_layout(t)
+    offset = t.storage_offset() * t.element_size()
+    view = types.SimpleNamespace(
+        data_ptr=lambda: offset, element_size=t.element_size, shape=t.shape, stride=t.stride
+    )
+    return tma_layout(view)
+
+
+def _scratch(size: int, alignment: int, stream):
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def _ensure_allocator() -> None:
+    """Give Triton an allocator for the device-made descriptors' scratch memory (from
+    PyTorch's caching allocator, as Inductor's launcher does), unless one is set."""
+    from triton.runtime import _allocation
+
+    if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
+        triton.set_allocator(_scratch)
+
+
+def _launch_traced_forward(out, x, w_gate_up, config: PersistentConfig) -> None:
+    """The op's launch (K > 0): TMA from device-made descriptors where the GPU and layouts
+    allow, else computed pointers."""
+    m, k = x.shape
+    n = out.shape[1]
+    programs = min(num_sms(x.get_device()), cdiv(m, config.block_m) * cdiv(n, config.block_n))
+    common = (config.block_m, config.block_n, config.block_k, config.group_m, programs)
+    options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
+    runtime = (x, w_gate_up, out, m, n, k, *x.stride(), *w_gate_up.stride(), out.stride(0))
+    x_layout, w_layout = _traced_layout(x), _traced_layout(w_gate_up)
+    if config.tma and _has_tma(x) and x_layout is not None and w_layout is not None:
+        if x.is_cuda:
+            _ensure_allocator()
+        constexprs = (*common, x_layout == "col", w_layout == "col", config.warp_specialize)
+        _traced_tma((programs,), runtime, constexprs, **options)
+    else:
+        _traced_pointer((programs,), runtime, (*common, k % config.block_k == 0), **options)
+
+
+def _elementwise_backward(d, grad_out, gate_up, launch) -> None:
+    """``d = d[g | u]`` (may be ``gate_up`` itself) from ``grad_out`` (M, N) and ``gate_up``."""
+    m, n2 = gate_up.shape
+    n = n2 // 2
+    block_n = min(SWIGLU_BWD_MAX_BLOCK_N, next_power_of_2(n))
+    block_m = max(1, SWIGLU_BWD_TILE // block_n)
+    runtime = (grad_out, gate_up, d, m, n, *grad_out.stride(), *gate_up.stride(), d.stride(0))
+    launch((cdiv(m, block_m), cdiv(n, block_n)), runtime, (block_m, block_n), num_warps=SWIGLU_BWD_WARPS)
+
+
+# --- torch.library ops (what torch.compile sees) and autograd -------------------------------
+
+
+@triton_op("gpuperf::swiglu", mutates_args=())
+def _swiglu_op(
+    x: torch.Tensor,
+    w_gate_up: torch.Tensor,
+    block_m: int,
+    block_n: int,
+    block_k: int,
+    group_m: int,
+    num_warps: int,
+    num_stages: int,
+    tma: bool,
+    warp_specialize: bool,
+) -> torch.Tensor:
+    m, k = x.shape
+    n = w_gate_up.shape[1] // 2
+    if k == 0:
+        return torch.zeros((m, n), dtype=x.dtype, device=x.device)
+    out = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    if out.numel():
+        tiles = (block_m, block_n, block_k, group_m)
+        config = PersistentConfig(*tiles, num_warps, num_stages, tma, warp_specialize)
+        _launch_traced_forward(out, x, w_gate_up, config)
+    return out
+
+
+@triton_op("gpuperf::swiglu_backward", mutates_args=())
+def _swiglu_backward_op(grad_out: torch.Tensor, gate_up: torch.Tensor) -> torch.Tensor:
+    d = torch.empty(gate_up.shape, dtype=gate_up.dtype, device=gate_up.device)
+    if d.numel():
+        _elementwise_backward(d, grad_out, gate_up, _traced_bwd)
+    return d
+
+
+def _op_matmul(a, b):
+    """``a @ b`` by ``torch.ops.gpuperf.matmul`` (tutorial 03's kernel, registered for
+    torch.compile) with its tuned config."""
+    from gpuperf.kernels.matmul import matmul_config
+
+    c = matmul_config(a, b)
+    fields = (c.block_m, c.block_n, c.block_k, c.group_m, c.num_warps, c.num_stages)
+    return torch.ops.gpuperf.matmul(a, b, None, None, *fields)
+
+
+def _setup_context(ctx, inputs, output) -> None:
+    ctx.save_for_backward(inputs[0], inputs[1])
+
+
+def _op_backward(ctx, grad_out):
+    x, w_gate_up = ctx.saved_tensors
+    d = torch.ops.gpuperf.swiglu_backward(grad_out, _op_matmul(x, w_gate_up))
+    dx = _op_matmul(d, w_gate_up.t()) if ctx.needs_input_grad[0] else None
+    dw = _op_matmul(x.t(), d) if ctx.needs_input_grad[1] else None
+    return (dx, dw) + (None,) * 8
+
+
+torch.library.register_autograd("gpuperf::swiglu", _op_backward, setup_context=_setup_context)
+
+
+def _matmul(a, b):
+    """``a @ b`` for the eager backward: the persistent TMA matmul where it can load the
+    operands, tutorial 03's kernel elsewhere."""
+    if _has_tma(a) and tma_layout(a) is not None and tma_layout(b) is not None:
+        return matmul_persistent(a, b)
+    from gpuperf.kernels.matmul import matmul
+
+    return matmul(a, b)
+
+
+class _SwiGLU(torch.autograd.Function):
+    """The forward and backward for eager training, launched through the caches (the ops
+    above are what torch.compile sees; called eagerly, each costs tens of microseconds
+    of host time more)."""
+
+    @staticmethod
+    def forward(ctx, x, w_gate_up, config):
+        ctx.save_for_backward(x, w_gate_up)
+        return _forward(x, w_gate_up, config)[0]
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, w_gate_up = ctx.saved_tensors
+        # [g | u] recomputed, then overwritten in place by d[g | u]: one (M, 2N) buffer.
+        d = _matmul(x, w_gate_up)
+        if d.numel():
+            _elementwise_backward(d, grad_out, d, _launch_bwd)
+        dx = _matmul(d, w_gate_up.t()) if ctx.needs_input_grad[0] else None
+        dw = _matmul(x.t(), d) if ctx.needs_input_grad[1] else None
+        return dx, dw, None
+
+
+# --- the public op -------------------------------------------------------------------------
+
+
+def _check(x, w_gate_up, config) -> tuple[int, int, int]:
+    """Every check of :func:`swiglu`'s arguments; returns ``(M, N, K)``."""
+    check_tensors(("x", "w_gate_up"), (x, w_gate_up), HALF_DTYPES)
+    if config is not None and not isinstance(config, PersistentConfig):
+        raise TypeError(f"config must be a gpuperf.kernels.PersistentConfig, got {type(config).__name__}")
+    if x.dim() != 2 or w_gate_up.dim() != 2:
+        raise ValueError(
+            f"x and w_gate_up must be 2-D, got x {tuple(x.shape)} and w_gate_up {tuple(w_gate_up.shape)}"
+        )
+    m, k = x.shape
+    k_w, n2 = w_gate_up.shape
+    if k != k_w:
+        raise ValueError(
+            f"x's columns must match w_gate_up's rows (K): x is {tuple(x.shape)} and w_gate_up is "
+            f"{tuple(w_gate_up.shape)} ({k} != {k_w})"
+        )
+    if n2 % 2:
+        raise ValueError(
+            f"w_gate_up must have an even number of columns, [W_gate | W_up] with N each, got {n2}"
+        )
+    return m, n2 // 2, k
+
+
+def swiglu(
+    x: torch.Tensor, w_gate_up: torch.Tensor, *, config: PersistentConfig | None = None
+) -> torch.Tensor:
+    """Return ``silu(x @ W_gate) * (x @ W_up)`` for ``w_gate_up = [W_gate | W_up]``, in one
+    persistent Triton kernel with the gating in its epilogue.
+
+    Args:
+        x: ``(M, K)``, float16 or bfloat16, on a CUDA device (or on the CPU when
+            ``TRITON_INTERPRET=1``); any strides. Row-major and column-major ``x`` (a
+            transposed view) are read in place through TMA on Hopper when 16-byte
+            aligned with the other stride a multiple of 16 bytes; other strides, and
+            GPUs before compute capability 9.0, take the computed-pointer kernel.
+        w_gate_up: ``(K, 2N)``, the gate projection's ``N`` columns first, then the up
+            projection's; the dtype and device of ``x``; the same layout rules (row-major,
+            or column-major as ``torch.cat([w_gate, w_up]).t()`` of ``nn.Linear``
+            weights).
+        config: the launch configuration (:class:`~gpuperf.kernels.PersistentConfig`:
+            tiles of the ``(M, N)`` output, group, warps, stages, TMA, warp
+            specialization); by default :func:`swiglu_config`. A TMA config falls back to
+            computed pointers with the same tiles where TMA cannot load
+            (:func:`launch_config`).
+
+    Returns:
+        A new contiguous ``(M, N)`` tensor of ``x``'s dtype. Both products are
+        accumulated in float32, and ``silu(g) * u`` is computed in float32 on the tiles
+        in registers and rounded once. Hugging Face's eager ``LlamaMLP``
+        (:func:`gpuperf.reference.swiglu_eager`) rounds ``g`` and ``u`` to the dtype
+        first, and ``silu(g)`` too: the two differ by about an ulp. ``K = 0`` gives
+        zeros; ``M = 0`` or ``N = 0`` an empty tensor; neither launches a kernel.
+        Differentiable with respect to ``x`` and ``w_gate_up``: the backward recomputes
+        ``[g | u]`` with one matmul (the forward keeps nothing but its inputs), computes
+        ``d[g | u]`` in float32 in one elementwise kernel (rounded to the dtype, in
+        place of ``[g | u]``), and multiplies back with
+        :func:`~gpuperf.kernels.matmul_persistent` (or
+        :func:`~gpuperf.kernels.matmul` where TMA cannot load); gradients come out
+        in the inputs' dtype.
+
+    Raises:
+        TypeError: ``x`` or ``w_gate_up`` is not a tensor, a dtype is not float16 or
+            bfloat16, the dtypes differ, or ``config`` is not a
+            :class:`~gpuperf.kernels.PersistentConfig`.
+        ValueError: ``x`` or ``w_gate_up`` is not 2-D, ``x``'s columns differ from
+            ``w_gate_up``'s rows, ``w_gate_up`` has an odd number of columns, or the
+            tensors are on different devices (or on the CPU while the interpreter is
+            off).
+
+    Registered as ``torch.ops.gpuperf.swiglu`` (``torch.library.triton_op``, taking the
+    config's fields; inside torch.compile this function calls it, with TMA descriptors
+    made on the device) with a backward through ``torch.ops.gpuperf.swiglu_backward``
+    (the elementwise step) and ``torch.ops.gpuperf.matmul``.
+
+    FLOPs ``2 * M * 2N * K`` (and a few per output element in the epilogue). Memory
+    traffic at least ``(M * K + K * 2N + M * N) * element_size``: ``x`` and the weight
+    read once, the output written once; the products stay on chip.
+    Algorithm: Shazeer, "GLU Variants Improve Transformer", arXiv:2002.05202 (SwiGLU);
+    the persistent TMA matmul of Triton's tutorial 09.
+    """
+    compiling = torch.compiler.is_compiling()
+    # (Only plain values reach the plans' dictionary: a bad argument goes to the checks.)
+    plannable = (
+        type(x) in _PLAIN_TENSORS
+        and type(w_gate_up) in _PLAIN_TENSORS
+        and (config is None or type(config) is PersistentConfig)
+        and not compiling
+        and not (torch.is_grad_enabled() and (x.requires_grad or w_gate_up.requires_grad))
+    )
+    if plannable:
+        # Inputs like ones already checked and launched go straight to that launch.
+        key = plan_key(x, w_gate_up, config)
+        planned = _plans.get(key)
+        if planned is not None:
+            out = x.new_empty(planned.shape)
+            planned.launch(out, x, w_gate_up)
+            return out
+    m, n, k = _check(x, w_gate_up, config)
+    if compiling:
+        fields = _config_fields(x.get_device(), m, n, k) if config is None else _fields(config)
+        return torch.ops.gpuperf.swiglu(x, w_gate_up, *fields)
+    if torch.is_grad_enabled() and (x.requires_grad or w_gate_up.requires_grad):
+        return _SwiGLU.apply(x, w_gate_up, config)
+    out, planned = _forward(x, w_gate_up, config, plan=plannable)
+    if planned is not None:
+        _plans.put(key, planned)
+    return out
+
+
+__all__ = ["launch_config", "swiglu", "swiglu_config"]

@@ -14,10 +14,11 @@ Its six operations come from an :class:`Ops` table: :data:`PYTORCH_OPS` (what a
 PyTorch model writes: ``torch.matmul``, the eager RMSNorm and RoPE of transformers,
 ``F.scaled_dot_product_attention``, ``F.silu(x @ W_gate) * (x @ W_up)``) or
 :data:`GPUPERF_OPS` (gpuperf's kernels: :func:`~gpuperf.kernels.rms_norm`,
-:func:`~gpuperf.kernels.matmul`, :func:`~gpuperf.kernels.rope`,
+:func:`~gpuperf.kernels.matmul_persistent` on Hopper (:func:`~gpuperf.kernels.matmul`
+elsewhere and under ``torch.compile``), :func:`~gpuperf.kernels.rope`,
 :func:`~gpuperf.kernels.attention`, :func:`~gpuperf.kernels.attention_decode`,
-:func:`~gpuperf.kernels.swiglu`). Both train: gpuperf's matmul and SwiGLU get their
-backward here, from the same kernels.
+:func:`~gpuperf.kernels.swiglu`). Both train: the projections get their backward here,
+from the same matmuls; every other op has its own.
 
 Weights are stored as ``(in, out)`` matrices so that a projection is ``x @ W``: the
 query, key and value projections as one ``(hidden, (H + 2 H_kv) · D)`` matrix (one
@@ -157,6 +158,10 @@ def _matmul(a, b):
     from gpuperf.kernels import matmul, matmul_persistent
     from gpuperf.kernels.matmul_persistent import capability, tma_layout
 
+    # A weight is an nn.Parameter; the kernels' plans (a repeat call skips the checks)
+    # take plain tensors only. Here no gradient is recorded (inference, or inside
+    # _Linear), so the detached view is the same data.
+    a, b = a.detach(), b.detach()
     if (
         a.is_cuda
         and not torch.compiler.is_compiling()
@@ -200,6 +205,8 @@ def _gpuperf_swiglu(x, w_gate_up):
 def _gpuperf_rms_norm(x, weight, eps):
     from gpuperf.kernels import rms_norm
 
+    if not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)):
+        weight = weight.detach()  # a plain tensor: repeat calls launch from a plan
     return rms_norm(x, weight, eps=eps)
 
 

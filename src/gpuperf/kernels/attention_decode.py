@@ -455,6 +455,15 @@ def _launch_into(
     return split, combine, workspace, n_rows * n_splits * head_dim * 4
 
 
+def _launch_for(q, k_cache, num_splits, config) -> DecodeLaunch:
+    batch, n_heads, seq_q, head_dim = q.shape
+    n_kv_heads, s_max = k_cache.shape[1], k_cache.shape[2]
+    rows_per_head = n_heads // n_kv_heads * seq_q
+    return decode_launch(
+        batch, n_kv_heads, rows_per_head, s_max, head_dim, q.get_device(), num_splits, config
+    )
+
+
 @triton_op("gpuperf::attention_decode", mutates_args=())
 def _attention_decode_op(
     q: torch.Tensor,
@@ -463,15 +472,15 @@ def _attention_decode_op(
     cache_seqlens: torch.Tensor,
     scale: float,
     num_splits: int,
-    block_m: int,
-    n_row_blocks: int,
     block_n: int,
     num_warps: int,
     num_stages: int,
 ) -> torch.Tensor:
+    """The op ``torch.compile`` sees; ``num_splits = 0`` and ``block_n = 0`` take the launch rules."""
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     if out.numel():
-        launch = DecodeLaunch(num_splits, block_m, n_row_blocks, block_n, num_warps, num_stages)
+        config = (block_n, num_warps, num_stages) if block_n else None
+        launch = _launch_for(q, k_cache, num_splits or None, config)
         _launch_into(out, q, k_cache, v_cache, cache_seqlens, scale, launch, _launch_traced)
     return out
 
@@ -689,22 +698,15 @@ def attention_decode(
             "attention_decode is not differentiable (decode is inference) and an input requires grad: "
             "call it under torch.no_grad() or torch.inference_mode(), or pass detached tensors"
         )
-    batch, n_heads, seq_q, head_dim = q.shape
-    n_kv_heads, s_max = k_cache.shape[1], k_cache.shape[2]
     if check_lengths:
-        _check_lengths(cache_seqlens, seq_q, s_max)
-    launch = decode_launch(
-        batch,
-        n_kv_heads,
-        n_heads // n_kv_heads * seq_q,
-        s_max,
-        head_dim,
-        q.get_device(),
-        _num_splits,
-        _config,
-    )
+        _check_lengths(cache_seqlens, q.shape[2], k_cache.shape[2])
     if compiling:
-        return torch.ops.gpuperf.attention_decode(q, k_cache, v_cache, cache_seqlens, scale_f, *launch)
+        # The launch rules run inside the op (on fake tensors while tracing), not in the graph.
+        config = _config or (0, 0, 0)
+        return torch.ops.gpuperf.attention_decode(
+            q, k_cache, v_cache, cache_seqlens, scale_f, _num_splits or 0, *config
+        )
+    launch = _launch_for(q, k_cache, _num_splits, _config)
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     if out.numel() == 0:
         return out

@@ -298,8 +298,7 @@ def attention_decode_ref(q, k_cache, v_cache, cache_seqlens, scale: float | None
     gives that sequence an all-NaN output, as :func:`gpuperf.kernels.attention_decode`
     does. Reads the lengths to the host.
     """
-    batch, _, seq_q, _ = q.shape
-    s_max = k_cache.shape[2]
+    seq_q, s_max = q.shape[2], k_cache.shape[2]
     out = torch.full(q.shape, float("nan"), dtype=torch.float64, device=q.device)
     for b, n in enumerate(cache_seqlens.tolist()):
         if seq_q <= n <= s_max:

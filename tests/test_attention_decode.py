@@ -131,6 +131,7 @@ def test_many_splits_for_one_sequence_of_many_tiles():
     check(q, k, v, lengths, name="40 splits", _num_splits=40)
 
 
+@pytest.mark.skipif(DEVICE != "cpu", reason="the interpreter's launch rule (2 SMs, 16-key tiles)")
 def test_the_launch_rule_splits_small_batches_here():
     """Under the interpreter (2 SMs counted) one sequence with one KV head gets several
     splits by default: the tests above run the combine on the default path too."""
@@ -450,7 +451,10 @@ def test_compile_fullgraph_keeps_the_op_in_one_graph():
     def step(q, k, v, lengths):
         return attention_decode(q * 2.0, k, v, lengths + 1) * 2.0
 
-    q, k, v, lengths = make((2, 4, 2, 1, 40, 64, [39, 8]), torch.float16, seed=17)
+    # One KV head: under the interpreter the launch rule splits the keys in two (the
+    # combine runs in the graph).
+    q, k, v, lengths = make((2, 4, 1, 1, 40, 64, [39, 8]), torch.float16, seed=17)
+    assert DEVICE != "cpu" or decode_launch(2, 1, 4, 40, 64, -1).num_splits == 2
     out = torch.compile(step, backend=backend, fullgraph=True)(q, k, v, lengths)
     assert len(graphs) == 1
     called = {
@@ -479,11 +483,13 @@ def llama(batch, kv_len, s_q=1, s_max=None, seed=0):
 def test_gpu_llama_shapes_match_the_reference_and_sdpa(batch, kv_len, s_q):
     q, k, v, lengths = llama(batch, kv_len, s_q, seed=batch + kv_len)
     out = check(q, k, v, lengths, name="llama decode")
-    # PyTorch's own: SDPA over the full cache (flash backend), and with the padded-cache mask.
+    # PyTorch's own: SDPA over the full cache, and with the padded-cache mask. Both round
+    # the probabilities to bfloat16 too: two rounding units of the largest output apart.
+    atol = 2 * torch.finfo(torch.bfloat16).eps * out.abs().max().item()
     if s_q == 1:
         full = torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
-        torch.testing.assert_close(out, full, rtol=1.6e-2, atol=2e-3)
-    torch.testing.assert_close(out, attention_decode_sdpa(q, k, v, lengths), rtol=1.6e-2, atol=2e-3)
+        torch.testing.assert_close(out, full, rtol=1.6e-2, atol=atol)
+    torch.testing.assert_close(out, attention_decode_sdpa(q, k, v, lengths), rtol=1.6e-2, atol=atol)
 
 
 @pytest.mark.gpu

@@ -419,7 +419,13 @@ def _launch_into(
     single = n_splits == 1
     n_rows = batch * n_heads * seq_q
     workspace = n_rows * n_splits * (head_dim + 1)
-    if single:
+    if launchers is _launch_traced:
+        # Inside the op torch.compile traces: distinct tensors, no views of one buffer and
+        # no argument passed twice, so that functionalization sees each write plainly.
+        n_parts = n_rows * n_splits if not single else 1
+        part_o = torch.empty((n_parts * head_dim,), dtype=torch.float32, device=q.device)
+        part_lse = torch.empty((n_parts,), dtype=torch.float32, device=q.device)
+    elif single:
         part_o = part_lse = out  # unused
     else:
         # One float32 allocation: each (row, split)'s output, then each one's log-sum-exp.

@@ -69,7 +69,7 @@ DECODE_MAX_QUERIES = 16
 #: two tiles of each in flight. Rows (query heads x queries) per tile: the float32
 #: accumulator of BLOCK_M x D holds at most 8192 elements, 64 registers a thread at 4 warps.
 DECODE_CONFIGS = {
-    32: (128, 4, 3, 64),
+    32: (256, 4, 3, 64),
     64: (128, 4, 3, 64),
     128: (64, 4, 3, 64),
     256: (32, 4, 3, 32),
@@ -82,9 +82,9 @@ DECODE_PROGRAMS_PER_SM = 2
 #: One split when the (sequence, KV head) programs alone fill this share of the slots:
 #: splitting would only add partials to write and combine (FlashAttention-2's 0.8).
 DECODE_SINGLE_SPLIT_FILL = 0.8
-#: Fewest keys a split is given: below, the partial it writes (G * S_q * D floats) and the
-#: combine's read of it cost more than its share of the cache (2 KB against 64 KB at
-#: 128 keys of Llama-3-8B).
+#: Fewest keys a split is given (so at most S_max // 128 splits): the partial a split
+#: writes and the combine reads back (G * S_q * (D + 1) floats, 2 KB for Llama-3-8B's
+#: decode) stays a few percent of the cache it reads (64 KB at 128 keys).
 DECODE_MIN_KEYS_PER_SPLIT = 128
 #: Most splits the launch rule picks (FlashAttention-2 allows 128).
 DECODE_MAX_SPLITS = 64

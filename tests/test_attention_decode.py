@@ -28,15 +28,17 @@ DTYPES = [
     pytest.param(torch.bfloat16, id="bf16", marks=pytest.mark.gpu),
 ]
 
-# (B, H, H_kv, S_q, S_max, D, lengths): S_q 1, 3 and 16; D 32 to 256; groups of 1, 2, 4, 8
+# (B, H, H_kv, S_q, S_max, D, lengths): S_q 1, 3, 7 and 16; D 16 to 256; groups of 1, 2, 4, 8
 # heads and multi-query (H_kv = 1); lengths that differ per sequence, equal to S_q and to
 # S_max; S_max off every tile (16 keys a tile under the interpreter); query rows
-# (G * S_q) beyond one tile (64 rows at D <= 128, 32 at D = 256): two row blocks.
+# (G * S_q) beyond one tile (64 rows at D = 64 and 128, 32 at D = 16, 32 and 256): two
+# row blocks.
 SHAPES = [
     pytest.param((1, 1, 1, 1, 1, 64, [1]), id="one-key"),
     pytest.param((3, 4, 2, 3, 70, 64, [3, 70, 41]), id="gqa2-Sq3-S70-D64"),
     pytest.param((2, 4, 1, 1, 37, 64, [37, 5]), id="mqa-Sq1-S37-D64"),
     pytest.param((2, 2, 2, 16, 50, 32, [16, 50]), id="mha-Sq16-S50-D32"),
+    pytest.param((2, 4, 2, 7, 32, 16, [7, 30]), id="gqa2-Sq7-S32-D16"),
     pytest.param((2, 8, 2, 1, 45, 128, [45, 17]), id="gqa4-Sq1-S45-D128"),
     pytest.param((1, 8, 1, 16, 40, 64, [33]), id="mqa8-Sq16-rowblocks-D64"),
     pytest.param((1, 4, 1, 16, 33, 256, [20]), id="gqa4-Sq16-rowblocks-D256"),
@@ -307,14 +309,14 @@ BAD_INPUTS = [
     pytest.param(
         {"q": _t(2, 4, 3, 48), "k_cache": _t(2, 2, 20, 48), "v_cache": _t(2, 2, 20, 48)},
         ValueError,
-        r"supported head dims are \(32, 64, 128, 256\)",
+        r"supported head dims are \(16, 32, 64, 128, 256\)",
         id="head-dim-48",
     ),
     pytest.param(
-        {"q": _t(2, 4, 3, 16), "k_cache": _t(2, 2, 20, 16), "v_cache": _t(2, 2, 20, 16)},
+        {"q": _t(2, 4, 3, 8), "k_cache": _t(2, 2, 20, 8), "v_cache": _t(2, 2, 20, 8)},
         ValueError,
-        "head dim 16 is not supported",
-        id="head-dim-16",
+        "head dim 8 is not supported",
+        id="head-dim-8",
     ),
     pytest.param(
         {"k_cache": _t(2, 3, 20, 64), "v_cache": _t(2, 3, 20, 64)},
@@ -427,7 +429,7 @@ def test_launch_rule_bounds():
         for s_max in (1, 127, 128, 1000, 4096, 10**6):
             n = decode_splits(programs, s_max, 132)
             assert 1 <= n <= max(1, min(DECODE_MAX_SPLITS, s_max // 128))
-    assert set(DECODE_CONFIGS) == {32, 64, 128, 256}
+    assert set(DECODE_CONFIGS) == {16, 32, 64, 128, 256}
 
 
 # --- torch.library and torch.compile -----------------------------------------------------------

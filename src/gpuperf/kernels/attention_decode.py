@@ -55,8 +55,9 @@ from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 LOG2E = 1.4426950408889634
 
 #: Head dims the kernel takes: powers of two (whole 16-byte vectors per row, and
-#: ``tl.dot``'s inner dimension at least 16) up to 256 (Gemma's).
-DECODE_HEAD_DIMS = (32, 64, 128, 256)
+#: ``tl.dot``'s inner dimension at least 16) from 16 up to 256 (Gemma's), as
+#: :func:`gpuperf.kernels.attention` and more.
+DECODE_HEAD_DIMS = (16, 32, 64, 128, 256)
 #: The most new queries per sequence: decode is one token a step, a few more with
 #: speculative decoding; beyond that the query tile is a prefill's, for
 #: :func:`gpuperf.kernels.attention`.
@@ -64,12 +65,14 @@ DECODE_MAX_QUERIES = 16
 
 # Launch rules, as data, each with its reason (candidates: the lead measures and sets them).
 #: ``(BLOCK_N, num_warps, num_stages, most rows per tile)`` of the split kernel by head
-#: dim. BLOCK_N * D = 8192 elements: K and V tiles of 16 KB each in bfloat16, three
-#: stages of both in 96 KB of shared memory, so two programs fit an H100 SM (228 KB) with
-#: two tiles of each in flight. Rows (query heads x queries) per tile: the float32
-#: accumulator of BLOCK_M x D holds at most 8192 elements, 64 registers a thread at 4 warps.
+#: dim. BLOCK_N * D = 8192 elements from D = 32 up: K and V tiles of 16 KB each in
+#: bfloat16, three stages of both in 96 KB of shared memory, so two programs fit an H100
+#: SM (228 KB) with two tiles of each in flight (D = 16 stops at 256 keys). Rows (query
+#: heads x queries) per tile: the float32 accumulator (BLOCK_M x D) and scores (BLOCK_M x
+#: BLOCK_N) hold at most 8192 elements each, 64 registers a thread at 4 warps.
 DECODE_CONFIGS = {
-    32: (256, 4, 3, 64),
+    16: (256, 4, 3, 32),
+    32: (256, 4, 3, 32),
     64: (128, 4, 3, 64),
     128: (64, 4, 3, 64),
     256: (32, 4, 3, 32),

@@ -615,7 +615,7 @@ def attention_decode(
     Args:
         q: ``(B, H, S_q, D)``, float16 or bfloat16, on a CUDA device (or on the CPU under
             ``TRITON_INTERPRET=1``), with ``1 <= S_q <=`` :data:`DECODE_MAX_QUERIES` (16)
-            and ``D`` one of :data:`DECODE_HEAD_DIMS` (32, 64, 128, 256).
+            and ``D`` one of :data:`DECODE_HEAD_DIMS` (16, 32, 64, 128, 256).
         k_cache: ``(B, H_kv, S_max, D)``, the same dtype and device, ``S_max >= S_q``;
             ``H`` must be a multiple of ``H_kv``: each group of ``H / H_kv`` consecutive
             query heads shares one key/value head (grouped-query attention, as

@@ -28,6 +28,7 @@
 #   bash scripts/device_run.sh swiglu    swiglu GPU tests, its tuning sweep (kernels/tuned/<gpu>/swiglu.json) and
 #                                        benchmark, compute-sanitizer on every kernel
 #   bash scripts/device_run.sh swiglu-tuned  the same with the committed sweep (no re-tuning)
+#   bash scripts/device_run.sh decode    attention_decode GPU tests, its benchmark, compute-sanitizer on every kernel
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
 # Set GPUPERF_COMMIT to the commit being measured when the tree has no .git.
 # Writes $OUT/<mode>.log and $OUT/results.tgz (docs/measurements and kernels/tuned as measured).
@@ -112,6 +113,10 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
       swiglu|swiglu-tuned)
         python3 -m pytest -q -p no:cacheprovider tests/test_swiglu.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
         if [ "$mode" = swiglu ]; then time python3 -m gpuperf.bench swiglu; else time python3 -m gpuperf.bench --no-tune swiglu; fi
+        compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
+      decode)
+        python3 -m pytest -q -p no:cacheprovider tests/test_attention_decode.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
+        time python3 -m gpuperf.bench --no-tune attention_decode
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
       *) echo "unknown mode $mode" ;;
     esac

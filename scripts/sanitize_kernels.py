@@ -9,7 +9,9 @@ the persistent and FP8 matmuls at M = 1, N = 17 and K off the block, through eve
 RMSNorm forward and backward, fused and chunked, strided, in fp16, bf16 and fp32;
 RoPE forward and backward on fused-QKV views at S = 1 and 77, MQA, head dims off a power
 of two, several head blocks, stride-0 tables and gradients;
-SwiGLU forward and backward at M = 1 and N, K off every tile, through TMA and pointers.
+SwiGLU forward and backward at M = 1 and N, K off every tile, through TMA and pointers;
+the decode step against a KV cache at odd lengths (equal to S_q and to S_max, out of
+range), GQA and MQA, S_q up to 16, caches off every tile, one split and many.
 Each call is made twice: the second launches from the plan the first one made.
 """
 
@@ -178,6 +180,27 @@ def main():
             twice(swiglu, x.t().contiguous().t(), w.t().contiguous().t())
             xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
             swiglu(xg, wg).backward(torch.randn(m, n, device="cuda", dtype=dtype))
+    # Decode against a KV cache: lengths that differ per sequence, equal S_q and S_max, and
+    # out of range (read nothing); S_max off every tile; GQA, MQA and query rows past one
+    # tile; caches laid out (B, S_max, H_kv, D); the launch rule's splits, one, and many.
+    from gpuperf.kernels import attention_decode
+
+    for b, h, h_kv, s_q, s_max, d, lengths in [
+        (1, 1, 1, 1, 1, 64, [1]),
+        (3, 8, 2, 3, 77, 128, [3, 77, 40]),
+        (2, 32, 8, 1, 1000, 128, [1000, 999]),
+        (2, 16, 1, 16, 300, 64, [16, 257]),
+        (2, 4, 1, 16, 45, 256, [45, 20]),
+        (2, 4, 2, 7, 32, 16, [7, 30]),
+        (1, 8, 1, 16, 70, 32, [69]),
+        (4, 4, 2, 2, 100, 128, [1, 101, -3, 50]),
+    ]:
+        for dtype in (torch.float16, torch.bfloat16):
+            q = torch.randn(b, s_q, h, d, device="cuda", dtype=dtype).transpose(1, 2)
+            k, v = (torch.randn(b, s_max, h_kv, d, device="cuda", dtype=dtype).transpose(1, 2) for _ in "kv")
+            n = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+            for splits in (None, 1, 7, 64):
+                twice(attention_decode, q, k, v, n, _num_splits=splits)
     torch.cuda.synchronize()
     print("every kernel ran at odd shapes")
 

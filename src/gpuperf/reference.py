@@ -283,3 +283,46 @@ def swiglu_eager(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> t
     kernels reading them back.
     """
     return torch.nn.functional.silu(x @ w_gate) * (x @ w_up)
+
+
+def attention_decode_ref(q, k_cache, v_cache, cache_seqlens, scale: float | None = None) -> torch.Tensor:
+    """The decode step of attention against a KV cache, in float64; returns float64 ``(B, H, S_q, D)``.
+
+    ``q`` ``(B, H, S_q, D)``, ``k_cache`` and ``v_cache`` ``(B, H_kv, S_max, D)`` (groups
+    of ``H / H_kv`` consecutive query heads share a key/value head), ``cache_seqlens``
+    ``(B,)`` ints: sequence ``b`` attends to its first ``cache_seqlens[b]`` keys only,
+    its queries being the last ``S_q`` positions, causal and aligned bottom-right (query
+    ``i`` sees keys ``j <= len - S_q + i``), as FlashAttention's
+    ``flash_attn_with_kvcache``. Computed one sequence at a time on its valid keys
+    (sliced, so nothing past the length is read). A length outside ``[S_q, S_max]``
+    gives that sequence an all-NaN output, as :func:`gpuperf.kernels.attention_decode`
+    does. Reads the lengths to the host.
+    """
+    seq_q, s_max = q.shape[2], k_cache.shape[2]
+    out = torch.full(q.shape, float("nan"), dtype=torch.float64, device=q.device)
+    for b, n in enumerate(cache_seqlens.tolist()):
+        if seq_q <= n <= s_max:
+            keys = k_cache[b : b + 1, :, :n].double()
+            values = v_cache[b : b + 1, :, :n].double()
+            out[b] = _attention_rows(q[b : b + 1].double(), keys, values, True, n - seq_q, scale)[0]
+    return out
+
+
+def attention_decode_sdpa(q, k_cache, v_cache, cache_seqlens, scale: float | None = None) -> torch.Tensor:
+    """The decode step as a PyTorch model writes it: SDPA over the whole padded cache with a mask.
+
+    ``torch.nn.functional.scaled_dot_product_attention(q, k_cache, v_cache,
+    attn_mask=mask, scale=scale, enable_gqa=True)`` with the boolean mask ``(B, 1, S_q,
+    S_max)`` built on the device from ``cache_seqlens`` (key ``j`` visible to query ``i``
+    of sequence ``b`` iff ``j <= cache_seqlens[b] - S_q + i``): no host synchronization.
+    In ``q``'s dtype. Reads (and, with the mask, PyTorch's backends compute on) all
+    ``S_max`` keys of every sequence, whatever its length. Lengths out of range are not
+    detected: above ``S_max`` every key is seen; below ``S_q`` the early queries see
+    none (NaN or zeros, by backend).
+    """
+    seq_q, s_max = q.shape[2], k_cache.shape[2]
+    last = cache_seqlens.view(-1, 1, 1, 1) - seq_q + torch.arange(seq_q, device=q.device).view(1, 1, -1, 1)
+    mask = torch.arange(s_max, device=q.device).view(1, 1, 1, -1) <= last
+    return torch.nn.functional.scaled_dot_product_attention(
+        q, k_cache, v_cache, attn_mask=mask, scale=scale, enable_gqa=True
+    )

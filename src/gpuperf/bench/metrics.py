@@ -256,3 +256,19 @@ def swiglu_bytes(m: int, n: int, k: int, element_size: int) -> int:
     ``(M, N)`` output written once, ``(M*K + K*2N + M*N) * element_size`` (the products
     themselves need never reach memory)."""
     return (m * k + k * 2 * n + m * n) * element_size
+
+
+def attention_decode_bytes(
+    batch: int, heads: int, kv_heads: int, seq_q: int, kv_len: int, head_dim: int, element_size: int
+) -> int:
+    """Bytes the decode step of attention must move: the KV cache's ``kv_len`` keys and
+    values read once, ``2 * B * H_kv * L * D``, plus ``q`` read and the output written,
+    ``2 * B * H * S_q * D``, times ``element_size`` (the split partials of Flash-Decoding,
+    written and read back in float32, are not counted: they are the kernel's overhead)."""
+    return (2 * batch * kv_heads * kv_len * head_dim + 2 * batch * heads * seq_q * head_dim) * element_size
+
+
+def attention_decode_flops(batch: int, heads: int, seq_q: int, kv_len: int, head_dim: int) -> float:
+    """FLOPs of the decode step of attention: ``4 * B * H * S_q * L * D`` (two matmuls
+    against ``L`` cached keys; the causal mask among the last ``S_q`` keys is not subtracted)."""
+    return 4.0 * batch * heads * seq_q * kv_len * head_dim

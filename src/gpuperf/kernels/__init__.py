@@ -14,6 +14,7 @@ enable_interpreter_without_gpu()
 
 from gpuperf.kernels.add_relu_mul import add_relu_mul  # noqa: E402
 from gpuperf.kernels.attention import attention  # noqa: E402
+from gpuperf.kernels.attention_decode import attention_decode  # noqa: E402
 from gpuperf.kernels.gelu import gelu  # noqa: E402
 from gpuperf.kernels.matmul import MatmulConfig, matmul  # noqa: E402
 from gpuperf.kernels.matmul_fp8 import matmul_fp8, to_fp8  # noqa: E402
@@ -31,6 +32,7 @@ __all__ = [
     "PersistentConfig",
     "add_relu_mul",
     "attention",
+    "attention_decode",
     "gelu",
     "matmul",
     "matmul_fp8",

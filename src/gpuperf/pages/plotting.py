@@ -40,6 +40,11 @@ PROVIDER_COLORS = {
     "triton_tma": "#ffbb78",
     "triton_tma_ws": "#ff9896",
     "scaled_mm": "#637939",
+    # The decode benchmark's SDPA: PyTorch's backend, FlashAttention's forced, and the
+    # padded cache with a mask (light shades of cuDNN's, flash's and cuBLAS's).
+    "sdpa": "#c49c94",
+    "sdpa_flash": "#f7b6d2",
+    "sdpa_masked": "#c5b0d5",
 }
 _FALLBACK = ("#bcbd22", "#d62728", "#393b79")
 

@@ -6,7 +6,8 @@
   RoPE (GB/s).
 * :mod:`~gpuperf.bench.catalog.matmul`: tutorial 03's matmul, its epilogue and program
   order, the persistent and FP8 matmuls, SwiGLU (TFLOP/s).
-* :mod:`~gpuperf.bench.catalog.attention`: attention forward, backward and peak memory.
+* :mod:`~gpuperf.bench.catalog.attention`: attention forward, backward and peak memory, and
+  the decode step against a KV cache.
 * :mod:`~gpuperf.bench.catalog.case_studies`: the optimization-strategy guide's GELU,
   add → ReLU → multiply and strided reads.
 * :mod:`~gpuperf.bench.catalog.host`: host time per call of our wrappers and PyTorch's ops.
@@ -26,6 +27,9 @@ from __future__ import annotations
 from gpuperf.bench.catalog.attention import (
     ATTENTION_AXES,
     ATTENTION_BACKWARD,
+    ATTENTION_DECODE,
+    ATTENTION_DECODE_BATCHES,
+    ATTENTION_DECODE_KV_LENS,
     ATTENTION_FORWARD,
     ATTENTION_IMPLEMENTATIONS,
     ATTENTION_MEMORY,
@@ -112,6 +116,7 @@ ALL: tuple[Benchmark, ...] = (
     LLAMA_DECODE,
     LLAMA_TRAIN,
     LLAMA_TRAIN_MEMORY,
+    ATTENTION_DECODE,
 )
 
 
@@ -128,6 +133,9 @@ __all__ = [
     "ALL",
     "ATTENTION_AXES",
     "ATTENTION_BACKWARD",
+    "ATTENTION_DECODE",
+    "ATTENTION_DECODE_BATCHES",
+    "ATTENTION_DECODE_KV_LENS",
     "ATTENTION_FORWARD",
     "ATTENTION_IMPLEMENTATIONS",
     "ATTENTION_MEMORY",

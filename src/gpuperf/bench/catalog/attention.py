@@ -1,6 +1,7 @@
 """Attention benchmarks (tutorial 04): forward and backward in TFLOP/s against the measured
 matmul ceiling, and the peak memory of one training step, against SDPA's backends,
-FlexAttention and naive PyTorch."""
+FlexAttention and naive PyTorch; and (tutorial 07) the decode step against a KV cache in
+GB/s of cache read, against SDPA on the same cache."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import torch
 
 from gpuperf import reference
 from gpuperf.bench import metrics
-from gpuperf.bench.catalog.benchmark import ELEMENT_SIZE, TFLOPS_CEILING, Benchmark, Provider, kernels
+from gpuperf.bench.catalog.benchmark import ELEMENT_SIZE, TFLOPS_CEILING, Benchmark, Provider, call, kernels
 
 #: Sequence lengths at fixed work per batch, as the FlashAttention papers measure:
 #: B * S = 16384 tokens and H * D = 2048, so every point does about the same FLOPs
@@ -196,4 +197,98 @@ ATTENTION_MEMORY = Benchmark(
     sources=_ATTENTION_SOURCES,
     timer="memory",
     reduction=lambda seq_len: seq_len,
+)
+
+
+#: The decode benchmark's shape: Llama-3-8B's attention (32 query heads, 8 KV heads of
+#: 128), bfloat16, one new query per sequence, and a cache of exactly ``L`` keys each.
+ATTENTION_DECODE_HEADS, ATTENTION_DECODE_KV_HEADS, ATTENTION_DECODE_HEAD_DIM = 32, 8, 128
+ATTENTION_DECODE_KV_LENS = (1024, 2048, 4096, 8192, 16384, 32768)
+ATTENTION_DECODE_BATCHES = (1, 8, 64)
+
+
+def _decode_inputs(kv_len: int, device, batch: int = 1):
+    """``(q, k_cache, v_cache, cache_seqlens)``: random bfloat16, every sequence ``kv_len``
+    keys long in a cache of exactly ``kv_len`` (at batch 64 x 32k, 8.6 GB of cache)."""
+    dt = torch.bfloat16
+    q = torch.randn(batch, ATTENTION_DECODE_HEADS, 1, ATTENTION_DECODE_HEAD_DIM, device=device, dtype=dt)
+    k, v = (
+        torch.randn(
+            batch, ATTENTION_DECODE_KV_HEADS, kv_len, ATTENTION_DECODE_HEAD_DIM, device=device, dtype=dt
+        )
+        for _ in "kv"
+    )
+    return q, k, v, torch.full((batch,), kv_len, dtype=torch.int32, device=device)
+
+
+def _decode_sdpa(backend_name: str | None):
+    """SDPA over the whole cache without a mask (it is full), with enable_gqa; PyTorch's
+    choice of backend, or ``backend_name`` forced."""
+
+    def attend(q, k, v, cache_seqlens):
+        if backend_name is None:
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        with sdpa_kernel(getattr(SDPBackend, backend_name)):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+    return attend
+
+
+def _decode_triton(q, k, v, cache_seqlens):
+    return kernels().attention_decode(q, k, v, cache_seqlens)
+
+
+def _decode_launch(q, k, v, cache_seqlens) -> dict:
+    """The launch :func:`gpuperf.kernels.attention_decode` makes on these inputs."""
+    from gpuperf.kernels.attention_decode import _launch_for
+
+    return _launch_for(q, k, None, None).as_dict()
+
+
+ATTENTION_DECODE = Benchmark(
+    name="attention_decode",
+    title=(
+        f"Attention decode step, bfloat16, H = {ATTENTION_DECODE_HEADS}, H_kv = {ATTENTION_DECODE_KV_HEADS}, "
+        f"D = {ATTENTION_DECODE_HEAD_DIM} (Llama-3-8B), one query per sequence"
+    ),
+    x_name="kv_len",
+    x_label="KV cache length L (keys per sequence)",
+    x_values=ATTENTION_DECODE_KV_LENS,
+    make_inputs=_decode_inputs,
+    reference=reference.attention_decode_ref,
+    providers=(
+        Provider(
+            "triton", "Triton (gpuperf.kernels.attention_decode)", call(_decode_triton), config=_decode_launch
+        ),
+        Provider("sdpa", "SDPA, full cache, PyTorch's backend", call(_decode_sdpa(None))),
+        Provider(
+            "sdpa_flash", "SDPA, full cache, FlashAttention-2 backend", call(_decode_sdpa("FLASH_ATTENTION"))
+        ),
+        Provider(
+            "sdpa_masked", "SDPA, padded cache with a length mask", call(reference.attention_decode_sdpa)
+        ),
+    ),
+    baseline="sdpa",
+    metric="GB/s",
+    bytes=lambda kv_len, batch: metrics.attention_decode_bytes(
+        batch,
+        ATTENTION_DECODE_HEADS,
+        ATTENTION_DECODE_KV_HEADS,
+        1,
+        kv_len,
+        ATTENTION_DECODE_HEAD_DIM,
+        element_size=2,
+    ),
+    flops=lambda kv_len, batch: metrics.attention_decode_flops(
+        batch, ATTENTION_DECODE_HEADS, 1, kv_len, ATTENTION_DECODE_HEAD_DIM
+    ),
+    ceiling="copy_gbps",
+    sources=("kernels/attention_decode.py", "kernels/_launch.py"),
+    axes=(("batch", ATTENTION_DECODE_BATCHES),),
+    # Every provider rounds the probabilities to bfloat16 before P @ V (FlashAttention
+    # does): at 1k random keys that alone is up to 7e-4 off outputs of at most 0.2, past
+    # the fixed 1e-4; one bfloat16 rounding unit at 1 (0.0078) is allowed instead.
+    reduction=lambda kv_len, batch: 1,
 )

@@ -1,0 +1,731 @@
+"""The decode step of attention: a few new queries per sequence against a KV cache, split
+over the keys (Flash-Decoding).
+
+In decode, each sequence brings ``S_q`` new queries (one per step, a few with
+speculative decoding) and attends to every key in its cache. The work is one pass
+over the cache: ``2 * B * H_kv * len * D`` elements read for ``4 * B * H * S_q * len * D``
+FLOPs, so the kernel is bound by memory bandwidth, and the whole question is whether
+enough programs run to keep the memory system busy. One program per (sequence, head),
+as in the FlashAttention forward, launches only ``B * H_kv`` programs: eight at batch
+1 for Llama-3-8B, on a GPU with 132 SMs.
+
+Flash-Decoding (Dao, Haziza, Massa and Sizov, "Flash-Decoding for long-context
+inference", 2023, https://crfm.stanford.edu/2023/10/12/flashdecoding.html) splits the
+keys as well: ``_attention_decode_kernel`` runs on a grid of
+``(B * H_kv * row blocks, num_splits)`` programs. Each takes one KV head and all the
+``G = H / H_kv`` query heads that share it, times the ``S_q`` queries, as the rows of
+one tile (``BLOCK_M``, at least 16 rows so that ``tl.dot`` runs on the tensor cores):
+each K and V tile is then read once per KV head, not once per query head. It reads the
+sequence's length on the device, takes its share of the keys (``chunk = cdiv(cdiv(len,
+num_splits), BLOCK_N) * BLOCK_N`` keys from ``split * chunk``: balanced whatever the
+cache's capacity), and folds them in with the online softmax of
+:mod:`gpuperf.kernels.attention`, writing the split's output ``o_s`` (normalized) and
+log-sum-exp ``lse_s`` (base 2) in float32. ``_attention_decode_combine_kernel`` merges
+them per query row:
+
+    o = sum_s 2**(lse_s - lse_max) * o_s / sum_s 2**(lse_s - lse_max)
+
+With one split (when ``B * H_kv`` programs already fill the GPU) the split kernel
+writes the output itself and the combine is skipped.
+
+Semantics follow FlashAttention's ``flash_attn_with_kvcache``: sequence ``b`` holds
+``cache_seqlens[b]`` valid keys, and its queries are the last ``S_q`` positions,
+causal, aligned bottom-right. The lengths stay on the GPU: the wrapper never reads
+them (no synchronization, so a decode step can be captured in a CUDA graph), and a
+length out of range makes that sequence's output NaN on the device.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import torch
+import triton
+import triton.language as tl
+from torch.library import triton_op
+
+from gpuperf._runtime import is_interpreter
+from gpuperf.kernels._grid import cdiv, next_power_of_2
+from gpuperf.kernels._launch import Launcher, Plans, traced
+from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
+
+# exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
+LOG2E = 1.4426950408889634
+
+#: Head dims the kernel takes: powers of two (whole 16-byte vectors per row, and
+#: ``tl.dot``'s inner dimension at least 16) from 16 up to 256 (Gemma's), as
+#: :func:`gpuperf.kernels.attention` and more.
+DECODE_HEAD_DIMS = (16, 32, 64, 128, 256)
+#: The most new queries per sequence: decode is one token a step, a few more with
+#: speculative decoding; beyond that the query tile is a prefill's, for
+#: :func:`gpuperf.kernels.attention`.
+DECODE_MAX_QUERIES = 16
+
+# Launch rules, as data, each with its reason (candidates: the lead measures and sets them).
+#: ``(BLOCK_N, num_warps, num_stages, most rows per tile)`` of the split kernel by head
+#: dim. BLOCK_N * D = 8192 elements from D = 32 up: K and V tiles of 16 KB each in
+#: bfloat16, three stages of both in 96 KB of shared memory, so two programs fit an H100
+#: SM (228 KB) with two tiles of each in flight (D = 16 stops at 256 keys). Rows (query
+#: heads x queries) per tile: the float32 accumulator (BLOCK_M x D) and scores (BLOCK_M x
+#: BLOCK_N) hold at most 8192 elements each, 64 registers a thread at 4 warps.
+DECODE_CONFIGS = {
+    16: (256, 4, 3, 32),
+    32: (256, 4, 3, 32),
+    64: (128, 4, 3, 64),
+    128: (64, 4, 3, 64),
+    256: (32, 4, 3, 32),
+}
+#: Keys per tile under the interpreter: small, so small caches cross several tiles.
+DECODE_INTERPRETER_BLOCK_N = 16
+#: Programs of the split kernel that run at once on one SM (two 96 KB pipelines): the
+#: "slots" a grid fills, as FlashAttention-2 counts them (num_SMs * 2).
+DECODE_PROGRAMS_PER_SM = 2
+#: One split when the (sequence, KV head) programs alone fill this share of the slots:
+#: splitting would only add partials to write and combine (FlashAttention-2's 0.8).
+DECODE_SINGLE_SPLIT_FILL = 0.8
+#: Fewest keys a split is given (so at most S_max // 128 splits): the partial a split
+#: writes and the combine reads back (G * S_q * (D + 1) floats, 2 KB for Llama-3-8B's
+#: decode) stays a few percent of the cache it reads (64 KB at 128 keys).
+DECODE_MIN_KEYS_PER_SPLIT = 128
+#: Most splits the launch rule picks (FlashAttention-2 allows 128).
+DECODE_MAX_SPLITS = 64
+#: Between the split counts that can fill the slots, the smallest whose last wave is at
+#: least this full relative to the best (FlashAttention-2's num_splits_heuristic, 0.85):
+#: fewer splits, fewer partials.
+DECODE_WAVE_EFFICIENCY = 0.85
+#: SMs counted under the interpreter, and its fewest keys per split: small, so that the
+#: launch rule picks several splits on the tests' small shapes.
+DECODE_INTERPRETER_SMS = 2
+DECODE_INTERPRETER_MIN_KEYS = 16
+#: Most splits the private ``_num_splits`` override accepts.
+DECODE_MAX_SPLITS_OVERRIDE = 256
+#: Splits the combine kernel merges per step, and its warps: a 16 x D float32 tile.
+DECODE_COMBINE_BLOCK_S = 16
+DECODE_COMBINE_WARPS = 4
+
+
+@triton.jit
+def _decode_tiles(
+    acc,
+    l_i,
+    m_i,
+    q,
+    k_ptrs,
+    v_ptrs,
+    stride_kn,
+    stride_vn,
+    offs_n,
+    last,
+    qk_scale,
+    start,
+    end,
+    BLOCK_N: tl.constexpr,
+    MASK_KEYS: tl.constexpr,
+):
+    """Fold the key tiles ``[start, end)`` into the running ``(acc, l_i, m_i)`` of rows whose
+    last visible key is ``last``; with ``MASK_KEYS`` keys ``>= end`` are not read."""
+    for start_n in range(start, end, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        cols = start_n + offs_n
+        k_tile = k_ptrs + start_n.to(tl.int64) * stride_kn
+        if MASK_KEYS:
+            k = tl.load(k_tile, mask=cols[None, :] < end, other=0.0)
+        else:
+            k = tl.load(k_tile)
+        qk = tl.dot(q, k)
+        # Causal, bottom-right: row r sees keys j <= last[r] (< len, so also never a key past the end).
+        qk = tl.where(cols[None, :] <= last[:, None], qk * qk_scale, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        # A row that has seen no key yet keeps m = -inf: subtract 0 instead (-inf - -inf is NaN).
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.math.exp2(qk - m_safe[:, None])
+        # Rescale what was summed under the old maximum to the new one.
+        alpha = tl.math.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v_tile = v_ptrs + start_n.to(tl.int64) * stride_vn
+        if MASK_KEYS:
+            v = tl.load(v_tile, mask=cols[:, None] < end, other=0.0)
+        else:
+            v = tl.load(v_tile)
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _attention_decode_kernel(
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    seqlens_ptr,
+    part_o_ptr,
+    part_lse_ptr,
+    o_ptr,
+    stride_qb,
+    stride_qh,
+    stride_qm,
+    stride_qd,
+    stride_kb,
+    stride_kh,
+    stride_kn,
+    stride_kd,
+    stride_vb,
+    stride_vh,
+    stride_vn,
+    stride_vd,
+    stride_seqlens,
+    n_kv_heads,
+    group_size,
+    seq_q,
+    s_max,
+    n_row_blocks,
+    qk_scale,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    SINGLE_SPLIT: tl.constexpr,
+):
+    # Inductor passes Python floats to user kernels as float64 (Triton passes float32):
+    # cast, or every score, the running max and the accumulator would turn float64.
+    qk_scale = tl.cast(qk_scale, tl.float32)
+    pid = tl.program_id(0)
+    split = tl.program_id(1)
+    n_splits = tl.num_programs(1)
+    bh = pid // n_row_blocks  # batch * n_kv_heads + kv_head
+    row_block = pid % n_row_blocks
+    batch = bh // n_kv_heads
+    kv_head = bh % n_kv_heads
+
+    # The length lives on the device. Out of range, the sequence reads no key at all
+    # (nothing out of bounds) and its output is NaN.
+    seq_len = tl.load(seqlens_ptr + batch.to(tl.int64) * stride_seqlens)
+    bad = (seq_len < seq_q) | (seq_len > s_max)
+    n_keys = tl.where(bad, 0, seq_len)
+    # This split's keys, from this sequence's length: whole tiles, balanced across splits.
+    chunk = tl.cdiv(tl.cdiv(n_keys, n_splits), BLOCK_N) * BLOCK_N
+    start = split * chunk
+    end = tl.minimum(start + chunk, n_keys)
+    full_end = start + tl.maximum(end - start, 0) // BLOCK_N * BLOCK_N
+
+    # Rows of the tile: query head g of this KV head's group, query i, as row g * S_q + i.
+    rows_per_head = group_size * seq_q
+    rows = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_mask = rows < rows_per_head
+    head = kv_head * group_size + rows // seq_q
+    query = rows % seq_q
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q_ptrs = (
+        q_ptr + batch.to(tl.int64) * stride_qb + head[:, None].to(tl.int64) * stride_qh
+        + query[:, None].to(tl.int64) * stride_qm + offs_d[None, :] * stride_qd
+    )  # fmt: skip
+    q = tl.load(q_ptrs, mask=row_mask[:, None], other=0.0)
+    # Query i is position len - S_q + i: it sees keys 0 .. len - S_q + i.
+    last = n_keys - seq_q + query
+    # K is read as Kᵀ tiles (HEAD_DIM x BLOCK_N), ready for Q @ Kᵀ.
+    k_ptrs = (
+        k_ptr + batch.to(tl.int64) * stride_kb + kv_head.to(tl.int64) * stride_kh
+        + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd
+    )  # fmt: skip
+    v_ptrs = (
+        v_ptr + batch.to(tl.int64) * stride_vb + kv_head.to(tl.int64) * stride_vh
+        + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
+    )  # fmt: skip
+
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    # Whole tiles without load masks, then the split's partial last tile (if any), masked:
+    # keys past the length are never read, so garbage there cannot reach the output.
+    acc, l_i, m_i = _decode_tiles(
+        acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_n, last, qk_scale,
+        start, full_end, BLOCK_N, False,
+    )  # fmt: skip
+    acc, l_i, m_i = _decode_tiles(
+        acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_n, last, qk_scale,
+        full_end, end, BLOCK_N, True,
+    )  # fmt: skip
+
+    # Rows of the (B, H, S_q) output in order: (b * H_kv + kv_head) * G * S_q + g * S_q + i.
+    out_rows = bh.to(tl.int64) * rows_per_head + rows
+    if SINGLE_SPLIT:
+        # Every valid row saw key 0, so l > 0 (0 is left for padding rows and bad lengths).
+        o = tl.where(bad, float("nan"), acc / tl.where(l_i > 0, l_i, 1.0)[:, None])
+        o_ptrs = o_ptr + out_rows[:, None] * HEAD_DIM + offs_d[None, :]
+        tl.store(o_ptrs, o.to(o_ptr.dtype.element_ty), mask=row_mask[:, None])
+    else:
+        # A row that saw no key in this split (an empty split, or its last key before
+        # the split's first) writes lse = -inf: weight 0 in the combine.
+        seen = l_i > 0
+        o = acc / tl.where(seen, l_i, 1.0)[:, None]
+        lse = tl.where(seen, m_i + tl.math.log2(tl.where(seen, l_i, 1.0)), float("-inf"))
+        slot = out_rows * n_splits + split
+        tl.store(part_o_ptr + slot[:, None] * HEAD_DIM + offs_d[None, :], o, mask=row_mask[:, None])
+        tl.store(part_lse_ptr + slot, lse, mask=row_mask)
+
+
+@triton.jit
+def _attention_decode_combine_kernel(
+    part_o_ptr,
+    part_lse_ptr,
+    seqlens_ptr,
+    o_ptr,
+    stride_seqlens,
+    rows_per_batch,
+    seq_q,
+    s_max,
+    n_splits,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_S: tl.constexpr,
+):
+    """One output row (batch, head, query): the splits' outputs weighted by their softmax mass."""
+    row = tl.program_id(0).to(tl.int64)
+    seq_len = tl.load(seqlens_ptr + (row // rows_per_batch) * stride_seqlens)
+    bad = (seq_len < seq_q) | (seq_len > s_max)
+    offs_s = tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, HEAD_DIM)
+    lse_row = part_lse_ptr + row * n_splits
+    # The largest log-sum-exp first, so that no weight 2**(lse - max) overflows.
+    lse_max = tl.full([BLOCK_S], float("-inf"), dtype=tl.float32)
+    for s0 in range(0, n_splits, BLOCK_S):
+        splits = s0 + offs_s
+        lse_max = tl.maximum(lse_max, tl.load(lse_row + splits, mask=splits < n_splits, other=float("-inf")))
+    # Every split of a bad length wrote -inf: subtract 0 rather than -inf (NaN), set NaN below.
+    lse_max = tl.max(lse_max, 0)
+    lse_max = tl.where(lse_max == float("-inf"), 0.0, lse_max)
+    acc = tl.zeros([BLOCK_S, HEAD_DIM], dtype=tl.float32)
+    weights = tl.zeros([BLOCK_S], dtype=tl.float32)
+    for s0 in range(0, n_splits, BLOCK_S):
+        splits = s0 + offs_s
+        in_range = splits < n_splits
+        w = tl.math.exp2(tl.load(lse_row + splits, mask=in_range, other=float("-inf")) - lse_max)
+        o_s = tl.load(
+            part_o_ptr + (row * n_splits + splits[:, None]) * HEAD_DIM + offs_d[None, :],
+            mask=in_range[:, None],
+            other=0.0,
+        )
+        acc += w[:, None] * o_s
+        weights += w
+    total = tl.sum(weights, 0)
+    o = tl.where(bad, float("nan"), tl.sum(acc, 0) / tl.where(total > 0, total, 1.0))
+    tl.store(o_ptr + row * HEAD_DIM + offs_d, o.to(o_ptr.dtype.element_ty))
+
+
+_KERNELS = (_attention_decode_kernel, _attention_decode_combine_kernel)
+_launch = {k: Launcher(k) for k in _KERNELS}
+_launch_traced = {k: traced(k) for k in _KERNELS}
+_plans = Plans()
+
+
+class DecodeLaunch(NamedTuple):
+    """How :func:`attention_decode` launches on one shape.
+
+    Attributes:
+        num_splits: programs per (sequence, KV head, row block) along the keys; 1 skips
+            the combine kernel.
+        block_m: rows (query heads x queries) per tile.
+        n_row_blocks: tiles of rows per KV head (1 unless ``H / H_kv * S_q`` rows
+            exceed the most a tile holds).
+        block_n: keys per tile.
+        num_warps: warps of the split kernel.
+        num_stages: software-pipeline depth of the split kernel's loop over key tiles.
+    """
+
+    num_splits: int
+    block_m: int
+    n_row_blocks: int
+    block_n: int
+    num_warps: int
+    num_stages: int
+
+    def as_dict(self) -> dict:
+        return self._asdict()
+
+
+@functools.cache
+def _sm_count(device_index: int) -> int:
+    if device_index < 0 or is_interpreter():
+        return DECODE_INTERPRETER_SMS
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def decode_splits(programs: int, s_max: int, n_sms: int, min_keys: int = DECODE_MIN_KEYS_PER_SPLIT) -> int:
+    """How many splits of the keys to launch for ``programs`` (sequence, KV head, row block)
+    programs on a cache of ``s_max`` keys, on ``n_sms`` SMs.
+
+    FlashAttention-2's rule (``num_splits_heuristic`` in ``csrc/flash_attn/flash_api.cpp``)
+    with a floor on keys per split: one split when the programs already fill
+    :data:`DECODE_SINGLE_SPLIT_FILL` of the slots (:data:`DECODE_PROGRAMS_PER_SM` per
+    SM); otherwise at most ``s_max // min_keys`` splits (and :data:`DECODE_MAX_SPLITS`):
+    all of them when even that does not fill the slots, else the fewest whose last wave
+    is :data:`DECODE_WAVE_EFFICIENCY` as full as the best. The lengths on the device may
+    be shorter than ``s_max``: the kernel divides each sequence's own keys evenly
+    among the splits, so a split then just gets fewer keys.
+    """
+    slots = n_sms * DECODE_PROGRAMS_PER_SM
+    if programs >= DECODE_SINGLE_SPLIT_FILL * slots:
+        return 1
+    max_splits = max(1, min(DECODE_MAX_SPLITS, s_max // min_keys))
+    if programs * max_splits <= slots:
+        return max_splits
+    efficiency = [programs * n / slots / math.ceil(programs * n / slots) for n in range(1, max_splits + 1)]
+    best = max(efficiency)
+    return next(n for n, e in enumerate(efficiency, 1) if e >= DECODE_WAVE_EFFICIENCY * best)
+
+
+@functools.lru_cache(maxsize=1024)
+def decode_launch(
+    batch: int,
+    n_kv_heads: int,
+    rows_per_head: int,
+    s_max: int,
+    head_dim: int,
+    device_index: int,
+    num_splits: int | None = None,
+    config: tuple | None = None,
+) -> DecodeLaunch:
+    """The :class:`DecodeLaunch` of :func:`attention_decode` for ``batch`` sequences of
+    ``n_kv_heads`` KV heads, ``rows_per_head = H / H_kv * S_q`` query rows per KV head, a
+    cache of ``s_max`` keys and head dim ``head_dim`` (one of :data:`DECODE_HEAD_DIMS`) on
+    CUDA device ``device_index`` (-1: the CPU, under the interpreter).
+
+    ``num_splits`` and ``config = (block_n, num_warps, num_stages)`` override the launch
+    rules (:func:`decode_splits`, :data:`DECODE_CONFIGS`); for tuning sweeps.
+    """
+    block_n, num_warps, num_stages, max_rows = DECODE_CONFIGS[head_dim]
+    min_keys = DECODE_MIN_KEYS_PER_SPLIT
+    if is_interpreter():
+        block_n, num_stages, min_keys = DECODE_INTERPRETER_BLOCK_N, 1, DECODE_INTERPRETER_MIN_KEYS
+    if config is not None:
+        block_n, num_warps, num_stages = config
+    block_m = min(next_power_of_2(max(16, rows_per_head)), max_rows)
+    n_row_blocks = cdiv(rows_per_head, block_m)
+    if num_splits is None:
+        num_splits = decode_splits(
+            batch * n_kv_heads * n_row_blocks, s_max, _sm_count(device_index), min_keys
+        )
+    return DecodeLaunch(num_splits, block_m, n_row_blocks, block_n, num_warps, num_stages)
+
+
+def _launch_into(
+    out, q, k_cache, v_cache, cache_seqlens, scale: float, launch: DecodeLaunch, launchers, bind=False
+):
+    """Launch the split kernel (and the combine, with several splits) into ``out``; return
+    ``(split, combine, workspace elements, lse offset in bytes)``, the launches
+    :class:`~gpuperf.kernels._launch.Bound` when ``bind`` (None where they cannot be)."""
+    batch, n_heads, seq_q, head_dim = q.shape
+    n_kv_heads, s_max = k_cache.shape[1], k_cache.shape[2]
+    n_splits = launch.num_splits
+    single = n_splits == 1
+    n_rows = batch * n_heads * seq_q
+    workspace = n_rows * n_splits * (head_dim + 1)
+    if launchers is _launch_traced:
+        # Inside the op torch.compile traces: distinct tensors, no views of one buffer and
+        # no argument passed twice, so that functionalization sees each write plainly.
+        n_parts = n_rows * n_splits if not single else 1
+        part_o = torch.empty((n_parts * head_dim,), dtype=torch.float32, device=q.device)
+        part_lse = torch.empty((n_parts,), dtype=torch.float32, device=q.device)
+    elif single:
+        part_o = part_lse = out  # unused
+    else:
+        # One float32 allocation: each (row, split)'s output, then each one's log-sum-exp.
+        ws = torch.empty((workspace,), dtype=torch.float32, device=q.device)
+        part_o, part_lse = ws[: n_rows * n_splits * head_dim], ws[n_rows * n_splits * head_dim :]
+    runtime = (
+        q, k_cache, v_cache, cache_seqlens, part_o, part_lse, out,
+        *q.stride(), *k_cache.stride(), *v_cache.stride(), cache_seqlens.stride(0),
+        n_kv_heads, n_heads // n_kv_heads, seq_q, s_max, launch.n_row_blocks, scale * LOG2E,
+    )  # fmt: skip
+    split = launchers[_attention_decode_kernel](
+        (batch * n_kv_heads * launch.n_row_blocks, n_splits),
+        runtime,
+        (head_dim, launch.block_m, launch.block_n, single),
+        num_warps=launch.num_warps,
+        num_stages=launch.num_stages,
+        bind=bind,
+    )
+    combine = None
+    if not single:
+        combine_runtime = (
+            part_o, part_lse, cache_seqlens, out,
+            cache_seqlens.stride(0), n_heads * seq_q, seq_q, s_max, n_splits,
+        )  # fmt: skip
+        combine = launchers[_attention_decode_combine_kernel](
+            (n_rows,),
+            combine_runtime,
+            (head_dim, min(next_power_of_2(n_splits), DECODE_COMBINE_BLOCK_S)),
+            num_warps=DECODE_COMBINE_WARPS,
+            num_stages=1,
+            bind=bind,
+        )
+    return split, combine, workspace, n_rows * n_splits * head_dim * 4
+
+
+def _launch_for(q, k_cache, num_splits, config) -> DecodeLaunch:
+    batch, n_heads, seq_q, head_dim = q.shape
+    n_kv_heads, s_max = k_cache.shape[1], k_cache.shape[2]
+    rows_per_head = n_heads // n_kv_heads * seq_q
+    return decode_launch(
+        batch, n_kv_heads, rows_per_head, s_max, head_dim, q.get_device(), num_splits, config
+    )
+
+
+@triton_op("gpuperf::attention_decode", mutates_args=())
+def _attention_decode_op(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    cache_seqlens: torch.Tensor,
+    scale: float,
+    num_splits: int,
+    block_n: int,
+    num_warps: int,
+    num_stages: int,
+) -> torch.Tensor:
+    """The op ``torch.compile`` sees; ``num_splits = 0`` and ``block_n = 0`` take the launch rules."""
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    if out.numel():
+        config = (block_n, num_warps, num_stages) if block_n else None
+        launch = _launch_for(q, k_cache, num_splits or None, config)
+        _launch_into(out, q, k_cache, v_cache, cache_seqlens, scale, launch, _launch_traced)
+    return out
+
+
+def _check(q, k_cache, v_cache, cache_seqlens, scale, check_lengths, num_splits, config) -> float:
+    """Every check of :func:`attention_decode`'s arguments but the lengths' values; returns the scale."""
+    check_tensors(("q", "k_cache", "v_cache"), (q, k_cache, v_cache), HALF_DTYPES)
+    if not isinstance(cache_seqlens, torch.Tensor):
+        raise TypeError(f"cache_seqlens must be a torch.Tensor, got {type(cache_seqlens).__name__}")
+    if cache_seqlens.dtype != torch.int32:
+        raise TypeError(
+            f"cache_seqlens must have dtype int32, got {str(cache_seqlens.dtype).removeprefix('torch.')}"
+        )
+    if cache_seqlens.device != q.device:
+        raise ValueError(
+            "cache_seqlens must be on q's device, got "
+            f"cache_seqlens on {cache_seqlens.device}, q on {q.device}"
+        )
+    if q.dim() != 4 or k_cache.dim() != 4 or v_cache.dim() != 4:
+        raise ValueError(
+            "q must be (B, H, S_q, D) and k_cache, v_cache (B, H_kv, S_max, D), got "
+            f"q {tuple(q.shape)}, k_cache {tuple(k_cache.shape)}, v_cache {tuple(v_cache.shape)}"
+        )
+    if k_cache.shape != v_cache.shape:
+        raise ValueError(
+            "k_cache and v_cache must have the same shape, got "
+            f"{tuple(k_cache.shape)} and {tuple(v_cache.shape)}"
+        )
+    batch, n_heads, seq_q, head_dim = q.shape
+    _, n_kv_heads, s_max, head_dim_k = k_cache.shape
+    if k_cache.shape[0] != batch:
+        raise ValueError(f"q and k_cache must have the same batch size, got {batch} and {k_cache.shape[0]}")
+    if head_dim_k != head_dim:
+        raise ValueError(
+            f"q and k_cache must have the same head dim (last dimension), got {head_dim} and {head_dim_k}"
+        )
+    if head_dim not in DECODE_HEAD_DIMS:
+        raise ValueError(f"head dim {head_dim} is not supported; supported head dims are {DECODE_HEAD_DIMS}")
+    if n_kv_heads == 0 or n_heads % n_kv_heads:
+        raise ValueError(
+            f"the query heads ({n_heads}) must be a multiple of the key/value heads ({n_kv_heads})"
+        )
+    if not 1 <= seq_q <= DECODE_MAX_QUERIES:
+        raise ValueError(
+            f"q must hold 1 to {DECODE_MAX_QUERIES} queries per sequence (S_q = q.shape[2]), got {seq_q}; "
+            "for longer query blocks use gpuperf.kernels.attention"
+        )
+    if s_max < seq_q:
+        raise ValueError(
+            f"the cache must hold at least S_q = {seq_q} keys (S_max = k_cache.shape[2]), got S_max = {s_max}"
+        )
+    if cache_seqlens.shape != (batch,):
+        raise ValueError(f"cache_seqlens must have shape (B,) = ({batch},), got {tuple(cache_seqlens.shape)}")
+    if scale is None:
+        scale = 1.0 / math.sqrt(head_dim)
+    elif isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise TypeError(f"scale must be a number or None, got {type(scale).__name__}")
+    elif not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be positive and finite, got {scale}")
+    if type(check_lengths) is not bool:
+        raise TypeError(f"check_lengths must be a bool, got {type(check_lengths).__name__}")
+    if num_splits is not None and (
+        type(num_splits) is not int or not 1 <= num_splits <= DECODE_MAX_SPLITS_OVERRIDE
+    ):
+        raise ValueError(
+            f"_num_splits must be None or an int from 1 to {DECODE_MAX_SPLITS_OVERRIDE}, got {num_splits!r}"
+        )
+    if config is not None:
+        ok = isinstance(config, tuple) and len(config) == 3 and all(type(c) is int for c in config)
+        block_n, num_warps, num_stages = config if ok else (0, 0, 0)
+        if not (
+            ok
+            and block_n >= 16
+            and block_n & (block_n - 1) == 0
+            and num_warps in (1, 2, 4, 8, 16)
+            and num_stages >= 1
+        ):
+            raise ValueError(
+                "_config must be None or (block_n, num_warps, num_stages): a power of two >= 16, "
+                f"a power of two up to 16 and a positive int, got {config!r}"
+            )
+    return float(scale)
+
+
+def _check_lengths(cache_seqlens: torch.Tensor, seq_q: int, s_max: int) -> None:
+    """Raise ``ValueError`` at the first length outside ``[S_q, S_max]`` (reads them to the host)."""
+    for b, n in enumerate(cache_seqlens.tolist()):
+        if not seq_q <= n <= s_max:
+            raise ValueError(
+                f"cache_seqlens[{b}] = {n} is outside the allowed range [S_q, S_max] = [{seq_q}, {s_max}]"
+            )
+
+
+def _plan_key(q, k_cache, v_cache, cache_seqlens, addresses, scale, num_splits) -> tuple:
+    """What the checks, the launch rules and Triton's specialization read: equal keys, equal launches."""
+    a_q, a_k, a_v, a_s = addresses
+    return (
+        q.shape, q.stride(), q.dtype, q.get_device(), a_q % 16,
+        k_cache.shape, k_cache.stride(), k_cache.dtype, k_cache.get_device(), a_k % 16,
+        v_cache.shape, v_cache.stride(), v_cache.dtype, v_cache.get_device(), a_v % 16,
+        cache_seqlens.shape, cache_seqlens.stride(), cache_seqlens.dtype, cache_seqlens.get_device(),
+        a_s % 16, scale, num_splits,
+    )  # fmt: skip
+
+
+def attention_decode(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    cache_seqlens: torch.Tensor,
+    *,
+    scale: float | None = None,
+    check_lengths: bool = False,
+    _num_splits: int | None = None,
+    _config: tuple | None = None,
+) -> torch.Tensor:
+    """Attention of the last ``S_q`` queries of each sequence against its KV cache (a decode step).
+
+    The semantics of FlashAttention's ``flash_attn_with_kvcache`` (without appending new
+    keys: write them into the cache first) in the ``(batch, heads, sequence, head dim)``
+    layout of ``torch.nn.functional.scaled_dot_product_attention``.
+
+    Args:
+        q: ``(B, H, S_q, D)``, float16 or bfloat16, on a CUDA device (or on the CPU under
+            ``TRITON_INTERPRET=1``), with ``1 <= S_q <=`` :data:`DECODE_MAX_QUERIES` (16)
+            and ``D`` one of :data:`DECODE_HEAD_DIMS` (16, 32, 64, 128, 256).
+        k_cache: ``(B, H_kv, S_max, D)``, the same dtype and device, ``S_max >= S_q``;
+            ``H`` must be a multiple of ``H_kv``: each group of ``H / H_kv`` consecutive
+            query heads shares one key/value head (grouped-query attention, as
+            :func:`gpuperf.kernels.attention` and SDPA's ``enable_gqa``; ``H_kv = 1`` is
+            multi-query).
+        v_cache: ``(B, H_kv, S_max, D)``, like ``k_cache``.
+        cache_seqlens: ``(B,)`` int32 on the same device: sequence ``b`` holds
+            ``cache_seqlens[b]`` valid keys, at positions ``0 .. len - 1`` of its cache
+            (what lies beyond is never read). Its ``S_q`` queries are the last ``S_q``
+            positions, ``len - S_q .. len - 1``, causal and aligned bottom-right: query
+            ``i`` sees keys ``j <= len - S_q + i``.
+        scale: multiplies the scores before the softmax; a positive number,
+            ``1 / sqrt(D)`` by default.
+        check_lengths: read the lengths to the host (one synchronization with the
+            device) and raise ``ValueError`` for one out of range. By default the
+            lengths are never read on the host: a length outside ``[S_q, S_max]``
+            makes that sequence's whole output NaN, on the device (the other
+            sequences are unaffected, and no key of that sequence is read). Under
+            ``torch.compile`` the check breaks the graph.
+        _num_splits, _config: private overrides of the launch rules (the splits of
+            the keys, and ``(block_n, num_warps, num_stages)``), for tuning sweeps.
+
+    Any strides are read in place, without a copy (a last-dimension stride other than 1
+    is correct but loads slowly).
+
+    Returns:
+        A new contiguous ``(B, H, S_q, D)`` tensor in ``q``'s dtype: scores, softmax and
+        weighted sum in float32, rounded once. Not differentiable (decode is inference).
+
+    Raises:
+        TypeError: ``q``, ``k_cache`` or ``v_cache`` is not a tensor, its dtype is not
+            float16 or bfloat16, or the dtypes differ; ``cache_seqlens`` is not an
+            int32 tensor; ``scale`` is not a number; ``check_lengths`` is not a bool.
+        ValueError: a tensor is not 4-D, the caches' shapes differ, batch sizes or head
+            dims disagree, ``D`` is not supported, ``H`` is not a multiple of ``H_kv``,
+            ``S_q`` is not from 1 to 16, ``S_max < S_q``, ``cache_seqlens`` is not
+            ``(B,)`` or not on ``q``'s device, ``scale`` is not positive and finite, the
+            tensors are on different devices (or on the CPU while the interpreter is
+            off), an override is invalid, or with ``check_lengths=True`` a length is
+            outside ``[S_q, S_max]`` (the message names the first).
+        RuntimeError: gradients are enabled and an input requires grad.
+
+    The call never synchronizes with the device and takes the same path whatever the
+    lengths, so it can be captured in a CUDA graph and replayed with new lengths.
+    Registered as ``torch.ops.gpuperf.attention_decode`` (``torch.library.triton_op``):
+    inside ``torch.compile`` this function calls it, so a compiled model keeps one graph.
+
+    Memory traffic: each sequence's valid keys and values are read once,
+    ``2 * B * H_kv * len * D`` elements (the query heads of a group share each tile),
+    plus ``q`` and the output; with several splits also ``B * H * S_q * num_splits *
+    (D + 1)`` float32 written and read back. FLOPs ``4 * B * H * S_q * len * D``.
+    Launch: :func:`decode_launch`. Algorithm: Flash-Decoding (Dao, Haziza, Massa and
+    Sizov, 2023, https://crfm.stanford.edu/2023/10/12/flashdecoding.html) on the online
+    softmax of FlashAttention-2 (arXiv:2307.08691).
+    """
+    compiling = torch.compiler.is_compiling()
+    if (
+        type(q) is torch.Tensor
+        and type(k_cache) is torch.Tensor
+        and type(v_cache) is torch.Tensor
+        and type(cache_seqlens) is torch.Tensor
+        and (scale is None or type(scale) is float)
+        and check_lengths is False
+        and (_num_splits is None or type(_num_splits) is int)
+        and _config is None
+        and not compiling
+        and not (
+            torch.is_grad_enabled() and (q.requires_grad or k_cache.requires_grad or v_cache.requires_grad)
+        )
+    ):
+        # Inputs like ones already checked and planned launch from the plan.
+        addresses = (q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), cache_seqlens.data_ptr())
+        plan = _plans.get(_plan_key(q, k_cache, v_cache, cache_seqlens, addresses, scale, _num_splits))
+        if plan is not None:
+            split, combine, workspace, lse_offset = plan
+            out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+            o_address = out.data_ptr()
+            if combine is None:
+                split(*addresses, o_address, o_address, o_address)
+            else:
+                ws = torch.empty((workspace,), dtype=torch.float32, device=q.device)
+                ws_address = ws.data_ptr()
+                split(*addresses, ws_address, ws_address + lse_offset, o_address)
+                combine(ws_address, ws_address + lse_offset, addresses[3], o_address)
+            return out
+    scale_f = _check(q, k_cache, v_cache, cache_seqlens, scale, check_lengths, _num_splits, _config)
+    if torch.is_grad_enabled() and (q.requires_grad or k_cache.requires_grad or v_cache.requires_grad):
+        raise RuntimeError(
+            "attention_decode is not differentiable (decode is inference) and an input requires grad: "
+            "call it under torch.no_grad() or torch.inference_mode(), or pass detached tensors"
+        )
+    if check_lengths:
+        _check_lengths(cache_seqlens, q.shape[2], k_cache.shape[2])
+    if compiling:
+        # The launch rules run inside the op (on fake tensors while tracing), not in the graph.
+        config = _config or (0, 0, 0)
+        return torch.ops.gpuperf.attention_decode(
+            q, k_cache, v_cache, cache_seqlens, scale_f, _num_splits or 0, *config
+        )
+    launch = _launch_for(q, k_cache, _num_splits, _config)
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    if out.numel() == 0:
+        return out
+    plan = _launch_into(out, q, k_cache, v_cache, cache_seqlens, scale_f, launch, _launch, bind=True)
+    split, combine = plan[:2]
+    # (A launch from the _config override is not kept: the plan's key does not name it.)
+    if _config is None and split is not None and (combine is not None or launch.num_splits == 1):
+        addresses = (q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), cache_seqlens.data_ptr())
+        _plans.put(_plan_key(q, k_cache, v_cache, cache_seqlens, addresses, scale, _num_splits), plan)
+    return out
+
+
+__all__ = ["DecodeLaunch", "attention_decode", "decode_launch", "decode_splits"]

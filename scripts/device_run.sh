@@ -29,6 +29,12 @@
 #                                        benchmark, compute-sanitizer on every kernel
 #   bash scripts/device_run.sh swiglu-tuned  the same with the committed sweep (no re-tuning)
 #   bash scripts/device_run.sh decode    attention_decode GPU tests, its benchmark, compute-sanitizer on every kernel
+#   bash scripts/device_run.sh llama-tests    the GPU tests of tutorial 07's kernels, the layer, the library and timers
+#   bash scripts/device_run.sh llama-explore  the launch-rule sweeps of rope and attention_decode and a first look
+#                                             at the layer (scripts/llama_explore.py; LLAMA_EXPLORE names fewer parts)
+#   bash scripts/device_run.sh llama     tutorial 07's benchmarks (rope, swiglu, attention_decode, host time, the
+#                                        layer's prefill, decode and training step) with the committed sweeps,
+#                                        the time-breakdown capture and compute-sanitizer; LLAMA_BENCH names fewer
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
 # Set GPUPERF_COMMIT to the commit being measured when the tree has no .git.
 # Writes $OUT/<mode>.log and $OUT/results.tgz (docs/measurements and kernels/tuned as measured).
@@ -117,6 +123,16 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
       decode)
         python3 -m pytest -q -p no:cacheprovider tests/test_attention_decode.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
         time python3 -m gpuperf.bench --no-tune attention_decode
+        compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
+      llama-tests)
+        python3 -m pytest -q -p no:cacheprovider -n 4 tests/test_rope.py tests/test_swiglu.py \
+          tests/test_attention_decode.py tests/test_attention.py tests/test_llama.py tests/test_library.py \
+          tests/test_bench_timing.py tests/test_bench_runner.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed|Error" | head -n 60 ;;
+      llama-explore) time python3 scripts/llama_explore.py ${LLAMA_EXPLORE:-} ;;
+      llama)
+        time python3 -m gpuperf.bench --no-tune ${LLAMA_BENCH:-rope swiglu attention_decode host_overhead \
+          llama_prefill llama_decode llama_train llama_train_memory}
+        time python3 scripts/llama_capture.py
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
       *) echo "unknown mode $mode" ;;
     esac

@@ -127,7 +127,7 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
       llama-tests)
         python3 -m pytest -q -p no:cacheprovider -n 4 tests/test_rope.py tests/test_swiglu.py \
           tests/test_attention_decode.py tests/test_attention.py tests/test_llama.py tests/test_library.py \
-          tests/test_bench_timing.py tests/test_bench_runner.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed|Error" | head -n 60 ;;
+          tests/test_bench_timing.py tests/test_bench_runner.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed|Error|Greatest|Mismatched" | head -n 80 ;;
       llama-explore) time python3 scripts/llama_explore.py ${LLAMA_EXPLORE:-} ;;
       llama)
         time python3 -m gpuperf.bench --no-tune ${LLAMA_BENCH:-rope swiglu attention_decode host_overhead \

@@ -1,6 +1,6 @@
 """Launch-rule sweeps behind tutorial 07's kernels, and a first look at the layer (GPU only).
 
-Usage: ``python scripts/llama_explore.py [rope] [decode] [layer]`` (all three by default).
+Usage: ``python scripts/llama_explore.py [rope] [decode] [swiglu] [layer]`` (all by default).
 Prints, for the record of how each launch rule in ``src/gpuperf/kernels`` was chosen:
 
 * ``rope``: GB/s of :func:`gpuperf.kernels.rope` at Llama-3-8B's heads and 16384 tokens
@@ -8,11 +8,13 @@ Prints, for the record of how each launch rule in ``src/gpuperf/kernels`` was ch
 * ``decode``: GB/s of :func:`gpuperf.kernels.attention_decode` for each number of splits
   and tile (keys per tile, warps, stages) at batches 1, 8 and 64 and caches of 1k to
   32k keys, beside SDPA's, and what the launch rule picks;
+* ``swiglu``: :func:`gpuperf.bench.tuning.tune_swiglu` at the benchmark's shapes, written to
+  ``src/gpuperf/kernels/tuned/<gpu>/swiglu.json`` (the sweep the op reads);
 * ``layer``: the decoder layer's prefill, decode and training step with PyTorch's and
   gpuperf's operations (eager, and how long ``torch.compile`` takes in each mode), and
   each one's largest difference from the float32 layer.
 
-The sweeps time with :func:`gpuperf.bench.timing.time_ms`; nothing is written.
+The sweeps time with :func:`gpuperf.bench.timing.time_ms`; only ``swiglu`` writes a file.
 """
 
 import importlib
@@ -66,46 +68,47 @@ def sweep_decode():
 
     decode = importlib.import_module("gpuperf.kernels.attention_decode")
     h, h_kv, d = 32, 8, 128
-    configs = [None, (32, 4, 2), (64, 4, 2), (64, 4, 3), (64, 8, 3), (128, 4, 2), (128, 8, 2)]
-    for batch, n in (
+    configs = [(32, 4, 2), (64, 4, 2), (64, 4, 3), (64, 4, 4), (64, 8, 2), (128, 4, 2), (128, 8, 2)]
+    points = (
         (1, 1024),
         (1, 8192),
         (1, 32768),
+        (8, 1024),
         (8, 4096),
         (8, 32768),
         (64, 1024),
         (64, 8192),
         (64, 32768),
-    ):
+    )
+    for batch, n in points:
         q = torch.randn(batch, h, 1, d, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(batch, h_kv, n, d, device="cuda", dtype=torch.bfloat16)
         v = torch.randn_like(k)
         lengths = torch.full((batch,), n, dtype=torch.int32, device="cuda")
         n_bytes = metrics.attention_decode_bytes(batch, h, h_kv, 1, n, d, 2)
-        sdpa = time_ms(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True), rounds=1)
-        chosen = decode.decode_launch(batch, h_kv, h // h_kv, n, d, 0)
-        ours = time_ms(lambda: decode.attention_decode(q, k, v, lengths), rounds=1)
-        line = [f"decode B={batch:>2} L={n:>5}: SDPA {n_bytes / sdpa.ms / 1e6:.0f} GB/s, rule {chosen}"]
-        line.append(f"{n_bytes / ours.ms / 1e6:.0f}")
-        best = (0.0, None)
-        for splits in (1, 2, 4, 8, 16, 32, 64, 128):
-            if splits * 128 > n:
-                continue
+        gbps = lambda fn: n_bytes / time_ms(fn, rounds=1).ms / 1e6
+        sdpa = gbps(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+        rule = decode.decode_launch(batch, h_kv, h // h_kv, n, d, 0)
+        ours = gbps(lambda: decode.attention_decode(q, k, v, lengths))
+        print(f"decode B={batch} L={n}: SDPA {sdpa:.0f} GB/s; rule {rule}: {ours:.0f}", flush=True)
+        for splits in sorted({max(1, rule.num_splits // 2), rule.num_splits, rule.num_splits * 2}):
+            row = []
             for config in configs:
                 try:
-                    t = time_ms(
-                        lambda: decode.attention_decode(q, k, v, lengths, _num_splits=splits, _config=config),
-                        rounds=1,
+                    value = gbps(
+                        lambda: decode.attention_decode(q, k, v, lengths, _num_splits=splits, _config=config)
                     )
+                    row.append(f"{config}: {value:.0f}")
                 except Exception as err:  # a config that does not fit is reported, not fatal
-                    print(f"   splits={splits} {config}: {type(err).__name__}: {str(err)[:80]}")
-                    continue
-                gbps = n_bytes / t.ms / 1e6
-                if gbps > best[0]:
-                    best = (gbps, (splits, config))
-        line.append(f"best {best[0]:.0f} at {best[1]}")
-        print(", ".join(line), flush=True)
+                    row.append(f"{config}: {type(err).__name__}")
+            print(f"   splits={splits:>2} " + ", ".join(row), flush=True)
         torch.cuda.empty_cache()
+
+
+def tune_swiglu():
+    from gpuperf.bench import catalog, tuning
+
+    print("wrote", tuning.write_tuning(tuning.tune_swiglu(catalog.SWIGLU.x_values)), flush=True)
 
 
 def look_at_layer():
@@ -162,9 +165,9 @@ def main(argv) -> int:
     if not torch.cuda.is_available():
         print("llama_explore: needs a CUDA GPU", file=sys.stderr)
         return 2
-    parts = argv or ["rope", "decode", "layer"]
+    parts = argv or ["rope", "decode", "swiglu", "layer"]
     for part in parts:
-        {"rope": sweep_rope, "decode": sweep_decode, "layer": look_at_layer}[part]()
+        {"rope": sweep_rope, "decode": sweep_decode, "swiglu": tune_swiglu, "layer": look_at_layer}[part]()
     return 0
 
 

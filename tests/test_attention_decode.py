@@ -410,12 +410,10 @@ def test_cpu_tensor_is_refused_without_interpreter(monkeypatch):
     "programs, s_max, expected",
     [
         pytest.param(512, 8192, 1, id="B64-Llama: one split"),
-        pytest.param(math.ceil(DECODE_SINGLE_SPLIT_FILL * 264), 8192, 1, id="at the fill threshold"),
-        pytest.param(
-            math.ceil(DECODE_SINGLE_SPLIT_FILL * 264) - 1, 8192, 5, id="below it: 1055 of 1056 slots"
-        ),
-        pytest.param(64, 8192, 4, id="B8-Llama: 256 of 264 slots"),
-        pytest.param(8, 32768, 29, id="B1-Llama: 232 of 264 slots"),
+        pytest.param(math.ceil(DECODE_SINGLE_SPLIT_FILL * 132), 8192, 1, id="at the fill threshold"),
+        pytest.param(math.ceil(DECODE_SINGLE_SPLIT_FILL * 132) - 1, 8192, 5, id="below it: 525 of 528 slots"),
+        pytest.param(64, 8192, 2, id="B8-Llama: 128 of 132 slots"),
+        pytest.param(8, 32768, 15, id="B1-Llama: 120 of 132 slots"),
         pytest.param(8, 1024, 8, id="B1-1k: 128 keys a split"),
         pytest.param(8, 100, 1, id="fewer keys than a split's least"),
     ],

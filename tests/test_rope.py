@@ -235,8 +235,8 @@ def test_property_matches_reference(batch, heads, kv_heads, seq_len, half, seed)
 
 
 def test_launch_rules():
-    assert rope_launch(32, 8, 128) == (8, 4, 64, 4)  # Llama 3 8B: 4 + 1 full head blocks
-    assert rope_launch(1, 1, 16) == (1, 256, 8, 4)
+    assert rope_launch(32, 8, 128) == (8, 4, 64, 8)  # Llama 3 8B: 4 + 1 full head blocks
+    assert rope_launch(1, 1, 16) == (1, 256, 8, 8)
     block_h, block_t, block_half, _ = rope_launch(4, 1, 96)
     assert (block_h, block_half) == (4, 64) and block_t >= 1
     assert rope_launch(64, 8, ROPE_MAX_HEAD_DIM)[1] == 1

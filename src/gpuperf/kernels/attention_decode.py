@@ -79,9 +79,11 @@ DECODE_CONFIGS = {
 }
 #: Keys per tile under the interpreter: small, so small caches cross several tiles.
 DECODE_INTERPRETER_BLOCK_N = 16
-#: Programs of the split kernel that run at once on one SM (two 96 KB pipelines): the
-#: "slots" a grid fills, as FlashAttention-2 counts them (num_SMs * 2).
-DECODE_PROGRAMS_PER_SM = 2
+#: Programs of the split kernel the grid aims to give each SM: one. On an H100 (Llama-3-8B,
+#: bf16), one program per SM beat two: 16 splits at batch 1 (128 programs) over the 29 of
+#: a two-per-SM rule (1259 against 1176 GB/s at 8192 keys, 2089 against 1989 at 32768),
+#: 2 splits at batch 8 over 4 (2107 against 2059 at 4096 keys).
+DECODE_PROGRAMS_PER_SM = 1
 #: One split when the (sequence, KV head) programs alone fill this share of the slots:
 #: splitting would only add partials to write and combine (FlashAttention-2's 0.8).
 DECODE_SINGLE_SPLIT_FILL = 0.8
@@ -97,7 +99,7 @@ DECODE_MAX_SPLITS = 64
 DECODE_WAVE_EFFICIENCY = 0.85
 #: SMs counted under the interpreter, and its fewest keys per split: small, so that the
 #: launch rule picks several splits on the tests' small shapes.
-DECODE_INTERPRETER_SMS = 2
+DECODE_INTERPRETER_SMS = 4
 DECODE_INTERPRETER_MIN_KEYS = 16
 #: Most splits the private ``_num_splits`` override accepts.
 DECODE_MAX_SPLITS_OVERRIDE = 256

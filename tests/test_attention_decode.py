@@ -13,6 +13,7 @@ from gpuperf.kernels import attention_decode
 from gpuperf.kernels.attention_decode import (
     DECODE_CONFIGS,
     DECODE_MAX_SPLITS,
+    DECODE_MIN_KEYS_PER_SPLIT,
     DECODE_SINGLE_SPLIT_FILL,
     decode_launch,
     decode_splits,
@@ -411,10 +412,12 @@ def test_cpu_tensor_is_refused_without_interpreter(monkeypatch):
     [
         pytest.param(512, 8192, 1, id="B64-Llama: one split"),
         pytest.param(math.ceil(DECODE_SINGLE_SPLIT_FILL * 132), 8192, 1, id="at the fill threshold"),
-        pytest.param(math.ceil(DECODE_SINGLE_SPLIT_FILL * 132) - 1, 8192, 5, id="below it: 525 of 528 slots"),
+        pytest.param(math.ceil(DECODE_SINGLE_SPLIT_FILL * 132) - 1, 8192, 1, id="below it: a wave holds one"),
+        pytest.param(40, 8192, 3, id="three splits of 40 programs fill 120 of 132"),
         pytest.param(64, 8192, 2, id="B8-Llama: 128 of 132 slots"),
-        pytest.param(8, 32768, 15, id="B1-Llama: 120 of 132 slots"),
-        pytest.param(8, 1024, 8, id="B1-1k: 128 keys a split"),
+        pytest.param(8, 32768, 16, id="B1-Llama: 128 of 132 slots"),
+        pytest.param(8, 1024, 16, id="B1-1k: 64 keys a split"),
+        pytest.param(8, 512, 8, id="B1-512: no split under 64 keys"),
         pytest.param(8, 100, 1, id="fewer keys than a split's least"),
     ],
 )
@@ -426,7 +429,7 @@ def test_launch_rule_bounds():
     for programs in range(1, 300, 7):
         for s_max in (1, 127, 128, 1000, 4096, 10**6):
             n = decode_splits(programs, s_max, 132)
-            assert 1 <= n <= max(1, min(DECODE_MAX_SPLITS, s_max // 128))
+            assert 1 <= n <= max(1, min(DECODE_MAX_SPLITS, s_max // DECODE_MIN_KEYS_PER_SPLIT))
     assert set(DECODE_CONFIGS) == {16, 32, 64, 128, 256}
 
 

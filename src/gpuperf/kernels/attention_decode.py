@@ -87,16 +87,19 @@ DECODE_PROGRAMS_PER_SM = 1
 #: One split when the (sequence, KV head) programs alone fill this share of the slots:
 #: splitting would only add partials to write and combine (FlashAttention-2's 0.8).
 DECODE_SINGLE_SPLIT_FILL = 0.8
-#: Fewest keys a split is given (so at most S_max // 128 splits): the partial a split
-#: writes and the combine reads back (G * S_q * (D + 1) floats, 2 KB for Llama-3-8B's
-#: decode) stays a few percent of the cache it reads (64 KB at 128 keys).
-DECODE_MIN_KEYS_PER_SPLIT = 128
+#: Fewest keys a split is given: one tile of 64 (so at most S_max // 64 splits). On an
+#: H100 at batch 1 and 1024 keys, 16 splits of 64 keys ran at 313 GB/s against 306 for 8
+#: of 128; the partial a split writes (G * S_q * (D + 1) floats, 2 KB for Llama-3-8B's
+#: decode) stays under a tenth of the 32 KB of cache it reads.
+DECODE_MIN_KEYS_PER_SPLIT = 64
 #: Most splits the launch rule picks (FlashAttention-2 allows 128).
 DECODE_MAX_SPLITS = 64
-#: Between the split counts that can fill the slots, the smallest whose last wave is at
-#: least this full relative to the best (FlashAttention-2's num_splits_heuristic, 0.85):
-#: fewer splits, fewer partials.
-DECODE_WAVE_EFFICIENCY = 0.85
+#: Pipeline stages of the split kernel when it runs one split (a batch large enough to
+#: fill the GPU with (sequence, KV head) programs): two, so that more programs share an
+#: SM. On an H100 at batch 64 (Llama-3-8B, bf16), 2 stages read the cache at 3046 GB/s
+#: (8192 keys) and 3120 (32768) against 2775 and 2815 with 3; with several splits (batch
+#: 1 and 8) three stages were the best, 1237 against 1041 GB/s at batch 1 and 8192 keys.
+DECODE_SINGLE_SPLIT_STAGES = 2
 #: SMs counted under the interpreter, and its fewest keys per split: small, so that the
 #: launch rule picks several splits on the tests' small shapes.
 DECODE_INTERPRETER_SMS = 4
@@ -358,12 +361,11 @@ def decode_splits(programs: int, s_max: int, n_sms: int, min_keys: int = DECODE_
     """How many splits of the keys to launch for ``programs`` (sequence, KV head, row block)
     programs on a cache of ``s_max`` keys, on ``n_sms`` SMs.
 
-    FlashAttention-2's rule (``num_splits_heuristic`` in ``csrc/flash_attn/flash_api.cpp``)
-    with a floor on keys per split: one split when the programs already fill
-    :data:`DECODE_SINGLE_SPLIT_FILL` of the slots (:data:`DECODE_PROGRAMS_PER_SM` per
-    SM); otherwise at most ``s_max // min_keys`` splits (and :data:`DECODE_MAX_SPLITS`):
-    all of them when even that does not fill the slots, else the fewest whose last wave
-    is :data:`DECODE_WAVE_EFFICIENCY` as full as the best. The lengths on the device may
+    After FlashAttention-2's rule (``num_splits_heuristic`` in
+    ``csrc/flash_attn/flash_api.cpp``), for one wave: one split when the programs already
+    fill :data:`DECODE_SINGLE_SPLIT_FILL` of the slots (:data:`DECODE_PROGRAMS_PER_SM`
+    per SM); otherwise as many splits as one wave holds (``slots // programs``), at most
+    ``s_max // min_keys`` and :data:`DECODE_MAX_SPLITS`. The lengths on the device may
     be shorter than ``s_max``: the kernel divides each sequence's own keys evenly
     among the splits, so a split then just gets fewer keys.
     """
@@ -371,11 +373,7 @@ def decode_splits(programs: int, s_max: int, n_sms: int, min_keys: int = DECODE_
     if programs >= DECODE_SINGLE_SPLIT_FILL * slots:
         return 1
     max_splits = max(1, min(DECODE_MAX_SPLITS, s_max // min_keys))
-    if programs * max_splits <= slots:
-        return max_splits
-    efficiency = [programs * n / slots / math.ceil(programs * n / slots) for n in range(1, max_splits + 1)]
-    best = max(efficiency)
-    return next(n for n, e in enumerate(efficiency, 1) if e >= DECODE_WAVE_EFFICIENCY * best)
+    return max(1, min(max_splits, slots // max(programs, 1)))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -409,6 +407,8 @@ def decode_launch(
         num_splits = decode_splits(
             batch * n_kv_heads * n_row_blocks, s_max, _sm_count(device_index), min_keys
         )
+        if num_splits == 1 and config is None and not is_interpreter():
+            num_stages = DECODE_SINGLE_SPLIT_STAGES
     return DecodeLaunch(num_splits, block_m, n_row_blocks, block_n, num_warps, num_stages)
 
 

@@ -6,8 +6,10 @@ tokens) and a decode step (batch 1 and 64, 4096 cached tokens), with PyTorch's o
 and with gpuperf's, the GPU time of each part of the layer (the norms, each projection,
 RoPE, attention, the KV-cache write), from ``torch.profiler``: every kernel launched inside
 the part's ``record_function`` range (:func:`gpuperf.models.llama.sections`) is added to it.
-Beside the kernels' sum, the step's time as a loop of steps sees it (CUDA events around
-back-to-back steps, no profiler): where the two differ, the GPU waited for the host.
+Beside the kernels' sum, the GPU time between CUDA events at each part's ends (kernels and
+any wait for the host inside the part) and the step's time as a loop of steps sees it
+(CUDA events around back-to-back steps, no profiler): where the kernels' sum and the step
+differ, the GPU waited for the host.
 """
 
 import argparse
@@ -23,11 +25,45 @@ CASES = (
 PROFILED_STEPS = 5
 
 
-def breakdown(step, sections_on, section_names, prefix: str) -> dict:
+def _kernel_parts(trace_events: list, prefix: str) -> tuple[dict, float, int, dict]:
+    """``(GPU microseconds by part, all kernels' microseconds, kernel count, event categories)``
+    from a Chrome trace of ``torch.profiler``: each kernel goes to the part whose range was
+    open on the host when its launch (a CUDA runtime or driver call with the same
+    correlation id) was made, or to ``"other"``. Launches are matched by the host's
+    clock, not by the profiler's op tree, because Triton's launcher calls the driver
+    directly, outside any PyTorch op the tree would hang the kernel on."""
+    ranges = sorted(
+        (e["ts"], e["ts"] + e["dur"], e["name"].removeprefix(prefix))
+        for e in trace_events
+        if e.get("cat") == "user_annotation" and e.get("name", "").startswith(prefix)
+    )
+    launches = {
+        e["args"]["correlation"]: e["ts"]
+        for e in trace_events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
+    }
+    parts, total, count = {}, 0.0, 0
+    for e in trace_events:
+        if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        at = launches.get(e.get("args", {}).get("correlation"))
+        part = next((name for start, end, name in ranges if at is not None and start <= at <= end), "other")
+        parts[part] = parts.get(part, 0.0) + e["dur"]
+        total += e["dur"]
+        count += 1
+    categories = {}
+    for e in trace_events:
+        categories[e.get("cat")] = categories.get(e.get("cat"), 0) + 1
+    return parts, total, count, categories
+
+
+def breakdown(step, sections_on, prefix: str) -> dict:
     """GPU microseconds per step of each part, of all kernels, and the kernel count, by
     ``torch.profiler`` over :data:`PROFILED_STEPS` steps after two warm-up steps."""
+    import json
+    import tempfile
+
     import torch
-    from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     for _ in range(2):
@@ -37,22 +73,55 @@ def breakdown(step, sections_on, section_names, prefix: str) -> dict:
         for _ in range(PROFILED_STEPS):
             step()
         torch.cuda.synchronize()
-    events = prof.events()
-    parts = dict.fromkeys(section_names, 0.0)
-    for e in events:
-        if e.device_type == DeviceType.CPU and e.name.startswith(prefix):
-            parts[e.name.removeprefix(prefix)] += e.device_time_total
-    top = [e for e in events if e.device_type == DeviceType.CPU and e.cpu_parent is None]
-    kernels_us = sum(e.device_time_total for e in top)
-    count = sum(1 for e in events if e.device_type == DeviceType.CUDA and not e.name.startswith(prefix))
+    with tempfile.TemporaryDirectory() as scratch:
+        path = f"{scratch}/trace.json"
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    parts, total, count, categories = _kernel_parts(events, prefix)
     n = PROFILED_STEPS
-    parts = {name: us / n for name, us in parts.items() if us > 0}
     return {
-        "parts_us": parts,
-        "other_us": max(0.0, kernels_us / n - sum(parts.values())),
-        "kernels_us": kernels_us / n,
+        "parts_us": {name: us / n for name, us in parts.items()},
+        "kernels_us": total / n,
         "kernel_count": count / n,
+        "trace_categories": categories,
     }
+
+
+def event_breakdown(step, llama_module) -> dict:
+    """GPU microseconds per step between CUDA events recorded where each part starts and ends
+    (``llama.section`` replaced for the duration): every kernel of the part and any time
+    the GPU waited for the host's next launch inside it."""
+    import torch
+
+    marks = []
+
+    class _Mark:
+        def __init__(self, name):
+            self.name = name
+
+        def __enter__(self):
+            self.start = torch.cuda.Event(enable_timing=True)
+            self.start.record()
+
+        def __exit__(self, *exc):
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            marks.append((self.name, self.start, end))
+
+    saved = llama_module.section
+    llama_module.section = _Mark
+    try:
+        for _ in range(PROFILED_STEPS):
+            step()
+        torch.cuda.synchronize()
+    finally:
+        llama_module.section = saved
+    parts = {}
+    for name, start, end in marks:
+        parts[name] = parts.get(name, 0.0) + start.elapsed_time(end) * 1e3 / PROFILED_STEPS
+    return parts
 
 
 def main(argv=None) -> int:
@@ -64,6 +133,7 @@ def main(argv=None) -> int:
 
     import torch
 
+    import gpuperf.models.llama as llama_module
     from gpuperf.bench import captures, timing
     from gpuperf.bench.catalog import llama
     from gpuperf.models.llama import SECTION_PREFIX, SECTIONS, sections
@@ -84,13 +154,16 @@ def main(argv=None) -> int:
                 continue
             step = provider.make(*inputs)
             entry = {"label": provider.label}
-            entry.update(breakdown(step, sections, SECTIONS, SECTION_PREFIX))
+            entry.update(breakdown(step, sections, SECTION_PREFIX))
+            entry["event_parts_us"] = event_breakdown(step, llama_module)
             entry["step_us"] = timing.loop_time_ms(step).ms * 1e3
             providers[provider.key] = entry
             shown = ", ".join(f"{k} {v:.0f}" for k, v in entry["parts_us"].items())
+            events = ", ".join(f"{k} {v:.0f}" for k, v in entry["event_parts_us"].items())
             print(
                 f"{phase} x={x} {axes} {provider.key}: step {entry['step_us']:.0f} us, kernels "
-                f"{entry['kernels_us']:.0f} us ({entry['kernel_count']:.0f}): {shown}",
+                f"{entry['kernels_us']:.0f} us ({entry['kernel_count']:.0f}): {shown}\n"
+                f"    between events: {events}\n    trace: {entry['trace_categories']}",
                 flush=True,
             )
         cases.append({"phase": phase, "x_name": bench.x_name, "x": x, "axes": axes, "providers": providers})
@@ -99,7 +172,7 @@ def main(argv=None) -> int:
     cap = captures.build(
         "llama_time_breakdown",
         tool="torch.profiler (ProfilerActivity.CPU + CUDA), record_function ranges per part of the layer",
-        payload={"steps": PROFILED_STEPS, "sections": list(SECTIONS), "cases": cases},
+        payload={"steps": PROFILED_STEPS, "sections": [*SECTIONS, "other"], "cases": cases},
         sources=llama.LLAMA_SOURCES,
         method=(
             f"GPU kernel time per part, summed over the kernels launched inside each part's range, "

@@ -90,7 +90,11 @@ def test_weights_are_seeded_and_shared_across_ops():
     a, b = _layer(), _layer(ops=GPUPERF_OPS)
     for (name, p), q in zip(a.named_parameters(), b.parameters(), strict=True):
         assert torch.equal(p, q), name
-    assert a.w_qkv.shape == (SMALL.hidden, SMALL.qkv_width) and a.w_gate_up.shape == (64, 192)
+    assert (
+        a.w_qkv.shape == (SMALL.hidden, SMALL.qkv_width)
+        and a.w_gate_up.shape == (192, 64)
+        and a.gate_up.shape == (64, 192)
+    )
     assert a.ops is PYTORCH_OPS and b.ops is GPUPERF_OPS
 
 

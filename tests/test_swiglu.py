@@ -128,6 +128,24 @@ def test_gate_tile_reading_up_columns_is_dropped():
     check_forward(x, w, "swiglu gate/up boundary", config)
 
 
+def test_linear_layout_takes_one_dot_and_keeps_the_halves_apart():
+    """nn.Linear's layout, (2N, K) row-major: one (2, BLOCK_N, BLOCK_K) box per K step holds
+    the gate rows and the up rows N below them. N = 40 in tiles of 32: the second box's rows
+    past N must be TMA's zeros in both halves (not the next half's rows), and K = 72 ends
+    in a partial step. Up-weights 64 times the gate's would show where they leaked."""
+    from gpuperf.kernels.swiglu import _fields
+
+    x, w = inputs(33, 40, 72, seed=30)
+    w[:, 40:] *= 64
+    w = w.t().contiguous().t()
+    config = PersistentConfig(32, 32, 32, 2, 4, 1)
+    assert tma_layout(w) == "col" and launch_config(x, w, config).tma
+    check_forward(x, w, "swiglu linear layout", config)
+    check_forward(x, w, "swiglu linear layout, planned", config)
+    out = torch.ops.gpuperf.swiglu(x, w, *_fields(config))  # descriptors made on the device
+    assert_close("op, linear layout", reference(x, w), out, k=72)
+
+
 @pytest.mark.parametrize("layout", ["x_col", "w_col", "both_col"])
 def test_transposed_operands_are_read_in_place_through_tma(layout):
     x, w = inputs(40, 48, 56, seed=4)

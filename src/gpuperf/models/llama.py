@@ -22,8 +22,11 @@ from the same matmuls; every other op has its own.
 
 Weights are stored as ``(in, out)`` matrices so that a projection is ``x @ W``: the
 query, key and value projections as one ``(hidden, (H + 2 H_kv) · D)`` matrix (one
-matmul instead of three), the gate and up projections as one ``(hidden, 2 · mlp)``
-matrix ``[W_gate | W_up]`` (what the fused SwiGLU reads).
+matmul instead of three). The gate and up projections are one matrix too, kept as
+``nn.Linear`` (and a fused ``gate_up_proj``) keeps it, ``(2 · mlp, hidden)`` row-major,
+``[W_gate; W_up]``, and used as its transpose ``[W_gate | W_up]`` (:attr:`DecoderLayer.gate_up`):
+in that layout one tensor-descriptor copy brings a gate tile and its up tile to the
+fused SwiGLU as one operand (:mod:`gpuperf.kernels.swiglu`).
 """
 
 from __future__ import annotations
@@ -316,8 +319,13 @@ class DecoderLayer(nn.Module):
         self.w_qkv = weight(c.hidden, c.qkv_width)
         self.w_o = weight(c.n_heads * c.head_dim, c.hidden)
         self.mlp_norm = weight(c.hidden, mean=1.0, std=0.1)
-        self.w_gate_up = weight(c.hidden, 2 * c.mlp)
+        self.w_gate_up = weight(2 * c.mlp, c.hidden)  # nn.Linear's layout: (out, in)
         self.w_down = weight(c.mlp, c.hidden)
+
+    @property
+    def gate_up(self) -> torch.Tensor:
+        """``[W_gate | W_up]``, ``(hidden, 2 · mlp)``: the transposed view of the stored weight."""
+        return self.w_gate_up.t()
 
     @property
     def ops(self) -> Ops:
@@ -355,7 +363,7 @@ class DecoderLayer(nn.Module):
         with section("mlp_norm"):
             h = ops.rms_norm(x, self.mlp_norm, c.eps).reshape(b * s, c.hidden)
         with section("gate_up"):
-            g = ops.swiglu(h, self.w_gate_up)
+            g = ops.swiglu(h, self.gate_up)
         with section("down"):
             return x + ops.linear(g, self.w_down).view(b, s, c.hidden)
 

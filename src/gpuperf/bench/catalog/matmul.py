@@ -318,11 +318,13 @@ SWIGLU_SHAPES = ((64, 14336, 4096), (2048, 14336, 4096), (8192, 14336, 4096), (1
 def swiglu_operands(shape, device):
     """``(x, w_gate_up)``: random ``(M, K)`` activations and a ``(K, 2N)`` weight
     ``[W_gate | W_up]`` scaled by ``1/sqrt(K)`` (products of order one, as in a model),
-    bfloat16, for ``shape`` ``(M, N, K)``."""
+    bfloat16, for ``shape`` ``(M, N, K)``. The weight is stored as a model stores a fused
+    ``gate_up_proj`` (``nn.Linear``'s layout, a row-major ``(2N, K)`` matrix
+    ``[W_gate; W_up]``) and passed transposed, as the Llama layer passes it."""
     m, n, k = shape
     x = torch.randn(m, k, device=device, dtype=torch.bfloat16)
-    w = (torch.randn(k, 2 * n, device=device) * k**-0.5).to(torch.bfloat16)
-    return x, w
+    w = (torch.randn(2 * n, k, device=device) * k**-0.5).to(torch.bfloat16)
+    return x, w.t()
 
 
 def _gate_up(w_gate_up):
@@ -350,7 +352,7 @@ def _swiglu_launch_config(x, w_gate_up):
 
 SWIGLU = Benchmark(
     name="swiglu",
-    title="SwiGLU, bfloat16: silu(x @ W_gate) * (x @ W_up) in one matmul",
+    title="SwiGLU, bfloat16: silu(x @ W_gate) * (x @ W_up) in one matmul (nn.Linear layout)",
     x_name="shape",
     x_label="shape (M×N×K)",
     x_values=SWIGLU_SHAPES,

@@ -38,7 +38,7 @@ from gpuperf._runtime import gpu_slug, is_interpreter
 from gpuperf.kernels import _attention_configs as _configs
 from gpuperf.kernels._attention_configs import ATTENTION_HEAD_DIMS, AttentionConfig
 from gpuperf.kernels._grid import cdiv
-from gpuperf.kernels._launch import Launcher, Plans, traced
+from gpuperf.kernels._launch import traced
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 
 # exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
@@ -570,14 +570,10 @@ def _attention_dq_kernel(
         tl.store(out, dq.to(dq_ptr.dtype.element_ty), mask=offs_m[:, None] < seq_q)
 
 
-_KERNELS = (_attention_forward_kernel, _attention_delta_kernel, _attention_dkdv_kernel, _attention_dq_kernel)
-#: Eager launches, through the cache of compiled kernels (a few microseconds of host time
-#: each); the ``torch.library`` ops below launch through ``wrap_triton`` instead, which
-#: ``torch.compile`` can trace.
-_launch = {k: Launcher(k) for k in _KERNELS}
-_launch_traced = {k: traced(k) for k in _KERNELS}
-#: Bound forward launches for inputs like ones already checked (no gradient needed).
-_plans = Plans()
+_launch_forward = traced(_attention_forward_kernel)
+_launch_delta = traced(_attention_delta_kernel)
+_launch_dkdv = traced(_attention_dkdv_kernel)
+_launch_dq = traced(_attention_dq_kernel)
 
 
 @functools.lru_cache(maxsize=256)
@@ -595,17 +591,12 @@ def attention_configs(q: torch.Tensor, *, causal: bool = False) -> dict[str, Att
 
 
 def forget_tuned_configs() -> None:
-    """Drop the cached config choices and plans: the next call reads the tuning sweeps again."""
+    """Drop the cached config choices: the next call reads the tuning sweeps again."""
     _configs._attention_table.cache_clear()
     _configs_for.cache_clear()
-    _plans.clear()
 
 
-def _forward_into(
-    o, lse, q, k, v, causal: bool, scale: float, config: AttentionConfig, launchers, bind=False
-):
-    """Launch the forward into ``o`` and ``lse``; with ``bind``, return the bound launch
-    (:class:`~gpuperf.kernels._launch.Bound`) for the next inputs like these."""
+def _forward_into(o, lse, q, k, v, causal: bool, scale: float, config: AttentionConfig) -> None:
     batch, n_heads, seq_q, head_dim = q.shape
     n_kv_heads, seq_k = k.shape[1], k.shape[2]
     grid = (cdiv(seq_q, config.block_m), batch * n_heads)
@@ -621,19 +612,17 @@ def _forward_into(
         seq_q % config.block_m == 0,
         seq_k % config.block_n == 0,
     )
-    return launchers[_attention_forward_kernel](
-        grid, runtime, constexprs, num_warps=config.num_warps, num_stages=config.num_stages, bind=bind
-    )
+    _launch_forward(grid, runtime, constexprs, num_warps=config.num_warps, num_stages=config.num_stages)
 
 
-def _backward_into(dq, dk, dv, do, q, k, v, o, lse, causal: bool, scale: float, configs, launchers) -> None:
+def _backward_into(dq, dk, dv, do, q, k, v, o, lse, causal: bool, scale: float, configs) -> None:
     _, dkdv, dq_config = configs
     batch, n_heads, seq_q, head_dim = q.shape
     n_kv_heads, seq_k = k.shape[1], k.shape[2]
     group_size = n_heads // n_kv_heads
     delta = torch.empty_like(lse)
     block = 64 if head_dim <= 64 else 32
-    launchers[_attention_delta_kernel](
+    _launch_delta(
         (cdiv(seq_q, block), batch * n_heads),
         (o, do, delta, *o.stride()[:3], *do.stride(), n_heads, seq_q),
         (head_dim, block),
@@ -641,7 +630,7 @@ def _backward_into(dq, dk, dv, do, q, k, v, o, lse, causal: bool, scale: float, 
         num_stages=1,
     )
     strides = (*q.stride(), *k.stride(), *v.stride(), *do.stride())
-    launchers[_attention_dkdv_kernel](
+    _launch_dkdv(
         (cdiv(seq_k, dkdv.block_n), batch * n_kv_heads),
         (
             q, k, v, do, lse, delta, dk, dv, *strides, *dk.stride()[:3],
@@ -651,7 +640,7 @@ def _backward_into(dq, dk, dv, do, q, k, v, o, lse, causal: bool, scale: float, 
         num_warps=dkdv.num_warps,
         num_stages=dkdv.num_stages,
     )  # fmt: skip
-    launchers[_attention_dq_kernel](
+    _launch_dq(
         (cdiv(seq_q, dq_config.block_m), batch * n_heads),
         (
             q, k, v, do, lse, delta, dq, *strides, *dq.stride()[:3],
@@ -674,8 +663,7 @@ def _attention_forward_op(
     o = q.new_empty(q.shape)
     lse = torch.empty((batch, n_heads, seq_q), dtype=torch.float32, device=q.device)
     if o.numel():
-        config = _configs_for(q.get_device(), q.shape[3], causal)[0]
-        _forward_into(o, lse, q, k, v, causal, scale, config, _launch_traced)
+        _forward_into(o, lse, q, k, v, causal, scale, _configs_for(q.get_device(), q.shape[3], causal)[0])
     return o, lse
 
 
@@ -697,7 +685,7 @@ def _attention_backward_op(
         return dq, dk.zero_(), dv.zero_()
     if dk.numel():
         configs = _configs_for(q.get_device(), q.shape[3], causal)
-        _backward_into(dq, dk, dv, grad_out, q, k, v, out, lse, causal, scale, configs, _launch_traced)
+        _backward_into(dq, dk, dv, grad_out, q, k, v, out, lse, causal, scale, configs)
     return dq, dk, dv
 
 
@@ -715,52 +703,6 @@ def _backward(ctx, grad_out, grad_lse):
 
 
 torch.library.register_autograd("gpuperf::attention_forward", _backward, setup_context=_setup_context)
-
-
-class _Attention(torch.autograd.Function):
-    """The same forward and backward for eager training, launched through the cache.
-
-    The ops above are what ``torch.compile`` sees; called eagerly, the ``torch.ops``
-    dispatch and ``wrap_triton``'s launch path cost about 100 us of host time per
-    forward on an H100's host, four times SDPA's."""
-
-    @staticmethod
-    def forward(ctx, q, k, v, causal, scale):
-        o, lse = _new_outputs(q)
-        if o.numel():
-            _forward_into(
-                o, lse, q, k, v, causal, scale, _configs_for(q.get_device(), q.shape[3], causal)[0], _launch
-            )
-        ctx.save_for_backward(q, k, v, o, lse)
-        ctx.causal, ctx.scale = causal, scale
-        return o
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        q, k, v, o, lse = ctx.saved_tensors
-        dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
-        if q.numel() == 0:
-            return dq, dk.zero_(), dv.zero_(), None, None
-        if dk.numel():
-            configs = _configs_for(q.get_device(), q.shape[3], ctx.causal)
-            _backward_into(dq, dk, dv, grad_out, q, k, v, o, lse, ctx.causal, ctx.scale, configs, _launch)
-        return dq, dk, dv, None, None
-
-
-def _new_outputs(q) -> tuple[torch.Tensor, torch.Tensor]:
-    """The output (``q``'s shape and dtype, contiguous) and the float32 log-sum-exp per row."""
-    batch, n_heads, seq_q, _ = q.shape
-    lse = torch.empty((batch, n_heads, seq_q), dtype=torch.float32, device=q.device)
-    return torch.empty(q.shape, dtype=q.dtype, device=q.device), lse
-
-
-def _plan_key(q, k, v, q_address: int, k_address: int, v_address: int, causal, scale) -> tuple:
-    """What the checks, the config choice and Triton's specialization read: equal keys, equal launches."""
-    return (
-        q.shape, q.stride(), q.dtype, q.get_device(), q_address % 16,
-        k.shape, k.stride(), k.dtype, k.get_device(), k_address % 16,
-        v.shape, v.stride(), v.dtype, v.get_device(), v_address % 16, causal, scale,
-    )  # fmt: skip
 
 
 def attention(
@@ -816,34 +758,9 @@ def attention(
     the log-sum-exp) with its backward ``torch.ops.gpuperf.attention_backward``, so
     ``torch.compile(fullgraph=True)`` keeps it in the graph and trains through it.
 
-    Called eagerly, it launches through the cache of compiled kernels
-    (:mod:`gpuperf.kernels._launch`), and a call whose inputs are like ones already
-    checked (shapes, strides, dtypes, device, alignment, ``causal``, ``scale``), without
-    a gradient to record, goes straight to the launch bound for them.
-
     FLOPs: ``4 * B * H * S_q * S_k * D`` forward (half that when causal), 2.5 times as
     many backward. Algorithm: FlashAttention-2 (arXiv:2307.08691).
     """
-    compiling = torch.compiler.is_compiling()
-    tensors = type(q) is torch.Tensor and type(k) is torch.Tensor and type(v) is torch.Tensor
-    needs_grad = (
-        tensors and torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
-    )
-    plannable = (
-        tensors
-        and type(causal) is bool
-        and (scale is None or type(scale) is float)
-        and not compiling
-        and not needs_grad
-    )
-    if plannable:
-        # Inputs like ones already checked and planned launch from the plan.
-        addresses = q.data_ptr(), k.data_ptr(), v.data_ptr()
-        bound = _plans.get(_plan_key(q, k, v, *addresses, causal, scale))
-        if bound is not None:
-            o, lse = _new_outputs(q)
-            bound(*addresses, o.data_ptr(), lse.data_ptr())
-            return o
     check_tensors(("q", "k", "v"), (q, k, v), HALF_DTYPES)
     if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
         raise ValueError(
@@ -876,28 +793,13 @@ def attention(
         raise ValueError(
             f"causal=True needs as many queries as keys (S_q == S_k), got S_q {seq_q} and S_k {seq_k}"
         )
-    given_scale = scale
     if scale is None:
         scale = 1.0 / math.sqrt(head_dim)
     elif isinstance(scale, bool) or not isinstance(scale, (int, float)):
         raise TypeError(f"scale must be a number or None, got {type(scale).__name__}")
     elif not (math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be positive and finite, got {scale}")
-    scale = float(scale)
-    needs_grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
-    if compiling:
-        return torch.ops.gpuperf.attention_forward(q, k, v, causal, scale)[0]
-    if needs_grad:
-        return _Attention.apply(q, k, v, causal, scale)
-    o, lse = _new_outputs(q)
-    if o.numel():
-        config = _configs_for(q.get_device(), head_dim, causal)[0]
-        bound = _forward_into(o, lse, q, k, v, causal, scale, config, _launch, bind=plannable)
-        if plannable:
-            _plans.put(
-                _plan_key(q, k, v, q.data_ptr(), k.data_ptr(), v.data_ptr(), causal, given_scale), bound
-            )
-    return o
+    return torch.ops.gpuperf.attention_forward(q, k, v, causal, float(scale))[0]
 
 
 __all__ = ["AttentionConfig", "attention", "attention_configs"]

@@ -25,6 +25,7 @@ HOW = {
     "kernels_per_call": "bash scripts/device_run.sh strategy",
     "inductor_elementwise": "bash scripts/device_run.sh strategy",
     "compile_modes": "bash scripts/device_run.sh strategy",
+    "llama_time_breakdown": "bash scripts/device_run.sh llama",
 }
 
 

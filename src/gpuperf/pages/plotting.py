@@ -45,6 +45,13 @@ PROVIDER_COLORS = {
     "sdpa": "#c49c94",
     "sdpa_flash": "#f7b6d2",
     "sdpa_masked": "#c5b0d5",
+    # Tutorial 07's layer: eager PyTorch, torch.compile's modes, ours compiled and in a graph.
+    "eager": "#e6550d",
+    "compile_max": "#006d2c",
+    "compile_ro": "#74c476",
+    "triton_compile": "#6baed6",
+    "triton_graph": "#08306b",
+    "triton_persistent": "#ffbb78",
 }
 _FALLBACK = ("#bcbd22", "#d62728", "#393b79")
 

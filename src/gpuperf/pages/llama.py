@@ -1,0 +1,421 @@
+"""Tutorial 07 (a Llama decoder layer, end to end) in words, tables and charts, read from
+the records and the captures.
+
+The page shows the layer's code, the arithmetic of its work per token and one-line calls;
+what it prints about the measurements comes from here:
+
+* :func:`in_one_paragraph`: the page's answer, from every benchmark it shows;
+* :func:`work_per_token`: FLOPs and bytes per token of prefill and decode, against the
+  GPU's ridge point (why one is compute-bound and the other memory-bound);
+* :func:`prefill_table`, :func:`decode_table`: time per layer, tokens per second and
+  microseconds per token, provider by provider;
+* :func:`plot_time_breakdown` and :func:`amdahl`: where a step's GPU time goes, part
+  by part (the ``llama_time_breakdown`` capture), and what that bounds;
+* :func:`launch_bound`: the kernels' sum against the step's time in decode;
+* :func:`plot_roofline`: each phase placed on the GPU's roofline;
+* :func:`training_summary`: the training step's speed and peak memory.
+
+The benchmarks are :data:`~gpuperf.bench.catalog.LLAMA_PREFILL`,
+:data:`~gpuperf.bench.catalog.LLAMA_DECODE`, :data:`~gpuperf.bench.catalog.LLAMA_TRAIN`,
+:data:`~gpuperf.bench.catalog.LLAMA_TRAIN_MEMORY` and, for the decode kernel,
+:data:`~gpuperf.bench.catalog.ATTENTION_DECODE`.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from gpuperf.bench import captures as bench_captures
+from gpuperf.bench import metrics
+from gpuperf.bench.catalog import (
+    ATTENTION_DECODE,
+    LLAMA_DECODE,
+    LLAMA_PREFILL,
+    LLAMA_SEQ_LEN,
+    LLAMA_TRAIN,
+    LLAMA_TRAIN_MEMORY,
+)
+from gpuperf.pages import captures, hardware, prose
+from gpuperf.pages.plotting import PROVIDER_COLORS, short_gpu_name
+from gpuperf.pages.report import Result, load
+from gpuperf.pages.tables import Cell, Section, render
+
+#: The capture of where a step's time goes (``scripts/llama_capture.py``).
+BREAKDOWN = "llama_time_breakdown"
+#: How the page names each provider of the layer's benchmarks.
+NAMES = {
+    "triton": "ours",
+    "triton_compile": "ours, compiled",
+    "triton_graph": "ours, CUDA graph",
+    "eager": "eager PyTorch",
+    "compile": "torch.compile",
+    "compile_max": "max-autotune",
+    "compile_ro": "reduce-overhead",
+    "sdpa": "SDPA",
+    "sdpa_flash": "SDPA (flash)",
+    "sdpa_masked": "SDPA (mask)",
+}
+#: The parts of a step that are matmuls (the projections): the rest is what fusion can shrink.
+MATMUL_PARTS = ("qkv_proj", "o_proj", "gate_up", "down")
+#: One colour per part of the layer in the breakdown chart.
+PART_COLORS = {
+    "attn_norm": "#c7c7c7",
+    "qkv_proj": "#1f77b4",
+    "rope": "#17becf",
+    "kv_cache_write": "#bcbd22",
+    "attention": "#d62728",
+    "o_proj": "#aec7e8",
+    "mlp_norm": "#7f7f7f",
+    "gate_up": "#2ca02c",
+    "down": "#98df8a",
+    "other": "#ff7f0e",
+}
+WIDTH = 88
+
+
+def _config():
+    from gpuperf.models.llama import LLAMA_3_8B
+
+    return LLAMA_3_8B
+
+
+def _check(result, bench) -> None:
+    if not isinstance(result, Result):
+        raise TypeError(f"expected a gpuperf.pages.Result, got {type(result).__name__}")
+    if result.benchmark.name != bench.name:
+        raise ValueError(f"expected the result of {bench.name!r}, got {result.benchmark.name!r}")
+
+
+def _ms(result: Result, provider: str, **axes) -> dict:
+    """``{x: milliseconds}`` of one provider's successful rows in ``result``'s own record."""
+    return {x: r["ms"] for x, r in result._rows(provider, result._combo(axes)).items()}
+
+
+# --- the arithmetic ------------------------------------------------------------------------
+
+
+def work_per_token(gpu: str | None = None) -> str:
+    """A table of the layer's FLOPs and bytes per token in prefill (batch 4 of 2048-token
+    prompts) and in decode (one token per sequence, 4096 cached, batch 1, 8 and 64), their
+    ratio (the arithmetic intensity) and the GPU's bf16 ridge point beside it."""
+    c = _config()
+    ridge = hardware.ceilings(gpu).ridge_point("bf16")
+    cases = [("prefill, batch 4", 4, LLAMA_SEQ_LEN, LLAMA_SEQ_LEN, 0)]
+    cases += [(f"decode, batch {b}, 4096 cached", b, 1, 4096, 4096) for b in (1, 8, 64)]
+    header = ["phase", "tokens", "GFLOP/token", "MB/token", "FLOP/byte", "ridge", "bound by"]
+    section = Section("Work per token of one layer (bf16)", header)
+    for name, batch, q_len, kv_len, cache in cases:
+        tokens = batch * q_len
+        flops = metrics.llama_layer_flops(c, batch=batch, q_len=q_len, kv_len=kv_len)
+        n_bytes = metrics.llama_layer_bytes(c, tokens=tokens, kv_len=cache, batch=batch if cache else 0)
+        intensity = flops / n_bytes
+        section.rows.append(
+            [
+                Cell(name),
+                Cell(f"{tokens}", tokens),
+                Cell(f"{flops / tokens / 1e9:.2f}", flops / tokens),
+                Cell(f"{n_bytes / tokens / 1e6:.2f}", n_bytes / tokens),
+                Cell(f"{intensity:.0f}", intensity),
+                Cell(f"{ridge:.0f}", ridge),
+                Cell("compute" if intensity > ridge else "memory"),
+            ]
+        )
+    return render([section])
+
+
+# --- prefill -------------------------------------------------------------------------------
+
+
+def prefill_table(result: Result) -> str:
+    """Milliseconds per layer and tokens per second of each provider at each batch, every
+    GPU with a record, and each provider's speed relative to eager PyTorch.
+
+    Raises:
+        TypeError, ValueError: ``result`` is not a result of ``LLAMA_PREFILL``.
+    """
+    _check(result, LLAMA_PREFILL)
+    sections = []
+    for r in result.gpus():
+        keys = [p.key for p in LLAMA_PREFILL.providers]
+        header = ["batch", *(f"{NAMES[k]} ms" for k in keys), "ours tokens/s", "ours / eager"]
+        section = Section(short_gpu_name(r.gpu), header)
+        times = {k: _ms(r, k) for k in keys}
+        for b in LLAMA_PREFILL.x_values:
+            cells = [Cell(str(b), b)]
+            for k in keys:
+                t = times[k].get(b)
+                cells.append(Cell("-") if t is None else Cell(f"{t:.2f}", t))
+            ours, eager = times["triton"].get(b), times["eager"].get(b)
+            rate = b * LLAMA_SEQ_LEN / (ours * 1e-3) if ours else None
+            cells.append(Cell("-") if rate is None else Cell(f"{rate / 1e6:.2f} M", rate))
+            cells.append(Cell("-") if not (ours and eager) else Cell(f"{eager / ours:.2f}x", eager / ours))
+            section.rows.append(cells)
+        sections.append(section)
+    return render(sections, result.all_notes())
+
+
+def _speedups(result: Result, provider: str, over: str, **axes) -> list[float]:
+    mine, theirs = _ms(result, provider, **axes), _ms(result, over, **axes)
+    return [theirs[x] / t for x, t in mine.items() if x in theirs and t]
+
+
+# --- decode --------------------------------------------------------------------------------
+
+
+def decode_table(result: Result, batch: int) -> str:
+    """Microseconds per token per layer (one decode step) of each provider at ``batch``,
+    at each cache length, every GPU with a record.
+
+    Raises:
+        TypeError, ValueError: ``result`` is not a result of ``LLAMA_DECODE``, or ``batch``
+            is not one of its batches.
+    """
+    _check(result, LLAMA_DECODE)
+    keys = [p.key for p in LLAMA_DECODE.providers]
+    sections = []
+    for r in result.gpus():
+        header = ["cached", *(f"{NAMES[k]} µs" for k in keys), "graph / reduce-overhead"]
+        section = Section(f"{short_gpu_name(r.gpu)}, batch {batch}", header)
+        times = {k: _ms(r, k, batch=batch) for k in keys}
+        for n in LLAMA_DECODE.x_values:
+            cells = [Cell(str(n), n)]
+            for k in keys:
+                t = times[k].get(n)
+                cells.append(Cell("-") if t is None else Cell(f"{t * 1e3:.0f}", t))
+            graph, ro = times["triton_graph"].get(n), times["compile_ro"].get(n)
+            cells.append(Cell("-") if not (graph and ro) else Cell(f"{ro / graph:.2f}x", ro / graph))
+            section.rows.append(cells)
+        sections.append(section)
+    return render(sections, result.all_notes())
+
+
+def _breakdown(gpu: str | None = None):
+    capture, notes = captures.load(BREAKDOWN, gpu)
+    return capture, notes
+
+
+def launch_bound(gpu: str | None = None) -> str:
+    """For each decode case of the breakdown capture, each provider's step time (a loop of
+    steps), the sum of its kernels' GPU time, and how busy that keeps the GPU."""
+    capture, notes = _breakdown(gpu)
+    if capture is None:
+        return "\n".join(notes)
+    header = ["case", "provider", "step µs", "kernels µs", "kernels", "GPU busy"]
+    section = Section("Decode steps: the kernels' time against the step's", header)
+    for case in capture["payload"]["cases"]:
+        if case["phase"] != "decode":
+            continue
+        name = f"batch {case['axes']['batch']}, {case['x']} cached"
+        for key, p in case["providers"].items():
+            busy = p["kernels_us"] / p["step_us"]
+            section.rows.append(
+                [
+                    Cell(name),
+                    Cell(NAMES.get(key, key)),
+                    Cell(f"{p['step_us']:.0f}", p["step_us"]),
+                    Cell(f"{p['kernels_us']:.0f}", p["kernels_us"]),
+                    Cell(f"{p['kernel_count']:.0f}", p["kernel_count"]),
+                    Cell(prose.percent(busy), busy),
+                ]
+            )
+    return render([section], [*notes, bench_captures.caption(capture)])
+
+
+def amdahl(gpu: str | None = None) -> str:
+    """What the prefill breakdown bounds: the matmuls' share of eager PyTorch's kernel time,
+    the largest speed-up that making everything else free could give (Amdahl's law), and
+    what ours measured."""
+    capture, notes = _breakdown(gpu)
+    if capture is None:
+        return "\n".join(notes)
+    case = next(c for c in capture["payload"]["cases"] if c["phase"] == "prefill")
+    eager, ours = case["providers"]["eager"], case["providers"]["triton"]
+    share = sum(eager["parts_us"].get(p, 0.0) for p in MATMUL_PARTS) / eager["kernels_us"]
+    text = (
+        f"Prefill at batch {case['x']}: the four projections are {prose.percent(share)} of eager "
+        f"PyTorch's kernel time. With everything else made free and the matmuls as they are, "
+        f"the layer could run at most {1 / share:.2f}× as fast (Amdahl's law); ours runs "
+        f"{eager['step_us'] / ours['step_us']:.2f}× as fast, its matmuls included."
+    )
+    return "\n".join([textwrap.fill(text, WIDTH), *notes])
+
+
+def plot_time_breakdown(gpu: str | None = None):
+    """A stacked bar per provider and case of the breakdown capture: each part's GPU time
+    per step, in microseconds, the parts in the layer's order, its share written on the
+    larger segments; a placeholder when the capture is missing."""
+    import matplotlib.pyplot as plt
+
+    from gpuperf.pages.plotting import plot_missing
+
+    capture, notes = _breakdown(gpu)
+    if capture is None:
+        return plot_missing("Where a step's time goes", " ".join(notes))
+    cases = capture["payload"]["cases"]
+    parts = capture["payload"]["sections"]
+    fig, axes = plt.subplots(len(cases), 1, figsize=(8.0, 1.35 * len(cases) + 1.6), squeeze=False)
+    fig.patch.set_facecolor("white")
+    used = set()
+    for ax, case in zip(axes[:, 0], cases, strict=True):
+        keys = list(case["providers"])
+        for row, key in enumerate(keys):
+            p = case["providers"][key]
+            total, left = p["kernels_us"], 0.0
+            for part in parts:
+                us = p["parts_us"].get(part, 0.0)
+                if us <= 0:
+                    continue
+                ax.barh(row, us, left=left, color=PART_COLORS.get(part, "#333333"), edgecolor="white")
+                used.add(part)
+                if us / total > 0.12:
+                    ax.text(
+                        left + us / 2, row, prose.percent(us / total), ha="center", va="center", fontsize=8
+                    )
+                left += us
+        ax.set_yticks(range(len(keys)), [NAMES.get(k, k) for k in keys])
+        ax.invert_yaxis()
+        where = f"batch {case['axes']['batch']}, {case['x']} cached" if case["axes"] else f"batch {case['x']}"
+        ax.set_title(f"{case['phase']}, {where}: GPU µs per step", fontsize=9.5, loc="left")
+        ax.set_xlim(0, max(p["kernels_us"] for p in case["providers"].values()) * 1.02)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=PART_COLORS[p]) for p in parts if p in used]
+    fig.legend(
+        handles, [p for p in parts if p in used], loc="lower center", ncol=5, frameon=False, fontsize=8.5
+    )
+    fig.suptitle("Where a step's GPU time goes, part by part (kernels launched in each part)", fontsize=11)
+    caption = textwrap.fill(bench_captures.caption(capture), 120)
+    fig.text(0.01, 0.005, caption, fontsize=7, va="bottom")
+    fig.tight_layout(rect=(0, 0.16, 1, 0.95))
+    return fig
+
+
+# --- the roofline --------------------------------------------------------------------------
+
+
+def _points(gpu: str | None = None) -> list[tuple[str, str, float, float]]:
+    """``(label, provider, FLOP/byte, TFLOP/s)`` of each phase's measurements on ``gpu``."""
+    points = []
+    prefill, decode = load(LLAMA_PREFILL, gpu), load(LLAMA_DECODE, gpu)
+    if prefill.record is not None:
+        for key in ("triton", "eager"):
+            for b, r in prefill._rows(key, {}).items():
+                if b in (1, max(LLAMA_PREFILL.x_values)):
+                    points.append((f"prefill b{b}", key, r["flops"] / r["bytes"], r["flops"] / r["ms"] / 1e9))
+    if decode.record is not None:
+        for batch in (1, 64):
+            for n, r in decode._rows("triton_graph", {"batch": batch}).items():
+                if n == 4096:
+                    label = f"decode b{batch}"
+                    points.append(
+                        (label, "triton_graph", r["flops"] / r["bytes"], r["flops"] / r["ms"] / 1e9)
+                    )
+    return points
+
+
+def plot_roofline(gpu: str | None = None):
+    """The GPU's measured roofline (copy bandwidth, bf16 matmul) with the layer's phases on
+    it: prefill at batch 1 and 8 (ours and eager), a decode step at batch 1 and 64 with
+    4096 cached tokens (ours in a CUDA graph)."""
+    import matplotlib.pyplot as plt
+
+    c = hardware.ceilings(gpu)
+    bw, peak = c.copy_gbps * 1e9, c.tflops("bf16") * 1e12
+    fig, ax = plt.subplots(figsize=(8.0, 4.6))
+    fig.patch.set_facecolor("white")
+    xs = [0.5, 2e4]
+    ax.plot(xs, [min(peak, bw * x) / 1e12 for x in xs], color="#555555", lw=1)
+    ridge = peak / bw
+    ax.plot([0.5, ridge, 2e4], [bw * 0.5 / 1e12, peak / 1e12, peak / 1e12], color="#555555", lw=1.5)
+    ax.annotate(f"ridge {ridge:.0f} FLOP/byte", (ridge, peak / 1e12), (ridge * 1.4, peak / 1e12 * 0.45),
+                fontsize=8.5, arrowprops={"arrowstyle": "-", "color": "#999999"})  # fmt: skip
+    for label, key, x, y in _points(gpu):
+        ax.scatter(x, y, color=PROVIDER_COLORS.get(key, "#333333"), zorder=3)
+        ax.annotate(f"{label} {NAMES[key]}", (x, y), (6, -10 if key == "eager" else 4),
+                    textcoords="offset points", fontsize=8)  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(*xs)
+    ax.set_ylim(0.3, peak / 1e12 * 2)
+    ax.set_xlabel("arithmetic intensity, FLOP per byte of weights, activations and KV cache")
+    ax.set_ylabel("TFLOP/s (log)")
+    ax.set_title(f"The layer's phases on the {c.name}'s roofline (measured ceilings)", fontsize=10)
+    ax.grid(True, which="major", color="#eeeeee")
+    fig.tight_layout()
+    return fig
+
+
+# --- training ------------------------------------------------------------------------------
+
+
+def training_summary(train: Result, memory: Result) -> str:
+    """Each GPU's training step: ours, eager and torch.compile in milliseconds and peak GiB."""
+    _check(train, LLAMA_TRAIN)
+    _check(memory, LLAMA_TRAIN_MEMORY)
+    lines = []
+    b = LLAMA_TRAIN.x_values[0]
+    for r in train.gpus():
+        times = {p.key: _ms(r, p.key).get(b) for p in LLAMA_TRAIN.providers}
+        try:
+            mem = memory.on(r.gpu)
+            gib = {p.key: mem.values(p.key).get(b) for p in LLAMA_TRAIN_MEMORY.providers}
+        except ValueError:
+            gib = {}
+        parts = [
+            f"{NAMES[k]} {t:.1f} ms" + (f" / {gib[k]:.1f} GiB" if gib.get(k) else "")
+            for k, t in times.items()
+            if t
+        ]
+        lines.append(f"{short_gpu_name(r.gpu)}, batch {b} x {LLAMA_SEQ_LEN}: " + ", ".join(parts))
+    return "\n".join(lines + train.all_notes() + memory.all_notes())
+
+
+# --- the opening paragraph -------------------------------------------------------------------
+
+
+def in_one_paragraph() -> prose.Paragraph:
+    """The page's answer, from the committed records of the page's GPU (or measured live)."""
+    prefill, decode = load(LLAMA_PREFILL), load(LLAMA_DECODE)
+    train, kernel = load(LLAMA_TRAIN), load(ATTENTION_DECODE)
+    sentences, notes = [], []
+    for r in (prefill, decode, train, kernel):
+        notes += r.notes
+    if prefill.record is not None:
+        name = short_gpu_name(prefill.gpu)
+        eager = _speedups(prefill, "triton", "eager")
+        compiled = _speedups(prefill, "triton", "compile")
+        sentences.append(
+            f"On the {name}, one Llama-3-8B layer built from this site's kernels runs a prefill "
+            f"of 2048-token prompts {prose.span(eager)}× as fast as eager PyTorch and "
+            f"{prose.span(compiled)}× as fast as torch.compile (batch 1 to 8)."
+        )
+    if decode.record is not None:
+        graph = _speedups(decode, "triton_graph", "compile_ro", batch=1)
+        eager = _speedups(decode, "triton", "eager", batch=1)
+        sentences.append(
+            f"A decode step at batch 1 is launch-bound: our kernels, launched one by one, are "
+            f"{prose.span(eager)}× as fast as eager PyTorch; captured in one CUDA graph, "
+            f"{prose.span(graph)}× as fast as torch.compile's reduce-overhead mode."
+        )
+    if kernel.record is not None:
+        ratios = [v for b in (1, 8, 64) for v in kernel.ratios(batch=b).values()]
+        frac = kernel.fraction_of_ceiling(batch=64)
+        sentences.append(
+            f"Flash-Decoding reads the KV cache at {prose.span(ratios)}× SDPA's speed and at "
+            f"{prose.percent_span(frac.values())} of the copy bandwidth at batch 64."
+        )
+    if train.record is not None:
+        ratio = _speedups(train, "triton", "eager")
+        sentences.append(f"A training step runs {prose.span(ratio)}× as fast as eager PyTorch.")
+    return prose.paragraph(*sentences, notes=notes)
+
+
+__all__ = [
+    "amdahl",
+    "decode_table",
+    "in_one_paragraph",
+    "launch_bound",
+    "plot_roofline",
+    "plot_time_breakdown",
+    "prefill_table",
+    "training_summary",
+    "work_per_token",
+]

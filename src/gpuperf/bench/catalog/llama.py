@@ -28,7 +28,7 @@ from gpuperf.bench.catalog.benchmark import Benchmark, Provider
 
 #: Prompt length of the prefill and training benchmarks.
 LLAMA_SEQ_LEN = 2048
-PREFILL_BATCHES = (1, 2, 4, 8)
+PREFILL_BATCHES = (1, 4, 8)
 DECODE_LENGTHS = (1024, 4096, 16384, 32768)
 DECODE_BATCHES = (1, 8, 64)
 TRAIN_BATCHES = (4,)

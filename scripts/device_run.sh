@@ -29,6 +29,7 @@
 #                                        benchmark, compute-sanitizer on every kernel
 #   bash scripts/device_run.sh swiglu-tuned  the same with the committed sweep (no re-tuning)
 #   bash scripts/device_run.sh decode    attention_decode GPU tests, its benchmark, compute-sanitizer on every kernel
+#   bash scripts/device_run.sh splitk    matmul_splitk GPU tests, its benchmark, compute-sanitizer on every kernel
 #   bash scripts/device_run.sh llama-tests    the GPU tests of tutorial 07's kernels, the layer, the library and timers
 #   bash scripts/device_run.sh llama-explore  the launch-rule sweeps of rope and attention_decode and a first look
 #                                             at the layer (scripts/llama_explore.py; LLAMA_EXPLORE names fewer parts)
@@ -123,6 +124,10 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
       decode)
         python3 -m pytest -q -p no:cacheprovider tests/test_attention_decode.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
         time python3 -m gpuperf.bench --no-tune attention_decode
+        compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
+      splitk)
+        python3 -m pytest -q -p no:cacheprovider tests/test_matmul_splitk.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
+        time python3 -m gpuperf.bench --no-tune matmul_small_m
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
       llama-tests)
         python3 -m pytest -q -p no:cacheprovider -n 4 tests/test_rope.py tests/test_swiglu.py \

@@ -11,7 +11,9 @@ RoPE forward and backward on fused-QKV views at S = 1 and 77, MQA, head dims off
 of two, several head blocks, stride-0 tables and gradients;
 SwiGLU forward and backward at M = 1 and N, K off every tile, through TMA and pointers;
 the decode step against a KV cache at odd lengths (equal to S_q and to S_max, out of
-range), GQA and MQA, S_q up to 16, caches off every tile, one split and many.
+range), GQA and MQA, S_q up to 16, caches off every tile, one split and many;
+the split-K matmul at M = 1 to 70, N and K off every tile, K = 1, nn.Linear's layout, the
+rule's slices, one, and more than K has tiles.
 Each call is made twice: the second launches from the plan the first one made.
 """
 
@@ -201,6 +203,29 @@ def main():
             n = torch.tensor(lengths, dtype=torch.int32, device="cuda")
             for splits in (None, 1, 7, 64):
                 twice(attention_decode, q, k, v, n, _num_splits=splits)
+    # Split-K matmul of a few rows: N and K off every tile (K = 1 and K past one slice by a
+    # partial tile), rows past one block, a transposed (nn.Linear) weight and a strided a;
+    # the launch rule's slices, one slice (the output written directly), and more than K has tiles.
+    from gpuperf.kernels import matmul_splitk
+
+    for m, n, k in [
+        (1, 1, 1),
+        (1, 33, 300),
+        (3, 4097, 1000),
+        (17, 100, 4104),
+        (64, 65, 14337),
+        (70, 130, 777),
+    ]:
+        for dtype in (torch.float16, torch.bfloat16):
+            a = torch.randn(m, k, device="cuda", dtype=dtype)
+            b = torch.randn(k, n, device="cuda", dtype=dtype)
+            for split_k in (None, 1, 3, 1000):
+                twice(matmul_splitk, a, b, split_k=split_k)
+            twice(
+                matmul_splitk,
+                torch.randn(m, 2 * k, device="cuda", dtype=dtype)[:, ::2],
+                b.t().contiguous().t(),
+            )
     torch.cuda.synchronize()
     print("every kernel ran at odd shapes")
 

@@ -19,6 +19,7 @@ from gpuperf.kernels.gelu import gelu  # noqa: E402
 from gpuperf.kernels.matmul import MatmulConfig, matmul  # noqa: E402
 from gpuperf.kernels.matmul_fp8 import matmul_fp8, to_fp8  # noqa: E402
 from gpuperf.kernels.matmul_persistent import PersistentConfig, matmul_persistent  # noqa: E402
+from gpuperf.kernels.matmul_splitk import matmul_splitk  # noqa: E402
 from gpuperf.kernels.rms_norm import rms_norm  # noqa: E402
 from gpuperf.kernels.rope import rope, rope_cos_sin  # noqa: E402
 from gpuperf.kernels.row_mean import row_mean  # noqa: E402
@@ -37,6 +38,7 @@ __all__ = [
     "matmul",
     "matmul_fp8",
     "matmul_persistent",
+    "matmul_splitk",
     "rms_norm",
     "rope",
     "rope_cos_sin",

@@ -5,7 +5,8 @@
 * :mod:`~gpuperf.bench.catalog.memory_bound`: vector add, softmax, row mean, RMSNorm,
   RoPE (GB/s).
 * :mod:`~gpuperf.bench.catalog.matmul`: tutorial 03's matmul, its epilogue and program
-  order, the persistent and FP8 matmuls, SwiGLU (TFLOP/s).
+  order, the persistent and FP8 matmuls, SwiGLU (TFLOP/s); the split-K matmul of a
+  decode step's projections (GB/s).
 * :mod:`~gpuperf.bench.catalog.attention`: attention forward, backward and peak memory, and
   the decode step against a KV cache.
 * :mod:`~gpuperf.bench.catalog.case_studies`: the optimization-strategy guide's GELU,
@@ -70,6 +71,8 @@ from gpuperf.bench.catalog.matmul import (
     MATMUL_ORDER,
     MATMUL_PERSISTENT,
     MATMUL_SHAPES,
+    MATMUL_SMALL_M,
+    MATMUL_SMALL_M_SHAPES,
     MATMUL_SQUARE,
     PERSISTENT_SHAPES,
     SWIGLU,
@@ -117,6 +120,7 @@ ALL: tuple[Benchmark, ...] = (
     LLAMA_TRAIN,
     LLAMA_TRAIN_MEMORY,
     ATTENTION_DECODE,
+    MATMUL_SMALL_M,
 )
 
 
@@ -164,6 +168,8 @@ __all__ = [
     "MATMUL_ORDER",
     "MATMUL_PERSISTENT",
     "MATMUL_SHAPES",
+    "MATMUL_SMALL_M",
+    "MATMUL_SMALL_M_SHAPES",
     "MATMUL_SQUARE",
     "PERSISTENT_SHAPES",
     "PREFILL_BATCHES",

@@ -1,6 +1,7 @@
 """Matmul benchmarks: tutorial 03's kernel against cuBLAS and ``torch.compile`` (with its
 fused epilogue and its program order), and the persistent and FP8 matmuls of tutorials 05
-and 06. Each is read in TFLOP/s against the measured cuBLAS (or cuBLASLt FP8) ceiling."""
+and 06. Each is read in TFLOP/s against the measured cuBLAS (or cuBLASLt FP8) ceiling, but
+the split-K matmul of a decode step's few rows, read in GB/s against the copy bandwidth."""
 
 from __future__ import annotations
 
@@ -232,6 +233,62 @@ MATMUL_PERSISTENT = Benchmark(
     flops=lambda shape: metrics.matmul_flops(*shape),
     ceiling="bf16_tflops",
     sources=(*PERSISTENT_SOURCES, "kernels/matmul.py", "kernels/_configs.py"),
+    reduction=_matmul_k,
+)
+
+
+# --- a few rows against a large weight: a decode step's projections -----------------------
+
+#: Llama-3-8B's projections at decode time, as (M, N, K): the fused QKV, the output, the
+#: down- and the fused gate/up projection at batch 1, and the down-projection at batch 16
+#: and 64. Memory-bound: reading the weight (K x N bf16) is the whole cost.
+MATMUL_SMALL_M_SHAPES = (
+    (1, 6144, 4096),
+    (1, 4096, 4096),
+    (1, 4096, 14336),
+    (1, 28672, 4096),
+    (16, 4096, 14336),
+    (64, 4096, 14336),
+)
+
+
+def _splitk_launch(a, b) -> dict:
+    """The launch :func:`gpuperf.kernels.matmul_splitk` makes on these operands."""
+    from gpuperf.kernels.matmul_splitk import splitk_launch
+
+    return splitk_launch(a.shape[0], b.shape[1], a.shape[1], a.get_device()).as_dict()
+
+
+MATMUL_SMALL_M = Benchmark(
+    name="matmul_small_m",
+    title="Matmul of a few rows against a large weight (decode projections), bfloat16",
+    x_name="shape",
+    x_label="shape (M×N×K)",
+    x_values=MATMUL_SMALL_M_SHAPES,
+    make_inputs=lambda shape, device: matmul_operands(shape, device, "bfloat16"),
+    reference=reference.matmul_ref,
+    providers=(
+        Provider(
+            "triton",
+            "Triton split-K (gpuperf.kernels.matmul_splitk)",
+            call(lambda a, b: kernels().matmul_splitk(a, b)),
+            config=_splitk_launch,
+        ),
+        _persistent_provider("triton_persistent", "Triton persistent (gpuperf.kernels.matmul_persistent)"),
+        Provider(
+            "triton_t03",
+            "tutorial 03's kernel (gpuperf.kernels.matmul)",
+            call(_matmul),
+            config=lambda a, b: _matmul_config(a, b).as_dict(),
+        ),
+        Provider("cublas", "cuBLAS (torch.matmul)", call(torch.matmul)),
+    ),
+    baseline="cublas",
+    metric="GB/s",
+    bytes=lambda shape: metrics.matmul_bytes(*shape, 2),
+    flops=lambda shape: metrics.matmul_flops(*shape),
+    ceiling="copy_gbps",
+    sources=("kernels/matmul_splitk.py", "kernels/_launch.py"),
     reduction=_matmul_k,
 )
 

@@ -41,7 +41,9 @@ print(page.in_one_paragraph())
 #
 # Each ``section`` names a part of the step for the profiler. With
 # ``ops="gpuperf"``, the parts run ``gpuperf.kernels.rms_norm`` (tutorial 02's
-# row reduction, for RMSNorm), ``matmul_persistent`` (tutorial 06), ``rope``,
+# row reduction, for RMSNorm), ``matmul_persistent`` (tutorial 06; for a decode
+# step's few rows, ``matmul_splitk``, which splits the weight's rows among
+# programs), ``rope``,
 # ``attention`` (tutorial 04) or ``attention_decode``, and ``swiglu``; with
 # ``ops="pytorch"``, ``torch.matmul``, ``F.scaled_dot_product_attention`` and the eager
 # norm, RoPE and SiLU of Hugging Face's ``LlamaDecoderLayer``.

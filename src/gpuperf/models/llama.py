@@ -14,8 +14,9 @@ Its six operations come from an :class:`Ops` table: :data:`PYTORCH_OPS` (what a
 PyTorch model writes: ``torch.matmul``, the eager RMSNorm and RoPE of transformers,
 ``F.scaled_dot_product_attention``, ``F.silu(x @ W_gate) * (x @ W_up)``) or
 :data:`GPUPERF_OPS` (gpuperf's kernels: :func:`~gpuperf.kernels.rms_norm`,
-:func:`~gpuperf.kernels.matmul_persistent` on Hopper (:func:`~gpuperf.kernels.matmul`
-elsewhere and under ``torch.compile``), :func:`~gpuperf.kernels.rope`,
+:func:`~gpuperf.kernels.matmul_persistent` on Hopper (:func:`~gpuperf.kernels.matmul_splitk`
+for a decode step's few rows, :func:`~gpuperf.kernels.matmul` elsewhere and under
+``torch.compile``), :func:`~gpuperf.kernels.rope`,
 :func:`~gpuperf.kernels.attention`, :func:`~gpuperf.kernels.attention_decode`,
 :func:`~gpuperf.kernels.swiglu`). Both train: the projections get their backward here,
 from the same matmuls; every other op has its own.
@@ -155,24 +156,24 @@ PYTORCH_OPS = Ops(
 
 
 def _matmul(a, b):
-    """``a @ b`` by gpuperf's fastest matmul for these operands: the persistent TMA kernel
-    (tutorial 06) on Hopper when tensor descriptors can describe both, else tutorial 03's
-    kernel (which also runs inside ``torch.compile``, being a registered op)."""
-    from gpuperf.kernels import matmul, matmul_persistent
+    """``a @ b`` by gpuperf's fastest matmul for these operands: for a few rows (a decode
+    step) the split-K kernel, which spreads the weight's read over every SM; else the
+    persistent TMA kernel (tutorial 06) on Hopper when tensor descriptors can describe
+    both operands; else tutorial 03's kernel (which also runs inside ``torch.compile``,
+    being a registered op)."""
+    from gpuperf.kernels import matmul, matmul_persistent, matmul_splitk
     from gpuperf.kernels.matmul_persistent import capability, tma_layout
+    from gpuperf.kernels.matmul_splitk import SPLITK_MAX_M
 
     # A weight is an nn.Parameter; the kernels' plans (a repeat call skips the checks)
     # take plain tensors only. Here no gradient is recorded (inference, or inside
     # _Linear), so the detached view is the same data.
     a, b = a.detach(), b.detach()
-    if (
-        a.is_cuda
-        and not torch.compiler.is_compiling()
-        and capability(a.get_device())[0] >= 9
-        and tma_layout(a) is not None
-        and tma_layout(b) is not None
-    ):
-        return matmul_persistent(a, b)
+    if a.is_cuda and not torch.compiler.is_compiling():
+        if a.shape[0] <= SPLITK_MAX_M:
+            return matmul_splitk(a, b)
+        if capability(a.get_device())[0] >= 9 and tma_layout(a) is not None and tma_layout(b) is not None:
+            return matmul_persistent(a, b)
     return matmul(a, b)
 
 

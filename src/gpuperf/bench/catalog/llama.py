@@ -46,6 +46,7 @@ LLAMA_SOURCES = (
     "kernels/rope.py",
     "kernels/matmul.py",
     "kernels/matmul_persistent.py",
+    "kernels/matmul_splitk.py",
     "kernels/_persistent_configs.py",
     "kernels/swiglu.py",
     "kernels/attention.py",

@@ -72,8 +72,31 @@ def llama_layer(device, dtype=torch.bfloat16):
             _LAYERS[key] = DecoderLayer(LLAMA_3_8B, device=device, dtype=dtype, seed=0)
         else:
             _LAYERS[key] = copy.deepcopy(llama_layer(device)).to(dtype)
-            _LAYERS[key].ops = "pytorch"
+            _LAYERS[key].ops = _reference_ops()
     return _LAYERS[key]
+
+
+def _attention_decode_by_sequence(q, k_cache, v_cache, cache_seqlens):
+    """The PyTorch decode attention one sequence at a time: in float32 SDPA falls back to
+    its math backend, which expands the KV heads for GQA, 34 GB at batch 64 x 32k."""
+    from gpuperf import reference
+
+    return torch.cat(
+        [
+            reference.attention_decode_sdpa(
+                q[b : b + 1], k_cache[b : b + 1], v_cache[b : b + 1], cache_seqlens[b : b + 1]
+            )
+            for b in range(q.shape[0])
+        ]
+    )
+
+
+def _reference_ops():
+    import dataclasses
+
+    from gpuperf.models.llama import PYTORCH_OPS
+
+    return dataclasses.replace(PYTORCH_OPS, name="reference", attention_decode=_attention_decode_by_sequence)
 
 
 def _tables(positions):

@@ -39,8 +39,11 @@ TRAIN_BATCHES = (4,)
 #: layer (which rounds the most: the norm before its weight, RoPE and SiLU in bf16) was
 #: 0.116 from the float32 layer at batch 4, more than a 128-term sum allows (0.088).
 LAYER_CHECK_TERMS = 512
-#: Gradients of the weights sum over every token of the batch: the check allows that sum's rounding.
-TRAIN_CHECK_TERMS = TRAIN_BATCHES[0] * LLAMA_SEQ_LEN
+#: Gradients of the weights sum over every token of the batch (8192 terms, each carrying the
+#: bfloat16 rounding of its activations): the check allows 64 times that sum's rounding
+#: (5.7 absolute, on weight gradients of order 50), which catches a wrong gradient, not a
+#: rounding; tests/test_llama.py compares every gradient with PyTorch's at 2% of its scale.
+TRAIN_CHECK_TERMS = 64 * TRAIN_BATCHES[0] * LLAMA_SEQ_LEN
 
 #: Files whose change makes these records stale: the layer and every kernel it runs.
 LLAMA_SOURCES = (
@@ -316,10 +319,22 @@ def _grads(run, layer, x, cos, sin, grad_out) -> tuple:
     return torch.autograd.grad(run(x, cos, sin), (x, *layer.parameters()), grad_out)
 
 
+#: The gradients the training benchmark's check compares: the input's and the four projections'
+#: (positions in ``(x, *layer.parameters())``). The two norm weights' gradients sum 8192
+#: products that largely cancel, so bf16 rounding of the activations moves them by more
+#: than their own size: on the H100, eager PyTorch's were up to 6 from the float32 layer's
+#: for values near 0, as far as ours. tests/test_llama.py checks them against PyTorch's.
+CHECKED_GRADS = (0, 2, 3, 5, 6)
+
+
+def _checked(grads: tuple) -> tuple:
+    return tuple(grads[i] for i in CHECKED_GRADS)
+
+
 def _train_reference(layer, x, cos, sin, grad_out):
     ref = llama_layer(x.device, torch.float32)
     x32 = x.detach().float().requires_grad_()
-    return _grads(ref, ref, x32, cos, sin, grad_out.float())
+    return _checked(_grads(ref, ref, x32, cos, sin, grad_out.float()))
 
 
 def _train(ops: str, mode: str | None = None) -> callable:
@@ -335,9 +350,9 @@ def _train(ops: str, mode: str | None = None) -> callable:
 
 
 _TRAIN_PROVIDERS = (
-    Provider("triton", "gpuperf's kernels (Triton backward)", _train("gpuperf")),
-    Provider("eager", "eager PyTorch (cuBLAS, SDPA)", _train("pytorch")),
-    Provider("compile", "torch.compile (default)", _train("pytorch", "default")),
+    Provider("triton", "gpuperf's kernels (Triton backward)", _train("gpuperf"), check_as=_checked),
+    Provider("eager", "eager PyTorch (cuBLAS, SDPA)", _train("pytorch"), check_as=_checked),
+    Provider("compile", "torch.compile (default)", _train("pytorch", "default"), check_as=_checked),
 )
 
 LLAMA_TRAIN = Benchmark(

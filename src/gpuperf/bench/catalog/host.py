@@ -23,14 +23,6 @@ def _host_inputs(op: str, device):
         return (op, *(torch.randn(4096, device=device) for _ in range(3)))
     if op == "matmul_fp8":
         return (op, *fp8_operands((512, 512, 512), device)[:4])
-    if op == "attention":
-        # Training-sized heads over a short sequence: the kernels take microseconds.
-        return (op, *(torch.randn(1, 8, 256, 64, device=device, dtype=torch.float16) for _ in range(3)))
-    if op == "attention_decode":
-        # One new token of Llama-3-8B's heads (32 query, 8 key/value) against 1024 cached ones.
-        q = torch.randn(1, 32, 1, 128, device=device, dtype=torch.bfloat16)
-        k, v = (torch.randn(1, 8, 1024, 128, device=device, dtype=torch.bfloat16) for _ in range(2))
-        return (op, q, k, v, torch.full((1,), 1024, dtype=torch.int32, device=device))
     a, b = matmul_operands((512, 512, 512), device, "float16")
     return (op, a, b)
 
@@ -56,11 +48,6 @@ _PYTORCH_OP = {
     "matmul": torch.matmul,
     "matmul_persistent": torch.matmul,
     "matmul_fp8": lambda a, b, sa, sb: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16),
-    "attention": torch.nn.functional.scaled_dot_product_attention,
-    # The cache is full (every length is 1024): SDPA needs no mask, its cheapest call.
-    "attention_decode": lambda q, k, v, lengths: torch.nn.functional.scaled_dot_product_attention(
-        q, k, v, enable_gqa=True
-    ),
 }
 _REFERENCE = {
     "vector_add": reference.vector_add_ref,
@@ -71,8 +58,6 @@ _REFERENCE = {
     "matmul": reference.matmul_ref,
     "matmul_persistent": reference.matmul_ref,
     "matmul_fp8": reference.matmul_fp8_ref,
-    "attention": reference.attention_ref,
-    "attention_decode": lambda q, k, v, lengths: reference.attention_decode_ref(q, k, v, lengths),
 }
 
 HOST_OVERHEAD = Benchmark(
@@ -81,8 +66,7 @@ HOST_OVERHEAD = Benchmark(
     x_name="op",
     x_label=(
         "op (vector_add, gelu, add_relu_mul: 4096 fp32; softmax, row_mean: 4096 x 256 fp32; "
-        "matmuls: 512^3, fp16 or e4m3 with per-tensor scales; attention: 1x8x256x64 fp16; "
-        "attention_decode: 1 token, 32/8 heads of 128, 1024 cached, bf16)"
+        "matmuls: 512^3, fp16 or e4m3 with per-tensor scales)"
     ),
     x_values=(
         "vector_add",
@@ -93,8 +77,6 @@ HOST_OVERHEAD = Benchmark(
         "matmul",
         "matmul_persistent",
         "matmul_fp8",
-        "attention",
-        "attention_decode",
     ),
     make_inputs=_host_inputs,
     reference=lambda op, *tensors: _REFERENCE[op](*tensors),
@@ -120,12 +102,7 @@ HOST_OVERHEAD = Benchmark(
         "kernels/_validation.py",
         *PERSISTENT_SOURCES,
         "kernels/matmul_fp8.py",
-        "kernels/attention.py",
-        "kernels/_attention_configs.py",
-        "kernels/attention_decode.py",
     ),
     timer="host",
-    reduction=lambda op: {"attention": 256, "attention_decode": 1024}.get(
-        op, 512 if op.startswith("matmul") else None
-    ),
+    reduction=lambda op: 512 if op.startswith("matmul") else None,
 )

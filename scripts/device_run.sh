@@ -33,9 +33,13 @@
 #   bash scripts/device_run.sh llama-tests    the GPU tests of tutorial 07's kernels, the layer, the library and timers
 #   bash scripts/device_run.sh llama-explore  the launch-rule sweeps of rope and attention_decode and a first look
 #                                             at the layer (scripts/llama_explore.py; LLAMA_EXPLORE names fewer parts)
-#   bash scripts/device_run.sh llama     tutorial 07's benchmarks (rope, swiglu, attention_decode, host time, the
-#                                        layer's prefill, decode and training step) with the committed sweeps,
-#                                        the time-breakdown capture and compute-sanitizer; LLAMA_BENCH names fewer
+#   bash scripts/device_run.sh llama     tutorial 07's benchmarks (rope, swiglu, attention_decode, the small-M
+#                                        matmul, the layer's prefill, decode and training step) with the committed
+#                                        sweeps, the time-breakdown capture and compute-sanitizer; LLAMA_BENCH names
+#                                        fewer. About 10 minutes on an H100: split it with LLAMA_BENCH where one call
+#                                        is limited to 10 minutes
+#   bash scripts/device_run.sh llama-h200  the same on an H200 after its SwiGLU sweep, without the capture: the
+#                                        records gpuperf.bench.catalog.PENDING lists
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
 # Set GPUPERF_COMMIT to the commit being measured when the tree has no .git.
 # Writes $OUT/<mode>.log and $OUT/results.tgz (docs/measurements and kernels/tuned as measured).
@@ -134,10 +138,11 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
           tests/test_attention_decode.py tests/test_attention.py tests/test_llama.py tests/test_library.py \
           tests/test_bench_timing.py tests/test_bench_runner.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed|Error|Greatest|Mismatched" | head -n 80 ;;
       llama-explore) time python3 scripts/llama_explore.py ${LLAMA_EXPLORE:-} ;;
-      llama)
-        time python3 -m gpuperf.bench --no-tune ${LLAMA_BENCH:-rope swiglu attention_decode host_overhead \
-          llama_prefill llama_decode llama_train llama_train_memory}
-        time python3 scripts/llama_capture.py
+      llama|llama-h200)  # llama-h200: first the SwiGLU sweep of this GPU, no capture (the H100's serves)
+        [ "$mode" = llama ] || python3 scripts/llama_explore.py swiglu
+        time python3 -m gpuperf.bench --no-tune ${LLAMA_BENCH:-rope swiglu attention_decode matmul_small_m \
+          llama_prefill llama_prefill_autotune llama_decode llama_train llama_train_memory}
+        [ "$mode" = llama-h200 ] || time python3 scripts/llama_capture.py
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
       *) echo "unknown mode $mode" ;;
     esac

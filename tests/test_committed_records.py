@@ -19,6 +19,10 @@ GPUS = ("nvidia-h100-80gb-hbm3", "nvidia-h200")
 @pytest.mark.parametrize("bench", catalog.ALL, ids=[b.name for b in catalog.ALL])
 def test_every_benchmark_has_a_fresh_record_on_each_gpu(bench, gpu):
     path = records.record_path(bench.name, gpu)
+    why = catalog.pending(bench.name, gpu)
+    if why is not None:
+        assert not path.is_file(), f"{bench.name} has a record on {gpu}: remove it from catalog.PENDING"
+        pytest.skip(why)
     assert path.is_file(), f"no record of {bench.name} on {gpu}"
     assert records.staleness(records.read(path), bench) == []
 

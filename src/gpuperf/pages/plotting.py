@@ -51,7 +51,7 @@ PROVIDER_COLORS = {
     "compile_ro": "#74c476",
     "triton_compile": "#6baed6",
     "triton_graph": "#08306b",
-    "triton_persistent": "#ffbb78",
+    "triton_persistent": "#c7e9c0",
 }
 _FALLBACK = ("#bcbd22", "#d62728", "#393b79")
 
@@ -379,7 +379,8 @@ def plot_records(records: list[dict], *, sources=(), notes=(), headlines=()):
                 title = [short_gpu_name(record["provenance"]["gpu"])] if multi else []
                 title += [format_combo(combo)] if combo else []
                 ax.set_title("\n".join(title))
-                if multi and j:
+                if (multi and j) or (not multi and c):
+                    # The panel to the left has the label, and its % axis stands where this one would.
                     ax.set_ylabel("")
                 row_axes.append(ax)
                 drawn.append(ax)
@@ -402,10 +403,13 @@ def plot_records(records: list[dict], *, sources=(), notes=(), headlines=()):
         ]
         notes = [line for note in notes for line in textwrap.wrap(note, chars)]
 
-        heads = [line for h in headlines for line in textwrap.wrap(h, chars, subsequent_indent="    ")]
+        # (Headlines are half a point larger than the caption: fewer characters to a line.)
+        head_chars = int(chars * _CAPTION_PT / (_CAPTION_PT + 0.5))
+        heads = [line for h in headlines for line in textwrap.wrap(h, head_chars, subsequent_indent="    ")]
         title = textwrap.wrap(f"{first['title']} ({_subtitle(sources)})", int(_TITLE_CHARS * width))
         top = _TOP + _TITLE_LINE * (len(title) - 1) + (_LINE * len(heads) + 0.12 if heads else 0.0)
-        titles = _TITLE_H if multi or panels != [{}] else 0.0
+        # One GPU and no axes: no panel title, but a gap for the top tick label's half-height.
+        titles = _TITLE_H if multi or panels != [{}] else 0.15
         legend_h = _LEGEND_ROW * legend_rows + 0.15
         text_h = _LINE * (len(lines) + len(notes)) + 0.15
         row_h = titles + panel_h + below_axes

@@ -269,7 +269,10 @@ def plot_time_breakdown(gpu: str | None = None):
         return plot_missing("Where a step's time goes", " ".join(notes))
     cases = capture["payload"]["cases"]
     parts = capture["payload"]["sections"]
-    fig, axes = plt.subplots(len(cases), 1, figsize=(8.0, 1.35 * len(cases) + 1.6), squeeze=False)
+    caption = textwrap.wrap(bench_captures.caption(capture), 125)
+    caption_h = 0.13 * len(caption) + 0.1  # inches, at 7 points a line
+    height = 1.35 * len(cases) + 1.5 + caption_h
+    fig, axes = plt.subplots(len(cases), 1, figsize=(8.0, height), squeeze=False)
     fig.patch.set_facecolor("white")
     used = set()
     for ax, case in zip(axes[:, 0], cases, strict=True):
@@ -295,12 +298,17 @@ def plot_time_breakdown(gpu: str | None = None):
         ax.set_xlim(0, max(p["kernels_us"] for p in case["providers"].values()) * 1.02)
     handles = [plt.Rectangle((0, 0), 1, 1, color=PART_COLORS[p]) for p in parts if p in used]
     fig.legend(
-        handles, [p for p in parts if p in used], loc="lower center", ncol=5, frameon=False, fontsize=8.5
+        handles,
+        [p for p in parts if p in used],
+        loc="lower center",
+        bbox_to_anchor=(0.5, caption_h / height),
+        ncol=5,
+        frameon=False,
+        fontsize=8.5,
     )
     fig.suptitle("Where a step's GPU time goes, part by part (kernels launched in each part)", fontsize=11)
-    caption = textwrap.fill(bench_captures.caption(capture), 120)
-    fig.text(0.01, 0.005, caption, fontsize=7, va="bottom")
-    fig.tight_layout(rect=(0, 0.16, 1, 0.95))
+    fig.text(0.01, 0.01, "\n".join(caption), fontsize=7, va="bottom")
+    fig.tight_layout(rect=(0, (caption_h + 0.6) / height, 1, 1 - 0.35 / height))
     return fig
 
 
@@ -335,18 +343,21 @@ def plot_roofline(gpu: str | None = None):
 
     c = hardware.ceilings(gpu)
     bw, peak = c.copy_gbps * 1e9, c.tflops("bf16") * 1e12
-    fig, ax = plt.subplots(figsize=(8.0, 4.6))
+    fig, ax = plt.subplots(figsize=(8.0, 4.8))
     fig.patch.set_facecolor("white")
-    xs = [0.5, 2e4]
-    ax.plot(xs, [min(peak, bw * x) / 1e12 for x in xs], color="#555555", lw=1)
+    xs = (0.5, 1e5)
     ridge = peak / bw
-    ax.plot([0.5, ridge, 2e4], [bw * 0.5 / 1e12, peak / 1e12, peak / 1e12], color="#555555", lw=1.5)
-    ax.annotate(f"ridge {ridge:.0f} FLOP/byte", (ridge, peak / 1e12), (ridge * 1.4, peak / 1e12 * 0.45),
+    ax.plot([xs[0], ridge, xs[1]], [bw * xs[0] / 1e12, peak / 1e12, peak / 1e12], color="#555555", lw=1.5)
+    ax.annotate(f"ridge {ridge:.0f} FLOP/byte", (ridge, peak / 1e12), (ridge * 1.6, peak / 1e12 * 0.3),
                 fontsize=8.5, arrowprops={"arrowstyle": "-", "color": "#999999"})  # fmt: skip
+    shown = set()
     for label, key, x, y in _points(gpu):
-        ax.scatter(x, y, color=PROVIDER_COLORS.get(key, "#333333"), zorder=3)
-        ax.annotate(f"{label} {NAMES[key]}", (x, y), (6, -10 if key == "eager" else 4),
-                    textcoords="offset points", fontsize=8)  # fmt: skip
+        name = None if key in shown else NAMES[key]
+        shown.add(key)
+        ax.scatter(x, y, color=PROVIDER_COLORS.get(key, "#333333"), zorder=3, label=name)
+        below = key == "eager"
+        ax.annotate(label, (x, y), (6, -12 if below else 5), textcoords="offset points", fontsize=8)
+    ax.legend(loc="lower right", frameon=False, fontsize=8.5)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(*xs)

@@ -1,0 +1,86 @@
+"""Tutorial 07's page module (gpuperf.pages.llama) on the committed records and capture: the
+paragraph states each phase's headline, the tables and sentences read the records, the
+charts are legible, and wrong inputs are refused."""
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from gpuperf.bench import catalog
+from gpuperf.pages import llama as page
+from gpuperf.pages.plotting import overlapping_texts
+from gpuperf.pages.report import load
+
+
+@pytest.fixture(autouse=True)
+def committed_records(monkeypatch):
+    monkeypatch.setenv("GPUPERF_BENCH", "records")
+    monkeypatch.setenv("GPUPERF_TABLES", "text")
+    yield
+    plt.close("all")
+
+
+def test_the_paragraph_reads_every_phase_from_the_records():
+    text = page.in_one_paragraph().text()
+    prefill = load(catalog.LLAMA_PREFILL)
+    eager = [prefill.ratios("triton").get(b) for b in catalog.PREFILL_BATCHES]
+    assert f"{min(eager):.2f}" in text and "as fast as eager PyTorch" in text
+    assert "CUDA graph" in text and "reduce-overhead" in text
+    assert "Flash-Decoding" in text and "copy bandwidth" in text
+    assert "training step" in text.lower()
+
+
+def test_prefill_table_gives_time_tokens_per_second_and_the_ratio_to_eager():
+    result = load(catalog.LLAMA_PREFILL)
+    table = page.prefill_table(result)
+    ours = page._ms(result, "triton")[1]
+    assert f"{ours:.2f}" in table and "tokens/s" in table
+    assert f"{result.ratios('triton')[1]:.2f}x" in table
+
+
+def test_decode_table_and_launch_bound_use_the_decode_record():
+    result = load(catalog.LLAMA_DECODE)
+    table = page.decode_table(result, batch=1)
+    graph = page._ms(result, "triton_graph", batch=1)[4096]
+    assert f"{graph * 1e3:.0f}" in table
+    bound = page.launch_bound()
+    assert "GPU busy" in bound and f"{page._ms(result, 'triton', batch=1)[4096] * 1e3:.0f}" in bound
+
+
+def test_amdahl_bounds_the_prefill_by_the_matmuls_share():
+    text = page.amdahl()
+    assert "Amdahl's law" in text and "projections are" in text
+
+
+def test_training_summary_explains_a_provider_that_was_not_timed():
+    train, memory = load(catalog.LLAMA_TRAIN), load(catalog.LLAMA_TRAIN_MEMORY)
+    text = page.training_summary(train, memory)
+    assert "ours:" in text and " ms" in text
+    for row in train.record["rows"]:
+        if row["status"] != "ok":
+            assert f"{page.NAMES[row['provider']]}: not timed" in text
+
+
+def test_work_per_token_calls_prefill_compute_bound_and_decode_memory_bound():
+    table = page.work_per_token()
+    lines = table.splitlines()
+    assert any("prefill" in line and "compute" in line for line in lines)
+    assert all("memory" in line for line in lines if "decode" in line)
+
+
+@pytest.mark.parametrize(
+    "draw", [page.plot_time_breakdown, page.plot_roofline], ids=["breakdown", "roofline"]
+)
+def test_charts_are_legible(draw):
+    fig = draw()
+    assert overlapping_texts(fig) == []
+    assert any(ax.get_xlabel() or ax.get_yticklabels() for ax in fig.axes)
+
+
+def test_wrong_results_are_refused():
+    with pytest.raises(TypeError, match="expected a gpuperf.pages.Result"):
+        page.prefill_table("llama_prefill")
+    with pytest.raises(ValueError, match="expected the result of 'llama_decode'"):
+        page.decode_table(load(catalog.LLAMA_PREFILL), batch=1)

@@ -196,9 +196,16 @@ print(page.launch_bound())
 # %%
 # A CUDA graph replays the whole step with one launch, so the step costs what its
 # kernels cost; then the matmuls must read the weights at the copy bandwidth even
-# with one row of input, which takes :term:`split-K` (a decode matmul has too few
-# output tiles to give every :term:`SM` work).
-#
+# with one row of input. A tile of 128 columns leaves most :term:`SMs <SM>` idle (4096
+# columns are 32 tiles); ``matmul_splitk`` takes 32 columns a program, 128 programs for
+# a wave of 132 SMs, and splits K (:term:`split-K`) where the columns alone are too few.
+# A decode step's projections, as GB/s of weight read:
+
+from gpuperf.bench.catalog import MATMUL_SMALL_M
+
+small = show(MATMUL_SMALL_M)
+
+# %%
 # A training step
 # ---------------
 #
@@ -245,4 +252,4 @@ plt.show()  # run as a script: every figure of the page, in windows
 #   gate each become one pass, the gate inside its matmul's epilogue.
 # * Decode at batch 1 is launch-bound: capture the step in a CUDA graph, then make
 #   every kernel stream the weights and the cache at the copy bandwidth
-#   (Flash-Decoding, split-K).
+#   (Flash-Decoding, enough programs per matmul to fill every SM).

@@ -25,38 +25,6 @@ CASES = (
 PROFILED_STEPS = 5
 
 
-def _kernel_parts(trace_events: list, prefix: str) -> tuple[dict, float, int, dict]:
-    """``(GPU microseconds by part, all kernels' microseconds, kernel count, event categories)``
-    from a Chrome trace of ``torch.profiler``: each kernel goes to the part whose range was
-    open on the host when its launch (a CUDA runtime or driver call with the same
-    correlation id) was made, or to ``"other"``. Launches are matched by the host's
-    clock, not by the profiler's op tree, because Triton's launcher calls the driver
-    directly, outside any PyTorch op the tree would hang the kernel on."""
-    ranges = sorted(
-        (e["ts"], e["ts"] + e["dur"], e["name"].removeprefix(prefix))
-        for e in trace_events
-        if e.get("cat") == "user_annotation" and e.get("name", "").startswith(prefix)
-    )
-    launches = {
-        e["args"]["correlation"]: e["ts"]
-        for e in trace_events
-        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
-    }
-    parts, total, count = {}, 0.0, 0
-    for e in trace_events:
-        if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
-            continue
-        at = launches.get(e.get("args", {}).get("correlation"))
-        part = next((name for start, end, name in ranges if at is not None and start <= at <= end), "other")
-        parts[part] = parts.get(part, 0.0) + e["dur"]
-        total += e["dur"]
-        count += 1
-    categories = {}
-    for e in trace_events:
-        categories[e.get("cat")] = categories.get(e.get("cat"), 0) + 1
-    return parts, total, count, categories
-
-
 def breakdown(step, sections_on, prefix: str) -> dict:
     """GPU microseconds per step of each part, of all kernels, and the kernel count, by
     ``torch.profiler`` over :data:`PROFILED_STEPS` steps after two warm-up steps."""
@@ -65,6 +33,8 @@ def breakdown(step, sections_on, prefix: str) -> dict:
 
     import torch
     from torch.profiler import ProfilerActivity, profile
+
+    from gpuperf.bench.traces import kernel_time_by_range
 
     for _ in range(2):
         step()
@@ -79,7 +49,7 @@ def breakdown(step, sections_on, prefix: str) -> dict:
         with open(path) as f:
             trace = json.load(f)
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    parts, total, count, categories = _kernel_parts(events, prefix)
+    parts, total, count, categories = kernel_time_by_range(events, prefix)
     n = PROFILED_STEPS
     return {
         "parts_us": {name: us / n for name, us in parts.items()},

@@ -8,8 +8,8 @@ Prints, for the record of how each launch rule in ``src/gpuperf/kernels`` was ch
 * ``decode``: GB/s of :func:`gpuperf.kernels.attention_decode` for each number of splits
   and tile (keys per tile, warps, stages) at batches 1, 8 and 64 and caches of 1k to
   32k keys, beside SDPA's, and what the launch rule picks;
-* ``swiglu``: :func:`gpuperf.bench.tuning.tune_swiglu` at the benchmark's shapes, written to
-  ``src/gpuperf/kernels/tuned/<gpu>/swiglu.json`` (the sweep the op reads);
+* ``swiglu``: :func:`gpuperf.bench.tuning.tune_persistent` (``"swiglu"``) at the benchmark's
+  shapes, written to ``src/gpuperf/kernels/tuned/<gpu>/swiglu.json`` (the sweep the op reads);
 * ``layer``: the decoder layer's prefill, decode and training step with PyTorch's and
   gpuperf's operations (eager, and how long ``torch.compile`` takes in each mode), and
   each one's largest difference from the float32 layer.
@@ -108,7 +108,7 @@ def sweep_decode():
 def tune_swiglu():
     from gpuperf.bench import catalog, tuning
 
-    print("wrote", tuning.write_tuning(tuning.tune_swiglu(catalog.SWIGLU.x_values)), flush=True)
+    print("wrote", tuning.write_tuning(tuning.tune_persistent("swiglu", catalog.SWIGLU.x_values)), flush=True)
 
 
 def look_at_layer():

@@ -84,7 +84,9 @@ def main(argv=None) -> int:
         from gpuperf.bench import tuning
 
         print(f"tuning swiglu at {len(catalog.SWIGLU.x_values)} shapes ...", flush=True)
-        sweep = tuning.tune_swiglu(catalog.SWIGLU.x_values, log=lambda line: print(line, flush=True))
+        sweep = tuning.tune_persistent(
+            "swiglu", catalog.SWIGLU.x_values, log=lambda line: print(line, flush=True)
+        )
         print(f"wrote {tuning.write_tuning(sweep)}", flush=True)
 
     if not args.no_tune and any(b.name.startswith("attention") for b in benchmarks):

@@ -11,6 +11,8 @@ the same file, and nothing is tuned at run time.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import itertools
 import json
 from collections.abc import Callable
@@ -99,7 +101,8 @@ def tune_matmul(shapes, dtypes, *, log: Callable[[str], None] = print) -> dict:
 
 def _persistent_case(kernel: str, shape, device="cuda", accumulation="fast"):
     """``(run(config), reference, k for the check)`` for one shape of a persistent kernel's sweep: bfloat16
-    operands for ``matmul_persistent``; for ``matmul_fp8``, e4m3 operands in the layout
+    operands for ``matmul_persistent``; for ``swiglu``, those of its benchmark (the weight
+    in ``nn.Linear``'s layout); for ``matmul_fp8``, e4m3 operands in the layout
     ``torch._scaled_mm`` takes (B column-major) with per-tensor scales, summed with
     ``accumulation`` (``"fast"`` or ``"float32"``)."""
     import torch
@@ -110,6 +113,13 @@ def _persistent_case(kernel: str, shape, device="cuda", accumulation="fast"):
 
     m, n, k = shape
     torch.manual_seed(m + n + k)
+    if kernel == "swiglu":
+        from gpuperf.bench.catalog.matmul import swiglu_operands
+        from gpuperf.kernels import swiglu
+        from gpuperf.reference import swiglu_ref
+
+        x, w = swiglu_operands(shape, device)
+        return (lambda c: swiglu(x, w, config=c)), swiglu_ref(x, w[:, :n], w[:, n:]), k
     if kernel == "matmul_persistent":
         a = torch.randn(m, k, device=device, dtype=torch.bfloat16)
         b = torch.randn(k, n, device=device, dtype=torch.bfloat16)
@@ -123,8 +133,9 @@ def _persistent_case(kernel: str, shape, device="cuda", accumulation="fast"):
 
 
 def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) -> dict:
-    """Time every candidate config of a persistent matmul (``"matmul_persistent"`` or
-    ``"matmul_fp8"``) at each ``(M, N, K)`` in ``shapes``, after checking its output.
+    """Time every candidate config of a persistent matmul (``"matmul_persistent"``,
+    ``"matmul_fp8"`` or ``"swiglu"``, whose shapes are its output's ``(M, N, K)``) at each
+    ``(M, N, K)`` in ``shapes``, after checking its output.
 
     Returns the sweep: provenance, candidates, every trial, and per shape the fastest
     config overall (``variant: "best"``) and of each rung of tutorial 06's ladder
@@ -145,20 +156,30 @@ def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) 
 
     require_cuda()
     trials, best = [], []
-    dtype = "bfloat16" if kernel == "matmul_persistent" else "float8_e4m3fn"
-    accumulations = ("fast",) if kernel == "matmul_persistent" else _configs.ACCUMULATIONS
-    pool = [c.as_dict() for a in accumulations for c in _configs.candidate_pool(kernel, a)]
+    fp8 = kernel == "matmul_fp8"
+    dtype = "float8_e4m3fn" if fp8 else "bfloat16"
+    accumulations = _configs.ACCUMULATIONS if fp8 else ("fast",)
+    if kernel == "swiglu":
+        # (gpuperf.kernels.swiglu is the function; the module is looked up by name.)
+        op = importlib.import_module("gpuperf.kernels.swiglu")
+        pool = [c.as_dict() for c in op.SWIGLU_CANDIDATES]
+        candidates = lambda m, n, k, accumulation: op.candidates(m, n, k)
+        flops = metrics.swiglu_flops
+    else:
+        pool = [c.as_dict() for a in accumulations for c in _configs.candidate_pool(kernel, a)]
+        candidates = functools.partial(_configs.candidates, kernel)
+        flops = metrics.matmul_flops
     for shape, accumulation in itertools.product(shapes, accumulations):
         m, n, k = shape
         run, expected, check_k = _persistent_case(kernel, shape, accumulation=accumulation)
         shape_trials = []
-        for config in _configs.candidates(kernel, m, n, k, accumulation):
+        for config in candidates(m, n, k, accumulation):
             trial = {"dtype": dtype, "shape": list(shape), "variant": _configs.variant(config)}
             trial["accumulation"] = accumulation
             trial["config"] = config.as_dict()
             fn = lambda c=config, r=run: r(c)
             check = lambda fn=fn, ref=expected, k=check_k: assert_close(f"{kernel} sweep", ref, fn(), k=k)
-            shape_trials.append(_time_trial(trial, check, fn, metrics.matmul_flops(m, n, k)))
+            shape_trials.append(_time_trial(trial, check, fn, flops(m, n, k)))
         for which in ("best", *_configs.VARIANTS):
             ok = [t for t in shape_trials if t["status"] == "ok" and which in ("best", t["variant"])]
             if ok:
@@ -169,7 +190,7 @@ def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) 
         if ok:
             winner = min(ok, key=lambda t: t["ms"])
             log(
-                f"tuned {kernel} {m}x{n}x{k} ({accumulation} accumulation): {len(ok)} of "
+                f"tuned {kernel} {m}x{n}x{k}{f' ({accumulation} accumulation)' if fp8 else ''}: {len(ok)} of "
                 f"{len(shape_trials)} configs ran, best "
                 f"{_configs.PersistentConfig(**winner['config']).label()} {winner['tflops']:.0f} TFLOP/s"
             )
@@ -182,73 +203,6 @@ def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) 
         "provenance": records.collect_provenance(method=timing),
         "timing": timing,
         "candidates": list({json.dumps(c, sort_keys=True): c for c in pool}.values()),
-        "trials": trials,
-        "best": best,
-    }
-
-
-def tune_swiglu(shapes, *, log: Callable[[str], None] = print) -> dict:
-    """Time every candidate config of :func:`gpuperf.kernels.swiglu` worth timing at each
-    ``(M, N, K)`` in ``shapes`` (bfloat16 operands as the ``swiglu`` benchmark makes them),
-    after checking its output against the float64 reference.
-
-    Returns the sweep in the persistent matmul's form (``kernels/tuned/<gpu>/swiglu.json``):
-    provenance, candidates, every trial, and per shape the fastest config overall
-    (``variant: "best"``) and of each of ``"pointer"``, ``"tma"`` and ``"tma_ws"``.
-
-    Raises:
-        RuntimeError: no CUDA device is available.
-    """
-    import importlib
-
-    import torch
-
-    from gpuperf.bench import metrics, records
-    from gpuperf.bench.catalog.matmul import swiglu_operands
-    from gpuperf.bench.timing import require_cuda
-    from gpuperf.kernels import _persistent_configs as _configs
-    from gpuperf.reference import swiglu_ref
-    from gpuperf.testing import assert_close
-
-    require_cuda()
-    # (gpuperf.kernels.swiglu is the function; the module is looked up by name.)
-    op = importlib.import_module("gpuperf.kernels.swiglu")
-    trials, best = [], []
-    for shape in shapes:
-        m, n, k = shape
-        torch.manual_seed(m + n + k)
-        x, w = swiglu_operands(shape, "cuda")
-        expected = swiglu_ref(x, w[:, :n], w[:, n:])
-        shape_trials = []
-        for config in op.candidates(m, n, k):
-            trial = {"dtype": "bfloat16", "shape": list(shape), "variant": _configs.variant(config)}
-            trial["config"] = config.as_dict()
-            fn = lambda c=config, x=x, w=w: op.swiglu(x, w, config=c)
-            check = lambda fn=fn, ref=expected, k=k: assert_close("swiglu sweep", ref, fn(), k=k)
-            shape_trials.append(_time_trial(trial, check, fn, metrics.swiglu_flops(m, n, k)))
-        for which in ("best", *_configs.VARIANTS):
-            ok = [t for t in shape_trials if t["status"] == "ok" and which in ("best", t["variant"])]
-            if ok:
-                winner = min(ok, key=lambda t: t["ms"])
-                keys = ("shape", "config", "ms", "tflops")
-                best.append({"variant": which, **{key: winner[key] for key in keys}})
-        ok = [t for t in shape_trials if t["status"] == "ok"]
-        if ok:
-            winner = min(ok, key=lambda t: t["ms"])
-            log(
-                f"tuned swiglu {m}x{n}x{k}: {len(ok)} of {len(shape_trials)} configs ran, best "
-                f"{_configs.PersistentConfig(**winner['config']).label()} {winner['tflops']:.0f} TFLOP/s"
-            )
-        trials += shape_trials
-        del x, w, expected
-        torch.cuda.empty_cache()
-    timing = f"one do_bench round per config (warmup={SWEEP_WARMUP_MS} ms, rep={SWEEP_REP_MS} ms), median"
-    return {
-        "schema_version": 1,
-        "kernel": "swiglu",
-        "provenance": records.collect_provenance(method=timing),
-        "timing": timing,
-        "candidates": [c.as_dict() for c in op.SWIGLU_CANDIDATES],
         "trials": trials,
         "best": best,
     }

@@ -89,7 +89,7 @@ def _grid(tiles, stages, warps, *, ws=False, tma=True, block_k=64) -> tuple[Pers
     )
 
 
-#: Candidates the sweep (:func:`gpuperf.bench.tuning.tune_swiglu`) times, written to
+#: Candidates the sweep (:func:`gpuperf.bench.tuning.tune_persistent`, ``"swiglu"``) times, written to
 #: ``kernels/tuned/<gpu>/swiglu.json``: 128-row tiles (Hopper's wgmma covers 64 rows per
 #: warpgroup) 128 or 64 columns wide per half, without and with warp specialization, two
 #: to four stages; 64-row tiles for decode-sized M; the same tiles through computed pointers.

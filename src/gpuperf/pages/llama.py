@@ -89,7 +89,7 @@ def _check(result, bench) -> None:
 
 def _ms(result: Result, provider: str, **axes) -> dict:
     """``{x: milliseconds}`` of one provider's successful rows in ``result``'s own record."""
-    return {x: r["ms"] for x, r in result._rows(provider, result._combo(axes)).items()}
+    return {x: r["ms"] for x, r in result.rows(provider, **axes).items()}
 
 
 # --- the arithmetic ------------------------------------------------------------------------
@@ -190,11 +190,6 @@ def decode_table(result: Result, batch: int) -> str:
     return render(sections, result.all_notes())
 
 
-def _breakdown(gpu: str | None = None):
-    capture, notes = captures.load(BREAKDOWN, gpu)
-    return capture, notes
-
-
 def _decode_step_ms(batch: int, kv_len: int, provider: str, gpu: str | None) -> float | None:
     """One decode step's time from the ``llama_decode`` record (a loop of steps, no profiler)."""
     result = load(LLAMA_DECODE, gpu)
@@ -207,7 +202,7 @@ def launch_bound(gpu: str | None = None) -> str:
     """For each decode case of the breakdown capture, each provider's step time (from the
     ``llama_decode`` record: a loop of steps, without the profiler), the sum of its
     kernels' GPU time (from the capture) and how busy that keeps the GPU."""
-    capture, notes = _breakdown(gpu)
+    capture, notes = captures.load(BREAKDOWN, gpu)
     if capture is None:
         return "\n".join(notes)
     header = ["case", "provider", "step µs", "kernels µs", "kernels", "GPU busy"]
@@ -240,7 +235,7 @@ def amdahl(gpu: str | None = None) -> str:
     """What the prefill breakdown bounds: the matmuls' share of eager PyTorch's kernel time,
     the largest speed-up that making everything else free could give (Amdahl's law), and
     what ours measured."""
-    capture, notes = _breakdown(gpu)
+    capture, notes = captures.load(BREAKDOWN, gpu)
     if capture is None:
         return "\n".join(notes)
     case = next(c for c in capture["payload"]["cases"] if c["phase"] == "prefill")
@@ -264,7 +259,7 @@ def plot_time_breakdown(gpu: str | None = None):
 
     from gpuperf.pages.plotting import plot_missing
 
-    capture, notes = _breakdown(gpu)
+    capture, notes = captures.load(BREAKDOWN, gpu)
     if capture is None:
         return plot_missing("Where a step's time goes", " ".join(notes))
     cases = capture["payload"]["cases"]
@@ -321,12 +316,12 @@ def _points(gpu: str | None = None) -> list[tuple[str, str, float, float]]:
     prefill, decode = load(LLAMA_PREFILL, gpu), load(LLAMA_DECODE, gpu)
     if prefill.record is not None:
         for key in ("triton", "eager"):
-            for b, r in prefill._rows(key, {}).items():
+            for b, r in prefill.rows(key).items():
                 if b in (1, max(LLAMA_PREFILL.x_values)):
                     points.append((f"prefill b{b}", key, r["flops"] / r["bytes"], r["flops"] / r["ms"] / 1e9))
     if decode.record is not None:
         for batch in (1, 64):
-            for n, r in decode._rows("triton_graph", {"batch": batch}).items():
+            for n, r in decode.rows("triton_graph", batch=batch).items():
                 if n == 4096:
                     label = f"decode b{batch}"
                     points.append(

@@ -114,10 +114,14 @@ class Result:
             if r["provider"] == provider and r["axes"] == combo and r["status"] == "ok"
         }
 
+    def rows(self, provider: str | None = None, **axes) -> dict:
+        """``{x: row}`` of one provider's successful rows (default: the one under study): the
+        record's whole row, its time (``ms``), work (``bytes``, ``flops``) and config."""
+        return self._rows(provider or self.benchmark.subject.key, self._combo(axes))
+
     def values(self, provider: str | None = None, **axes) -> dict:
         """``{x: metric value}`` for one provider's successful rows (default: the one under study)."""
-        rows = self._rows(provider or self.benchmark.subject.key, self._combo(axes))
-        return {x: r["value"] for x, r in rows.items()}
+        return {x: r["value"] for x, r in self.rows(provider, **axes).items()}
 
     def ratios(self, provider: str | None = None, **axes) -> dict:
         """``{x: baseline time / provider time}``: above 1 means the provider is faster,

@@ -1,0 +1,40 @@
+"""Reading what ``torch.profiler`` recorded, from its Chrome trace (``prof.export_chrome_trace``).
+
+:func:`kernel_time_by_range` adds up the GPU time of the kernels launched inside each
+``record_function`` range, Triton's included: tutorial 07's time breakdown
+(``scripts/llama_capture.py``) is made with it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+
+def kernel_time_by_range(trace_events: list, prefix: str) -> tuple[dict, float, int, dict]:
+    """``(GPU microseconds by range, all kernels' microseconds, kernel count, event categories)``
+    from the events of a Chrome trace of ``torch.profiler`` (``export_chrome_trace``): each
+    kernel, copy and memset goes to the ``record_function`` range named ``prefix + name``
+    that was open on the host when its launch (a CUDA runtime or driver call with the same
+    correlation id) was made, under ``name``, or to ``"other"``. Launches are matched by the host's
+    clock, not by the profiler's op tree, because Triton's launcher calls the driver
+    directly, outside any PyTorch op the tree would hang the kernel on."""
+    ranges = sorted(
+        (e["ts"], e["ts"] + e["dur"], e["name"].removeprefix(prefix))
+        for e in trace_events
+        if e.get("cat") == "user_annotation" and e.get("name", "").startswith(prefix)
+    )
+    launches = {
+        e["args"]["correlation"]: e["ts"]
+        for e in trace_events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
+    }
+    parts, total, count = {}, 0.0, 0
+    for e in trace_events:
+        if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        at = launches.get(e.get("args", {}).get("correlation"))
+        part = next((name for start, end, name in ranges if at is not None and start <= at <= end), "other")
+        parts[part] = parts.get(part, 0.0) + e["dur"]
+        total += e["dur"]
+        count += 1
+    return parts, total, count, dict(Counter(e.get("cat") for e in trace_events))

@@ -23,6 +23,24 @@ def test_check_compares_a_single_output():
         check("out", a.double(), a * 2)
 
 
+def test_check_norm_wise_allows_spread_error_and_fails_past_the_tolerance():
+    """With ``norm_rtol`` an output passes on ``||out - ref|| / ||ref||``: an error of 2% in
+    every element passes 5% (and would fail bf16's elementwise tolerance at large values),
+    10% fails, NaN fails, and a wrong shape is named."""
+    ref = torch.linspace(1, 100, 64, dtype=torch.float64)
+    check("g", ref, (ref * 1.02).to(torch.bfloat16), norm_rtol=0.05)
+    with pytest.raises(AssertionError, match=r"g: \|\|out - ref\|\| / \|\|ref\|\| = 0.1"):
+        check("g", ref, (ref * 1.1).to(torch.bfloat16), norm_rtol=0.05)
+    nan = ref.clone()
+    nan[3] = float("nan")
+    with pytest.raises(AssertionError, match="= nan"):
+        check("g", ref, nan, norm_rtol=0.05)
+    with pytest.raises(AssertionError, match=r"shape \(32,\)"):
+        check("g", ref, ref[:32], norm_rtol=0.05)
+    with pytest.raises(AssertionError, match=r"grads\[1\]"):
+        check("grads", (ref, ref), (ref, ref * 2), norm_rtol=0.05)
+
+
 def test_a_provider_is_checked_as_its_check_as_says_and_timed_as_it_is(monkeypatch):
     """``Provider.check_as`` maps the checked output (a matmul without its epilogue, say)
     onto the reference; the timed calls run the provider itself."""

@@ -212,8 +212,9 @@ small = show(MATMUL_SMALL_M)
 # Forward and backward of the layer at batch 4 of 2048 tokens (gradients of the
 # input and every weight), and the peak memory of one step beyond the inputs. The
 # check compares the gradients of the input and of the projections with the float32
-# layer's along a fixed random direction, within bfloat16's tolerance; a provider that
-# misses it is not timed:
+# layer's norm-wise, ``||out - ref|| / ||ref||`` within 5%: each element sums thousands
+# of bfloat16-rounded products, so eager PyTorch's own gradients sit 2-3% from
+# float32's and no elementwise tolerance holds. A provider that misses it is not timed:
 
 from gpuperf.bench.catalog import LLAMA_TRAIN, LLAMA_TRAIN_MEMORY
 

@@ -6,6 +6,8 @@ import json
 import zlib
 from collections.abc import Callable
 
+import torch
+
 from gpuperf.bench import hardware, metrics, records
 from gpuperf.bench.catalog import Benchmark
 from gpuperf.bench.timing import host_time_ms, loop_time_ms, peak_memory_bytes, require_cuda, time_ms
@@ -84,7 +86,13 @@ def run(
                 try:
                     fn = provider.make(*inputs)
                     out = fn() if provider.check_as is None else provider.check_as(fn())
-                    check(f"{benchmark.name} {provider.key} {where}", expected, out, k=k)
+                    check(
+                        f"{benchmark.name} {provider.key} {where}",
+                        expected,
+                        out,
+                        k=k,
+                        norm_rtol=benchmark.norm_rtol,
+                    )
                     del out
                     if provider.config is not None:
                         row["config"] = provider.config(*inputs)
@@ -119,13 +127,21 @@ def run(
     return records.build_record(benchmark, rows, ceilings, provenance)
 
 
-def check(name: str, expected, out, *, k: int | None = None) -> None:
+def check(name: str, expected, out, *, k: int | None = None, norm_rtol: float | None = None) -> None:
     """:func:`gpuperf.testing.assert_close` on one output, or on each of a tuple of them
-    (the gradients of a backward pass, say), named ``name[0]``, ``name[1]``, ..."""
+    (the gradients of a backward pass, say), named ``name[0]``, ``name[1]``, ...; with
+    ``norm_rtol``, the relative error ``||out - ref|| / ||ref||`` of each instead."""
     if isinstance(expected, tuple):
         if not isinstance(out, tuple) or len(out) != len(expected):
             raise AssertionError(f"{name}: expected {len(expected)} outputs, got {type(out).__name__}")
         for i, (e, o) in enumerate(zip(expected, out, strict=True)):
-            assert_close(f"{name}[{i}]", e, o, k=k)
+            check(f"{name}[{i}]", e, o, k=k, norm_rtol=norm_rtol)
+    elif norm_rtol is not None:
+        if out.shape != expected.shape:
+            raise AssertionError(f"{name}: shape {tuple(out.shape)} != reference {tuple(expected.shape)}")
+        ref = expected.to(device=out.device, dtype=torch.float64)
+        err = ((out.double() - ref).norm() / ref.norm()).item()
+        if not err <= norm_rtol:  # (NaN fails too)
+            raise AssertionError(f"{name}: ||out - ref|| / ||ref|| = {err:.3g}, more than {norm_rtol}")
     else:
         assert_close(name, expected, out, k=k)

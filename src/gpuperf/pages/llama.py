@@ -399,6 +399,12 @@ def _why(row: dict) -> str:
         if line.startswith("Greatest relative difference"):
             value = float(line.split(":")[1].split()[0])
             return f"its gradients were {prose.percent(value)} from float32's (bf16 allows 1.6%)"
+        if "||out - ref|| / ||ref|| = " in line:
+            value, allowed = line.split("||out - ref|| / ||ref|| = ")[1].split(", more than ")
+            return (
+                f"its gradients were {prose.percent(float(value))} from float32's, norm-wise "
+                f"(the check allows {prose.percent(float(allowed))})"
+            )
     return f"{row['status']}: {message.splitlines()[0][:60] if message else ''}"
 
 
@@ -413,9 +419,9 @@ def _span_or_none(values) -> str | None:
 def in_one_paragraph() -> prose.Paragraph:
     """The page's answer, from the committed records of the page's GPU (or measured live)."""
     prefill, autotune, decode = load(LLAMA_PREFILL), load(LLAMA_PREFILL_AUTOTUNE), load(LLAMA_DECODE)
-    train, kernel = load(LLAMA_TRAIN), load(ATTENTION_DECODE)
+    train, memory, kernel = load(LLAMA_TRAIN), load(LLAMA_TRAIN_MEMORY), load(ATTENTION_DECODE)
     sentences, notes = [], []
-    for r in (prefill, autotune, decode, train, kernel):
+    for r in (prefill, autotune, decode, train, memory, kernel):
         notes += r.notes
     if prefill.record is not None:
         eager = _span_or_none(_speedups(prefill, "triton", "eager"))
@@ -451,7 +457,15 @@ def in_one_paragraph() -> prose.Paragraph:
     if train.record is not None:
         ours = _ms(train, "triton").get(LLAMA_TRAIN.x_values[0])
         eager = _span_or_none(_speedups(train, "triton", "eager"))
-        if eager:
+        gib = {}
+        if memory.record is not None:
+            gib = {p: memory.values(p).get(LLAMA_TRAIN.x_values[0]) for p in ("triton", "eager")}
+        if eager and gib and all(gib.values()):
+            sentences.append(
+                f"A training step runs {eager}× as fast as eager PyTorch, its peak memory "
+                f"{gib['triton']:.2f} GiB against eager's {gib['eager']:.2f}."
+            )
+        elif eager:
             sentences.append(f"A training step runs {eager}× as fast as eager PyTorch.")
         elif ours:
             sentences.append(

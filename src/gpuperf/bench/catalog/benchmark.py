@@ -103,6 +103,9 @@ class Benchmark:
         reduction: optional ``reduction(x, **axes) -> int``: how many products each
             output element sums (a matmul's K), so the check against the reference
             allows the rounding that grows with it (:func:`gpuperf.testing.reduction_atol`).
+        norm_rtol: optional: check each output norm-wise instead, ``||out - ref|| / ||ref||``
+            at most this (for outputs such as a whole layer's gradients, whose elements
+            sum many rounded terms that cancel, where no elementwise tolerance holds).
 
     Raises:
         ValueError: the declaration is inconsistent; the message names the field.
@@ -125,6 +128,7 @@ class Benchmark:
     axes: tuple[tuple[str, tuple], ...] = ()
     timer: str = "device"
     reduction: Callable[..., int] | None = None
+    norm_rtol: float | None = None
 
     def __post_init__(self):
         keys = [p.key for p in self.providers]

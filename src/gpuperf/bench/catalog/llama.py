@@ -325,17 +325,13 @@ CHECKED_GRADS = (0, 2, 3, 5, 6)
 
 
 def _checked(grads: tuple) -> tuple:
-    """Each checked gradient's inner product with a fixed random tensor of its shape (in
-    float64, then bfloat16): a norm-wise check, as a relative error ||out - ref|| / ||ref||
-    is, where an elementwise one fails every provider. The weights' gradients sum 8192
-    bfloat16-rounded terms: on the H100 eager PyTorch's were up to 9 from the float32
-    layer's at elements of order 1, far past any elementwise tolerance of the sum."""
-    projected = []
-    for i in CHECKED_GRADS:
-        g = grads[i].double()
-        probe = torch.randn(g.shape, generator=torch.Generator(g.device).manual_seed(i), device=g.device)
-        projected.append((g * probe.double()).sum().reshape(1).to(torch.bfloat16))
-    return tuple(projected)
+    return tuple(grads[i] for i in CHECKED_GRADS)
+
+
+#: The training check's norm-wise tolerance, ``||out - ref|| / ||ref||`` per gradient. On the
+#: H100 eager PyTorch's bf16 gradients were 2-3% from the float32 layer's (measured along
+#: a random direction); elementwise they were up to 9 off at elements of order 1.
+TRAIN_NORM_RTOL = 0.05
 
 
 def _train_reference(layer, x, cos, sin, grad_out):
@@ -378,6 +374,7 @@ LLAMA_TRAIN = Benchmark(
     ceiling="bf16_tflops",
     sources=LLAMA_SOURCES,
     reduction=lambda b: TRAIN_CHECK_TERMS,
+    norm_rtol=TRAIN_NORM_RTOL,
 )
 
 #: The same training step, its peak memory beyond the inputs.

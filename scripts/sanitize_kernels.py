@@ -1,6 +1,7 @@
 """Run every kernel at odd shapes, for ``compute-sanitizer --tool memcheck`` (GPU only).
 
-Usage: ``compute-sanitizer --tool memcheck python scripts/sanitize_kernels.py``. The
+Usage: ``compute-sanitizer --tool memcheck python scripts/sanitize_kernels.py [SECTION ...]``
+(every section by default; :data:`SECTIONS` names them). The
 shapes cross every edge: one element, partial blocks and tiles, K not a multiple
 of BLOCK_K, transposed operands, rows just past the single-pass softmax limit,
 attention sequences of 77 with grouped heads and causal masking, forward and backward;
@@ -45,8 +46,9 @@ def twice(fn, *args, **kwargs):
     fn(*args, **kwargs)
 
 
-def main():
-    torch.manual_seed(0)
+def _basics():
+    """Vector add, softmax (one pass, the online pass past the fused limit, a transposed input)
+    and the tiled matmul with its epilogue, at shapes off every block, K = 0 too."""
     for shape in [(1,), (1000,), (4097,), (3, 5, 7)]:
         twice(vector_add, torch.randn(shape, device="cuda"), torch.randn(shape, device="cuda"))
     long_row = _configs.SOFTMAX_MAX_FUSED_COLS + 1
@@ -60,7 +62,10 @@ def main():
             bias = torch.randn(n, device="cuda", dtype=dtype)
             twice(matmul, a, b, bias=bias, activation="gelu")
             twice(matmul, a.t().contiguous().t(), b.t().contiguous().t())
-    # Attention forward and backward: S = 77 (no tile multiple), GQA, MQA, causal, S_q != S_k.
+
+
+def _attention():
+    """Attention forward and backward: S = 77 (no tile multiple), GQA, MQA, causal, S_q != S_k."""
     for b, h, h_kv, s_q, s_k, d, causal in [
         (1, 1, 1, 1, 1, 16, False),
         (2, 4, 4, 77, 77, 64, True),
@@ -74,7 +79,10 @@ def main():
                 torch.randn(b, h_kv, s_k, d, device="cuda", dtype=dtype, requires_grad=True) for _ in "kv"
             )
             attention(q, k, v, causal=causal).backward(torch.randn(b, h, s_q, d, device="cuda", dtype=dtype))
-    # Persistent matmuls: M = 1, N = 17, K not a multiple of BLOCK_K; TMA where the 16-byte rule allows.
+
+
+def _persistent():
+    """Persistent matmuls: M = 1, N = 17, K not a multiple of BLOCK_K; TMA where the 16-byte rule allows."""
     for m, n, k in [(1, 16, 72), (1, 17, 64), (130, 24, 200), (257, 136, 4104), (33, 17, 100)]:
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
@@ -91,7 +99,10 @@ def main():
                     continue
                 twice(matmul_fp8, a8, bt8.t(), scale_a, scale_bt.t(), config=config)
             twice(matmul_fp8, a8, bt8.t().contiguous(), scale_a, scale_bt.t(), fast_accum=True)
-    # The optimization-strategy guide's elementwise kernels: partial blocks and strides past the end.
+
+
+def _elementwise():
+    """The optimization-strategy guide's elementwise kernels: partial blocks and strides past the end."""
     from gpuperf.kernels import add_relu_mul, gelu, strided_copy
 
     for n in (1, 1000, 4097):
@@ -100,17 +111,23 @@ def main():
         twice(add_relu_mul, x, y, z)
         for stride in (1, 3, 64):
             twice(strided_copy, x, stride)
-    # The profiling guide's row mean: one row, rows past a block, a column count off every
-    # block size, a strided last dimension, and fp16.
+
+
+def _row_mean():
+    """The profiling guide's row mean: one row, rows past a block, a column count off every
+    block size, a strided last dimension, and fp16."""
     from gpuperf.kernels import row_mean
 
     for shape in ((1, 1), (37, 1000), (4099, 257)):
         twice(row_mean, torch.randn(shape, device="cuda"))
     twice(row_mean, torch.randn(300, 514, device="cuda")[:, ::2])
     twice(row_mean, torch.randn(70, 333, device="cuda", dtype=torch.float16))
-    # RMSNorm forward and backward: one element, rows off every block, a row past the fused
-    # backward and one past the fused forward (both chunked, ragged last chunk), fp16, a
-    # strided last dimension and a strided weight, and the stride-0 gradient of y.sum().
+
+
+def _rms_norm():
+    """RMSNorm forward and backward: one element, rows off every block, a row past the fused
+    backward and one past the fused forward (both chunked, ragged last chunk), fp16, a
+    strided last dimension and a strided weight, and the stride-0 gradient of y.sum()."""
     from gpuperf.kernels import rms_norm
     from gpuperf.kernels.rms_norm import RMS_NORM_BWD_MAX_FUSED_COLS, RMS_NORM_MAX_FUSED_COLS
 
@@ -135,10 +152,13 @@ def main():
     weight = torch.randn(514, device="cuda", dtype=torch.float16)[::2]
     norm_and_grad(x, weight)
     norm_and_grad(x, weight, torch.ones((), device="cuda", dtype=torch.float16).expand(x.shape))
-    # RoPE forward and backward: q and k as transposed views of a fused QKV buffer, one
-    # token, S = 77 (token blocks off the batch boundary), one key head, D = 96 (a padded
-    # half), more query heads than a program takes, tables broadcast with stride 0, and
-    # the stride-0 gradients of a sum.
+
+
+def _rope():
+    """RoPE forward and backward: q and k as transposed views of a fused QKV buffer, one
+    token, S = 77 (token blocks off the batch boundary), one key head, D = 96 (a padded
+    half), more query heads than a program takes, tables broadcast with stride 0, and
+    the stride-0 gradients of a sum."""
     from gpuperf.kernels import rope, rope_cos_sin
 
     def rope_and_grad(b, h, h_kv, s, d, dtype, expand=False, sum_grad=False):
@@ -161,10 +181,13 @@ def main():
             rope_and_grad(b, h, h_kv, s, d, dtype)
     rope_and_grad(4, 32, 8, 1, 128, torch.bfloat16, expand=True)
     rope_and_grad(2, 6, 2, 45, 256, torch.bfloat16, expand=True, sum_grad=True)
-    # SwiGLU forward and backward: M = 1, N and K off every tile (the gate tile of the last
-    # column of tiles reading up-weights, the up tile past 2N), a transposed x and an
-    # nn.Linear-layout weight; TMA where the 16-byte rule allows it, computed pointers
-    # elsewhere and when asked; fp16 and bf16.
+
+
+def _swiglu():
+    """SwiGLU forward and backward: M = 1, N and K off every tile (the gate tile of the last
+    column of tiles reading up-weights, the up tile past 2N), a transposed x and an
+    nn.Linear-layout weight; TMA where the 16-byte rule allows it, computed pointers
+    elsewhere and when asked; fp16 and bf16."""
     from gpuperf.kernels import swiglu
 
     swiglu_configs = (
@@ -182,9 +205,12 @@ def main():
             twice(swiglu, x.t().contiguous().t(), w.t().contiguous().t())
             xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
             swiglu(xg, wg).backward(torch.randn(m, n, device="cuda", dtype=dtype))
-    # Decode against a KV cache: lengths that differ per sequence, equal S_q and S_max, and
-    # out of range (read nothing); S_max off every tile; GQA, MQA and query rows past one
-    # tile; caches laid out (B, S_max, H_kv, D); the launch rule's splits, one, and many.
+
+
+def _attention_decode():
+    """Decode against a KV cache: lengths that differ per sequence, equal S_q and S_max, and
+    out of range (read nothing); S_max off every tile; GQA, MQA and query rows past one
+    tile; caches laid out (B, S_max, H_kv, D); the launch rule's splits, one, and many."""
     from gpuperf.kernels import attention_decode
 
     for b, h, h_kv, s_q, s_max, d, lengths in [
@@ -203,9 +229,12 @@ def main():
             n = torch.tensor(lengths, dtype=torch.int32, device="cuda")
             for splits in (None, 1, 7, 64):
                 twice(attention_decode, q, k, v, n, _num_splits=splits)
-    # Split-K matmul of a few rows: N and K off every tile (K = 1 and K past one slice by a
-    # partial tile), rows past one block, a transposed (nn.Linear) weight and a strided a;
-    # the launch rule's slices, one slice (the output written directly), and more than K has tiles.
+
+
+def _matmul_splitk():
+    """Split-K matmul of a few rows: N and K off every tile (K = 1 and K past one slice by a
+    partial tile), rows past one block, a transposed (nn.Linear) weight and a strided a;
+    the launch rule's slices, one slice (the output written directly), and more than K has tiles."""
     from gpuperf.kernels import matmul_splitk
 
     for m, n, k in [
@@ -226,9 +255,38 @@ def main():
                 torch.randn(m, 2 * k, device="cuda", dtype=dtype)[:, ::2],
                 b.t().contiguous().t(),
             )
-    torch.cuda.synchronize()
-    print("every kernel ran at odd shapes")
+
+
+#: The sections, in the order they run: ``python scripts/sanitize_kernels.py rope swiglu``
+#: runs two of them (all by default).
+SECTIONS = {
+    "basics": _basics,
+    "attention": _attention,
+    "persistent": _persistent,
+    "elementwise": _elementwise,
+    "row_mean": _row_mean,
+    "rms_norm": _rms_norm,
+    "rope": _rope,
+    "swiglu": _swiglu,
+    "attention_decode": _attention_decode,
+    "matmul_splitk": _matmul_splitk,
+}
+
+
+def main(argv: list[str]) -> None:
+    unknown = sorted(set(argv) - set(SECTIONS))
+    if unknown:
+        raise SystemExit(f"unknown sections {unknown}; known: {list(SECTIONS)}")
+    torch.manual_seed(0)
+    for name, section in SECTIONS.items():
+        if not argv or name in argv:
+            section()
+            torch.cuda.synchronize()
+            print("ran", name, flush=True)
+    print("every kernel ran at odd shapes" if not argv else f"ran {argv} at odd shapes")
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(sys.argv[1:])

@@ -1,0 +1,345 @@
+"""FP8 matmul with float32-promoted accumulation, written in Gluon for Hopper.
+
+Hopper's FP8 tensor cores add products in an accumulator of about 14 significant
+bits. Without fast accumulation, cuBLASLt (and ``torch._scaled_mm``) hands that
+partial sum to a float32 accumulator every 128 products along K: the *promotion*.
+Triton 3.6 lowers a promoted FP8 ``tl.dot`` by draining the chain of asynchronous
+``wgmma`` instructions before every float32 addition, so the tensor cores idle while
+the CUDA cores add (tutorial 05 measured it at 0.80-0.86x cuBLASLt on the H100).
+
+This kernel chooses the schedule itself. Each step along K multiplies one
+``BLOCK_K = 128`` slice into a fresh partial accumulator (``use_acc=False``), and
+the float32 addition of the *previous* step's partial runs while this step's
+``wgmma`` is in flight: two partial accumulators, ping-ponged, so the tensor cores
+never wait for the promotion (``schedule="pingpong"``). ``schedule="drain"`` waits for
+every ``wgmma`` before its promotion, Triton's schedule, as the ladder's first rung.
+Both promote every ``BLOCK_K`` products, as cuBLASLt does, so both round alike.
+
+The operands reach shared memory through TMA into a ring of ``num_stages`` slots,
+each with an ``mbarrier`` that the copy engine arrives on; the loads run
+``num_stages - 1`` steps ahead of the tensor cores. Output tiles are visited in
+groups of ``group_m`` rows of tiles, so that neighbouring programs reuse operand
+tiles from L2. Two warpgroups (8 warps) share each ``128 x BLOCK_N`` tile, 64 rows
+each: three float32 tiles (the accumulator and two partials) of ``64 x 128`` take 192
+registers a thread.
+
+Sources: DeepSeek-AI, "DeepSeek-V3 Technical Report" (arXiv:2412.19437), §3.3.2
+(promotion to CUDA cores every 128 elements along K); NVIDIA's CUTLASS
+``KernelTmaWarpSpecializedFP8FastAccum`` and its promoting counterpart; Triton's Gluon
+tutorials (``python/tutorials/gluon``: TMA, mbarrier, wgmma).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_init,
+    warpgroup_mma_wait,
+)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+from gpuperf._runtime import check_kernel_device
+from gpuperf.kernels._validation import check_tensor, dtype_names
+from gpuperf.kernels.gluon._device import require_gluon_hopper
+from gpuperf.kernels.matmul_fp8 import FP8_DTYPES, FP8_OUT_DTYPES, _check_scale
+from gpuperf.kernels.matmul_persistent import check_matmul_shapes, check_tma_operands, tma_layout
+
+#: The promotion schedules: ``"pingpong"`` overlaps each float32 addition with the next
+#: step's MMA (two partial accumulators); ``"drain"`` waits for each MMA first (Triton's).
+SCHEDULES = ("pingpong", "drain")
+
+_GL_DTYPES = {
+    torch.float8_e4m3fn: gl.float8e4nv,
+    torch.float8_e5m2: gl.float8e5,
+    torch.bfloat16: gl.bfloat16,
+    torch.float16: gl.float16,
+    torch.float32: gl.float32,
+}
+
+
+@dataclass(frozen=True)
+class GluonFP8Config:
+    """Launch configuration of :func:`matmul_fp8_promoted`.
+
+    Attributes:
+        block_m, block_n: output tile (``block_m`` 64 a warpgroup: 128 with 8 warps).
+        block_k: products per promotion (and per pipeline slot): 128 as cuBLASLt.
+        num_stages: slots of the shared-memory ring (``(block_m + block_n) * block_k``
+            bytes each).
+        group_m: rows of output tiles visited together (L2 reuse).
+        num_warps: 4 per warpgroup; ``block_m == 16 * num_warps``.
+        schedule: one of :data:`SCHEDULES`.
+    """
+
+    block_m: int = 128
+    block_n: int = 128
+    block_k: int = 128
+    num_stages: int = 4
+    group_m: int = 8
+    num_warps: int = 8
+    schedule: str = "pingpong"
+
+    def __post_init__(self):
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        for name in ("block_m", "block_n", "block_k", "num_stages", "group_m", "num_warps"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.num_warps % 4 or self.block_m != 16 * self.num_warps:
+            raise ValueError(
+                f"block_m must be 16 * num_warps (64 rows a warpgroup of 4 warps), got block_m "
+                f"{self.block_m} with num_warps {self.num_warps}"
+            )
+        if self.block_n % 8 or not 8 <= self.block_n <= 256 or self.block_k % 32:
+            raise ValueError(
+                f"block_n must be a multiple of 8 up to 256 and block_k a multiple of 32 "
+                f"(one FP8 wgmma step), got block_n {self.block_n}, block_k {self.block_k}"
+            )
+
+
+#: The default: 128 x 128 tiles, 4 slots of 32 KiB, pingponged promotion.
+DEFAULT_CONFIG = GluonFP8Config()
+
+
+@gluon.jit
+def _issue(a_ring, b_ring, ready, registers, step, NUM_STAGES: gl.constexpr):
+    """Wait for ``step``'s operands, then start its MMA from zero (``use_acc=False``) into
+    ``registers`` (a finished partial's, reused); returns the pending MMA."""
+    slot = step % NUM_STAGES
+    mbarrier.wait(ready.index(slot), (step // NUM_STAGES) & 1)
+    return warpgroup_mma(
+        a_ring.index(slot), b_ring.index(slot).permute((1, 0)), registers, use_acc=False, is_async=True
+    )
+
+
+@gluon.jit
+def _refill(a_desc, b_desc, a_ring, b_ring, ready, step, k_steps, off_m, off_n, NUM_STAGES: gl.constexpr):
+    """Once the MMA before ``step``'s has finished, its slot is free: load the operands of
+    step ``step + NUM_STAGES - 1`` into it (if there is one)."""
+    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+    ahead = step + NUM_STAGES - 1
+    pred = ahead < k_steps
+    slot = ahead % NUM_STAGES
+    mbarrier.expect(ready.index(slot), a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred)
+    tma.async_copy_global_to_shared(
+        a_desc, [off_m, ahead * BLOCK_K], ready.index(slot), a_ring.index(slot), pred=pred
+    )
+    tma.async_copy_global_to_shared(
+        b_desc, [off_n, ahead * BLOCK_K], ready.index(slot), b_ring.index(slot), pred=pred
+    )
+
+
+@gluon.jit
+def _fp8_promoted_kernel(
+    a_desc,
+    b_desc,
+    c_ptr,
+    scale_a_ptr,
+    scale_b_ptr,
+    M,
+    N,
+    stride_cm,
+    ROW_SCALE_A: gl.constexpr,
+    COL_SCALE_B: gl.constexpr,
+    NUM_STAGES: gl.constexpr,
+    GROUP_M: gl.constexpr,
+    PINGPONG: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
+    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+    BLOCK_N: gl.constexpr = b_desc.block_type.shape[0]
+    K = a_desc.shape[1]
+
+    # Grouped order of output tiles: GROUP_M rows of tiles, column by column.
+    pid = gl.program_id(0)
+    tiles_m = gl.cdiv(M, BLOCK_M)
+    tiles_n = gl.cdiv(N, BLOCK_N)
+    in_group = GROUP_M * tiles_n
+    first_m = (pid // in_group) * GROUP_M
+    group_rows = gl.minimum(tiles_m - first_m, GROUP_M)
+    off_m = (first_m + (pid % in_group) % group_rows) * BLOCK_M
+    off_n = ((pid % in_group) // group_rows) * BLOCK_N
+
+    # The ring: NUM_STAGES slots of A (BLOCK_M x BLOCK_K) and B (BLOCK_N x BLOCK_K, K-major),
+    # each with a barrier the TMA engine arrives on when both tiles have landed.
+    a_ring = gl.allocate_shared_memory(a_desc.dtype, [NUM_STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
+    b_ring = gl.allocate_shared_memory(b_desc.dtype, [NUM_STAGES, BLOCK_N, BLOCK_K], b_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(NUM_STAGES):
+        mbarrier.init(ready.index(s), count=1)
+    k_steps = gl.cdiv(K, BLOCK_K)
+    tile_bytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
+    for s in gl.static_range(NUM_STAGES - 1):
+        pred = s < k_steps
+        mbarrier.expect(ready.index(s), tile_bytes, pred=pred)
+        tma.async_copy_global_to_shared(
+            a_desc, [off_m, s * BLOCK_K], ready.index(s), a_ring.index(s), pred=pred
+        )
+        tma.async_copy_global_to_shared(
+            b_desc, [off_n, s * BLOCK_K], ready.index(s), b_ring.index(s), pred=pred
+        )
+
+    # wgmma's register layout: num_warps warps stacked along M, one instruction N wide.
+    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, 32]
+    )
+    acc = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=mma_layout)
+    if PINGPONG:
+        # Steps go in pairs, x then y, so that each partial keeps its registers: a partial
+        # moved while its MMA is in flight makes ptxas serialize every wgmma (its C7514).
+        x_done = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=mma_layout)
+        y = warpgroup_mma_init(gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=mma_layout))
+        for pair in range(k_steps // 2):
+            step = 2 * pair
+            x = _issue(a_ring, b_ring, ready, x_done, step, NUM_STAGES)
+            y_done = warpgroup_mma_wait(num_outstanding=1, deps=(y,))  # step - 1 has finished:
+            acc += y_done  # promote it while step runs,
+            _refill(
+                a_desc, b_desc, a_ring, b_ring, ready, step, k_steps, off_m, off_n, NUM_STAGES
+            )  # reuse its slot.
+            y = _issue(a_ring, b_ring, ready, y_done, step + 1, NUM_STAGES)
+            x_done = warpgroup_mma_wait(num_outstanding=1, deps=(x,))
+            acc += x_done
+            _refill(a_desc, b_desc, a_ring, b_ring, ready, step + 1, k_steps, off_m, off_n, NUM_STAGES)
+        if k_steps % 2 == 1:
+            x = _issue(a_ring, b_ring, ready, x_done, k_steps - 1, NUM_STAGES)
+            acc += warpgroup_mma_wait(num_outstanding=1, deps=(y,))
+            acc += warpgroup_mma_wait(num_outstanding=0, deps=(x,))
+        else:
+            acc += warpgroup_mma_wait(num_outstanding=0, deps=(y,))
+    else:
+        # Triton's schedule: wait for each step's MMA, then promote it.
+        partial = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=mma_layout)
+        for step in range(k_steps):
+            token = _issue(a_ring, b_ring, ready, partial, step, NUM_STAGES)
+            partial = warpgroup_mma_wait(num_outstanding=0, deps=(token,))
+            acc += partial
+            _refill(a_desc, b_desc, a_ring, b_ring, ready, step, k_steps, off_m, off_n, NUM_STAGES)
+    for s in gl.static_range(NUM_STAGES):
+        mbarrier.invalidate(ready.index(s))
+
+    # Epilogue: both scales, one rounding, a masked store straight from the registers.
+    rows = off_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, mma_layout))
+    cols = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
+    if ROW_SCALE_A:
+        acc = acc * gl.load(scale_a_ptr + rows, mask=rows < M, other=0.0)[:, None]
+    else:
+        acc = acc * gl.load(scale_a_ptr)
+    if COL_SCALE_B:
+        acc = acc * gl.load(scale_b_ptr + cols, mask=cols < N, other=0.0)[None, :]
+    else:
+        acc = acc * gl.load(scale_b_ptr)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    gl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+def matmul_fp8_promoted(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    scale_a: torch.Tensor,
+    scale_b: torch.Tensor,
+    *,
+    out_dtype: torch.dtype = torch.bfloat16,
+    config: GluonFP8Config | None = None,
+) -> torch.Tensor:
+    """Return ``(a · scale_a) @ (b · scale_b)`` from FP8 operands, promoted to float32
+    every 128 products along K while the tensor cores run on (Gluon, Hopper only).
+
+    The semantics and accuracy of ``gpuperf.kernels.matmul_fp8(..., fast_accum=False)``
+    and of ``torch._scaled_mm`` with its default accumulation; the schedule is the
+    module's subject (see :mod:`gpuperf.kernels.gluon.matmul_fp8`).
+
+    Args:
+        a: ``(M, K)``, ``torch.float8_e4m3fn`` or ``torch.float8_e5m2``; copied to
+            row-major if it is not.
+        b: ``(K, N)``, an FP8 dtype, same device; copied to column-major (``bt.t()`` of
+            a row-major ``(N, K)``) if it is not, as ``torch._scaled_mm`` wants it.
+        scale_a: float32, shape ``()`` (per tensor) or ``(M, 1)`` (per row).
+        scale_b: float32, shape ``()`` or ``(1, N)`` (per column).
+        out_dtype: ``torch.bfloat16`` (default), ``torch.float16`` or ``torch.float32``.
+        config: a :class:`GluonFP8Config`; :data:`DEFAULT_CONFIG` by default.
+
+    Returns:
+        A new contiguous ``(M, N)`` tensor of ``out_dtype``. ``K = 0`` gives zeros.
+
+    Raises:
+        TypeError: an operand is not an FP8 tensor, a scale not a float32 tensor,
+            ``out_dtype`` unsupported, or ``config`` not a :class:`GluonFP8Config`.
+        ValueError: shapes or devices do not match, a scale has the wrong shape, or
+            ``K`` is not a multiple of 16 (TMA's 16-byte rule on the K-major operands).
+        RuntimeError: Gluon cannot run here: Triton's interpreter is on, or the GPU is
+            not a Hopper (compute capability 9.x).
+
+    Algorithm: tiled matmul with a TMA + mbarrier ring and pingponged float32
+    promotion; FLOPs ``2 * M * N * K``.
+    """
+    for name, t in (("a", a), ("b", b)):
+        check_tensor(name, t, FP8_DTYPES)
+    if a.device != b.device:
+        raise ValueError(f"tensors must be on the same device, got a on {a.device}, b on {b.device}")
+    check_matmul_shapes(a, b)
+    m, k = a.shape
+    n = b.shape[1]
+    _check_scale("scale_a", scale_a, m, 1, a)
+    _check_scale("scale_b", scale_b, 1, n, b)
+    if out_dtype not in FP8_OUT_DTYPES:
+        raise TypeError(f"out_dtype must be one of {dtype_names(FP8_OUT_DTYPES)}, got {out_dtype}")
+    if config is None:
+        config = DEFAULT_CONFIG
+    if not isinstance(config, GluonFP8Config):
+        raise TypeError(f"config must be a GluonFP8Config, got {type(config).__name__}")
+    check_kernel_device("a", a)
+    require_gluon_hopper("matmul_fp8_promoted", a)
+    if m == 0 or n == 0 or k == 0:
+        return torch.zeros((m, n), dtype=out_dtype, device=a.device)
+    if tma_layout(a) != "row":
+        a = a.contiguous()
+    if tma_layout(b) != "col":
+        b = b.t().contiguous().t()
+    check_tma_operands(("a", "b"), (a, b))
+    c = torch.empty((m, n), dtype=out_dtype, device=a.device)
+    launch(c, a, b, scale_a.reshape(-1), scale_b.reshape(-1), config)
+    return c
+
+
+def launch(c, a, b, scale_a, scale_b, config: GluonFP8Config):
+    """Launch the kernel on checked operands: ``a`` row-major, ``b`` column-major (K-major
+    both), flat scales of 1 or M (N) elements, ``c`` contiguous."""
+    grid, args, constants = kernel_arguments(c, a, b, scale_a, scale_b, config)
+    _fp8_promoted_kernel[grid](*args, **constants)
+
+
+def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple[tuple, tuple, dict]:
+    """The grid, the arguments and the compile-time constants of one launch (also what
+    ``_fp8_promoted_kernel.warmup`` takes to compile it without launching)."""
+    m = a.shape[0]
+    n = b.shape[1]
+    bm, bn, bk = config.block_m, config.block_n, config.block_k
+    a_layout = gl.NVMMASharedLayout.get_default_for([bm, bk], _GL_DTYPES[a.dtype])
+    b_layout = gl.NVMMASharedLayout.get_default_for([bn, bk], _GL_DTYPES[b.dtype])
+    a_desc = TensorDescriptor.from_tensor(a, [bm, bk], a_layout)
+    b_desc = TensorDescriptor.from_tensor(b.t(), [bn, bk], b_layout)
+    grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+    args = (a_desc, b_desc, c, scale_a, scale_b, m, n, c.stride(0))
+    constants = dict(
+        ROW_SCALE_A=scale_a.numel() > 1,
+        COL_SCALE_B=scale_b.numel() > 1,
+        NUM_STAGES=config.num_stages,
+        GROUP_M=config.group_m,
+        PINGPONG=config.schedule == "pingpong",
+        num_warps=config.num_warps,
+    )
+    return grid, args, constants
+
+
+__all__ = ["DEFAULT_CONFIG", "SCHEDULES", "GluonFP8Config", "matmul_fp8_promoted"]

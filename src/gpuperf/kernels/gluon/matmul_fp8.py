@@ -99,10 +99,10 @@ class GluonFP8Config:
                 f"block_m must be 16 * num_warps (64 rows a warpgroup of 4 warps), got block_m "
                 f"{self.block_m} with num_warps {self.num_warps}"
             )
-        if self.block_n % 8 or not 8 <= self.block_n <= 256 or self.block_k % 32:
+        if self.block_n & (self.block_n - 1) or not 8 <= self.block_n <= 256 or self.block_k % 32:
             raise ValueError(
-                f"block_n must be a multiple of 8 up to 256 and block_k a multiple of 32 "
-                f"(one FP8 wgmma step), got block_n {self.block_n}, block_k {self.block_k}"
+                f"block_n must be a power of two from 8 to 256 (a TMA box) and block_k a multiple "
+                f"of 32 (one FP8 wgmma step), got block_n {self.block_n}, block_k {self.block_k}"
             )
 
 
@@ -122,20 +122,36 @@ def _issue(a_ring, b_ring, ready, registers, step, NUM_STAGES: gl.constexpr):
 
 
 @gluon.jit
+def _load(a_desc, b_desc, a_ring, b_ring, ready, step, off_m, off_n, pred, NUM_STAGES: gl.constexpr):
+    """Start the TMA copies of ``step``'s operand tiles into its slot of the ring; the slot's
+    barrier completes when all their bytes have landed. A tile of more rows than one copy
+    box (a ``block_m`` such as 192, not a power of two) arrives in boxes of 64 rows."""
+    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+    A_BOX: gl.constexpr = a_desc.block_type.shape[0]
+    BLOCK_M: gl.constexpr = a_ring.shape[1]
+    slot = step % NUM_STAGES
+    mbarrier.expect(
+        ready.index(slot), (BLOCK_M // A_BOX) * a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred
+    )
+    for box in gl.static_range(BLOCK_M // A_BOX):
+        tma.async_copy_global_to_shared(
+            a_desc,
+            [off_m + box * A_BOX, step * BLOCK_K],
+            ready.index(slot),
+            a_ring.index(slot).slice(box * A_BOX, A_BOX),
+            pred=pred,
+        )
+    tma.async_copy_global_to_shared(
+        b_desc, [off_n, step * BLOCK_K], ready.index(slot), b_ring.index(slot), pred=pred
+    )
+
+
+@gluon.jit
 def _refill(a_desc, b_desc, a_ring, b_ring, ready, step, k_steps, off_m, off_n, NUM_STAGES: gl.constexpr):
     """Once the MMA before ``step``'s has finished, its slot is free: load the operands of
     step ``step + NUM_STAGES - 1`` into it (if there is one)."""
-    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     ahead = step + NUM_STAGES - 1
-    pred = ahead < k_steps
-    slot = ahead % NUM_STAGES
-    mbarrier.expect(ready.index(slot), a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred)
-    tma.async_copy_global_to_shared(
-        a_desc, [off_m, ahead * BLOCK_K], ready.index(slot), a_ring.index(slot), pred=pred
-    )
-    tma.async_copy_global_to_shared(
-        b_desc, [off_n, ahead * BLOCK_K], ready.index(slot), b_ring.index(slot), pred=pred
-    )
+    _load(a_desc, b_desc, a_ring, b_ring, ready, ahead, off_m, off_n, ahead < k_steps, NUM_STAGES)
 
 
 @gluon.jit
@@ -153,9 +169,9 @@ def _fp8_promoted_kernel(
     NUM_STAGES: gl.constexpr,
     GROUP_M: gl.constexpr,
     PINGPONG: gl.constexpr,
+    BLOCK_M: gl.constexpr,
     num_warps: gl.constexpr,
 ):
-    BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = b_desc.block_type.shape[0]
     K = a_desc.shape[1]
@@ -178,16 +194,8 @@ def _fp8_promoted_kernel(
     for s in gl.static_range(NUM_STAGES):
         mbarrier.init(ready.index(s), count=1)
     k_steps = gl.cdiv(K, BLOCK_K)
-    tile_bytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
     for s in gl.static_range(NUM_STAGES - 1):
-        pred = s < k_steps
-        mbarrier.expect(ready.index(s), tile_bytes, pred=pred)
-        tma.async_copy_global_to_shared(
-            a_desc, [off_m, s * BLOCK_K], ready.index(s), a_ring.index(s), pred=pred
-        )
-        tma.async_copy_global_to_shared(
-            b_desc, [off_n, s * BLOCK_K], ready.index(s), b_ring.index(s), pred=pred
-        )
+        _load(a_desc, b_desc, a_ring, b_ring, ready, s, off_m, off_n, s < k_steps, NUM_STAGES)
 
     # wgmma's register layout: num_warps warps stacked along M, one instruction N wide.
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -325,9 +333,10 @@ def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple
     m = a.shape[0]
     n = b.shape[1]
     bm, bn, bk = config.block_m, config.block_n, config.block_k
-    a_layout = gl.NVMMASharedLayout.get_default_for([bm, bk], _GL_DTYPES[a.dtype])
+    a_box = bm if bm & (bm - 1) == 0 else 64  # (a copy box's sides are powers of two)
+    a_layout = gl.NVMMASharedLayout.get_default_for([a_box, bk], _GL_DTYPES[a.dtype])
     b_layout = gl.NVMMASharedLayout.get_default_for([bn, bk], _GL_DTYPES[b.dtype])
-    a_desc = TensorDescriptor.from_tensor(a, [bm, bk], a_layout)
+    a_desc = TensorDescriptor.from_tensor(a, [a_box, bk], a_layout)
     b_desc = TensorDescriptor.from_tensor(b.t(), [bn, bk], b_layout)
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
     args = (a_desc, b_desc, c, scale_a, scale_b, m, n, c.stride(0))
@@ -337,6 +346,7 @@ def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple
         NUM_STAGES=config.num_stages,
         GROUP_M=config.group_m,
         PINGPONG=config.schedule == "pingpong",
+        BLOCK_M=bm,
         num_warps=config.num_warps,
     )
     return grid, args, constants

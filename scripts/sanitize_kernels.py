@@ -257,6 +257,27 @@ def _matmul_splitk():
             )
 
 
+def _gluon_fp8():
+    """The Gluon FP8 matmul (Hopper only): M = 1, N off every tile, K off a step (TMA fills
+    the tail with zeros), a K of one step and of two, per-tensor and per-row scales, both
+    promotion schedules, and float32 output."""
+    from gpuperf.kernels import to_fp8
+    from gpuperf.kernels.gluon import SCHEDULES, GluonFP8Config, matmul_fp8_promoted
+
+    if torch.cuda.get_device_capability()[0] != 9:
+        print("gluon_fp8: not a Hopper GPU, skipped")
+        return
+    shapes = [(1, 1, 16), (1, 17, 32), (130, 70, 208), (257, 136, 4112), (33, 300, 144), (300, 257, 1040)]
+    for m, n, k in shapes:
+        for axis in (None, -1):
+            a, scale_a = to_fp8(torch.randn(m, k, device="cuda"), axis=axis)
+            bt, scale_bt = to_fp8(torch.randn(n, k, device="cuda"), axis=axis)
+            for schedule in SCHEDULES:
+                config = GluonFP8Config(schedule=schedule)
+                twice(matmul_fp8_promoted, a, bt.t(), scale_a, scale_bt.t(), config=config)
+            twice(matmul_fp8_promoted, a, bt.t(), scale_a, scale_bt.t(), out_dtype=torch.float32)
+
+
 #: The sections, in the order they run: ``python scripts/sanitize_kernels.py rope swiglu``
 #: runs two of them (all by default).
 SECTIONS = {
@@ -270,6 +291,7 @@ SECTIONS = {
     "swiglu": _swiglu,
     "attention_decode": _attention_decode,
     "matmul_splitk": _matmul_splitk,
+    "gluon_fp8": _gluon_fp8,
 }
 
 

@@ -14,6 +14,8 @@
 * :mod:`~gpuperf.bench.catalog.host`: host time per call of our wrappers and PyTorch's ops.
 * :mod:`~gpuperf.bench.catalog.llama`: a Llama-3-8B decoder layer end to end: prefill,
   decode and a training step (tutorial 07).
+* :mod:`~gpuperf.bench.catalog.gluon`: Gluon kernels on Hopper against Triton's and the
+  vendor's (tutorial 08).
 
 A new benchmark goes into its family's module and into :data:`ALL`. The same
 declaration serves the tutorials (measured live or rendered from the committed
@@ -48,6 +50,7 @@ from gpuperf.bench.catalog.case_studies import (
     STRIDED_COPY,
     STRIDED_COPY_ELEMENTS,
 )
+from gpuperf.bench.catalog.gluon import GLUON_FP8, GLUON_FP8_SHAPES
 from gpuperf.bench.catalog.host import HOST_OVERHEAD
 from gpuperf.bench.catalog.llama import (
     DECODE_BATCHES,
@@ -123,6 +126,7 @@ ALL: tuple[Benchmark, ...] = (
     LLAMA_TRAIN_MEMORY,
     ATTENTION_DECODE,
     MATMUL_SMALL_M,
+    GLUON_FP8,
 )
 
 
@@ -141,9 +145,10 @@ PENDING: dict[str, tuple[tuple[str, ...], str]] = {
             "llama_decode",
             "llama_train",
             "llama_train_memory",
+            "gluon_fp8",
         ),
-        "measured on the H100 only: the session that added tutorial 07 spent its device time "
-        "before the H200's turn; run `bash scripts/device_run.sh llama-h200` on an H200",
+        "measured on the H100 only: the sessions that added tutorials 07 and 08 asked for an "
+        "H200 and were lent H100s; run `bash scripts/device_run.sh llama-h200 gluon` on an H200",
     ),
 }
 
@@ -164,6 +169,8 @@ def by_name(name: str) -> Benchmark:
 
 
 __all__ = [
+    "GLUON_FP8",
+    "GLUON_FP8_SHAPES",
     "ADD_RELU_MUL",
     "ALL",
     "ATTENTION_AXES",

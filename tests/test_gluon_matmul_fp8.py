@@ -1,0 +1,214 @@
+"""The Gluon FP8 matmul with promoted accumulation: its checks and errors on any machine, its
+compiled schedule for sm_90 on a CPU (Triton's compiler and ptxas run without a GPU), and
+its results on a Hopper GPU against the float64 product and cuBLASLt's error."""
+
+import os
+import subprocess
+
+import pytest
+import torch
+
+from gpuperf.bench.catalog import fp8_check_k
+from gpuperf.kernels import to_fp8
+from gpuperf.kernels.gluon import SCHEDULES, GluonFP8Config, matmul_fp8_promoted
+from gpuperf.kernels.gluon import matmul_fp8 as gluon_fp8
+from gpuperf.reference import matmul_fp8_ref
+from gpuperf.testing import assert_close
+from tests.conftest import DEVICE
+
+E4M3 = torch.float8_e4m3fn
+
+
+def operands(m, n, k, *, device=DEVICE, axis=None, seed=0):
+    """e4m3 ``a`` (M, K) row-major and ``b`` (K, N) column-major with their scales."""
+    g = torch.Generator().manual_seed(seed)
+    a, scale_a = to_fp8(torch.randn(m, k, generator=g).to(device), axis=axis)
+    bt, scale_bt = to_fp8(torch.randn(n, k, generator=g).to(device), axis=axis)
+    return a, bt.t(), scale_a, scale_bt.t()
+
+
+# --- checks and errors (any machine) --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "change, error, match",
+    [
+        pytest.param({"a": lambda a: a.float()}, TypeError, "a has dtype float32; supported", id="a-fp32"),
+        pytest.param({"b": lambda b: b.to(torch.int8)}, TypeError, "b has dtype int8; supported", id="int8"),
+        pytest.param({"a": lambda a: a[:, :16]}, ValueError, "inner dimensions must match", id="inner"),
+        pytest.param({"a": lambda a: a[0]}, ValueError, "must be 2-D", id="1d"),
+        pytest.param({"scale_a": lambda s: torch.ones(3)}, ValueError, "scale_a must have shape", id="scale"),
+        pytest.param({"scale_b": lambda s: s.double()}, TypeError, "scale_b must be float32", id="fp64"),
+        pytest.param({"scale_a": lambda s: 2.0}, TypeError, "scale_a must be a torch.Tensor", id="scale-py"),
+        pytest.param({"out_dtype": torch.int32}, TypeError, "out_dtype must be one of", id="out-dtype"),
+        pytest.param({"config": {"block_m": 128}}, TypeError, "config must be a GluonFP8Config", id="config"),
+    ],
+)  # fmt: skip
+def test_bad_arguments_are_named(change, error, match):
+    a, b, scale_a, scale_b = operands(8, 8, 32)
+    args = {"a": a, "b": b, "scale_a": scale_a, "scale_b": scale_b}
+    kwargs = {}
+    for name, value in change.items():
+        if name in args:
+            args[name] = value(args[name])
+        else:
+            kwargs[name] = value
+    with pytest.raises(error, match=match):
+        matmul_fp8_promoted(*args.values(), **kwargs)
+
+
+@pytest.mark.parametrize(
+    "fields, match",
+    [
+        ({"schedule": "fast"}, "schedule must be one of"),
+        ({"block_m": 64}, "block_m must be 16 \\* num_warps"),
+        ({"num_warps": 6, "block_m": 96}, "block_m must be 16 \\* num_warps"),
+        ({"block_n": 96}, "block_n must be a power of two"),
+        ({"block_k": 48}, "block_k a multiple of 32"),
+        ({"num_stages": 0}, "num_stages must be a positive int"),
+        ({"group_m": 2.0}, "group_m must be a positive int"),
+    ],
+)
+def test_bad_configs_are_named(fields, match):
+    with pytest.raises(ValueError, match=match):
+        GluonFP8Config(**fields)
+
+
+def test_the_interpreter_gets_a_clear_error(monkeypatch):
+    """Gluon compiles for the hardware: under TRITON_INTERPRET=1 the call raises, after its
+    arguments were checked, instead of running anything."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    a, b, scale_a, scale_b = operands(8, 8, 32, device="cpu")
+    with pytest.raises(RuntimeError, match="Gluon kernel, which Triton's interpreter"):
+        matmul_fp8_promoted(a, b, scale_a, scale_b)
+    with pytest.raises(TypeError, match="a has dtype float32; supported"):
+        matmul_fp8_promoted(a.float(), b, scale_a, scale_b)
+
+
+def test_a_cpu_tensor_without_the_interpreter_is_refused(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    a, b, scale_a, scale_b = operands(8, 8, 32, device="cpu")
+    with pytest.raises(ValueError, match="a must be on a CUDA device"):
+        matmul_fp8_promoted(a, b, scale_a, scale_b)
+
+
+# --- the schedule, compiled for sm_90 here ---------------------------------------------------
+
+
+def _compile(config: GluonFP8Config, m=300, n=200, k=512, axis=None):
+    """The kernel compiled for sm_90 (no GPU needed) on CPU operands of the given shape."""
+    from gpuperf.kernels.gluon._offline import hopper_target
+
+    a, b, scale_a, scale_b = operands(m, n, k, device="cpu", axis=axis)
+    c = torch.empty(m, n, dtype=torch.bfloat16)
+    grid, args, constants = gluon_fp8.kernel_arguments(
+        c, a, b, scale_a.reshape(-1), scale_b.reshape(-1), config
+    )
+    with hopper_target(gluon_fp8._fp8_promoted_kernel):
+        return gluon_fp8._fp8_promoted_kernel.warmup(*args, grid=grid, **constants)
+
+
+def _ptxas_report(ptx: str, tmp_path) -> str:
+    """What ptxas says of ``ptx`` compiled for sm_90a with ``-v`` (registers, spills, and
+    its C7514 note when it serializes the wgmma instructions)."""
+    from triton.backends.nvidia import compiler
+
+    ptxas = os.path.join(os.path.dirname(compiler.__file__), "bin", "ptxas")
+    if not os.path.isfile(ptxas):
+        pytest.skip("Triton's wheel carries no ptxas here")
+    (tmp_path / "k.ptx").write_text(ptx)
+    run = subprocess.run(
+        [ptxas, "-arch=sm_90a", "-v", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("axis", [None, -1], ids=["tensor", "row"])
+def test_pingpong_keeps_one_mma_in_flight_while_it_promotes(axis, tmp_path):
+    """The overlapped schedule, as compiled: each step waits until one wgmma group is left
+    (``wgmma.wait_group 1``: the step before has finished, this one runs on), ptxas keeps
+    the wgmma instructions asynchronous (no C7514 'serialized' note) and spills nothing."""
+    kernel = _compile(GluonFP8Config(), axis=axis)
+    ptx = kernel.asm["ptx"]
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx
+    assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in ptx
+    report = _ptxas_report(ptx, tmp_path)
+    assert "C7514" not in report and "serialized" not in report, report
+    assert "0 bytes spill stores" in report, report
+
+
+def test_drain_waits_for_every_mma(tmp_path):
+    """Triton's schedule, as the ladder's first rung: every wait drains the tensor cores."""
+    ptx = _compile(GluonFP8Config(schedule="drain")).asm["ptx"]
+    waits = [line.strip() for line in ptx.splitlines() if "wgmma.wait_group" in line]
+    assert waits and all(w == "wgmma.wait_group.sync.aligned 0;" for w in waits)
+
+
+def test_the_ring_fits_in_shared_memory():
+    """Four slots of 128 x 128 FP8 tiles of A and B (32 KiB each) and their barriers."""
+    kernel = _compile(GluonFP8Config())
+    assert 4 * 2 * 128 * 128 <= kernel.metadata.shared <= 227 * 1024
+
+
+# --- on a Hopper GPU ------------------------------------------------------------------------
+
+ODD_SHAPES = [(1, 1, 16), (1, 17, 32), (130, 70, 208), (257, 136, 4112), (33, 300, 144), (300, 257, 1040)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("axis", [None, -1], ids=["tensor", "row"])
+@pytest.mark.parametrize("m, n, k", ODD_SHAPES, ids=["x".join(map(str, s)) for s in ODD_SHAPES])
+def test_gpu_matches_the_float64_product(m, n, k, axis, schedule):
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("Gluon's wgmma kernels run on Hopper only")
+    a, b, scale_a, scale_b = operands(m, n, k, axis=axis, seed=m + n)
+    out = matmul_fp8_promoted(a, b, scale_a, scale_b, config=GluonFP8Config(schedule=schedule))
+    assert out.shape == (m, n) and out.dtype == torch.bfloat16 and out.is_contiguous()
+    assert_close("gluon fp8", matmul_fp8_ref(a, b, scale_a, scale_b), out, k=fp8_check_k(k, "float32"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("out_dtype", [torch.float16, torch.float32])
+def test_gpu_other_outputs_and_layouts(out_dtype):
+    """float16 and float32 outputs; a column-major ``a`` and a row-major ``b`` (copied into
+    the K-major layouts), an e5m2 operand, and K = 0."""
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("Gluon's wgmma kernels run on Hopper only")
+    a, b, scale_a, scale_b = operands(70, 90, 400, axis=-1)
+    b5 = b.float().to(torch.float8_e5m2)
+    a_col = a.t().contiguous().t()
+    out = matmul_fp8_promoted(a_col, b5.contiguous(), scale_a, scale_b, out_dtype=out_dtype)
+    assert out.dtype == out_dtype
+    assert_close("gluon fp8", matmul_fp8_ref(a, b5, scale_a, scale_b), out, k=fp8_check_k(400, "float32"))
+    empty = matmul_fp8_promoted(a[:, :0], b[:0], scale_a, scale_b, out_dtype=out_dtype)
+    assert empty.shape == (70, 90) and not empty.any()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("axis", [None, -1], ids=["tensor", "row"])
+def test_gpu_error_is_no_larger_than_cublaslt(axis):
+    """Promoting every 128 products, as cuBLASLt does, the result is as close to the float64
+    product as ``torch._scaled_mm``'s (default accumulation) on the same operands."""
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("Gluon's wgmma kernels run on Hopper only")
+    a, b, scale_a, scale_b = operands(1024, 1024, 8192, axis=axis)
+    ref = matmul_fp8_ref(a, b, scale_a, scale_b)
+
+    def error(out):
+        return ((out.double() - ref).norm() / ref.norm()).item()
+
+    ours = error(matmul_fp8_promoted(a, b, scale_a, scale_b))
+    cublaslt = error(torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16))
+    assert ours <= cublaslt * 1.01, (ours, cublaslt)
+
+
+@pytest.mark.gpu
+def test_gpu_other_than_hopper_gets_a_clear_error(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 9))
+    a, b, scale_a, scale_b = operands(8, 8, 32)
+    with pytest.raises(RuntimeError, match="written for Hopper"):
+        matmul_fp8_promoted(a, b, scale_a, scale_b)

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from gpuperf.testing import assert_close
 from tests.conftest import DEVICE
 
 # The interpreter computes bfloat16 arithmetic wrongly (it works on raw bits), so
@@ -21,3 +22,14 @@ def shape_id(shape) -> str:
 def randn(shape, dtype, seed=0):
     g = torch.Generator().manual_seed(seed)
     return torch.randn(shape, generator=g, dtype=torch.float32).to(device=DEVICE, dtype=dtype)
+
+
+def assert_close_fp8(name, ref, out, k):
+    """``assert_close``, except for float32 outputs on a GPU: Hopper's tensor cores add FP8
+    products in an accumulator of about 14 significant bits (promoted to float32 every
+    128 products), so a float32 result is that precise, not float32-precise."""
+    if out.dtype == torch.float32 and out.is_cuda:
+        # Sums of k products of order one: partial sums of order sqrt(k), rounded at 2**-13.
+        torch.testing.assert_close(out.double(), ref, rtol=2**-10, atol=2**-10 * k**0.5, msg=name)
+    else:
+        assert_close(name, ref, out, k=k)

@@ -14,6 +14,7 @@ from gpuperf.kernels.gluon import SCHEDULES, GluonFP8Config, matmul_fp8_promoted
 from gpuperf.kernels.gluon import matmul_fp8 as gluon_fp8
 from gpuperf.reference import matmul_fp8_ref
 from gpuperf.testing import assert_close
+from tests._params import assert_close_fp8
 from tests.conftest import DEVICE
 
 E4M3 = torch.float8_e4m3fn
@@ -183,7 +184,7 @@ def test_gpu_other_outputs_and_layouts(out_dtype):
     a_col = a.t().contiguous().t()
     out = matmul_fp8_promoted(a_col, b5.contiguous(), scale_a, scale_b, out_dtype=out_dtype)
     assert out.dtype == out_dtype
-    assert_close("gluon fp8", matmul_fp8_ref(a, b5, scale_a, scale_b), out, k=fp8_check_k(400, "float32"))
+    assert_close_fp8("gluon fp8", matmul_fp8_ref(a, b5, scale_a, scale_b), out, k=fp8_check_k(400, "float32"))
     empty = matmul_fp8_promoted(a[:, :0], b[:0], scale_a, scale_b, out_dtype=out_dtype)
     assert empty.shape == (70, 90) and not empty.any()
 

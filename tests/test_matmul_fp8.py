@@ -9,7 +9,7 @@ from gpuperf.bench.catalog import fp8_check_k
 from gpuperf.kernels import PersistentConfig, matmul_fp8, to_fp8
 from gpuperf.reference import matmul_fp8_ref
 from gpuperf.testing import assert_close
-from tests._params import randn
+from tests._params import assert_close_fp8, randn
 from tests.conftest import DEVICE
 
 FP8 = [pytest.param(torch.float8_e4m3fn, id="e4m3"), pytest.param(torch.float8_e5m2, id="e5m2")]
@@ -59,17 +59,6 @@ def test_to_fp8_rejects(kwargs, x, error, match):
         to_fp8(x(), **kwargs)
 
 
-def check(name, ref, out, k):
-    """``assert_close``, except for float32 outputs on a GPU: Hopper's tensor cores add FP8
-    products in an accumulator of about 14 significant bits (promoted to float32 every
-    128 products), so a float32 result is that precise, not float32-precise."""
-    if out.dtype == torch.float32 and out.is_cuda:
-        # Sums of k products of order one: partial sums of order sqrt(k), rounded at 2**-13.
-        torch.testing.assert_close(out.double(), ref, rtol=2**-10, atol=2**-10 * k**0.5, msg=name)
-    else:
-        assert_close(name, ref, out, k=k)
-
-
 def operands(m, n, k, axis=None, a_dtype=torch.float8_e4m3fn, b_dtype=torch.float8_e4m3fn, seed=0):
     """FP8 ``a`` (M, K) row-major and ``b`` (K, N) column-major with their scales."""
     a, scale_a = to_fp8(randn((m, k), torch.float32, seed=seed), axis=axis, dtype=a_dtype)
@@ -86,7 +75,7 @@ def test_matches_reference(shape, out_dtype, axis):
     a, b, scale_a, scale_b = operands(m, n, k, axis, seed=m + k)
     out = matmul_fp8(a, b, scale_a, scale_b, out_dtype=out_dtype)
     assert out.shape == (m, n) and out.dtype == out_dtype
-    check("matmul_fp8", matmul_fp8_ref(a, b, scale_a, scale_b), out, k=k)
+    assert_close_fp8("matmul_fp8", matmul_fp8_ref(a, b, scale_a, scale_b), out, k=k)
 
 
 @pytest.mark.parametrize(
@@ -118,7 +107,7 @@ def test_other_layouts_are_copied_into_k_major(layout):
 def test_mixed_formats():
     a, b, scale_a, scale_b = operands(16, 32, 64, b_dtype=torch.float8_e5m2, seed=5)
     out = matmul_fp8(a, b, scale_a, scale_b, out_dtype=torch.float32)
-    check("matmul_fp8", matmul_fp8_ref(a, b, scale_a, scale_b), out, k=64)
+    assert_close_fp8("matmul_fp8", matmul_fp8_ref(a, b, scale_a, scale_b), out, k=64)
 
 
 def test_k_zero_gives_zeros():

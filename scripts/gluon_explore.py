@@ -20,14 +20,13 @@ from gpuperf.reference import matmul_fp8_ref
 
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 4096), (8192, 8192, 8192))
 GLUON = {
-    "gluon_drain": GluonFP8Config(schedule="drain"),
-    "gluon": GluonFP8Config(),
-    "gluon_s5": GluonFP8Config(num_stages=5),
-    # Wider tiles read fewer operand bytes per FLOP; two float32 tiles of 128 registers each
-    # no longer leave room for a third, so these promote with Triton's schedule.
-    "g128x256_drain": GluonFP8Config(block_n=256, num_stages=3, schedule="drain"),
-    "g128x256_d4": GluonFP8Config(block_n=256, num_stages=4, schedule="drain"),
-    "g256x128_drain": GluonFP8Config(block_m=256, num_warps=16, num_stages=3, schedule="drain"),
+    "drain": GluonFP8Config(schedule="drain", persistent=False),
+    "pingpong": GluonFP8Config(persistent=False),
+    "drain_persist": GluonFP8Config(schedule="drain"),
+    "persistent": GluonFP8Config(),
+    "persist_s3": GluonFP8Config(num_stages=3),
+    "persist_s5": GluonFP8Config(num_stages=5),
+    "persist_g16": GluonFP8Config(group_m=16),
 }
 SCALINGS = ("tensor",)
 

@@ -50,7 +50,7 @@ from gpuperf._runtime import check_kernel_device
 from gpuperf.kernels._validation import check_tensor, dtype_names
 from gpuperf.kernels.gluon._device import require_gluon_hopper
 from gpuperf.kernels.matmul_fp8 import FP8_DTYPES, FP8_OUT_DTYPES, _check_scale
-from gpuperf.kernels.matmul_persistent import check_matmul_shapes, check_tma_operands, tma_layout
+from gpuperf.kernels.matmul_persistent import check_matmul_shapes, check_tma_operands, num_sms, tma_layout
 
 #: The promotion schedules: ``"pingpong"`` overlaps each float32 addition with the next
 #: step's MMA (two partial accumulators); ``"drain"`` waits for each MMA first (Triton's).
@@ -77,6 +77,9 @@ class GluonFP8Config:
         group_m: rows of output tiles visited together (L2 reuse).
         num_warps: 4 per warpgroup; ``block_m == 16 * num_warps``.
         schedule: one of :data:`SCHEDULES`.
+        persistent: one program per SM, each computing a tile after another, the loads of
+            the next tile in flight while it stores one (False: a program per tile, each
+            filling its pipeline and draining it alone).
     """
 
     block_m: int = 128
@@ -86,8 +89,11 @@ class GluonFP8Config:
     group_m: int = 8
     num_warps: int = 8
     schedule: str = "pingpong"
+    persistent: bool = True
 
     def __post_init__(self):
+        if type(self.persistent) is not bool:
+            raise ValueError(f"persistent must be a bool, got {self.persistent!r}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         for name in ("block_m", "block_n", "block_k", "num_stages", "group_m", "num_warps"):
@@ -122,13 +128,46 @@ def _issue(a_ring, b_ring, ready, registers, step, NUM_STAGES: gl.constexpr):
 
 
 @gluon.jit
-def _load(a_desc, b_desc, a_ring, b_ring, ready, step, off_m, off_n, pred, NUM_STAGES: gl.constexpr):
+def _tile_offsets(tile, M, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, GROUP_M: gl.constexpr):
+    """The first row and column of output tile number ``tile``, in grouped order: GROUP_M rows
+    of tiles, column by column, so that tiles computed together share operand tiles in L2."""
+    tiles_m = gl.cdiv(M, BLOCK_M)
+    tiles_n = gl.cdiv(N, BLOCK_N)
+    in_group = GROUP_M * tiles_n
+    first_m = (tile // in_group) * GROUP_M
+    group_rows = gl.minimum(tiles_m - first_m, GROUP_M)
+    off_m = (first_m + (tile % in_group) % group_rows) * BLOCK_M
+    off_n = ((tile % in_group) // group_rows) * BLOCK_N
+    return off_m, off_n
+
+
+@gluon.jit
+def _load(
+    a_desc,
+    b_desc,
+    a_ring,
+    b_ring,
+    ready,
+    step,
+    k_steps,
+    M,
+    N,
+    pred,
+    NUM_STAGES: gl.constexpr,
+    GROUP_M: gl.constexpr,
+):
     """Start the TMA copies of ``step``'s operand tiles into its slot of the ring; the slot's
-    barrier completes when all their bytes have landed. A tile of more rows than one copy
-    box (a ``block_m`` such as 192, not a power of two) arrives in boxes of 64 rows."""
+    barrier completes when all their bytes have landed. Steps count on across this program's
+    output tiles (``k_steps`` to a tile, tiles ``pid``, ``pid + programs``, ...), so the
+    loads of the next tile start while this one finishes. A tile of rows that are not a
+    power of two (192, say) arrives in boxes of 64 rows."""
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     A_BOX: gl.constexpr = a_desc.block_type.shape[0]
     BLOCK_M: gl.constexpr = a_ring.shape[1]
+    BLOCK_N: gl.constexpr = b_ring.shape[1]
+    tile = gl.program_id(0) + (step // k_steps) * gl.num_programs(0)
+    off_m, off_n = _tile_offsets(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    k = (step % k_steps) * BLOCK_K
     slot = step % NUM_STAGES
     mbarrier.expect(
         ready.index(slot), (BLOCK_M // A_BOX) * a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred
@@ -136,22 +175,33 @@ def _load(a_desc, b_desc, a_ring, b_ring, ready, step, off_m, off_n, pred, NUM_S
     for box in gl.static_range(BLOCK_M // A_BOX):
         tma.async_copy_global_to_shared(
             a_desc,
-            [off_m + box * A_BOX, step * BLOCK_K],
+            [off_m + box * A_BOX, k],
             ready.index(slot),
             a_ring.index(slot).slice(box * A_BOX, A_BOX),
             pred=pred,
         )
-    tma.async_copy_global_to_shared(
-        b_desc, [off_n, step * BLOCK_K], ready.index(slot), b_ring.index(slot), pred=pred
-    )
+    tma.async_copy_global_to_shared(b_desc, [off_n, k], ready.index(slot), b_ring.index(slot), pred=pred)
 
 
 @gluon.jit
-def _refill(a_desc, b_desc, a_ring, b_ring, ready, step, k_steps, off_m, off_n, NUM_STAGES: gl.constexpr):
+def _refill(
+    a_desc,
+    b_desc,
+    a_ring,
+    b_ring,
+    ready,
+    step,
+    k_steps,
+    steps,
+    M,
+    N,
+    NUM_STAGES: gl.constexpr,
+    GROUP_M: gl.constexpr,
+):
     """Once the MMA before ``step``'s has finished, its slot is free: load the operands of
-    step ``step + NUM_STAGES - 1`` into it (if there is one)."""
+    step ``step + NUM_STAGES - 1`` into it (if this program has that many, ``steps``)."""
     ahead = step + NUM_STAGES - 1
-    _load(a_desc, b_desc, a_ring, b_ring, ready, ahead, off_m, off_n, ahead < k_steps, NUM_STAGES)
+    _load(a_desc, b_desc, a_ring, b_ring, ready, ahead, k_steps, M, N, ahead < steps, NUM_STAGES, GROUP_M)
 
 
 @gluon.jit
@@ -174,17 +224,13 @@ def _fp8_promoted_kernel(
 ):
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = b_desc.block_type.shape[0]
-    K = a_desc.shape[1]
-
-    # Grouped order of output tiles: GROUP_M rows of tiles, column by column.
+    # Program pid computes output tiles pid, pid + programs, ... (one of them without
+    # ``persistent``): its steps along K count on from one tile to the next.
     pid = gl.program_id(0)
-    tiles_m = gl.cdiv(M, BLOCK_M)
-    tiles_n = gl.cdiv(N, BLOCK_N)
-    in_group = GROUP_M * tiles_n
-    first_m = (pid // in_group) * GROUP_M
-    group_rows = gl.minimum(tiles_m - first_m, GROUP_M)
-    off_m = (first_m + (pid % in_group) % group_rows) * BLOCK_M
-    off_n = ((pid % in_group) // group_rows) * BLOCK_N
+    tiles = gl.cdiv(M, BLOCK_M) * gl.cdiv(N, BLOCK_N)
+    my_tiles = gl.cdiv(tiles - pid, gl.num_programs(0))
+    k_steps = gl.cdiv(a_desc.shape[1], BLOCK_K)
+    steps = my_tiles * k_steps
 
     # The ring: NUM_STAGES slots of A (BLOCK_M x BLOCK_K) and B (BLOCK_N x BLOCK_K, K-major),
     # each with a barrier the TMA engine arrives on when both tiles have landed.
@@ -193,52 +239,93 @@ def _fp8_promoted_kernel(
     ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(NUM_STAGES):
         mbarrier.init(ready.index(s), count=1)
-    k_steps = gl.cdiv(K, BLOCK_K)
     for s in gl.static_range(NUM_STAGES - 1):
-        _load(a_desc, b_desc, a_ring, b_ring, ready, s, off_m, off_n, s < k_steps, NUM_STAGES)
+        _load(a_desc, b_desc, a_ring, b_ring, ready, s, k_steps, M, N, s < steps, NUM_STAGES, GROUP_M)
 
     # wgmma's register layout: num_warps warps stacked along M, one instruction N wide.
-    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
+    layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, 32]
     )
-    acc = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=mma_layout)
-    if PINGPONG:
-        # Steps go in pairs, x then y, so that each partial keeps its registers: a partial
-        # moved while its MMA is in flight makes ptxas serialize every wgmma (its C7514).
-        x_done = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=mma_layout)
-        y = warpgroup_mma_init(gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=mma_layout))
-        for pair in range(k_steps // 2):
-            step = 2 * pair
-            x = _issue(a_ring, b_ring, ready, x_done, step, NUM_STAGES)
-            y_done = warpgroup_mma_wait(num_outstanding=1, deps=(y,))  # step - 1 has finished:
-            acc += y_done  # promote it while step runs,
-            _refill(
-                a_desc, b_desc, a_ring, b_ring, ready, step, k_steps, off_m, off_n, NUM_STAGES
-            )  # reuse its slot.
-            y = _issue(a_ring, b_ring, ready, y_done, step + 1, NUM_STAGES)
-            x_done = warpgroup_mma_wait(num_outstanding=1, deps=(x,))
-            acc += x_done
-            _refill(a_desc, b_desc, a_ring, b_ring, ready, step + 1, k_steps, off_m, off_n, NUM_STAGES)
-        if k_steps % 2 == 1:
-            x = _issue(a_ring, b_ring, ready, x_done, k_steps - 1, NUM_STAGES)
-            acc += warpgroup_mma_wait(num_outstanding=1, deps=(y,))
-            acc += warpgroup_mma_wait(num_outstanding=0, deps=(x,))
+    for t in range(my_tiles):
+        first = t * k_steps  # this tile's first step
+        acc = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=layout)
+        if PINGPONG:
+            # Steps go in pairs, x then y, so that each partial keeps its registers: a partial
+            # moved while its MMA is in flight makes ptxas serialize every wgmma (its C7514).
+            x_done = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=layout)
+            y = warpgroup_mma_init(gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=layout))
+            for pair in range(k_steps // 2):
+                step = first + 2 * pair
+                x = _issue(a_ring, b_ring, ready, x_done, step, NUM_STAGES)
+                y_done = warpgroup_mma_wait(num_outstanding=1, deps=(y,))  # step - 1 has finished:
+                acc += y_done  # promote it while step runs, and reuse its slot.
+                _refill(
+                    a_desc, b_desc, a_ring, b_ring, ready, step, k_steps, steps, M, N, NUM_STAGES, GROUP_M
+                )
+                y = _issue(a_ring, b_ring, ready, y_done, step + 1, NUM_STAGES)
+                x_done = warpgroup_mma_wait(num_outstanding=1, deps=(x,))
+                acc += x_done
+                _refill(
+                    a_desc, b_desc, a_ring, b_ring, ready, step + 1, k_steps, steps, M, N, NUM_STAGES, GROUP_M
+                )
+            if k_steps % 2 == 1:
+                step = first + k_steps - 1
+                x = _issue(a_ring, b_ring, ready, x_done, step, NUM_STAGES)
+                acc += warpgroup_mma_wait(num_outstanding=1, deps=(y,))
+                _refill(
+                    a_desc, b_desc, a_ring, b_ring, ready, step, k_steps, steps, M, N, NUM_STAGES, GROUP_M
+                )
+                acc += warpgroup_mma_wait(num_outstanding=0, deps=(x,))
+            else:
+                acc += warpgroup_mma_wait(num_outstanding=0, deps=(y,))
         else:
-            acc += warpgroup_mma_wait(num_outstanding=0, deps=(y,))
-    else:
-        # Triton's schedule: wait for each step's MMA, then promote it.
-        partial = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=mma_layout)
-        for step in range(k_steps):
-            token = _issue(a_ring, b_ring, ready, partial, step, NUM_STAGES)
-            partial = warpgroup_mma_wait(num_outstanding=0, deps=(token,))
-            acc += partial
-            _refill(a_desc, b_desc, a_ring, b_ring, ready, step, k_steps, off_m, off_n, NUM_STAGES)
+            # Triton's schedule: wait for each step's MMA, then promote it.
+            partial = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=layout)
+            for k in range(k_steps):
+                token = _issue(a_ring, b_ring, ready, partial, first + k, NUM_STAGES)
+                partial = warpgroup_mma_wait(num_outstanding=0, deps=(token,))
+                acc += partial
+                _refill(
+                    a_desc,
+                    b_desc,
+                    a_ring,
+                    b_ring,
+                    ready,
+                    first + k,
+                    k_steps,
+                    steps,
+                    M,
+                    N,
+                    NUM_STAGES,
+                    GROUP_M,
+                )
+        # The next tile's first loads are in flight while this one is stored.
+        off_m, off_n = _tile_offsets(pid + t * gl.num_programs(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        _epilogue(
+            acc, c_ptr, scale_a_ptr, scale_b_ptr, off_m, off_n, M, N, stride_cm, ROW_SCALE_A, COL_SCALE_B
+        )
     for s in gl.static_range(NUM_STAGES):
         mbarrier.invalidate(ready.index(s))
 
-    # Epilogue: both scales, one rounding, a masked store straight from the registers.
-    rows = off_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, mma_layout))
-    cols = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
+
+@gluon.jit
+def _epilogue(
+    acc,
+    c_ptr,
+    scale_a_ptr,
+    scale_b_ptr,
+    off_m,
+    off_n,
+    M,
+    N,
+    stride_cm,
+    ROW_SCALE_A: gl.constexpr,
+    COL_SCALE_B: gl.constexpr,
+):
+    """Both scales, one rounding, a masked store straight from the registers of ``acc``, the
+    float32 tile whose top-left output element is ``(off_m, off_n)``."""
+    rows = off_m + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, acc.type.layout))
+    cols = off_n + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, acc.type.layout))
     if ROW_SCALE_A:
         acc = acc * gl.load(scale_a_ptr + rows, mask=rows < M, other=0.0)[:, None]
     else:
@@ -327,6 +414,14 @@ def launch(c, a, b, scale_a, scale_b, config: GluonFP8Config):
     _fp8_promoted_kernel[grid](*args, **constants)
 
 
+def _num_sms(device: torch.device) -> int:
+    """Multiprocessors of ``device`` (132 on an H100 SXM); 132 for a CPU tensor (the offline
+    compile of :mod:`gpuperf.kernels.gluon._offline` stands in for an H100)."""
+    if device.type != "cuda":
+        return 132
+    return num_sms(device.index if device.index is not None else torch.cuda.current_device())
+
+
 def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple[tuple, tuple, dict]:
     """The grid, the arguments and the compile-time constants of one launch (also what
     ``_fp8_promoted_kernel.warmup`` takes to compile it without launching)."""
@@ -338,7 +433,8 @@ def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple
     b_layout = gl.NVMMASharedLayout.get_default_for([bn, bk], _GL_DTYPES[b.dtype])
     a_desc = TensorDescriptor.from_tensor(a, [a_box, bk], a_layout)
     b_desc = TensorDescriptor.from_tensor(b.t(), [bn, bk], b_layout)
-    grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    grid = (min(tiles, _num_sms(c.device)) if config.persistent else tiles,)
     args = (a_desc, b_desc, c, scale_a, scale_b, m, n, c.stride(0))
     constants = dict(
         ROW_SCALE_A=scale_a.numel() > 1,

@@ -116,10 +116,18 @@ class GluonFP8Config:
 DEFAULT_CONFIG = GluonFP8Config()
 
 
+# The helpers pass the pipeline's state as tuples: ``ring = (a_desc, b_desc, a_ring, b_ring,
+# ready)``, the operands' descriptors, the shared-memory slots and their barriers; ``shape
+# = (M, N, k_steps, steps)``, with ``steps`` this program's steps along K over all its tiles;
+# ``tile = (first, off_m, off_n, next_m, next_n)``, the tile's first step and where this tile
+# and the program's next one start.
+
+
 @gluon.jit
-def _issue(a_ring, b_ring, ready, registers, step, NUM_STAGES: gl.constexpr):
+def _issue(ring, registers, step, NUM_STAGES: gl.constexpr):
     """Wait for ``step``'s operands, then start its MMA from zero (``use_acc=False``) into
     ``registers`` (a finished partial's, reused); returns the pending MMA."""
+    _a_desc, _b_desc, a_ring, b_ring, ready = ring
     slot = step % NUM_STAGES
     mbarrier.wait(ready.index(slot), (step // NUM_STAGES) & 1)
     return warpgroup_mma(
@@ -142,66 +150,53 @@ def _tile_offsets(tile, M, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, GROU
 
 
 @gluon.jit
-def _load(
-    a_desc,
-    b_desc,
-    a_ring,
-    b_ring,
-    ready,
-    step,
-    k_steps,
-    M,
-    N,
-    pred,
-    NUM_STAGES: gl.constexpr,
-    GROUP_M: gl.constexpr,
-):
-    """Start the TMA copies of ``step``'s operand tiles into its slot of the ring; the slot's
-    barrier completes when all their bytes have landed. Steps count on across this program's
-    output tiles (``k_steps`` to a tile, tiles ``pid``, ``pid + programs``, ...), so the
-    loads of the next tile start while this one finishes. A tile of rows that are not a
-    power of two (192, say) arrives in boxes of 64 rows."""
-    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+def _load_at(ring, step, off_m, off_n, k, pred, NUM_STAGES: gl.constexpr):
+    """Start the TMA copies of the operand tiles at row ``off_m``, column ``off_n`` and
+    depth ``k`` into ``step``'s slot; the slot's barrier completes when all their bytes have
+    landed. A tile of rows that are not a power of two (192) arrives in boxes of 64 rows."""
+    a_desc, b_desc, a_ring, b_ring, ready = ring
     A_BOX: gl.constexpr = a_desc.block_type.shape[0]
-    BLOCK_M: gl.constexpr = a_ring.shape[1]
-    BLOCK_N: gl.constexpr = b_ring.shape[1]
-    tile = gl.program_id(0) + (step // k_steps) * gl.num_programs(0)
-    off_m, off_n = _tile_offsets(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    k = (step % k_steps) * BLOCK_K
+    BOXES: gl.constexpr = a_ring.shape[1] // A_BOX
     slot = step % NUM_STAGES
-    mbarrier.expect(
-        ready.index(slot), (BLOCK_M // A_BOX) * a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred
-    )
-    for box in gl.static_range(BLOCK_M // A_BOX):
+    mbarrier.expect(ready.index(slot), BOXES * a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred)
+    for box in gl.static_range(BOXES):
+        a_slot = a_ring.index(slot).slice(box * A_BOX, A_BOX)
         tma.async_copy_global_to_shared(
-            a_desc,
-            [off_m + box * A_BOX, k],
-            ready.index(slot),
-            a_ring.index(slot).slice(box * A_BOX, A_BOX),
-            pred=pred,
+            a_desc, [off_m + box * A_BOX, k], ready.index(slot), a_slot, pred=pred
         )
     tma.async_copy_global_to_shared(b_desc, [off_n, k], ready.index(slot), b_ring.index(slot), pred=pred)
 
 
 @gluon.jit
-def _refill(
-    a_desc,
-    b_desc,
-    a_ring,
-    b_ring,
-    ready,
-    step,
-    k_steps,
-    steps,
-    M,
-    N,
-    NUM_STAGES: gl.constexpr,
-    GROUP_M: gl.constexpr,
-):
+def _load(ring, step, shape, NUM_STAGES: gl.constexpr, GROUP_M: gl.constexpr):
+    """Load the operands of this program's ``step`` (if it has that many), finding its tile
+    by division: the prologue's loads. The divisions cost more issue slots than the loop
+    can spare (the persistent kernel ran 18% slower with them), so the loop refills through
+    :func:`_refill`, which knows its tile."""
+    a_desc, _b_desc, a_ring, b_ring, _ready = ring
+    M, N, k_steps, steps = shape
+    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+    tile = gl.program_id(0) + (step // k_steps) * gl.num_programs(0)
+    off_m, off_n = _tile_offsets(tile, M, N, a_ring.shape[1], b_ring.shape[1], GROUP_M)
+    _load_at(ring, step, off_m, off_n, (step % k_steps) * BLOCK_K, step < steps, NUM_STAGES)
+
+
+@gluon.jit
+def _refill(ring, step, tile, shape, NUM_STAGES: gl.constexpr):
     """Once the MMA before ``step``'s has finished, its slot is free: load the operands of
-    step ``step + NUM_STAGES - 1`` into it (if this program has that many, ``steps``)."""
+    step ``step + NUM_STAGES - 1`` into it. That step lies in this tile or the next one (the
+    launch keeps ``NUM_STAGES - 1`` at most a tile's steps), chosen by arithmetic rather
+    than a branch: a branch here made ptxas serialize the wgmma instructions (its C7514)."""
+    a_desc, _b_desc, _a_ring, _b_ring, _ready = ring
+    _M, _N, k_steps, steps = shape
+    first, off_m, off_n, next_m, next_n = tile
+    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     ahead = step + NUM_STAGES - 1
-    _load(a_desc, b_desc, a_ring, b_ring, ready, ahead, k_steps, M, N, ahead < steps, NUM_STAGES, GROUP_M)
+    depth = ahead - first
+    later = (depth >= k_steps).to(gl.int32)  # 1: the step is the next tile's
+    off_m = off_m + (next_m - off_m) * later
+    off_n = off_n + (next_n - off_n) * later
+    _load_at(ring, ahead, off_m, off_n, (depth - k_steps * later) * BLOCK_K, ahead < steps, NUM_STAGES)
 
 
 @gluon.jit
@@ -224,13 +219,13 @@ def _fp8_promoted_kernel(
 ):
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = b_desc.block_type.shape[0]
-    # Program pid computes output tiles pid, pid + programs, ... (one of them without
-    # ``persistent``): its steps along K count on from one tile to the next.
+    # Program pid computes output tiles pid, pid + programs, ... (only the first without
+    # ``persistent``); its steps along K count on from one tile to the next.
     pid = gl.program_id(0)
-    tiles = gl.cdiv(M, BLOCK_M) * gl.cdiv(N, BLOCK_N)
-    my_tiles = gl.cdiv(tiles - pid, gl.num_programs(0))
+    programs = gl.num_programs(0)
+    my_tiles = gl.cdiv(gl.cdiv(M, BLOCK_M) * gl.cdiv(N, BLOCK_N) - pid, programs)
     k_steps = gl.cdiv(a_desc.shape[1], BLOCK_K)
-    steps = my_tiles * k_steps
+    shape = (M, N, k_steps, my_tiles * k_steps)
 
     # The ring: NUM_STAGES slots of A (BLOCK_M x BLOCK_K) and B (BLOCK_N x BLOCK_K, K-major),
     # each with a barrier the TMA engine arrives on when both tiles have landed.
@@ -239,8 +234,9 @@ def _fp8_promoted_kernel(
     ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(NUM_STAGES):
         mbarrier.init(ready.index(s), count=1)
+    ring = (a_desc, b_desc, a_ring, b_ring, ready)
     for s in gl.static_range(NUM_STAGES - 1):
-        _load(a_desc, b_desc, a_ring, b_ring, ready, s, k_steps, M, N, s < steps, NUM_STAGES, GROUP_M)
+        _load(ring, s, shape, NUM_STAGES, GROUP_M)
 
     # wgmma's register layout: num_warps warps stacked along M, one instruction N wide.
     layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -248,6 +244,9 @@ def _fp8_promoted_kernel(
     )
     for t in range(my_tiles):
         first = t * k_steps  # this tile's first step
+        off_m, off_n = _tile_offsets(pid + t * programs, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        next_m, next_n = _tile_offsets(pid + (t + 1) * programs, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        tile = (first, off_m, off_n, next_m, next_n)
         acc = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=layout)
         if PINGPONG:
             # Steps go in pairs, x then y, so that each partial keeps its registers: a partial
@@ -256,25 +255,19 @@ def _fp8_promoted_kernel(
             y = warpgroup_mma_init(gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=layout))
             for pair in range(k_steps // 2):
                 step = first + 2 * pair
-                x = _issue(a_ring, b_ring, ready, x_done, step, NUM_STAGES)
+                x = _issue(ring, x_done, step, NUM_STAGES)
                 y_done = warpgroup_mma_wait(num_outstanding=1, deps=(y,))  # step - 1 has finished:
                 acc += y_done  # promote it while step runs, and reuse its slot.
-                _refill(
-                    a_desc, b_desc, a_ring, b_ring, ready, step, k_steps, steps, M, N, NUM_STAGES, GROUP_M
-                )
-                y = _issue(a_ring, b_ring, ready, y_done, step + 1, NUM_STAGES)
+                _refill(ring, step, tile, shape, NUM_STAGES)
+                y = _issue(ring, y_done, step + 1, NUM_STAGES)
                 x_done = warpgroup_mma_wait(num_outstanding=1, deps=(x,))
                 acc += x_done
-                _refill(
-                    a_desc, b_desc, a_ring, b_ring, ready, step + 1, k_steps, steps, M, N, NUM_STAGES, GROUP_M
-                )
+                _refill(ring, step + 1, tile, shape, NUM_STAGES)
             if k_steps % 2 == 1:
                 step = first + k_steps - 1
-                x = _issue(a_ring, b_ring, ready, x_done, step, NUM_STAGES)
+                x = _issue(ring, x_done, step, NUM_STAGES)
                 acc += warpgroup_mma_wait(num_outstanding=1, deps=(y,))
-                _refill(
-                    a_desc, b_desc, a_ring, b_ring, ready, step, k_steps, steps, M, N, NUM_STAGES, GROUP_M
-                )
+                _refill(ring, step, tile, shape, NUM_STAGES)
                 acc += warpgroup_mma_wait(num_outstanding=0, deps=(x,))
             else:
                 acc += warpgroup_mma_wait(num_outstanding=0, deps=(y,))
@@ -282,25 +275,11 @@ def _fp8_promoted_kernel(
             # Triton's schedule: wait for each step's MMA, then promote it.
             partial = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=layout)
             for k in range(k_steps):
-                token = _issue(a_ring, b_ring, ready, partial, first + k, NUM_STAGES)
+                token = _issue(ring, partial, first + k, NUM_STAGES)
                 partial = warpgroup_mma_wait(num_outstanding=0, deps=(token,))
                 acc += partial
-                _refill(
-                    a_desc,
-                    b_desc,
-                    a_ring,
-                    b_ring,
-                    ready,
-                    first + k,
-                    k_steps,
-                    steps,
-                    M,
-                    N,
-                    NUM_STAGES,
-                    GROUP_M,
-                )
+                _refill(ring, first + k, tile, shape, NUM_STAGES)
         # The next tile's first loads are in flight while this one is stored.
-        off_m, off_n = _tile_offsets(pid + t * gl.num_programs(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
         _epilogue(
             acc, c_ptr, scale_a_ptr, scale_b_ptr, off_m, off_n, M, N, stride_cm, ROW_SCALE_A, COL_SCALE_B
         )
@@ -439,7 +418,8 @@ def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple
     constants = dict(
         ROW_SCALE_A=scale_a.numel() > 1,
         COL_SCALE_B=scale_b.numel() > 1,
-        NUM_STAGES=config.num_stages,
+        # (At most a tile's steps in flight ahead: _refill looks one tile ahead, no further.)
+        NUM_STAGES=max(2, min(config.num_stages, triton.cdiv(a.shape[1], bk) + 1)),
         GROUP_M=config.group_m,
         PINGPONG=config.schedule == "pingpong",
         BLOCK_M=bm,

@@ -52,8 +52,10 @@ PROVIDER_COLORS = {
     "triton_compile": "#6baed6",
     "triton_graph": "#08306b",
     "triton_persistent": "#c7e9c0",
-    # Tutorial 08's Gluon kernels: the overlapped schedule dark, Triton's schedule light.
-    "gluon": "#54278f",
+    # Tutorial 08's Gluon ladder, darker at each rung: Triton's schedule, the promotion
+    # overlapped, persistent.
+    "gluon": "#3f007d",
+    "gluon_pingpong": "#807dba",
     "gluon_drain": "#bcbddc",
 }
 _FALLBACK = ("#bcbd22", "#d62728", "#393b79")

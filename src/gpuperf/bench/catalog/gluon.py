@@ -1,9 +1,10 @@
 """Tutorial 08's benchmarks: Gluon kernels on Hopper against Triton's and the vendor's.
 
 * :data:`GLUON_FP8`: the FP8 matmul with float32 promotion every 128 products, the
-  ladder in one run: Gluon with Triton's schedule (``gluon_drain``), Gluon with the
-  promotion overlapped (``gluon``), Triton's tuned ``matmul_fp8`` and cuBLASLt
-  (``torch._scaled_mm``, default accumulation, the baseline).
+  ladder in one run: Gluon with Triton's schedule, a program per tile
+  (``gluon_drain``); the promotion overlapped with the next MMA (``gluon_pingpong``);
+  and persistent, one program per SM (``gluon``); against Triton's tuned
+  ``matmul_fp8`` and cuBLASLt (``torch._scaled_mm``, default accumulation, the baseline).
 """
 
 from __future__ import annotations
@@ -27,25 +28,23 @@ GLUON_FP8_SOURCES = (
 )
 
 
-def _gluon(schedule: str):
-    def make(a, b, scale_a, scale_b):
-        from gpuperf.kernels.gluon import GluonFP8Config, matmul_fp8_promoted
+def _gluon(**fields):
+    """A provider's ``make`` and ``config`` for the Gluon kernel with these config fields."""
 
-        config = GluonFP8Config(schedule=schedule)
-        return lambda: matmul_fp8_promoted(a, b, scale_a, scale_b, config=config)
-
-    return make
-
-
-def _gluon_config(schedule: str):
     def config(*inputs):
         from dataclasses import asdict
 
         from gpuperf.kernels.gluon import GluonFP8Config
 
-        return asdict(GluonFP8Config(schedule=schedule))
+        return asdict(GluonFP8Config(**fields))
 
-    return config
+    def make(a, b, scale_a, scale_b):
+        from gpuperf.kernels.gluon import GluonFP8Config, matmul_fp8_promoted
+
+        chosen = GluonFP8Config(**fields)
+        return lambda: matmul_fp8_promoted(a, b, scale_a, scale_b, config=chosen)
+
+    return {"make": make, "config": config}
 
 
 def _inputs(shape, device, scaling):
@@ -62,17 +61,12 @@ GLUON_FP8 = Benchmark(
     make_inputs=_inputs,
     reference=lambda a, b, scale_a, scale_b: reference.matmul_fp8_ref(a, b, scale_a, scale_b),
     providers=(
-        Provider(
-            "gluon",
-            "Gluon, promotion overlapped (gluon.matmul_fp8_promoted)",
-            _gluon("pingpong"),
-            config=_gluon_config("pingpong"),
-        ),
+        Provider("gluon", "Gluon: + persistent (gluon.matmul_fp8_promoted)", **_gluon()),
+        Provider("gluon_pingpong", "Gluon: + promotion beside the next MMA", **_gluon(persistent=False)),
         Provider(
             "gluon_drain",
-            "Gluon, Triton's schedule (promotion drains the MMAs)",
-            _gluon("drain"),
-            config=_gluon_config("drain"),
+            "Gluon: Triton's schedule, a program per tile",
+            **_gluon(schedule="drain", persistent=False),
         ),
         Provider(
             "triton",

@@ -26,6 +26,7 @@ that page needs (its opening paragraph and the sentences it prints from the
 records): :mod:`~gpuperf.pages.vector_add`, :mod:`~gpuperf.pages.softmax`,
 :mod:`~gpuperf.pages.matmul`, :mod:`~gpuperf.pages.attention`,
 :mod:`~gpuperf.pages.fp8`, :mod:`~gpuperf.pages.persistent`,
+:mod:`~gpuperf.pages.llama`, :mod:`~gpuperf.pages.gluon`,
 :mod:`~gpuperf.pages.profiling`, :mod:`~gpuperf.pages.roofline_readings` and
 :mod:`~gpuperf.pages.strategy`. A new page helper goes into its page's topic module;
 one that two pages share goes into one of the modules above.

@@ -169,8 +169,6 @@ def by_name(name: str) -> Benchmark:
 
 
 __all__ = [
-    "GLUON_FP8",
-    "GLUON_FP8_SHAPES",
     "ADD_RELU_MUL",
     "ALL",
     "ATTENTION_AXES",
@@ -191,6 +189,8 @@ __all__ = [
     "FP8_FAST_ACCUM_K_FACTOR",
     "FP8_SHAPES",
     "GELU",
+    "GLUON_FP8",
+    "GLUON_FP8_SHAPES",
     "HOST_OVERHEAD",
     "LLAMA_DECODE",
     "LLAMA_PREFILL",

@@ -26,6 +26,7 @@ HOW = {
     "inductor_elementwise": "bash scripts/device_run.sh strategy",
     "compile_modes": "bash scripts/device_run.sh strategy",
     "llama_time_breakdown": "bash scripts/device_run.sh llama",
+    "ncu_gluon_fp8": "bash scripts/device_run.sh gluon",
 }
 
 

@@ -198,11 +198,50 @@ def fp8_ladder_table(result: Result) -> str:
     return render(sections)
 
 
+#: The columns of :func:`ncu_table`: a heading and the metric it reads (scaled to the unit shown).
+NCU_COLUMNS = (
+    ("ms", "gpu__time_duration.sum", 1e-6),
+    ("tensor pipe %", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", 1),
+    ("L2 TB/s", "lts__t_bytes.sum.per_second", 1e-12),
+    ("L2 % of peak", "lts__throughput.avg.pct_of_peak_sustained_elapsed", 1),
+    ("regs", "launch__registers_per_thread", 1),
+    ("stall: barrier %", "smsp__warp_issue_stalled_barrier_per_warp_active.pct", 1),
+    ("stall: wait %", "smsp__warp_issue_stalled_wait_per_warp_active.pct", 1),
+    ("stall: long scoreboard %", "smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct", 1),
+)
+#: How :func:`ncu_table` names each profiled provider.
+NCU_NAMES = {**FP8_RUNGS, "scaled_mm": "cuBLASLt"}
+
+
+def ncu_table(capture: dict) -> str:
+    """The capture ``ncu_gluon_fp8`` (``scripts/gluon_capture.py``) as a table: per provider,
+    its time, how busy the tensor pipe was, L2 traffic, registers and the largest stall
+    reasons (percent of active warps' cycles)."""
+    payload = capture["payload"]
+    rows = []
+    for row in payload["rows"]:
+        metrics = row["metrics"]
+        cells = [Cell(NCU_NAMES.get(row["provider"], row["provider"]))]
+        for _heading, metric, scale in NCU_COLUMNS:
+            m = metrics.get(metric)
+            if m is None:
+                cells.append(Cell("-"))
+                continue
+            value = m["value"] * scale  # (ncu printed base units: nanoseconds, bytes per second)
+            cells.append(Cell(f"{value:.3g}" if value < 100 else f"{value:.0f}", value))
+        rows.append(cells)
+    shape = format_x(tuple(payload["shape"]))
+    header = [f"{shape}, {SCALINGS[payload['scaling']]}", *(h for h, _, _ in NCU_COLUMNS)]
+    return render([Section("", header, rows)])
+
+
 __all__ = [
     "FP8_RUNGS",
+    "NCU_COLUMNS",
     "CompiledSchedule",
     "compile_fp8_schedule",
     "fp8_ladder_table",
     "fp8_sentence",
     "in_one_paragraph",
+    "ncu_table",
 ]

@@ -4,7 +4,7 @@ traffic and why warps stalled, for each rung and for cuBLASLt, at 8192^3.
 Usage (a Hopper GPU with ``ncu`` on the PATH): ``python scripts/gluon_capture.py [--out DIR]``.
 It runs itself under ``ncu`` with ``--inner``, which warms every provider up and then,
 between ``cudaProfilerStart`` and ``cudaProfilerStop``, calls each once; it reads ncu's
-CSV (in base units: nanoseconds, bytes) and writes the capture ``ncu_gluon_fp8``
+CSV (base units: nanoseconds, bytes) and writes the capture ``ncu_gluon_fp8``
 (``<out>/<gpu>/captures/ncu_gluon_fp8.json``: provenance, the metrics, one row per
 provider). ``--clock-control none`` leaves the GPU's clocks as they are, as every other
 measurement here does.

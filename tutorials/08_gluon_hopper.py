@@ -188,15 +188,34 @@ ladder.plot()
 # more than a tenth; persistence a few percent more. The kernel now runs about
 # as fast as Triton's tuned one, which promotes half as often (every 256
 # products, so with more rounding error) on a warp-specialized pipeline, and
-# stays short of cuBLASLt. The tile is one suspect, and this is arithmetic, not
-# yet a measurement: a 128 × 128 FP8 tile does 128 FLOPs per byte of operands
-# it reads from :term:`L2`, so at cuBLASLt's rate the SMs together would read
-# about 10 TB/s from L2. Wider tiles halve that, but three float32 tiles of
-# 64 × 256 need 384 registers a thread: more than a thread has. The next rungs
-# to try are warp specialization with a register budget per partition (a
-# producer warp with few registers, consumers with more) and clusters of two
-# programs that share operand tiles through TMA multicast; an ``ncu`` capture of
-# L2 throughput and tensor-pipe utilization will say which limit is real.
+# stays short of cuBLASLt.
+#
+# What the counters say
+# ---------------------
+#
+# Nsight Compute, one launch of each at :math:`8192^3` (``scripts/gluon_capture.py``):
+# how busy the tensor pipe was, how much the SMs read from :term:`L2`, and the
+# largest reasons warps waited (percent of their active cycles):
+
+from gpuperf.pages import captures
+
+captures.show("ncu_gluon_fp8", gluon.ncu_table)
+
+# %%
+# Each rung shows up in the counters. Draining before every promotion leaves
+# the tensor pipe busy about half the time, and warps wait at the barrier of
+# each step for half their cycles; overlapping the promotion cuts those waits
+# by two thirds and raises the tensor pipe's share; persistence raises it a
+# little more. cuBLASLt keeps its tensor pipe busy over 90% of the time while
+# reading L2 at the same rate as the Gluon kernel, about three quarters of L2's
+# peak: it does more work per byte it reads. Its kernel's name says how: a
+# 144 × 128 tile, and a cluster of two programs (``1x2``) that share operand
+# tiles through TMA multicast, each loaded once from L2 for both. A 128 × 128
+# FP8 tile does 128 FLOPs per byte of operands; at that L2 rate the Gluon
+# kernel could not feed the tensor cores much faster than it does. The next
+# rungs are therefore clusters with multicast, and a wider tile, which needs a
+# register budget per partition (warp specialization): three float32 tiles of
+# 64 × 256 would need 384 registers a thread, more than a thread has.
 #
 # What to take away
 # -----------------
@@ -210,5 +229,6 @@ ladder.plot()
 # * The compiler is still there: ``ptxas`` decides whether wgmma instructions
 #   overlap, and a register move in the wrong place serializes them. Compile
 #   for ``sm_90`` on any machine and read its report before timing anything.
-# * Measure each rung against the vendor library in the same run: this ladder
-#   stands at about 0.8× cuBLASLt, and the page says so.
+# * Measure each rung against the vendor library in the same run, and read the
+#   counters for the next limit: this ladder stands at about 0.8× cuBLASLt with
+#   L2 as busy as cuBLASLt's, so the next rung must read fewer bytes per FLOP.

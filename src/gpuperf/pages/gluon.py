@@ -209,6 +209,8 @@ NCU_COLUMNS = (
     ("stall: wait %", "smsp__warp_issue_stalled_wait_per_warp_active.pct", 1),
     ("stall: long scoreboard %", "smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct", 1),
 )
+#: The units the scales of :data:`NCU_COLUMNS` assume (ncu's CSV prints base units).
+_NCU_UNITS = {"gpu__time_duration.sum": "ns", "lts__t_bytes.sum.per_second": "byte/s"}
 #: How :func:`ncu_table` names each profiled provider.
 NCU_NAMES = {**FP8_RUNGS, "scaled_mm": "cuBLASLt"}
 
@@ -216,7 +218,10 @@ NCU_NAMES = {**FP8_RUNGS, "scaled_mm": "cuBLASLt"}
 def ncu_table(capture: dict) -> str:
     """The capture ``ncu_gluon_fp8`` (``scripts/gluon_capture.py``) as a table: per provider,
     its time, how busy the tensor pipe was, L2 traffic, registers and the largest stall
-    reasons (percent of active warps' cycles)."""
+    reasons (percent of active warps' cycles).
+
+    Raises:
+        ValueError: a metric is in another unit than the table's scale assumes."""
     payload = capture["payload"]
     rows = []
     for row in payload["rows"]:
@@ -227,12 +232,23 @@ def ncu_table(capture: dict) -> str:
             if m is None:
                 cells.append(Cell("-"))
                 continue
-            value = m["value"] * scale  # (ncu printed base units: nanoseconds, bytes per second)
+            expected = _NCU_UNITS.get(metric)
+            if expected is not None and m["unit"] != expected:
+                raise ValueError(
+                    f"{metric} is in {m['unit']!r} in this capture; the table reads {expected!r}"
+                )
+            value = m["value"] * scale
             cells.append(Cell(f"{value:.3g}" if value < 100 else f"{value:.0f}", value))
         rows.append(cells)
     shape = format_x(tuple(payload["shape"]))
     header = [f"{shape}, {SCALINGS[payload['scaling']]}", *(h for h, _, _ in NCU_COLUMNS)]
-    return render([Section("", header, rows)])
+    # The libraries' kernel names say what they chose (cuBLASLt's names its tile and cluster).
+    kernels = [
+        [Cell(NCU_NAMES.get(row["provider"], row["provider"])), Cell(row["kernel"])]
+        for row in payload["rows"]
+        if not row["provider"].startswith("gluon")
+    ]
+    return render([Section("", header, rows), Section("", ["library", "kernel it ran"], kernels)])
 
 
 __all__ = [

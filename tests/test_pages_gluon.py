@@ -1,0 +1,60 @@
+"""Tutorial 08's page module (gpuperf.pages.gluon) on the committed records and capture: the
+paragraph reads every rung's ratio from the record, the ladder table and the Nsight Compute
+table show each provider, wrong inputs are refused, and the schedules compile for sm_90 here."""
+
+import pytest
+
+from gpuperf.bench import catalog
+from gpuperf.pages import captures
+from gpuperf.pages import gluon as page
+from gpuperf.pages.report import load
+
+
+@pytest.fixture(autouse=True)
+def committed_records(monkeypatch):
+    monkeypatch.setenv("GPUPERF_BENCH", "records")
+    monkeypatch.setenv("GPUPERF_TABLES", "text")
+
+
+def test_the_paragraph_states_the_ladder_from_the_record():
+    result = load(catalog.GLUON_FP8)
+    text = page.in_one_paragraph().text()
+    ratios = [v for c in catalog.GLUON_FP8.combos() for v in result.ratios("gluon", **c).values()]
+    assert f"{min(ratios):.2f}" in text and f"{max(ratios):.2f}" in text
+    assert "cuBLASLt" in text and "persistence" in text
+
+
+def test_the_ladder_table_shows_every_rung_and_cublaslt():
+    table = page.fp8_ladder_table(load(catalog.GLUON_FP8))
+    for name in (*page.FP8_RUNGS.values(), "cuBLASLt", "per-tensor scales", "per-row scales"):
+        assert name in table
+
+
+def test_the_ladder_table_refuses_other_inputs():
+    with pytest.raises(TypeError, match=r"expected a gpuperf\.pages\.Result"):
+        page.fp8_ladder_table({"rows": []})
+    with pytest.raises(ValueError, match="expected the result of 'gluon_fp8'"):
+        page.fp8_ladder_table(load(catalog.MATMUL_FP8))
+
+
+def test_the_ncu_table_shows_each_provider_and_the_libraries_kernels():
+    capture, notes = captures.load("ncu_gluon_fp8")
+    assert capture is not None and notes == []
+    table = page.ncu_table(capture)
+    for row in capture["payload"]["rows"]:
+        assert page.NCU_NAMES[row["provider"]] in table
+    assert "kernel it ran" in table and "nvjet" in table and "tensor pipe %" in table
+
+
+@pytest.mark.parametrize(
+    "fields, waits",
+    [({"schedule": "drain"}, ("wgmma.wait_group 0",)), ({}, ("wgmma.wait_group 0", "wgmma.wait_group 1"))],
+)
+def test_each_schedule_compiles_for_sm90_here(fields, waits):
+    from gpuperf.kernels.gluon import GluonFP8Config
+
+    compiled = page.compile_fp8_schedule(GluonFP8Config(**fields), m=512, n=512, k=512)
+    assert compiled.waits == waits
+    assert not compiled.serialized and compiled.spilled == 0
+    assert 0 < compiled.registers <= 255
+    assert "asynchronous" in compiled.line()

@@ -81,3 +81,22 @@ def test_a_provider_is_checked_as_its_check_as_says_and_timed_as_it_is(monkeypat
     rows = runner.run(bench, log=lambda line: None)["rows"]
     assert [r["status"] for r in rows] == ["ok", "ok", "mismatch"]
     assert torch.equal(timed[1], torch.arange(4, dtype=torch.float32))  # timed as it is
+
+
+def test_the_bench_command_skips_a_benchmark_whose_kernels_cannot_run_here(monkeypatch, tmp_path, capsys):
+    """``python -m gpuperf.bench`` on a GPU the kernel under study does not support (Gluon's
+    Hopper kernels on an A100) says so and measures nothing, rather than failing."""
+    from gpuperf.bench import __main__ as command
+    from gpuperf.bench import hardware, records, runner
+
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA A100-SXM4-80GB")
+    monkeypatch.setattr(hardware, "measure_ceilings", lambda: {})
+    monkeypatch.setattr(records, "collect_provenance", lambda **kw: {"gpu": "NVIDIA A100-SXM4-80GB"})
+    measured = []
+    monkeypatch.setattr(runner, "run", lambda benchmark, **kw: measured.append(benchmark.name))
+    assert command.main(["--no-tune", "--out", str(tmp_path), "gluon_fp8"]) == 0
+    assert measured == []
+    assert "skipped gluon_fp8: its kernels do not run on compute capability 8.0" in capsys.readouterr().out

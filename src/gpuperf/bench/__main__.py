@@ -97,7 +97,15 @@ def main(argv=None) -> int:
         print(f"wrote {tuning.write_tuning(sweep)}", flush=True)
 
     failed = []
+    capability = torch.cuda.get_device_capability()
     for benchmark in benchmarks:
+        if benchmark.runs_on is not None and not benchmark.runs_on(capability):
+            print(
+                f"skipped {benchmark.name}: its kernels do not run on compute capability "
+                f"{capability[0]}.{capability[1]} ({torch.cuda.get_device_name()})",
+                flush=True,
+            )
+            continue
         record = run(benchmark, ceilings=ceilings, log=lambda line: print(line, flush=True))
         path = records.write(record, root)
         print(f"wrote {path}", flush=True)

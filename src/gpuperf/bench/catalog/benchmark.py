@@ -106,6 +106,9 @@ class Benchmark:
         norm_rtol: optional: check each output norm-wise instead, ``||out - ref|| / ||ref||``
             at most this (for outputs such as a whole layer's gradients, whose elements
             sum many rounded terms that cancel, where no elementwise tolerance holds).
+        runs_on: optional ``runs_on((major, minor)) -> bool``: the compute capabilities
+            whose GPUs can run the kernel under study (Gluon's Hopper kernels: 9.x);
+            ``python -m gpuperf.bench`` skips the benchmark elsewhere and says why.
 
     Raises:
         ValueError: the declaration is inconsistent; the message names the field.
@@ -129,6 +132,7 @@ class Benchmark:
     timer: str = "device"
     reduction: Callable[..., int] | None = None
     norm_rtol: float | None = None
+    runs_on: Callable[[tuple[int, int]], bool] | None = None
 
     def __post_init__(self):
         keys = [p.key for p in self.providers]

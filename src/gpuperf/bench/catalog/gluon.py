@@ -91,4 +91,5 @@ GLUON_FP8 = Benchmark(
     sources=GLUON_FP8_SOURCES,
     axes=(("scaling", ("tensor", "row")),),
     reduction=lambda shape, scaling: fp8_check_k(shape[2], "float32"),
+    runs_on=lambda capability: capability[0] == 9,  # Gluon's wgmma kernels: Hopper only
 )

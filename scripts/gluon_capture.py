@@ -11,10 +11,6 @@ measurement here does.
 """
 
 import argparse
-import csv
-import io
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -65,37 +61,20 @@ def inner():
 
 def outer(out: Path | None):
     from gpuperf.bench import captures
+    from gpuperf.bench.ncu import profile
 
-    ncu = shutil.which("ncu")
-    if ncu is None:
-        sys.exit("ncu (Nsight Compute) is not on the PATH")
-    cmd = [
-        ncu,
-        "--csv",
-        "--clock-control",
-        "none",
-        "--profile-from-start",
-        "off",
-        "--metrics",
-        ",".join(METRICS),
-    ]
-    done = subprocess.run([*cmd, sys.executable, __file__, "--inner"], capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"ncu failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    text = done.stdout[done.stdout.index('"ID"') :]
-    launches: dict[int, dict] = {}
-    for row in csv.DictReader(io.StringIO(text)):
-        launch = launches.setdefault(int(row["ID"]), {"kernel": row["Kernel Name"], "metrics": {}})
-        value = row["Metric Value"].replace(",", "")
-        launch["metrics"][row["Metric Name"]] = {"value": float(value), "unit": row["Metric Unit"]}
+    try:
+        cmd, launches = profile(__file__, METRICS, ("--profile-from-start", "off"))
+    except RuntimeError as err:
+        sys.exit(str(err))
     if len(launches) != len(PROVIDERS):
-        kernels = [launch["kernel"][:60] for launch in launches.values()]
+        kernels = [launch["kernel"][:60] for launch in launches]
         sys.exit(f"expected {len(PROVIDERS)} profiled launches, one per provider, got {kernels}")
     rows = []
-    for key, launch_id in zip(PROVIDERS, sorted(launches), strict=True):
-        rows.append({"provider": key, **launches[launch_id]})
-        shown = {name: f"{m['value']:g} {m['unit']}" for name, m in launches[launch_id]["metrics"].items()}
-        print(key, launches[launch_id]["kernel"][:50], shown, flush=True)
+    for key, launch in zip(PROVIDERS, launches, strict=True):
+        rows.append({"provider": key, **launch})
+        shown = {name: f"{m['value']:g} {m['unit']}" for name, m in launch["metrics"].items()}
+        print(key, launch["kernel"][:50], shown, flush=True)
     capture = captures.build(
         "ncu_gluon_fp8",
         tool="ncu " + " ".join(cmd[1:]),

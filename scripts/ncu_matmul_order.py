@@ -8,11 +8,7 @@ GPU's clocks as they are, as every other measurement here does.
 """
 
 import argparse
-import csv
-import io
 import json
-import shutil
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -38,39 +34,21 @@ def inner():
 
 def outer(out: Path | None):
     from gpuperf.bench import records
+    from gpuperf.bench.ncu import profile
 
-    ncu = shutil.which("ncu")
-    if ncu is None:
-        sys.exit("ncu (Nsight Compute) is not on the PATH")
-    cmd = [
-        ncu,
-        "--csv",
-        "--clock-control",
-        "none",
-        "-k",
-        "regex:_matmul_kernel",
-        "--metrics",
-        ",".join(METRICS),
-    ]
-    done = subprocess.run([*cmd, sys.executable, __file__, "--inner"], capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"ncu failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    text = done.stdout[done.stdout.index('"ID"') :]
-    values: dict[int, dict] = {}
-    for row in csv.DictReader(io.StringIO(text)):
-        values.setdefault(int(row["ID"]), {})[row["Metric Name"]] = (
-            float(row["Metric Value"].replace(",", "")),
-            row["Metric Unit"],
-        )
+    try:
+        cmd, profiled = profile(__file__, METRICS, ("-k", "regex:_matmul_kernel"))
+    except RuntimeError as err:
+        sys.exit(str(err))
     launches = [(shape, order, g) for shape in SHAPES for order, g in ORDERS]
-    if len(values) != len(launches):
-        sys.exit(f"expected {len(launches)} profiled launches, got {len(values)}")
+    if len(profiled) != len(launches):
+        sys.exit(f"expected {len(launches)} profiled launches, got {len(profiled)}")
     rows = []
-    for (shape, order, group_m), launch_id in zip(launches, sorted(values), strict=True):
+    for (shape, order, group_m), launch in zip(launches, profiled, strict=True):
         row = {"shape": list(shape), "dtype": "float16", "order": order, "group_m": group_m}
-        row.update({name: {"value": v, "unit": u} for name, (v, u) in values[launch_id].items()})
+        row.update(launch["metrics"])
         rows.append(row)
-        print(shape, order, {name: f"{v:g} {u}" for name, (v, u) in values[launch_id].items()})
+        print(shape, order, {name: f"{m['value']:g} {m['unit']}" for name, m in launch["metrics"].items()})
     record = {
         "schema_version": 1,
         "tool": "ncu " + " ".join(cmd[1:]),

@@ -213,9 +213,11 @@ captures.show("ncu_gluon_fp8", gluon.ncu_table)
 # tiles through TMA multicast, each loaded once from L2 for both. A 128 × 128
 # FP8 tile does 128 FLOPs per byte of operands; at that L2 rate the Gluon
 # kernel could not feed the tensor cores much faster than it does. The next
-# rungs are therefore clusters with multicast, and a wider tile, which needs a
-# register budget per partition (warp specialization): three float32 tiles of
-# 64 × 256 would need 384 registers a thread, more than a thread has.
+# rungs must read fewer bytes per FLOP. Multicast is not within reach: Gluon's
+# Hopper TMA copy in Triton 3.6 (``tma.async_copy_global_to_shared``) takes no
+# multicast mask. A wider tile is, with a register budget per partition (warp
+# specialization): three float32 tiles of 64 × 256 would need 384 registers a
+# thread, more than a thread has, so the promotion must change shape too.
 #
 # What to take away
 # -----------------
@@ -232,3 +234,5 @@ captures.show("ncu_gluon_fp8", gluon.ncu_table)
 # * Measure each rung against the vendor library in the same run, and read the
 #   counters for the next limit: this ladder stands at about 0.8× cuBLASLt with
 #   L2 as busy as cuBLASLt's, so the next rung must read fewer bytes per FLOP.
+# * Know what the lower level exposes before planning on it: cuBLASLt's cluster
+#   multicast is one instruction Gluon on Hopper does not offer yet.

@@ -22,10 +22,11 @@ SHAPES = ((4096, 4096, 4096), (8192, 8192, 4096), (8192, 8192, 8192))
 GLUON = {
     "drain": GluonFP8Config(schedule="drain", persistent=False),
     "pingpong": GluonFP8Config(persistent=False),
+    "drain_persist": GluonFP8Config(schedule="drain"),
     "persistent": GluonFP8Config(),
-    # Two steps to a slot: one barrier wait and one refill for two promotions.
-    "slot2_s2": GluonFP8Config(steps_per_slot=2, num_stages=2),
-    "slot2_s3": GluonFP8Config(steps_per_slot=2, num_stages=3),
+    "persist_s3": GluonFP8Config(num_stages=3),
+    "persist_s5": GluonFP8Config(num_stages=5),
+    "persist_g16": GluonFP8Config(group_m=16),
 }
 SCALINGS = ("tensor",)
 

@@ -83,8 +83,6 @@ class GluonFP8Config:
         group_m: rows of output tiles visited together (L2 reuse).
         num_warps: 4 per warpgroup; ``block_m == 16 * num_warps``.
         schedule: one of :data:`SCHEDULES`.
-        steps_per_slot: steps along K whose operands share one slot of the ring and its
-            barrier (1 or 2): with 2, one barrier wait and one refill serve two promotions.
         persistent: one program per SM, each computing a tile after another, the loads of
             the next tile in flight while it stores one (False: a program per tile, each
             filling its pipeline and draining it alone).
@@ -98,15 +96,12 @@ class GluonFP8Config:
     num_warps: int = 8
     schedule: str = "pingpong"
     persistent: bool = True
-    steps_per_slot: int = 1
 
     def __post_init__(self):
         if type(self.persistent) is not bool:
             raise ValueError(f"persistent must be a bool, got {self.persistent!r}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        if self.steps_per_slot not in (1, 2):
-            raise ValueError(f"steps_per_slot must be 1 or 2, got {self.steps_per_slot!r}")
         for name in ("block_m", "block_n", "block_k", "num_stages", "group_m", "num_warps"):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
@@ -135,16 +130,14 @@ DEFAULT_CONFIG = GluonFP8Config()
 
 
 @gluon.jit
-def _issue(ring, registers, step, NUM_STAGES: gl.constexpr, SUB: gl.constexpr):
-    """Wait for ``step``'s operands (its slot's barrier), then start its MMA from zero
-    (``use_acc=False``) into ``registers`` (a finished partial's, reused); returns the
-    pending MMA. A slot holds the operands of ``SUB`` consecutive steps."""
+def _issue(ring, registers, step, NUM_STAGES: gl.constexpr):
+    """Wait for ``step``'s operands, then start its MMA from zero (``use_acc=False``) into
+    ``registers`` (a finished partial's, reused); returns the pending MMA."""
     _a_desc, _b_desc, a_ring, b_ring, ready = ring
-    slot = step // SUB
-    mbarrier.wait(ready.index(slot % NUM_STAGES), (slot // NUM_STAGES) & 1)
-    buffer = step % (NUM_STAGES * SUB)
+    slot = step % NUM_STAGES
+    mbarrier.wait(ready.index(slot), (step // NUM_STAGES) & 1)
     return warpgroup_mma(
-        a_ring.index(buffer), b_ring.index(buffer).permute((1, 0)), registers, use_acc=False, is_async=True
+        a_ring.index(slot), b_ring.index(slot).permute((1, 0)), registers, use_acc=False, is_async=True
     )
 
 
@@ -163,75 +156,53 @@ def _tile_offsets(tile, M, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, GROU
 
 
 @gluon.jit
-def _copy_step(ring, step, slot, off_m, off_n, k, pred, NUM_STAGES: gl.constexpr, SUB: gl.constexpr):
-    """Start the TMA copies of one step's operand tiles (at row ``off_m``, column ``off_n``
-    and depth ``k``) into the step's buffers, arriving on ``slot``'s barrier. A tile of rows
-    that are not a power of two (192) arrives in boxes of 64 rows."""
+def _load_at(ring, step, off_m, off_n, k, pred, NUM_STAGES: gl.constexpr):
+    """Start the TMA copies of the operand tiles at row ``off_m``, column ``off_n`` and
+    depth ``k`` into ``step``'s slot; the slot's barrier completes when all their bytes have
+    landed. A tile of rows that are not a power of two (192) arrives in boxes of 64 rows."""
     a_desc, b_desc, a_ring, b_ring, ready = ring
     A_BOX: gl.constexpr = a_desc.block_type.shape[0]
     BOXES: gl.constexpr = a_ring.shape[1] // A_BOX
-    buffer = step % (NUM_STAGES * SUB)
-    barrier = ready.index(slot % NUM_STAGES)
+    slot = step % NUM_STAGES
+    mbarrier.expect(ready.index(slot), BOXES * a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred)
     for box in gl.static_range(BOXES):
-        a_box = a_ring.index(buffer).slice(box * A_BOX, A_BOX)
-        tma.async_copy_global_to_shared(a_desc, [off_m + box * A_BOX, k], barrier, a_box, pred=pred)
-    tma.async_copy_global_to_shared(b_desc, [off_n, k], barrier, b_ring.index(buffer), pred=pred)
+        a_slot = a_ring.index(slot).slice(box * A_BOX, A_BOX)
+        tma.async_copy_global_to_shared(
+            a_desc, [off_m + box * A_BOX, k], ready.index(slot), a_slot, pred=pred
+        )
+    tma.async_copy_global_to_shared(b_desc, [off_n, k], ready.index(slot), b_ring.index(slot), pred=pred)
 
 
 @gluon.jit
-def _expect(ring, slot, pred, NUM_STAGES: gl.constexpr, SUB: gl.constexpr):
-    """Tell ``slot``'s barrier how many bytes its ``SUB`` steps' copies bring (a constant:
-    a slot's steps past the program's last are loaded anyway, from valid coordinates)."""
-    a_desc, b_desc, a_ring, _b_ring, ready = ring
-    BOXES: gl.constexpr = a_ring.shape[1] // a_desc.block_type.shape[0]
-    nbytes: gl.constexpr = SUB * (BOXES * a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-    mbarrier.expect(ready.index(slot % NUM_STAGES), nbytes, pred=pred)
-
-
-@gluon.jit
-def _load(ring, slot, shape, NUM_STAGES: gl.constexpr, SUB: gl.constexpr, GROUP_M: gl.constexpr):
-    """Load the operands of this program's ``slot`` (if it has one of its steps), finding each
-    step's tile by division: the prologue's loads. The divisions cost more issue slots than
-    the loop can spare (the persistent kernel ran 18% slower with them), so the loop refills
-    through :func:`_refill`, which knows its tile."""
+def _load(ring, step, shape, NUM_STAGES: gl.constexpr, GROUP_M: gl.constexpr):
+    """Load the operands of this program's ``step`` (if it has that many), finding its tile
+    by division: the prologue's loads. The divisions cost more issue slots than the loop
+    can spare (the persistent kernel ran 18% slower with them), so the loop refills through
+    :func:`_refill`, which knows its tile."""
     a_desc, _b_desc, a_ring, b_ring, _ready = ring
     M, N, k_steps, steps = shape
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
-    pred = slot * SUB < steps
-    _expect(ring, slot, pred, NUM_STAGES, SUB)
-    for h in gl.static_range(SUB):
-        step = slot * SUB + h
-        step = step * (step < steps).to(gl.int32)  # (a step past the last loads step 0's tiles)
-        tile = gl.program_id(0) + (step // k_steps) * gl.num_programs(0)
-        off_m, off_n = _tile_offsets(tile, M, N, a_ring.shape[1], b_ring.shape[1], GROUP_M)
-        _copy_step(
-            ring, slot * SUB + h, slot, off_m, off_n, (step % k_steps) * BLOCK_K, pred, NUM_STAGES, SUB
-        )
+    tile = gl.program_id(0) + (step // k_steps) * gl.num_programs(0)
+    off_m, off_n = _tile_offsets(tile, M, N, a_ring.shape[1], b_ring.shape[1], GROUP_M)
+    _load_at(ring, step, off_m, off_n, (step % k_steps) * BLOCK_K, step < steps, NUM_STAGES)
 
 
 @gluon.jit
-def _refill(ring, step, tile, shape, NUM_STAGES: gl.constexpr, SUB: gl.constexpr):
-    """Called once the MMA before ``step``'s has finished. If that MMA was the last of its
-    slot, the slot is free: load it with the slot ``NUM_STAGES - 1`` ahead of ``step``'s.
-    Each step loaded lies in this tile or the next one (the launch keeps the ring no deeper
-    than a tile's steps), chosen by arithmetic and predicates rather than branches: a
-    branch here made ptxas serialize the wgmma instructions (its C7514)."""
+def _refill(ring, step, tile, shape, NUM_STAGES: gl.constexpr):
+    """Once the MMA before ``step``'s has finished, its slot is free: load the operands of
+    step ``step + NUM_STAGES - 1`` into it. That step lies in this tile or the next one (the
+    launch keeps ``NUM_STAGES - 1`` at most a tile's steps), chosen by arithmetic rather
+    than a branch: a branch here made ptxas serialize the wgmma instructions (its C7514)."""
     a_desc, _b_desc, _a_ring, _b_ring, _ready = ring
     _M, _N, k_steps, steps = shape
     first, off_m, off_n, next_m, next_n = tile
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
-    slot = step // SUB + NUM_STAGES - 1
-    pred = (step % SUB == 0) & (slot * SUB < steps)  # the step before was its slot's last
-    _expect(ring, slot, pred, NUM_STAGES, SUB)
-    for h in gl.static_range(SUB):
-        ahead = slot * SUB + h
-        valid = (ahead < steps).to(gl.int32)  # (a step past the last loads this tile's first)
-        depth = ahead - first
-        later = (depth >= k_steps).to(gl.int32) * valid  # 1: the step is the next tile's
-        m = off_m + (next_m - off_m) * later
-        n = off_n + (next_n - off_n) * later
-        k = (depth - k_steps * later) * BLOCK_K * valid
-        _copy_step(ring, ahead, slot, m, n, k, pred, NUM_STAGES, SUB)
+    ahead = step + NUM_STAGES - 1
+    depth = ahead - first
+    later = (depth >= k_steps).to(gl.int32)  # 1: the step is the next tile's
+    off_m = off_m + (next_m - off_m) * later
+    off_n = off_n + (next_n - off_n) * later
+    _load_at(ring, ahead, off_m, off_n, (depth - k_steps * later) * BLOCK_K, ahead < steps, NUM_STAGES)
 
 
 @gluon.jit
@@ -247,7 +218,6 @@ def _fp8_promoted_kernel(
     ROW_SCALE_A: gl.constexpr,
     COL_SCALE_B: gl.constexpr,
     NUM_STAGES: gl.constexpr,
-    SUB: gl.constexpr,
     GROUP_M: gl.constexpr,
     PINGPONG: gl.constexpr,
     BLOCK_M: gl.constexpr,
@@ -265,14 +235,14 @@ def _fp8_promoted_kernel(
 
     # The ring: NUM_STAGES slots of A (BLOCK_M x BLOCK_K) and B (BLOCK_N x BLOCK_K, K-major),
     # each with a barrier the TMA engine arrives on when both tiles have landed.
-    a_ring = gl.allocate_shared_memory(a_desc.dtype, [NUM_STAGES * SUB, BLOCK_M, BLOCK_K], a_desc.layout)
-    b_ring = gl.allocate_shared_memory(b_desc.dtype, [NUM_STAGES * SUB, BLOCK_N, BLOCK_K], b_desc.layout)
+    a_ring = gl.allocate_shared_memory(a_desc.dtype, [NUM_STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
+    b_ring = gl.allocate_shared_memory(b_desc.dtype, [NUM_STAGES, BLOCK_N, BLOCK_K], b_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(NUM_STAGES):
         mbarrier.init(ready.index(s), count=1)
     ring = (a_desc, b_desc, a_ring, b_ring, ready)
     for s in gl.static_range(NUM_STAGES - 1):
-        _load(ring, s, shape, NUM_STAGES, SUB, GROUP_M)
+        _load(ring, s, shape, NUM_STAGES, GROUP_M)
 
     # wgmma's register layout: num_warps warps stacked along M, one instruction N wide.
     layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -291,19 +261,19 @@ def _fp8_promoted_kernel(
             y = warpgroup_mma_init(gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=layout))
             for pair in range(k_steps // 2):
                 step = first + 2 * pair
-                x = _issue(ring, x_done, step, NUM_STAGES, SUB)
+                x = _issue(ring, x_done, step, NUM_STAGES)
                 y_done = warpgroup_mma_wait(num_outstanding=1, deps=(y,))  # step - 1 has finished:
                 acc += y_done  # promote it while step runs, and reuse its slot.
-                _refill(ring, step, tile, shape, NUM_STAGES, SUB)
-                y = _issue(ring, y_done, step + 1, NUM_STAGES, SUB)
+                _refill(ring, step, tile, shape, NUM_STAGES)
+                y = _issue(ring, y_done, step + 1, NUM_STAGES)
                 x_done = warpgroup_mma_wait(num_outstanding=1, deps=(x,))
                 acc += x_done
-                _refill(ring, step + 1, tile, shape, NUM_STAGES, SUB)
+                _refill(ring, step + 1, tile, shape, NUM_STAGES)
             if k_steps % 2 == 1:
                 step = first + k_steps - 1
-                x = _issue(ring, x_done, step, NUM_STAGES, SUB)
+                x = _issue(ring, x_done, step, NUM_STAGES)
                 acc += warpgroup_mma_wait(num_outstanding=1, deps=(y,))
-                _refill(ring, step, tile, shape, NUM_STAGES, SUB)
+                _refill(ring, step, tile, shape, NUM_STAGES)
                 acc += warpgroup_mma_wait(num_outstanding=0, deps=(x,))
             else:
                 acc += warpgroup_mma_wait(num_outstanding=0, deps=(y,))
@@ -311,10 +281,10 @@ def _fp8_promoted_kernel(
             # Triton's schedule: wait for each step's MMA, then promote it.
             partial = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=layout)
             for k in range(k_steps):
-                token = _issue(ring, partial, first + k, NUM_STAGES, SUB)
+                token = _issue(ring, partial, first + k, NUM_STAGES)
                 partial = warpgroup_mma_wait(num_outstanding=0, deps=(token,))
                 acc += partial
-                _refill(ring, first + k, tile, shape, NUM_STAGES, SUB)
+                _refill(ring, first + k, tile, shape, NUM_STAGES)
         # The next tile's first loads are in flight while this one is stored.
         _epilogue(
             acc, c_ptr, scale_a_ptr, scale_b_ptr, off_m, off_n, M, N, stride_cm, ROW_SCALE_A, COL_SCALE_B
@@ -451,18 +421,11 @@ def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     grid = (min(tiles, _num_sms(c.device)) if config.persistent else tiles,)
     args = (a_desc, b_desc, c, scale_a, scale_b, m, n, c.stride(0))
-    # At most a tile's steps in flight ahead (stages * sub <= k_steps + 1): _refill looks
-    # one tile ahead, no further. A K too short for two steps a slot gets one.
-    k_steps = triton.cdiv(a.shape[1], bk)
-    sub = config.steps_per_slot
-    stages = min(config.num_stages, (k_steps + 1) // sub)
-    if stages < 2:
-        sub, stages = 1, max(2, min(config.num_stages, k_steps + 1))
     constants = dict(
         ROW_SCALE_A=scale_a.numel() > 1,
         COL_SCALE_B=scale_b.numel() > 1,
-        NUM_STAGES=stages,
-        SUB=sub,
+        # (At most a tile's steps in flight ahead: _refill looks one tile ahead, no further.)
+        NUM_STAGES=max(2, min(config.num_stages, triton.cdiv(a.shape[1], bk) + 1)),
         GROUP_M=config.group_m,
         PINGPONG=config.schedule == "pingpong",
         BLOCK_M=bm,

@@ -217,7 +217,10 @@ captures.show("ncu_gluon_fp8", gluon.ncu_table)
 # Hopper TMA copy in Triton 3.6 (``tma.async_copy_global_to_shared``) takes no
 # multicast mask. A wider tile is, with a register budget per partition (warp
 # specialization): three float32 tiles of 64 × 256 would need 384 registers a
-# thread, more than a thread has, so the promotion must change shape too.
+# thread, more than a thread has, so the promotion must change shape too. One
+# rung tried here did not pay: two steps' operands to a slot, one barrier wait
+# and one refill for two promotions, ran at 0.85-0.89× one step a slot (a slot
+# is refilled only once both its steps are done, so the ring runs shallower).
 #
 # What to take away
 # -----------------

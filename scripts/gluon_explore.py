@@ -21,6 +21,8 @@ from gpuperf.reference import matmul_fp8_ref
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 4096), (8192, 8192, 8192))
 GLUON = {
     "drain": GluonFP8Config(schedule="drain", persistent=False),
+    "pingpong_regstore": GluonFP8Config(persistent=False, tma_store=False),
+    "persist_regstore": GluonFP8Config(tma_store=False),
     "pingpong": GluonFP8Config(persistent=False),
     "drain_persist": GluonFP8Config(schedule="drain"),
     "persistent": GluonFP8Config(),

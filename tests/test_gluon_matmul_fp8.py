@@ -68,6 +68,7 @@ def test_bad_arguments_are_named(change, error, match):
         ({"block_k": 48}, "block_k a multiple of 32"),
         ({"num_stages": 0}, "num_stages must be a positive int"),
         ({"group_m": 2.0}, "group_m must be a positive int"),
+        ({"tma_store": 1}, "tma_store must be a bool"),
     ],
 )
 def test_bad_configs_are_named(fields, match):
@@ -156,18 +157,36 @@ def test_the_ring_fits_in_shared_memory():
 
 # --- on a Hopper GPU ------------------------------------------------------------------------
 
-ODD_SHAPES = [(1, 1, 16), (1, 17, 32), (130, 70, 208), (257, 136, 4112), (33, 300, 144), (300, 257, 1040)]
+#: Rows of the output off and on TMA's 16-byte rule (N = 264: stored by TMA, tiles clipped).
+ODD_SHAPES = [
+    (1, 1, 16),
+    (1, 17, 32),
+    (130, 70, 208),
+    (130, 264, 208),
+    (257, 136, 4112),
+    (33, 300, 144),
+    (300, 257, 1040),
+]
+#: Both schedules, tiles stored by TMA or from the registers, persistent or a program a tile.
+CONFIGS = {
+    f"{schedule}-{'tma' if tma_store else 'registers'}-{'persistent' if persistent else 'grid'}": (
+        GluonFP8Config(schedule=schedule, tma_store=tma_store, persistent=persistent)
+    )
+    for schedule in SCHEDULES
+    for tma_store in (True, False)
+    for persistent in (True, False)
+}
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS.keys())
 @pytest.mark.parametrize("axis", [None, -1], ids=["tensor", "row"])
 @pytest.mark.parametrize("m, n, k", ODD_SHAPES, ids=["x".join(map(str, s)) for s in ODD_SHAPES])
-def test_gpu_matches_the_float64_product(m, n, k, axis, schedule):
+def test_gpu_matches_the_float64_product(m, n, k, axis, config):
     if torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("Gluon's wgmma kernels run on Hopper only")
     a, b, scale_a, scale_b = operands(m, n, k, axis=axis, seed=m + n)
-    out = matmul_fp8_promoted(a, b, scale_a, scale_b, config=GluonFP8Config(schedule=schedule))
+    out = matmul_fp8_promoted(a, b, scale_a, scale_b, config=config)
     assert out.shape == (m, n) and out.dtype == torch.bfloat16 and out.is_contiguous()
     assert_close("gluon fp8", matmul_fp8_ref(a, b, scale_a, scale_b), out, k=fp8_check_k(k, "float32"))
 

@@ -44,6 +44,7 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
     mbarrier,
     tma,
     warpgroup_mma,
@@ -83,6 +84,9 @@ class GluonFP8Config:
         group_m: rows of output tiles visited together (L2 reuse).
         num_warps: 4 per warpgroup; ``block_m == 16 * num_warps``.
         schedule: one of :data:`SCHEDULES`.
+        tma_store: store each output tile through shared memory with TMA, which runs on
+            while the next tile is computed (where a descriptor can describe the output:
+            rows of a multiple of 16 bytes); else a masked store from the registers.
         persistent: one program per SM, each computing a tile after another, the loads of
             the next tile in flight while it stores one (False: a program per tile, each
             filling its pipeline and draining it alone).
@@ -96,10 +100,12 @@ class GluonFP8Config:
     num_warps: int = 8
     schedule: str = "pingpong"
     persistent: bool = True
+    tma_store: bool = True
 
     def __post_init__(self):
-        if type(self.persistent) is not bool:
-            raise ValueError(f"persistent must be a bool, got {self.persistent!r}")
+        for name in ("persistent", "tma_store"):
+            if type(getattr(self, name)) is not bool:
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         for name in ("block_m", "block_n", "block_k", "num_stages", "group_m", "num_warps"):
@@ -209,7 +215,7 @@ def _refill(ring, step, tile, shape, NUM_STAGES: gl.constexpr):
 def _fp8_promoted_kernel(
     a_desc,
     b_desc,
-    c_ptr,
+    c,
     scale_a_ptr,
     scale_b_ptr,
     M,
@@ -221,6 +227,7 @@ def _fp8_promoted_kernel(
     GROUP_M: gl.constexpr,
     PINGPONG: gl.constexpr,
     BLOCK_M: gl.constexpr,
+    TMA_STORE: gl.constexpr,
     num_warps: gl.constexpr,
 ):
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
@@ -241,6 +248,8 @@ def _fp8_promoted_kernel(
     for s in gl.static_range(NUM_STAGES):
         mbarrier.init(ready.index(s), count=1)
     ring = (a_desc, b_desc, a_ring, b_ring, ready)
+    if TMA_STORE:  # c is a tensor descriptor: tiles leave through shared memory, by TMA
+        c_smem = gl.allocate_shared_memory(c.dtype, [BLOCK_M, BLOCK_N], c.layout)
     for s in gl.static_range(NUM_STAGES - 1):
         _load(ring, s, shape, NUM_STAGES, GROUP_M)
 
@@ -286,29 +295,27 @@ def _fp8_promoted_kernel(
                 acc += partial
                 _refill(ring, first + k, tile, shape, NUM_STAGES)
         # The next tile's first loads are in flight while this one is stored.
-        _epilogue(
-            acc, c_ptr, scale_a_ptr, scale_b_ptr, off_m, off_n, M, N, stride_cm, ROW_SCALE_A, COL_SCALE_B
-        )
+        acc = _scaled(acc, scale_a_ptr, scale_b_ptr, off_m, off_n, M, N, ROW_SCALE_A, COL_SCALE_B)
+        if TMA_STORE:
+            # The copy engine stores the tile while the next one is computed: wait only for
+            # the previous tile's store to have read the buffer before overwriting it.
+            tma.store_wait(pendings=0)
+            c_smem.store(acc.to(c.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c, [off_m, off_n], c_smem)
+        else:
+            _store(acc, c, off_m, off_n, M, N, stride_cm)
+    if TMA_STORE:
+        tma.store_wait(pendings=0)
     for s in gl.static_range(NUM_STAGES):
         mbarrier.invalidate(ready.index(s))
 
 
 @gluon.jit
-def _epilogue(
-    acc,
-    c_ptr,
-    scale_a_ptr,
-    scale_b_ptr,
-    off_m,
-    off_n,
-    M,
-    N,
-    stride_cm,
-    ROW_SCALE_A: gl.constexpr,
-    COL_SCALE_B: gl.constexpr,
+def _scaled(
+    acc, scale_a_ptr, scale_b_ptr, off_m, off_n, M, N, ROW_SCALE_A: gl.constexpr, COL_SCALE_B: gl.constexpr
 ):
-    """Both scales, one rounding, a masked store straight from the registers of ``acc``, the
-    float32 tile whose top-left output element is ``(off_m, off_n)``."""
+    """The float32 tile ``acc`` (top-left output element ``(off_m, off_n)``) times both scales."""
     rows = off_m + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, acc.type.layout))
     cols = off_n + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, acc.type.layout))
     if ROW_SCALE_A:
@@ -319,6 +326,15 @@ def _epilogue(
         acc = acc * gl.load(scale_b_ptr + cols, mask=cols < N, other=0.0)[None, :]
     else:
         acc = acc * gl.load(scale_b_ptr)
+    return acc
+
+
+@gluon.jit
+def _store(acc, c_ptr, off_m, off_n, M, N, stride_cm):
+    """One rounding and a masked store straight from the registers: for an output whose rows
+    no tensor descriptor can describe (not a multiple of 16 bytes)."""
+    rows = off_m + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, acc.type.layout))
+    cols = off_n + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, acc.type.layout))
     mask = (rows < M)[:, None] & (cols < N)[None, :]
     gl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], acc.to(c_ptr.dtype.element_ty), mask=mask)
 
@@ -420,7 +436,12 @@ def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple
     b_desc = TensorDescriptor.from_tensor(b.t(), [bn, bk], b_layout)
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     grid = (min(tiles, _num_sms(c.device)) if config.persistent else tiles,)
-    args = (a_desc, b_desc, c, scale_a, scale_b, m, n, c.stride(0))
+    # The output leaves by TMA when a descriptor can describe it (rows of 16-byte multiples).
+    tma_store = config.tma_store and tma_layout(c) == "row" and bm & (bm - 1) == 0
+    if tma_store:
+        c_layout = gl.NVMMASharedLayout.get_default_for([bm, bn], _GL_DTYPES[c.dtype])
+        c = TensorDescriptor.from_tensor(c, [bm, bn], c_layout)
+    args = (a_desc, b_desc, c, scale_a, scale_b, m, n, n)
     constants = dict(
         ROW_SCALE_A=scale_a.numel() > 1,
         COL_SCALE_B=scale_b.numel() > 1,
@@ -429,6 +450,7 @@ def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple
         GROUP_M=config.group_m,
         PINGPONG=config.schedule == "pingpong",
         BLOCK_M=bm,
+        TMA_STORE=tma_store,
         num_warps=config.num_warps,
     )
     return grid, args, constants

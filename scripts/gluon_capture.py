@@ -16,7 +16,7 @@ from pathlib import Path
 
 SHAPE = (8192, 8192, 8192)
 #: The providers profiled, in the order they are called (the ladder, then the vendor's).
-PROVIDERS = ("gluon_drain", "gluon_pingpong", "gluon", "triton", "scaled_mm")
+PROVIDERS = ("gluon_drain", "gluon_pingpong", "gluon_persistent", "gluon", "triton", "scaled_mm")
 METRICS = (
     "gpu__time_duration.sum",
     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",

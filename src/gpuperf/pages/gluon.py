@@ -26,7 +26,8 @@ from gpuperf.pages.tables import Cell, Section, render
 FP8_RUNGS = {
     "gluon_drain": "Gluon, drain then promote",
     "gluon_pingpong": "Gluon, promote beside next MMA",
-    "gluon": "Gluon, + persistent",
+    "gluon_persistent": "Gluon, + persistent",
+    "gluon": "Gluon, + TMA store",
     "triton": "Triton matmul_fp8, tuned",
 }
 
@@ -115,7 +116,7 @@ def _ratio_span(ratios) -> str:
 
 
 def fp8_sentence(result: Result) -> str:
-    """One GPU's FP8 ladder in a sentence: the persistent Gluon kernel against cuBLASLt and
+    """One GPU's FP8 ladder in a sentence: the Gluon kernel's top rung against cuBLASLt and
     Triton, and what each rung bought.
 
     Raises:
@@ -125,17 +126,17 @@ def fp8_sentence(result: Result) -> str:
         raise ValueError(f"no {result.benchmark.name} record to describe: {result.notes}")
     vs_cublaslt = [v for c in GLUON_FP8.combos() for v in result.ratios("gluon", **c).values()]
     vs_triton = [r for c in GLUON_FP8.combos() for r in _ratios(result, "gluon", "triton", **c).values()]
-    overlap = [
-        r for c in GLUON_FP8.combos() for r in _ratios(result, "gluon_pingpong", "gluon_drain", **c).values()
-    ]
-    persist = [
-        r for c in GLUON_FP8.combos() for r in _ratios(result, "gluon", "gluon_pingpong", **c).values()
-    ]
+
+    def bought(provider, over):
+        return [r for c in GLUON_FP8.combos() for r in _ratios(result, provider, over, **c).values()]
+
     return (
         f"On the {short_gpu_name(result.gpu)}, the Gluon FP8 matmul with float32 promotion "
         f"runs at {_ratio_span(vs_cublaslt)} cuBLASLt's speed and {_ratio_span(vs_triton)} "
         f"Triton's tuned kernel: overlapping the promotion with the next MMA bought "
-        f"{_ratio_span(overlap)}, persistence {_ratio_span(persist)}."
+        f"{_ratio_span(bought('gluon_pingpong', 'gluon_drain'))}, persistence "
+        f"{_ratio_span(bought('gluon_persistent', 'gluon_pingpong'))}, storing by TMA "
+        f"{_ratio_span(bought('gluon', 'gluon_persistent'))}."
     )
 
 

@@ -53,10 +53,11 @@ PROVIDER_COLORS = {
     "triton_graph": "#08306b",
     "triton_persistent": "#c7e9c0",
     # Tutorial 08's Gluon ladder, darker at each rung: Triton's schedule, the promotion
-    # overlapped, persistent.
+    # overlapped, persistent, TMA store.
     "gluon": "#3f007d",
-    "gluon_pingpong": "#807dba",
-    "gluon_drain": "#bcbddc",
+    "gluon_persistent": "#6a51a3",
+    "gluon_pingpong": "#9e9ac8",
+    "gluon_drain": "#cbc9e2",
 }
 _FALLBACK = ("#bcbd22", "#d62728", "#393b79")
 

@@ -3,7 +3,8 @@
 * :data:`GLUON_FP8`: the FP8 matmul with float32 promotion every 128 products, the
   ladder in one run: Gluon with Triton's schedule, a program per tile
   (``gluon_drain``); the promotion overlapped with the next MMA (``gluon_pingpong``);
-  and persistent, one program per SM (``gluon``); against Triton's tuned
+  persistent, one program per SM (``gluon_persistent``); and output tiles stored by TMA
+  while the next is computed (``gluon``); against Triton's tuned
   ``matmul_fp8`` and cuBLASLt (``torch._scaled_mm``, default accumulation, the baseline).
 """
 
@@ -61,12 +62,17 @@ GLUON_FP8 = Benchmark(
     make_inputs=_inputs,
     reference=lambda a, b, scale_a, scale_b: reference.matmul_fp8_ref(a, b, scale_a, scale_b),
     providers=(
-        Provider("gluon", "Gluon: + persistent (gluon.matmul_fp8_promoted)", **_gluon()),
-        Provider("gluon_pingpong", "Gluon: + promotion beside the next MMA", **_gluon(persistent=False)),
+        Provider("gluon", "Gluon: + TMA store (gluon.matmul_fp8_promoted)", **_gluon()),
+        Provider("gluon_persistent", "Gluon: + persistent", **_gluon(tma_store=False)),
+        Provider(
+            "gluon_pingpong",
+            "Gluon: + promotion beside the next MMA",
+            **_gluon(persistent=False, tma_store=False),
+        ),
         Provider(
             "gluon_drain",
             "Gluon: Triton's schedule, a program per tile",
-            **_gluon(schedule="drain", persistent=False),
+            **_gluon(schedule="drain", persistent=False, tma_store=False),
         ),
         Provider(
             "triton",

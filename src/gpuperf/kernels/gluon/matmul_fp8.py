@@ -21,13 +21,13 @@ each with an ``mbarrier`` that the copy engine arrives on; the loads run
 program per SM takes output tiles one after another (in groups of ``group_m`` rows of
 tiles, so that neighbouring programs reuse operand tiles from L2), and its steps along K
 count on from one tile to the next, so the next tile's loads are in flight while a tile
-is scaled and stored. Two warpgroups (8 warps) share each ``128 x BLOCK_N`` tile, 64 rows
+is scaled. Two warpgroups (8 warps) share each ``128 x BLOCK_N`` tile, 64 rows
 each: three float32 tiles (the accumulator and two partials) of ``64 x 128`` take 192
 registers a thread.
 
-Measured on the H100 (``scripts/gluon_explore.py``, 4096^3 to 8192^3): Triton's schedule
-reaches 837-903 TFLOP/s, the overlapped promotion 927-1055, persistence 998-1071, against
-cuBLASLt's 1302-1408: 0.76-0.81x, about Triton's tuned ``matmul_fp8`` (1051-1108).
+Each output tile leaves through shared memory by TMA (where a descriptor can describe
+the output), the copy engine storing it while the next tile is computed. Tutorial 08
+measures the ladder, rung by rung, against Triton's ``matmul_fp8`` and cuBLASLt.
 
 Sources: DeepSeek-AI, "DeepSeek-V3 Technical Report" (arXiv:2412.19437), §3.3.2
 (promotion to CUDA cores every 128 elements along K); NVIDIA's CUTLASS

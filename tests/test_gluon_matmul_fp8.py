@@ -11,7 +11,6 @@ import torch
 from gpuperf.bench.catalog import fp8_check_k
 from gpuperf.kernels import to_fp8
 from gpuperf.kernels.gluon import SCHEDULES, GluonFP8Config, matmul_fp8_promoted
-from gpuperf.kernels.gluon import matmul_fp8 as gluon_fp8
 from gpuperf.reference import matmul_fp8_ref
 from gpuperf.testing import assert_close
 from tests._params import assert_close_fp8
@@ -97,17 +96,14 @@ def test_a_cpu_tensor_without_the_interpreter_is_refused(monkeypatch):
 # --- the schedule, compiled for sm_90 here ---------------------------------------------------
 
 
-def _compile(config: GluonFP8Config, m=300, n=200, k=512, axis=None):
-    """The kernel compiled for sm_90 (no GPU needed) on CPU operands of the given shape."""
-    from gpuperf.kernels.gluon._offline import hopper_target
+def _compile(config: GluonFP8Config, m=300, n=200, k=512, axis=None) -> dict:
+    """The kernel compiled for sm_90 (no GPU needed, in a process of its own): its PTX and
+    shared memory."""
+    from dataclasses import asdict
 
-    a, b, scale_a, scale_b = operands(m, n, k, device="cpu", axis=axis)
-    c = torch.empty(m, n, dtype=torch.bfloat16)
-    grid, args, constants = gluon_fp8.kernel_arguments(
-        c, a, b, scale_a.reshape(-1), scale_b.reshape(-1), config
-    )
-    with hopper_target(gluon_fp8._fp8_promoted_kernel):
-        return gluon_fp8._fp8_promoted_kernel.warmup(*args, grid=grid, **constants)
+    from gpuperf.kernels.gluon._offline import compile_matmul_fp8
+
+    return compile_matmul_fp8(asdict(config), m, n, k, row_scales=axis is not None)
 
 
 def _ptxas_report(ptx: str, tmp_path) -> str:
@@ -133,8 +129,7 @@ def test_pingpong_keeps_one_mma_in_flight_while_it_promotes(axis, tmp_path):
     """The overlapped schedule, as compiled: each step waits until one wgmma group is left
     (``wgmma.wait_group 1``: the step before has finished, this one runs on), ptxas keeps
     the wgmma instructions asynchronous (no C7514 'serialized' note) and spills nothing."""
-    kernel = _compile(GluonFP8Config(), axis=axis)
-    ptx = kernel.asm["ptx"]
+    ptx = _compile(GluonFP8Config(), axis=axis)["ptx"]
     assert "wgmma.wait_group.sync.aligned 1;" in ptx
     assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in ptx
     report = _ptxas_report(ptx, tmp_path)
@@ -144,15 +139,15 @@ def test_pingpong_keeps_one_mma_in_flight_while_it_promotes(axis, tmp_path):
 
 def test_drain_waits_for_every_mma(tmp_path):
     """Triton's schedule, as the ladder's first rung: every wait drains the tensor cores."""
-    ptx = _compile(GluonFP8Config(schedule="drain")).asm["ptx"]
+    ptx = _compile(GluonFP8Config(schedule="drain"))["ptx"]
     waits = [line.strip() for line in ptx.splitlines() if "wgmma.wait_group" in line]
     assert waits and all(w == "wgmma.wait_group.sync.aligned 0;" for w in waits)
 
 
 def test_the_ring_fits_in_shared_memory():
     """Four slots of 128 x 128 FP8 tiles of A and B (32 KiB each) and their barriers."""
-    kernel = _compile(GluonFP8Config())
-    assert 4 * 2 * 128 * 128 <= kernel.metadata.shared <= 227 * 1024
+    shared = _compile(GluonFP8Config())["shared"]
+    assert 4 * 2 * 128 * 128 <= shared <= 227 * 1024
 
 
 # --- on a Hopper GPU ------------------------------------------------------------------------

@@ -73,24 +73,17 @@ def compile_fp8_schedule(config, m: int = 4096, n: int = 4096, k: int = 4096) ->
     Raises:
         RuntimeError: Triton's wheel carries no ``ptxas`` here.
     """
-    import torch
+    from dataclasses import asdict
+
     from triton.backends.nvidia import compiler
 
-    from gpuperf.kernels.gluon import matmul_fp8 as kernel_module
-    from gpuperf.kernels.gluon._offline import hopper_target
+    from gpuperf.kernels.gluon._offline import compile_matmul_fp8
 
     ptxas = os.path.join(os.path.dirname(compiler.__file__), "bin", "ptxas")
     if not os.path.isfile(ptxas):
         raise RuntimeError(f"no ptxas at {ptxas}: Triton's wheel for this platform carries none")
-    a = torch.zeros(m, k, dtype=torch.float8_e4m3fn)
-    b = torch.zeros(n, k, dtype=torch.float8_e4m3fn).t()
-    c = torch.empty(m, n, dtype=torch.bfloat16)
-    ones = torch.ones(1)
-    grid, args, constants = kernel_module.kernel_arguments(c, a, b, ones, ones, config)
-    kernel = kernel_module._fp8_promoted_kernel
-    with hopper_target(kernel):
-        compiled = kernel.warmup(*args, grid=grid, **constants)
-    ptx = compiled.asm["ptx"]
+    compiled = compile_matmul_fp8(asdict(config), m, n, k)
+    ptx = compiled["ptx"]
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.ptx")
         with open(path, "w") as f:
@@ -107,7 +100,7 @@ def compile_fp8_schedule(config, m: int = 4096, n: int = 4096, k: int = 4096) ->
         registers=int(re.search(r"Used (\d+) registers", report).group(1)),
         spilled=int(re.search(r"(\d+) bytes spill stores", report).group(1)),
         serialized="C7514" in report,
-        shared_bytes=compiled.metadata.shared,
+        shared_bytes=compiled["shared"],
     )
 
 

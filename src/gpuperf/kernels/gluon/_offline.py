@@ -5,11 +5,20 @@ Triton's JIT asks the active driver for the target it compiles for. Under
 runs the whole compiler (Gluon to TTGIR, LLVM, PTX and ``ptxas``, all bundled with
 Triton's wheel) and returns the compiled kernel, its PTX and its shared memory, without
 launching anything. The tests use it to hold every Gluon kernel to compiling on a CPU.
+
+:func:`compile_matmul_fp8` does it in a fresh Python process: a process where Triton's
+interpreter has run a kernel (the tests', the docs build's) can no longer build Gluon's
+IR (seen with Triton 3.6: ``'block_argument' object has no attribute 'dtype'`` on the
+first arithmetic), so the compile gets a process of its own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import subprocess
+import sys
 
 from triton.backends.compiler import GPUTarget
 from triton.runtime import driver
@@ -46,3 +55,51 @@ def hopper_target(*kernels):
         driver._active = previous
         for kernel in kernels:
             kernel.device_caches.clear()
+
+
+def compile_matmul_fp8(fields: dict, m: int, n: int, k: int, *, row_scales: bool = False) -> dict:
+    """Compile :func:`~gpuperf.kernels.gluon.matmul_fp8_promoted`'s kernel for ``sm_90`` with
+    ``GluonFP8Config(**fields)`` at ``(M, N, K)`` (e4m3 operands, bfloat16 output, per-tensor
+    or per-row scales), in a fresh Python process without the interpreter.
+
+    Returns:
+        ``{"ptx": str, "shared": int}``: the PTX and the shared memory a program allocates.
+
+    Raises:
+        RuntimeError: the compile failed; its output's tail is attached.
+    """
+    request = {"fields": fields, "shape": [m, n, k], "row_scales": row_scales}
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "-c", "from gpuperf.kernels.gluon._offline import _child; _child()"],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the offline compile failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _child() -> None:
+    """The compile of :func:`compile_matmul_fp8`, in its own process: request on stdin,
+    ``{"ptx", "shared"}`` as the last line of stdout."""
+    import torch
+
+    from gpuperf.kernels.gluon import matmul_fp8
+    from gpuperf.kernels.gluon.matmul_fp8 import GluonFP8Config
+
+    request = json.loads(sys.stdin.read())
+    m, n, k = request["shape"]
+    a = torch.zeros(m, k, dtype=torch.float8_e4m3fn)
+    b = torch.zeros(n, k, dtype=torch.float8_e4m3fn).t()
+    c = torch.empty(m, n, dtype=torch.bfloat16)
+    scale_a = torch.ones(m if request["row_scales"] else 1)
+    scale_b = torch.ones(n if request["row_scales"] else 1)
+    config = GluonFP8Config(**request["fields"])
+    grid, args, constants = matmul_fp8.kernel_arguments(c, a, b, scale_a, scale_b, config)
+    kernel = matmul_fp8._fp8_promoted_kernel
+    with hopper_target(kernel):
+        compiled = kernel.warmup(*args, grid=grid, **constants)
+    print(json.dumps({"ptx": compiled.asm["ptx"], "shared": compiled.metadata.shared}))

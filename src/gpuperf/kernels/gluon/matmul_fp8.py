@@ -104,8 +104,9 @@ class GluonFP8Config:
 
     def __post_init__(self):
         for name in ("persistent", "tma_store"):
-            if type(getattr(self, name)) is not bool:
-                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+            value = getattr(self, name)
+            if type(value) is not bool:
+                raise ValueError(f"{name} must be a bool, got {value!r}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         for name in ("block_m", "block_n", "block_k", "num_stages", "group_m", "num_warps"):

@@ -108,8 +108,11 @@ print(f"idle tensor cores if the two take turns: {add_ns / (mma_ns + add_ns):.0%
 # :term:`persistent <persistent kernel>`: one program per :term:`SM` takes
 # output tiles in :term:`grouped order <grouped ordering>`, and its steps count
 # on from one tile to the next, so the next tile's loads are in flight while
-# this tile is scaled and stored. With ``schedule="drain"`` it waits for every
-# MMA before promoting it, Triton's schedule, kept as the ladder's first rung.
+# this tile is scaled. The scaled tile goes to shared memory and leaves by a
+# TMA store, which the copy engine finishes while the next tile is computed:
+# the program waits for it only before it reuses the buffer, a tile later.
+# With ``schedule="drain"`` it waits for every MMA before promoting it,
+# Triton's schedule, kept as the ladder's first rung.
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/gluon/matmul_fp8.py
 #    :pyobject: _fp8_promoted_kernel
@@ -171,7 +174,8 @@ except RuntimeError as err:
 # --------------------
 #
 # In one run per GPU: the Gluon kernel with Triton's schedule, with the
-# promotion beside the next MMA, and persistent; Triton's tuned ``matmul_fp8``
+# promotion beside the next MMA, persistent, and with TMA stores (the rungs
+# below it store from the registers); Triton's tuned ``matmul_fp8``
 # (tutorial 05: persistent, warp-specialized where its sweep chose); and
 # :term:`cuBLASLt` (``torch._scaled_mm``, default accumulation). :term:`TFLOP/s`
 # counts :math:`2MNK`:
@@ -185,10 +189,11 @@ ladder.plot()
 
 # %%
 # Overlapping the promotion bought what the arithmetic above predicted, a little
-# more than a tenth; persistence a few percent more. The kernel now runs about
-# as fast as Triton's tuned one, which promotes half as often (every 256
-# products, so with more rounding error) on a warp-specialized pipeline, and
-# stays short of cuBLASLt.
+# more than a tenth; persistence a few percent more; and the TMA store another
+# tenth: a tile stored from the registers kept every warp busy with scattered
+# writes while the tensor cores waited for the next tile. The kernel now runs
+# a tenth faster than Triton's tuned one (which promotes half as often, every
+# 256 products, so with more rounding error) and stays short of cuBLASLt.
 #
 # What the counters say
 # ---------------------
@@ -205,12 +210,13 @@ captures.show("ncu_gluon_fp8", gluon.ncu_table)
 # Each rung shows up in the counters. Draining before every promotion leaves
 # the tensor pipe busy about half the time, and warps wait at the barrier of
 # each step for half their cycles; overlapping the promotion cuts those waits
-# by two thirds and raises the tensor pipe's share; persistence raises it a
-# little more. cuBLASLt keeps its tensor pipe busy over 90% of the time while
-# reading L2 at the same rate as the Gluon kernel, about three quarters of L2's
-# peak: it does more work per byte it reads. Its kernel's name says how: a
-# 144 × 128 tile, and a cluster of two programs (``1x2``) that share operand
-# tiles through TMA multicast, each loaded once from L2 for both. A 128 × 128
+# by two thirds and raises the tensor pipe's share; persistence and the TMA
+# store raise it to about three quarters. cuBLASLt keeps its tensor pipe busy
+# over 90% of the time while reading L2 at about three quarters of its peak,
+# as the Gluon rungs do: it does more work per byte it reads. Its kernel's
+# name says how: a 144 × 128 tile, and a cluster of two programs (``1x2``)
+# that share operand tiles through TMA multicast, each loaded once from L2 for
+# both. A 128 × 128
 # FP8 tile does 128 FLOPs per byte of operands; at that L2 rate the Gluon
 # kernel could not feed the tensor cores much faster than it does. The next
 # rungs must read fewer bytes per FLOP. Multicast is not within reach: Gluon's
@@ -235,7 +241,8 @@ captures.show("ncu_gluon_fp8", gluon.ncu_table)
 #   overlap, and a register move in the wrong place serializes them. Compile
 #   for ``sm_90`` on any machine and read its report before timing anything.
 # * Measure each rung against the vendor library in the same run, and read the
-#   counters for the next limit: this ladder stands at about 0.8× cuBLASLt with
-#   L2 as busy as cuBLASLt's, so the next rung must read fewer bytes per FLOP.
+#   counters for the next limit: this ladder stands at about 0.9× cuBLASLt with
+#   L2 nearly as busy as cuBLASLt's, so the next rung must read fewer bytes per
+#   FLOP.
 # * Know what the lower level exposes before planning on it: cuBLASLt's cluster
 #   multicast is one instruction Gluon on Hopper does not offer yet.

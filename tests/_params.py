@@ -33,3 +33,21 @@ def assert_close_fp8(name, ref, out, k):
         torch.testing.assert_close(out.double(), ref, rtol=2**-10, atol=2**-10 * k**0.5, msg=name)
     else:
         assert_close(name, ref, out, k=k)
+
+
+def recording_backend():
+    """``(graphs, backend)``: a ``torch.compile`` backend that runs each captured graph as it is
+    and appends it to ``graphs``, after a ``torch._dynamo.reset()`` (a fresh cache of graphs)."""
+    torch._dynamo.reset()
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    return graphs, backend
+
+
+def called_ops(graph) -> set[str]:
+    """The ops a captured FX graph calls, by name (``"gpuperf.rope"``, ``"aten.mul.Tensor"``)."""
+    return {str(n.target).removesuffix(".default") for n in graph.graph.nodes if n.op == "call_function"}

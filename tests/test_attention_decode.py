@@ -20,7 +20,7 @@ from gpuperf.kernels.attention_decode import (
 )
 from gpuperf.reference import attention_decode_ref, attention_decode_sdpa
 from gpuperf.testing import tolerance
-from tests._params import randn
+from tests._params import called_ops, randn, recording_backend
 from tests.conftest import DEVICE
 
 # bfloat16 tl.dot is wrong in the interpreter: checked on the GPU only.
@@ -444,12 +444,7 @@ def test_registered_op():
 
 
 def test_compile_fullgraph_keeps_the_op_in_one_graph():
-    torch._dynamo.reset()
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
+    graphs, backend = recording_backend()
 
     def step(q, k, v, lengths):
         return attention_decode(q * 2.0, k, v, lengths + 1) * 2.0
@@ -460,9 +455,7 @@ def test_compile_fullgraph_keeps_the_op_in_one_graph():
     assert DEVICE != "cpu" or decode_launch(2, 1, 4, 40, 64, -1).num_splits == 2
     out = torch.compile(step, backend=backend, fullgraph=True)(q, k, v, lengths)
     assert len(graphs) == 1
-    called = {
-        str(n.target).removesuffix(".default") for n in graphs[0].graph.nodes if n.op == "call_function"
-    }
+    called = called_ops(graphs[0])
     assert "gpuperf.attention_decode" in called
     assert_close("compiled attention_decode", attention_decode_ref(q * 2.0, k, v, lengths + 1) * 2.0, out)
 

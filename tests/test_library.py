@@ -10,7 +10,7 @@ from gpuperf.kernels import attention, matmul, softmax, vector_add
 from gpuperf.kernels._launch import Launcher, _int_key
 from gpuperf.reference import attention_ref, matmul_ref, softmax_ref, vector_add_ref
 from gpuperf.testing import assert_close
-from tests._params import randn
+from tests._params import called_ops, randn, recording_backend
 
 
 def model(x, a, b, bias):
@@ -48,21 +48,14 @@ def test_ops_are_registered_with_torch_library():
 
 def test_compile_fullgraph_traces_every_op_without_a_graph_break():
     """fullgraph=True raises on any graph break; the eager backend runs the captured graph."""
-    torch._dynamo.reset()
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
+    graphs, backend = recording_backend()
 
     compiled = torch.compile(model, backend=backend, fullgraph=True)
     args = inputs()
     total, h = compiled(*args)
     ref_total, ref_h = model_ref(*args)
     assert len(graphs) == 1
-    called = {
-        str(n.target).removesuffix(".default") for n in graphs[0].graph.nodes if n.op == "call_function"
-    }
+    called = called_ops(graphs[0])
     assert {"gpuperf.matmul", "gpuperf.softmax", "gpuperf.vector_add"} <= called
     assert_close("compiled matmul", ref_h, h, k=32)
     torch.testing.assert_close(total.double(), ref_total, rtol=1e-3, atol=1e-2)
@@ -227,12 +220,7 @@ def _grads(fn, *args):
 
 def test_compile_fullgraph_trains_through_attention():
     """The op and its backward stay in one graph; gradients match the float32 reference's."""
-    torch._dynamo.reset()
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
+    graphs, backend = recording_backend()
 
     compiled = torch.compile(attention_model, backend=backend, fullgraph=True)
     loss, grads = _grads(compiled, *attention_inputs())

@@ -18,7 +18,7 @@ from gpuperf.kernels.matmul_splitk import (
 )
 from gpuperf.reference import matmul_ref
 from gpuperf.testing import assert_close
-from tests._params import randn, shape_id
+from tests._params import called_ops, randn, recording_backend, shape_id
 from tests.conftest import DEVICE
 
 # bfloat16 tl.dot is wrong in the interpreter: checked on the GPU only.
@@ -279,12 +279,7 @@ def test_registered_op():
 
 
 def test_compile_fullgraph_keeps_the_op_in_one_graph():
-    torch._dynamo.reset()
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
+    graphs, backend = recording_backend()
 
     def step(x, w):
         return matmul_splitk(x * 2.0, w.t()) * 2.0  # exact scalings; w in nn.Linear's layout
@@ -292,9 +287,7 @@ def test_compile_fullgraph_keeps_the_op_in_one_graph():
     x, w = randn((3, 300), torch.float16, seed=17), randn((33, 300), torch.float16, seed=18)
     out = torch.compile(step, backend=backend, fullgraph=True)(x, w)
     assert len(graphs) == 1
-    called = {
-        str(n.target).removesuffix(".default") for n in graphs[0].graph.nodes if n.op == "call_function"
-    }
+    called = called_ops(graphs[0])
     assert "gpuperf.matmul_splitk" in called
     assert_close("compiled matmul_splitk", matmul_ref(x * 2.0, w.t()) * 2.0, out, k=300)
 

@@ -10,7 +10,7 @@ import torch
 
 from gpuperf.bench import catalog, records
 from gpuperf.pages.plotting import PROVIDER_COLORS, format_size, format_x, provider_color
-from gpuperf.pages.report import Result, run_or_load
+from gpuperf.pages.report import Result, load, run_or_load
 from tests.test_bench_records import HOST_LIKE, MATMUL_LIKE, synthetic_record
 
 
@@ -389,3 +389,16 @@ def test_run_or_load_draws_every_gpu_folder_with_a_record(tmp_path, monkeypatch)
     result = run_or_load(catalog.VECTOR_ADD)
     assert result.source == "missing" and len(result.gpus()) == 3
     assert "MISSING" in result.table().splitlines()[0]
+
+
+def test_ratios_over_another_provider_than_the_baseline(monkeypatch):
+    """``Result.ratios(provider, over=...)``: a ladder's rung against the rung below it, from
+    the same rows as against the baseline."""
+    monkeypatch.setenv("GPUPERF_BENCH", "records")
+    result = load(catalog.GLUON_FP8)
+    over_drain = result.ratios("gluon", over="gluon_drain", scaling="tensor")
+    vs_base = result.ratios("gluon", scaling="tensor")
+    drain_vs_base = result.ratios("gluon_drain", scaling="tensor")
+    assert over_drain and set(over_drain) == set(vs_base)
+    for x, r in over_drain.items():
+        assert r == pytest.approx(vs_base[x] / drain_vs_base[x])

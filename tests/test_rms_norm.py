@@ -7,7 +7,7 @@ from gpuperf.kernels import rms_norm
 from gpuperf.kernels.rms_norm import RMS_NORM_BWD_MAX_FUSED_COLS, RMS_NORM_MAX_FUSED_COLS
 from gpuperf.reference import rms_norm_eager, rms_norm_ref
 from gpuperf.testing import assert_close
-from tests._params import FLOAT_DTYPES, randn, shape_id
+from tests._params import FLOAT_DTYPES, called_ops, randn, recording_backend, shape_id
 from tests.conftest import DEVICE
 
 LONG = RMS_NORM_MAX_FUSED_COLS + 1  # the chunked forward (and backward)
@@ -252,12 +252,7 @@ def test_gpu_planned_launches_read_the_new_inputs():
 
 @pytest.mark.gpu
 def test_gpu_compile_fullgraph_trains_through_one_graph():
-    torch._dynamo.reset()
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
+    graphs, backend = recording_backend()
 
     def layer(x, weight):
         return rms_norm(x * 2.0, weight, eps=1e-5) * 2.0  # exact scalings in bf16
@@ -266,9 +261,7 @@ def test_gpu_compile_fullgraph_trains_through_one_graph():
     eager_graph = torch.compile(layer, backend=backend, fullgraph=True)
     eager_graph(x, weight)
     assert len(graphs) == 1
-    called = {
-        str(n.target).removesuffix(".default") for n in graphs[0].graph.nodes if n.op == "call_function"
-    }
+    called = called_ops(graphs[0])
     assert "gpuperf.rms_norm" in called
     torch._dynamo.reset()
     compiled = torch.compile(layer, fullgraph=True)

@@ -10,7 +10,7 @@ from gpuperf.kernels import rope, rope_cos_sin
 from gpuperf.kernels.rope import ROPE_BLOCK_H, ROPE_MAX_HEAD_DIM, rope_launch
 from gpuperf.reference import rope_eager, rope_ref
 from gpuperf.testing import assert_close
-from tests._params import FLOAT_DTYPES, randn
+from tests._params import FLOAT_DTYPES, called_ops, randn, recording_backend
 from tests.conftest import DEVICE
 
 #: (B, H, H_kv, S, D)
@@ -598,20 +598,13 @@ def layer_inputs(b, s, d, dtype, seed):
 
 
 def test_compile_fullgraph_trains_through_one_graph(device):
-    torch._dynamo.reset()
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
+    graphs, backend = recording_backend()
 
     qkv, *rest = layer_inputs(2, 5, 16, torch.float32, seed=25)
     qkv.requires_grad_()
     loss = torch.compile(layer, backend=backend, fullgraph=True)(qkv, *rest)
     assert len(graphs) == 1
-    called = {
-        str(n.target).removesuffix(".default") for n in graphs[0].graph.nodes if n.op == "call_function"
-    }
+    called = called_ops(graphs[0])
     assert "gpuperf.rope" in called
     loss.backward()
     qkv64 = qkv.detach().double().requires_grad_()

@@ -24,7 +24,7 @@ from gpuperf.kernels.swiglu import (
 )
 from gpuperf.reference import swiglu_eager, swiglu_ref
 from gpuperf.testing import assert_close
-from tests._params import randn, shape_id
+from tests._params import called_ops, randn, recording_backend, shape_id
 from tests.conftest import DEVICE
 
 # (gpuperf.kernels.swiglu is the function; the module is looked up by name.)
@@ -257,12 +257,7 @@ def test_backward_op_takes_strided_gradients():
 
 
 def test_compile_fullgraph_keeps_the_op_in_one_graph():
-    torch._dynamo.reset()
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
+    graphs, backend = recording_backend()
 
     def mlp(x, w):
         return swiglu(x * 2.0, w) * 2.0  # exact scalings in fp16
@@ -270,9 +265,7 @@ def test_compile_fullgraph_keeps_the_op_in_one_graph():
     x, w = inputs(40, 40, 72, seed=17)
     out = torch.compile(mlp, backend=backend, fullgraph=True)(x, w)
     assert len(graphs) == 1
-    called = {
-        str(n.target).removesuffix(".default") for n in graphs[0].graph.nodes if n.op == "call_function"
-    }
+    called = called_ops(graphs[0])
     assert "gpuperf.swiglu" in called
     assert_close("compiled swiglu", reference(x * 2.0, w) * 2.0, out, k=72)
 

@@ -118,10 +118,11 @@ def fp8_sentence(result: Result) -> str:
     if result.record is None:
         raise ValueError(f"no {result.benchmark.name} record to describe: {result.notes}")
     vs_cublaslt = [v for c in GLUON_FP8.combos() for v in result.ratios("gluon", **c).values()]
-    vs_triton = [r for c in GLUON_FP8.combos() for r in _ratios(result, "gluon", "triton", **c).values()]
 
     def bought(provider, over):
-        return [r for c in GLUON_FP8.combos() for r in _ratios(result, provider, over, **c).values()]
+        return [r for c in GLUON_FP8.combos() for r in result.ratios(provider, over=over, **c).values()]
+
+    vs_triton = bought("gluon", "triton")
 
     return (
         f"On the {short_gpu_name(result.gpu)}, the Gluon FP8 matmul with float32 promotion "
@@ -131,13 +132,6 @@ def fp8_sentence(result: Result) -> str:
         f"{_ratio_span(bought('gluon_persistent', 'gluon_pingpong'))}, storing by TMA "
         f"{_ratio_span(bought('gluon', 'gluon_persistent'))}."
     )
-
-
-def _ratios(result: Result, provider: str, over: str, **axes) -> dict:
-    """``{x: over's time / provider's time}`` in ``result``'s own record."""
-    mine = result.rows(provider, **axes)
-    theirs = result.rows(over, **axes)
-    return {x: theirs[x]["ms"] / r["ms"] for x, r in mine.items() if x in theirs and r["ms"]}
 
 
 def in_one_paragraph() -> Paragraph:

@@ -156,8 +156,7 @@ def prefill_table(result: Result) -> str:
 
 
 def _speedups(result: Result, provider: str, over: str, **axes) -> list[float]:
-    mine, theirs = _ms(result, provider, **axes), _ms(result, over, **axes)
-    return [theirs[x] / t for x, t in mine.items() if x in theirs and t]
+    return list(result.ratios(provider, over=over, **axes).values())
 
 
 # --- decode --------------------------------------------------------------------------------

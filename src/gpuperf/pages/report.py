@@ -123,13 +123,15 @@ class Result:
         """``{x: metric value}`` for one provider's successful rows (default: the one under study)."""
         return {x: r["value"] for x, r in self.rows(provider, **axes).items()}
 
-    def ratios(self, provider: str | None = None, **axes) -> dict:
+    def ratios(self, provider: str | None = None, *, over: str | None = None, **axes) -> dict:
         """``{x: baseline time / provider time}``: above 1 means the provider is faster,
         whatever the metric (``us/call`` included); for peak memory (``GiB``),
-        ``baseline memory / provider memory``: above 1 means the provider needs less."""
+        ``baseline memory / provider memory``: above 1 means the provider needs less.
+        ``over`` names another provider to compare with than the benchmark's baseline (a
+        ladder's rung with the rung below it)."""
         combo = self._combo(axes)
         mine = self._rows(provider or self.benchmark.subject.key, combo)
-        base = self._rows(self.benchmark.baseline, combo)
+        base = self._rows(over or self.benchmark.baseline, combo)
         cost = "value" if self.benchmark.metric == "GiB" else "ms"
         return {x: base[x][cost] / r[cost] for x, r in mine.items() if x in base and r[cost]}
 

@@ -183,26 +183,16 @@ LLAMA_PREFILL = Benchmark(
 #: matmul shape anew, about a minute per batch on an H100, so one batch, the largest.
 AUTOTUNE_BATCH = 8
 
-LLAMA_PREFILL_AUTOTUNE = Benchmark(
+LLAMA_PREFILL_AUTOTUNE = dataclasses.replace(
+    LLAMA_PREFILL,
     name="llama_prefill_autotune",
     title=f"Llama-3-8B layer, prefill of {AUTOTUNE_BATCH} x {LLAMA_SEQ_LEN} tokens, against max-autotune",
-    x_name="batch",
-    x_label=f"batch (prompts of {LLAMA_SEQ_LEN} tokens)",
     x_values=(AUTOTUNE_BATCH,),
-    make_inputs=_prefill_inputs,
-    reference=_prefill_reference,
     providers=(
         Provider("triton", "gpuperf's kernels", _prefill("gpuperf")),
         Provider("eager", "eager PyTorch (cuBLAS, SDPA)", _prefill("pytorch")),
         Provider("compile_max", 'torch.compile(mode="max-autotune")', _prefill("pytorch", "max-autotune")),
     ),
-    baseline="eager",
-    metric="TFLOP/s",
-    bytes=lambda b: _layer_bytes(b * LLAMA_SEQ_LEN),
-    flops=lambda b: _layer_flops(b, LLAMA_SEQ_LEN, LLAMA_SEQ_LEN),
-    ceiling="bf16_tflops",
-    sources=LLAMA_SOURCES,
-    reduction=lambda b: LAYER_CHECK_TERMS,
 )
 
 # --- decode ------------------------------------------------------------------------------

@@ -208,6 +208,14 @@ def _persistent_provider(key: str, label: str, which: str = "best") -> Provider:
     return Provider(key, label, make, config=lambda a, b: config(a, b).as_dict())
 
 
+#: Tutorial 03's tuned kernel, the rung below the persistent ones in the ladders that follow.
+_T03_PROVIDER = Provider(
+    "triton_t03",
+    "tutorial 03's kernel (gpuperf.kernels.matmul)",
+    call(_matmul),
+    config=lambda a, b: _matmul_config(a, b).as_dict(),
+)
+
 MATMUL_PERSISTENT = Benchmark(
     name="matmul_persistent",
     title="Persistent matmul on Hopper, bfloat16: the ladder from tutorial 03's kernel",
@@ -218,12 +226,7 @@ MATMUL_PERSISTENT = Benchmark(
     reference=reference.matmul_ref,
     providers=(
         _persistent_provider("triton", "Triton persistent, tuned (gpuperf.kernels.matmul_persistent)"),
-        Provider(
-            "triton_t03",
-            "tutorial 03's kernel (gpuperf.kernels.matmul)",
-            call(_matmul),
-            config=lambda a, b: _matmul_config(a, b).as_dict(),
-        ),
+        _T03_PROVIDER,
         *(_persistent_provider(key, label, which) for key, label, which in _LADDER),
         Provider("cublas", "cuBLAS (torch.matmul)", call(torch.matmul)),
     ),
@@ -275,12 +278,7 @@ MATMUL_SMALL_M = Benchmark(
             config=_splitk_launch,
         ),
         _persistent_provider("triton_persistent", "Triton persistent (gpuperf.kernels.matmul_persistent)"),
-        Provider(
-            "triton_t03",
-            "tutorial 03's kernel (gpuperf.kernels.matmul)",
-            call(_matmul),
-            config=lambda a, b: _matmul_config(a, b).as_dict(),
-        ),
+        _T03_PROVIDER,
         Provider("cublas", "cuBLAS (torch.matmul)", call(torch.matmul)),
     ),
     baseline="cublas",

@@ -402,3 +402,14 @@ def test_ratios_over_another_provider_than_the_baseline(monkeypatch):
     assert over_drain and set(over_drain) == set(vs_base)
     for x, r in over_drain.items():
         assert r == pytest.approx(vs_base[x] / drain_vs_base[x])
+
+
+def test_a_pending_record_says_why_and_how_to_measure_it(monkeypatch):
+    """A record listed in ``catalog.PENDING`` loads with its reason (the command that makes it),
+    not as an unexplained MISSING; one neither committed nor pending stays MISSING."""
+    monkeypatch.setattr(catalog, "PENDING", {"nvidia-h200": (("gluon_fp8",), "run the gluon mode")})
+    pending = load(catalog.GLUON_FP8, "nvidia-h200")
+    assert pending.record is None
+    assert pending.notes == ["NOT YET MEASURED on nvidia-h200: run the gluon mode."]
+    absent = load(catalog.GLUON_FP8, "nvidia-a100-sxm4-80gb")
+    assert absent.record is None and absent.notes[0].startswith("MISSING")

@@ -14,8 +14,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from gpuperf.bench import records
-from gpuperf.bench.catalog import GLUON_FP8, pending
+from gpuperf.bench.catalog import GLUON_FP8
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, span
@@ -140,11 +139,6 @@ def in_one_paragraph() -> Paragraph:
     missing or stale record."""
     sentences, notes = [], []
     for gpu in hardware.gpus():
-        why = pending(GLUON_FP8.name, records.gpu_slug(gpu))
-        if why is not None:
-            name = short_gpu_name(hardware.ceilings(gpu).provenance["gpu"])
-            notes.append(f"{name}: {why}.")
-            continue
         result = load(GLUON_FP8, gpu=gpu)
         notes += result.notes
         if result.record is not None:

@@ -267,6 +267,11 @@ def load(benchmark: Benchmark, gpu: str | None = None) -> Result:
     gpu = gpu or records.reference_gpu()
     path = records.record_path(benchmark.name, gpu)
     if not path.exists():
+        from gpuperf.bench.catalog import pending
+
+        why = pending(benchmark.name, gpu)
+        if why is not None:  # known to be missing: say why and how to measure it
+            return Result(benchmark, None, "missing", [f"NOT YET MEASURED on {gpu}: {why}."])
         shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
         return Result(
             benchmark,

@@ -48,7 +48,6 @@ show(
 
 positions = torch.arange(16, device="cuda").expand(1, 16)
 cos, sin = rope_cos_sin(positions, 128)
-cos, sin = cos.to(torch.bfloat16), sin.to(torch.bfloat16)
 qr, kr = torch.randn(1, 32, 16, 128, **bf16), torch.randn(1, 8, 16, 128, **bf16)
 show("rope (16 tokens)", lambda: rope(qr, kr, cos, sin), lambda: reference.rope_eager(qr, kr, cos, sin))
 

@@ -1,0 +1,69 @@
+"""The argument checks that every attention forward shares (Triton's and Gluon's).
+
+``attention(q, k, v, *, causal, scale)`` takes SDPA's layout: ``q`` is ``(B, H, S_q, D)``,
+``k`` and ``v`` are ``(B, H_kv, S_k, D)`` with ``H`` a multiple of ``H_kv`` (grouped-query
+attention). :func:`check_attention` names the argument that breaks a rule, and the rule.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
+
+
+def check_attention(q, k, v, causal, scale, head_dims) -> float:
+    """Check attention's arguments; return the scale (``1 / sqrt(D)`` when ``scale`` is None).
+
+    Args:
+        q, k, v: as :func:`gpuperf.kernels.attention` takes them.
+        causal: must be a bool; ``True`` needs ``S_q == S_k``.
+        scale: None, or a positive finite number.
+        head_dims: the head dims ``D`` the kernel supports.
+
+    Raises:
+        TypeError: an input is not a tensor, its dtype is not float16 or bfloat16, the dtypes
+            differ, ``causal`` is not a bool or ``scale`` not a number.
+        ValueError: a tensor is not 4-D, the batch sizes, head dims or key and value shapes
+            disagree, ``H`` is not a multiple of ``H_kv``, ``D`` is not in ``head_dims``,
+            ``S_k`` is 0, ``causal`` with ``S_q != S_k``, ``scale`` is not positive and
+            finite, or the tensors are on different devices.
+    """
+    check_tensors(("q", "k", "v"), (q, k, v), HALF_DTYPES)
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        raise ValueError(
+            "q, k and v must be 4-D (batch, heads, sequence, head dim), got "
+            f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+        )
+    if k.shape != v.shape:
+        raise ValueError(f"k and v must have the same shape, got k {tuple(k.shape)} and v {tuple(v.shape)}")
+    batch, n_heads, seq_q, head_dim = q.shape
+    _, n_kv_heads, seq_k, head_dim_k = k.shape
+    if k.shape[0] != batch:
+        raise ValueError(f"q and k must have the same batch size, got q {batch} and k {k.shape[0]}")
+    if head_dim_k != head_dim:
+        raise ValueError(
+            f"q and k must have the same head dim (last dimension), got {head_dim} and {head_dim_k}"
+        )
+    if head_dim not in head_dims:
+        raise ValueError(f"head dim {head_dim} is not supported; supported head dims are {head_dims}")
+    if n_kv_heads == 0 or n_heads % n_kv_heads:
+        raise ValueError(
+            f"the query heads ({n_heads}) must be a multiple of the key/value heads ({n_kv_heads})"
+        )
+    if seq_k == 0:
+        raise ValueError("k and v must hold at least one key (S_k = 0: the softmax would be over nothing)")
+    if type(causal) is not bool:
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    if causal and seq_q != seq_k:
+        raise ValueError(
+            f"causal=True needs as many queries as keys (S_q == S_k), got S_q {seq_q} and S_k {seq_k}"
+        )
+    if scale is None:
+        return 1.0 / math.sqrt(head_dim)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise TypeError(f"scale must be a number or None, got {type(scale).__name__}")
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be positive and finite, got {scale}")
+    return float(scale)
+

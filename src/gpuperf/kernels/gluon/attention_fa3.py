@@ -1,0 +1,456 @@
+"""Attention forward in the FlashAttention-3 way, written in Gluon for Hopper.
+
+Tutorial 04's Triton kernel (FlashAttention-2's algorithm) leaves the schedule to
+Triton's compiler: each program's warps load K and V, wait for ``Q Kᵀ``, compute the
+softmax while the tensor cores idle, then wait for ``P V``. FlashAttention-3 (Shah et
+al., arXiv:2407.08608) keeps the tensor cores busy with three changes, each a rung of
+this kernel's ladder:
+
+1. **Warp specialization, producer and consumers** (§3.1). A producer warp does nothing
+   but issue TMA copies of K and V tiles into a ring of ``num_stages`` shared-memory slots;
+   each slot has ``mbarrier``\\ s that say "K landed", "V landed" and "both consumers are
+   done with it". Two consumer warpgroups, 64 query rows each, only compute.
+2. **Intra-warpgroup overlap** (§3.2, ``overlap=True``). A consumer issues ``Q K_jᵀ`` and
+   ``P_{j-1} V_{j-1}`` as asynchronous ``wgmma``, and computes the softmax of tile ``j``
+   while ``P_{j-1} V_{j-1}`` still runs: the exponentials run beside the tensor cores.
+3. **Ping-pong between the consumers** (§3.1, ``pingpong=True``). Two ``mbarrier``\\ s pass
+   a turn: one warpgroup issues its two GEMMs, then lets the other issue its own, so one
+   computes its softmax while the other's GEMMs hold the tensor cores.
+
+Each program computes a ``128 x D`` tile of one head's output; the consumers' ``P`` stays
+in registers as the left operand of the second ``wgmma`` (FlashAttention-3's "RS" GEMM),
+and the output leaves through shared memory by a TMA store, which clips the rows past
+``S_q``. Forward only: no log-sum-exp is written, so there is no backward.
+
+Sources: Shah, Bikshandi, Zhang, Thakkar, Ramani, Dao, "FlashAttention-3: Fast and
+Accurate Attention with Asynchrony and Low-precision" (arXiv:2407.08608), Algorithms 1-2;
+Dao, "FlashAttention-2" (arXiv:2307.08691); Triton's Gluon tutorials
+(``python/tutorials/gluon``: TMA, wgmma, warp specialization).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+from gpuperf._runtime import check_kernel_device
+from gpuperf.kernels._attention_checks import check_attention
+from gpuperf.kernels.gluon._device import require_gluon_hopper
+
+#: The head dims the kernel is written for (a ``wgmma``'s K is a multiple of 16; the
+#: shared-memory ring holds two ``BLOCK_N x D`` tiles a slot).
+HEAD_DIMS = (64, 128)
+
+#: Query rows a consumer warpgroup owns (one ``wgmma`` is 64 rows tall), and a program's.
+WARPGROUP_M = 64
+BLOCK_M = 2 * WARPGROUP_M
+
+# exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
+LOG2E = 1.4426950408889634
+
+_GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
+
+
+@dataclass(frozen=True)
+class FA3Config:
+    """Launch configuration of :func:`attention_fa3`: the rungs of the ladder and the tiles.
+
+    Attributes:
+        block_n: keys per tile of K and V (a power of two: one TMA box).
+        num_stages: slots of the K/V ring (``2 * block_n * D * 2`` bytes each); None picks
+            the most that fit beside Q (2 at D 128, 4 at D 64).
+        overlap: issue ``Q K_jᵀ`` before ``P_{j-1} V_{j-1}`` and compute tile ``j``'s
+            softmax while the second GEMM runs (FlashAttention-3 §3.2).
+        pingpong: the two consumer warpgroups take turns issuing GEMMs, so one's softmax
+            runs while the other's GEMMs hold the tensor cores (FlashAttention-3 §3.1).
+        consumer_registers: registers a thread of each consumer warpgroup may hold (the
+            producer warp keeps 24; ``setmaxnreg`` moves the rest to the consumers).
+    """
+
+    block_n: int = 128
+    num_stages: int | None = None
+    overlap: bool = True
+    pingpong: bool = True
+    consumer_registers: int = 240
+
+    def __post_init__(self):
+        for name in ("overlap", "pingpong"):
+            value = getattr(self, name)
+            if type(value) is not bool:
+                raise ValueError(f"{name} must be a bool, got {value!r}")
+        if type(self.block_n) is not int or self.block_n not in (64, 128):
+            raise ValueError(f"block_n must be 64 or 128, got {self.block_n!r}")
+        if self.num_stages is not None and (type(self.num_stages) is not int or self.num_stages < 2):
+            raise ValueError(f"num_stages must be None or an int >= 2, got {self.num_stages!r}")
+        registers = self.consumer_registers
+        if type(registers) is not int or registers % 8 or not 24 <= registers <= 256:
+            raise ValueError(f"consumer_registers must be a multiple of 8 from 24 to 256, got {registers!r}")
+
+
+#: The whole of FlashAttention-3's schedule: producer warp, overlap, ping-pong.
+DEFAULT_CONFIG = FA3Config()
+
+#: Shared memory a program may allocate on an H100 (227 KiB), less what the barriers take.
+_SHARED_BYTES = 227 * 1024 - 1024
+
+
+def stages_for(head_dim: int, config: FA3Config) -> int:
+    """Slots of the K/V ring: ``config.num_stages``, or the most that fit beside Q's tiles."""
+    if config.num_stages is not None:
+        return config.num_stages
+    q_bytes = BLOCK_M * head_dim * 2
+    slot_bytes = 2 * config.block_n * head_dim * 2
+    return min(4, (_SHARED_BYTES - q_bytes) // slot_bytes)
+
+
+# --- the producer: one warp of TMA copies ------------------------------------------------------
+
+
+@gluon.jit
+def _producer(q_desc, k_desc, v_desc, smem, bars, coords, n_tiles):
+    """Load this program's two Q tiles, then K and V tile by tile into the ring, each slot
+    once both consumers have released it (its ``empty`` barrier)."""
+    q_smem, k_ring, v_ring = smem
+    q_ready, k_ready, v_ready, empty, _turn = bars
+    batch, head, kv_head, off_m = coords
+    NUM_STAGES: gl.constexpr = k_ring.shape[0]
+    BLOCK_N: gl.constexpr = k_ring.shape[1]
+    for wg in gl.static_range(2):
+        mbarrier.expect(q_ready.index(wg), q_desc.block_type.nbytes)
+        q_box = q_smem.index(wg)._reinterpret(q_desc.dtype, q_desc.block_type.shape, q_desc.layout)
+        tma.async_copy_global_to_shared(
+            q_desc, [batch, head, off_m + wg * q_smem.shape[1], 0], q_ready.index(wg), q_box
+        )
+    for j in range(n_tiles):
+        slot = j % NUM_STAGES
+        mbarrier.wait(empty.index(slot), ((j // NUM_STAGES) & 1) ^ 1)
+        k_box = k_ring.index(slot)._reinterpret(k_desc.dtype, k_desc.block_type.shape, k_desc.layout)
+        v_box = v_ring.index(slot)._reinterpret(v_desc.dtype, v_desc.block_type.shape, v_desc.layout)
+        mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc, [batch, kv_head, j * BLOCK_N, 0], k_ready.index(slot), k_box)
+        mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc, [batch, kv_head, j * BLOCK_N, 0], v_ready.index(slot), v_box)
+
+
+# --- the consumers: two warpgroups of GEMMs and softmax ----------------------------------------
+
+
+@gluon.jit
+def _wait_turn(turn, group, WG: gl.constexpr, PINGPONG: gl.constexpr):
+    """Ping-pong: before its ``group``-th pair of GEMMs, warpgroup WG waits for its turn
+    (warpgroup 0 goes first: a fresh barrier has completed phase 1)."""
+    if PINGPONG:
+        mbarrier.wait(turn.index(WG), (group & 1) ^ (1 - WG))
+
+
+@gluon.jit
+def _pass_turn(turn, WG: gl.constexpr, PINGPONG: gl.constexpr):
+    """Ping-pong: this warpgroup's GEMMs are issued; the other one may issue its own."""
+    if PINGPONG:
+        mbarrier.arrive(turn.index(1 - WG), count=1)
+
+
+@gluon.jit
+def _softmax(s, m_i, l_i, cols, rows, seq_k, qk_scale, MASK: gl.constexpr, CAUSAL: gl.constexpr):
+    """Online softmax of a float32 score tile ``s`` (``Q K_jᵀ``, unscaled): the new row
+    maximum ``m`` (of the scaled scores), the probabilities ``P = exp2(s·scale·log2e - m)``,
+    the factor ``alpha`` that rescales the sums so far, and the new row sums. With ``MASK``,
+    keys past ``S_k`` (and, causal, keys after the query) score ``-inf``."""
+    if MASK:
+        if CAUSAL:
+            s = gl.where((cols[None, :] <= rows[:, None]) & (cols < seq_k)[None, :], s, float("-inf"))
+        else:
+            s = gl.where((cols < seq_k)[None, :], s, float("-inf"))
+    # The maximum in scaled units (the scale is positive): one fused multiply-add a score.
+    m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
+    alpha = gl.exp2(m_i - m_new)
+    p = gl.exp2(s * qk_scale - m_new[:, None])
+    l_i = l_i * alpha + gl.sum(p, axis=1)
+    return p, m_new, alpha, l_i
+
+
+@gluon.jit
+def _step(j, state, q, smem, bars, cols, rows, seq_k, qk_scale, flags, WG: gl.constexpr, MASK: gl.constexpr):
+    """Key tile ``j`` (``j >= 1``) of one consumer: scores ``Q K_jᵀ``, their softmax, and
+    the previous tile's ``P_{j-1} V_{j-1}``; returns the new ``(p, m_i, l_i, acc)``."""
+    p, m_i, l_i, acc = state
+    _q_smem, k_ring, v_ring = smem
+    _q_ready, k_ready, v_ready, empty, turn = bars
+    CAUSAL, OVERLAP, PINGPONG = flags
+    NUM_STAGES: gl.constexpr = k_ring.shape[0]
+    BLOCK_N: gl.constexpr = k_ring.shape[1]
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc.type.layout, k_width=2)
+    row_layout: gl.constexpr = gl.SliceLayout(1, acc.type.layout)
+    M: gl.constexpr = q.shape[0]
+    s_layout: gl.constexpr = p.type.layout
+    s_zero = gl.zeros((M, BLOCK_N), dtype=gl.float32, layout=s_layout)
+    slot = j % NUM_STAGES
+    prev = (j - 1) % NUM_STAGES
+    mbarrier.wait(k_ready.index(slot), (j // NUM_STAGES) & 1)
+    mbarrier.wait(v_ready.index(prev), ((j - 1) // NUM_STAGES) & 1)
+    _wait_turn(turn, j, WG, PINGPONG)
+    if OVERLAP:
+        # Issue both GEMMs; tile j's softmax runs while P_{j-1} V_{j-1} is on the tensor cores.
+        s_token = warpgroup_mma(q, k_ring.index(slot).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        pv = gl.convert_layout(p.to(k_ring.dtype), p_layout)
+        o_token = warpgroup_mma(pv, v_ring.index(prev), acc, is_async=True)
+        _pass_turn(turn, WG, PINGPONG)
+        s = warpgroup_mma_wait(num_outstanding=1, deps=(s_token,))
+        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, cols + j * BLOCK_N, rows, seq_k, qk_scale, MASK, CAUSAL)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(o_token,))
+    else:
+        # FlashAttention-2's order: P V, then the next scores, then their softmax.
+        pv = gl.convert_layout(p.to(k_ring.dtype), p_layout)
+        o_token = warpgroup_mma(pv, v_ring.index(prev), acc, is_async=True)
+        s_token = warpgroup_mma(q, k_ring.index(slot).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        _pass_turn(turn, WG, PINGPONG)
+        acc, s = warpgroup_mma_wait(num_outstanding=0, deps=(o_token, s_token))
+        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, cols + j * BLOCK_N, rows, seq_k, qk_scale, MASK, CAUSAL)
+    mbarrier.arrive(empty.index(prev), count=1)
+    acc = acc * gl.convert_layout(alpha, row_layout)[:, None]
+    return p, m_i, l_i, acc
+
+
+@gluon.jit
+def _consumer(o_desc, smem, bars, coords, tiles, seq_k, qk_scale, flags, WG: gl.constexpr):
+    """One warpgroup's 64 query rows: stream K and V through, online softmax, ``O = P V``,
+    normalize, store through shared memory by TMA. ``tiles = (n_tiles, n_unmasked)``: the
+    key tiles, and how many of them need no mask (every key visible to every row)."""
+    q_smem, k_ring, v_ring = smem
+    q_ready, k_ready, v_ready, empty, turn = bars
+    batch, head, _kv_head, off_m = coords
+    n_tiles, n_unmasked = tiles
+    CAUSAL, _OVERLAP, PINGPONG = flags
+    NUM_STAGES: gl.constexpr = k_ring.shape[0]
+    BLOCK_N: gl.constexpr = k_ring.shape[1]
+    HEAD_DIM: gl.constexpr = k_ring.shape[2]
+    M: gl.constexpr = q_smem.shape[1]
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16]
+    )
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16]
+    )
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    rows = off_m + WG * M + gl.arange(0, M, layout=gl.SliceLayout(1, s_layout))
+    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+    q = q_smem.index(WG)
+
+    # Tile 0: scores, then the softmax (masked: it may be the only tile, or the diagonal's).
+    mbarrier.wait(q_ready.index(WG), 0)
+    mbarrier.wait(k_ready.index(0), 0)
+    _wait_turn(turn, 0, WG, PINGPONG)
+    s_zero = gl.zeros((M, BLOCK_N), dtype=gl.float32, layout=s_layout)
+    s_token = warpgroup_mma(q, k_ring.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    _pass_turn(turn, WG, PINGPONG)
+    s = warpgroup_mma_wait(num_outstanding=0, deps=(s_token,))
+    m_i = gl.full([M], float("-inf"), dtype=gl.float32, layout=gl.SliceLayout(1, s_layout))
+    l_i = gl.zeros([M], dtype=gl.float32, layout=gl.SliceLayout(1, s_layout))
+    p, m_i, _alpha, l_i = _softmax(s, m_i, l_i, cols, rows, seq_k, qk_scale, True, CAUSAL)
+    state = (p, m_i, l_i, gl.zeros((M, HEAD_DIM), dtype=gl.float32, layout=o_layout))
+
+    # Tiles every key of which every row sees: no mask. Then the rest (the causal diagonal,
+    # the keys past S_k), masked.
+    for j in range(1, n_unmasked):
+        state = _step(j, state, q, smem, bars, cols, rows, seq_k, qk_scale, flags, WG, False)
+    for j in range(gl.maximum(n_unmasked, 1), n_tiles):
+        state = _step(j, state, q, smem, bars, cols, rows, seq_k, qk_scale, flags, WG, True)
+    p, m_i, l_i, acc = state
+
+    # The last P V.
+    last = (n_tiles - 1) % NUM_STAGES
+    mbarrier.wait(v_ready.index(last), ((n_tiles - 1) // NUM_STAGES) & 1)
+    _wait_turn(turn, n_tiles, WG, PINGPONG)
+    pv = gl.convert_layout(p.to(k_ring.dtype), p_layout)
+    o_token = warpgroup_mma(pv, v_ring.index(last), acc, is_async=True)
+    _pass_turn(turn, WG, PINGPONG)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(o_token,))
+    mbarrier.arrive(empty.index(last), count=1)
+
+    acc = acc / gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))[:, None]
+    # Q's tile is free now: the output leaves through it (the TMA store clips rows past S_q).
+    q.store(acc.to(k_ring.dtype))
+    fence_async_shared()
+    o_box = q._reinterpret(o_desc.dtype, o_desc.block_type.shape, o_desc.layout)
+    tma.async_copy_shared_to_global(o_desc, [batch, head, off_m + WG * M, 0], o_box)
+    tma.store_wait(pendings=0)
+
+
+@gluon.jit
+def _fa3_kernel(
+    q_desc,
+    k_desc,
+    v_desc,
+    o_desc,
+    n_heads,
+    group_size,
+    seq_q,
+    seq_k,
+    qk_scale,
+    NUM_STAGES: gl.constexpr,
+    CAUSAL: gl.constexpr,
+    OVERLAP: gl.constexpr,
+    PINGPONG: gl.constexpr,
+    CONSUMER_REGISTERS: gl.constexpr,
+):
+    M: gl.constexpr = q_desc.block_type.shape[2]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[2]
+    HEAD_DIM: gl.constexpr = k_desc.block_type.shape[3]
+    pid_m = gl.program_id(0)
+    if CAUSAL:
+        # Tiles near the end of the sequence see the most keys: start them first.
+        pid_m = gl.num_programs(0) - 1 - pid_m
+    pid_bh = gl.program_id(1)
+    batch = pid_bh // n_heads
+    head = pid_bh % n_heads
+    off_m = pid_m * (2 * M)
+    if CAUSAL:
+        # Keys up to the tile's last row; those left of its first row need no mask.
+        n_tiles = gl.cdiv(gl.minimum(off_m + 2 * M, seq_k), BLOCK_N)
+        n_unmasked = off_m // BLOCK_N
+    else:
+        n_tiles = gl.cdiv(seq_k, BLOCK_N)
+        n_unmasked = seq_k // BLOCK_N
+    tiles = (n_tiles, n_unmasked)
+    coords = (batch, head, head // group_size, off_m)
+
+    # Shared memory: the two consumers' Q tiles, the K/V ring and their barriers.
+    tile_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, HEAD_DIM], k_desc.dtype)
+    q_smem = gl.allocate_shared_memory(q_desc.dtype, [2, M, HEAD_DIM], tile_layout)
+    k_ring = gl.allocate_shared_memory(k_desc.dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM], tile_layout)
+    v_ring = gl.allocate_shared_memory(v_desc.dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM], tile_layout)
+    q_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    k_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(q_ready.index(i), count=1)
+        mbarrier.init(turn.index(i), count=1)
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.init(k_ready.index(i), count=1)
+        mbarrier.init(v_ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=2)  # both consumers release a slot
+    smem = (q_smem, k_ring, v_ring)
+    bars = (q_ready, k_ready, v_ready, empty, turn)
+    flags = (CAUSAL, OVERLAP, PINGPONG)
+    gl.warp_specialize(
+        [
+            (_consumer, (o_desc, smem, bars, coords, tiles, seq_k, qk_scale, flags, 0)),
+            (_consumer, (o_desc, smem, bars, coords, tiles, seq_k, qk_scale, flags, 1)),
+            (_producer, (q_desc, k_desc, v_desc, smem, bars, coords, n_tiles)),
+        ],
+        [4, 1],
+        [CONSUMER_REGISTERS, 24],
+    )
+
+
+def _descriptor(t: torch.Tensor, rows: int) -> TensorDescriptor:
+    """A 4-D descriptor of ``(B, H, S, D)`` ``t`` with boxes of ``rows x D`` of one head."""
+    box = [1, 1, rows, t.shape[3]]
+    layout = gl.NVMMASharedLayout.get_default_for(box, _GL_DTYPES[t.dtype])
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), box, layout)
+
+
+def _tma_ready(t: torch.Tensor) -> bool:
+    """Whether a descriptor can describe ``t``: unit last stride, 16-byte aligned base and
+    strides."""
+    size = t.element_size()
+    return t.stride(3) == 1 and t.data_ptr() % 16 == 0 and all((s * size) % 16 == 0 for s in t.stride()[:3])
+
+
+def kernel_arguments(o, q, k, v, causal: bool, scale: float, config: FA3Config):
+    """The grid, the arguments and the compile-time constants of one launch (also what
+    ``_fa3_kernel.warmup`` takes to compile it without launching)."""
+    batch, n_heads, seq_q, head_dim = q.shape
+    n_kv_heads, seq_k = k.shape[1], k.shape[2]
+    block_n = config.block_n
+    descs = (
+        _descriptor(q, WARPGROUP_M),
+        _descriptor(k, block_n),
+        _descriptor(v, block_n),
+        _descriptor(o, WARPGROUP_M),
+    )
+    grid = (triton.cdiv(seq_q, BLOCK_M), batch * n_heads)
+    args = (*descs, n_heads, n_heads // n_kv_heads, seq_q, seq_k, scale * LOG2E)
+    constants = dict(
+        NUM_STAGES=stages_for(head_dim, config),
+        CAUSAL=causal,
+        OVERLAP=config.overlap,
+        PINGPONG=config.pingpong,
+        CONSUMER_REGISTERS=config.consumer_registers,
+        num_warps=4,
+    )
+    return grid, args, constants
+
+
+def attention_fa3(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+    config: FA3Config | None = None,
+) -> torch.Tensor:
+    """Return ``softmax(q @ kᵀ · scale) @ v`` per batch and head: FlashAttention-3's
+    forward, in Gluon (Hopper only; no backward).
+
+    The layout, semantics and errors of :func:`gpuperf.kernels.attention` (and of
+    ``torch.nn.functional.scaled_dot_product_attention`` with ``enable_gqa=True``).
+
+    Args:
+        q: ``(B, H, S_q, D)``, float16 or bfloat16, on a Hopper GPU; ``D`` is 64 or 128.
+        k: ``(B, H_kv, S_k, D)``, the same dtype and device, ``H`` a multiple of ``H_kv``
+            (grouped-query attention).
+        v: like ``k``.
+        causal: query ``i`` attends to keys ``j <= i`` only (needs ``S_q == S_k``).
+        scale: multiplies the scores before the softmax; ``1 / sqrt(D)`` by default.
+        config: an :class:`FA3Config` (the ladder's rungs); :data:`DEFAULT_CONFIG` by default.
+
+    Inputs are read in place through TMA where a descriptor can describe them (unit last
+    stride, 16-byte aligned base and strides); otherwise they are copied to contiguous first.
+
+    Returns:
+        ``(B, H, S_q, D)``, contiguous, in ``q``'s dtype: scores, softmax and the weighted
+        sum in float32, rounded once. Not differentiable (forward only).
+
+    Raises:
+        TypeError, ValueError: as :func:`gpuperf.kernels.attention` (a bad tensor, dtype,
+            shape, head dim, ``causal`` or ``scale``, named); also ``config`` not an
+            :class:`FA3Config` (TypeError).
+        RuntimeError: Gluon cannot run here: Triton's interpreter is on, or the GPU is not
+            a Hopper (compute capability 9.x).
+
+    FLOPs: ``4 * B * H * S_q * S_k * D`` (half that when causal). Algorithm:
+    FlashAttention-3 (arXiv:2407.08608), forward.
+    """
+    scale = check_attention(q, k, v, causal, scale, HEAD_DIMS)
+    if config is None:
+        config = DEFAULT_CONFIG
+    if not isinstance(config, FA3Config):
+        raise TypeError(f"config must be an FA3Config, got {type(config).__name__}")
+    check_kernel_device("q", q)
+    require_gluon_hopper("attention_fa3", q)
+    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    if o.numel() == 0:
+        return o
+    q, k, v = (t if _tma_ready(t) else t.contiguous() for t in (q, k, v))
+    grid, args, constants = kernel_arguments(o, q, k, v, causal, scale, config)
+    _fa3_kernel[grid](*args, **constants)
+    return o
+
+
+__all__ = ["DEFAULT_CONFIG", "HEAD_DIMS", "FA3Config", "attention_fa3"]

@@ -17,7 +17,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from gpuperf.bench.catalog.attention import attention_shape
 from gpuperf.bench.timing import time_ms
 from gpuperf.kernels import attention
-from gpuperf.kernels.gluon.attention_fa3 import FA3Config, attention_fa3
+from gpuperf.kernels.gluon.attention import FA3Config, attention_fa3
 from gpuperf.reference import attention_ref
 
 RUNGS = {
@@ -26,9 +26,8 @@ RUNGS = {
     "fa3": FA3Config(),
 }
 VARIANTS = {
-    "fa3_s2": FA3Config(num_stages=2),
-    "fa3_n64": FA3Config(block_n=64),
-    "fa3_r232": FA3Config(consumer_registers=232),
+    "fa3_persist": FA3Config(persistent=True),
+    "overlap_persist": FA3Config(pingpong=False, persistent=True),
 }
 
 

@@ -1,5 +1,8 @@
 """Shared test tables: dtypes the current mode can check, and readable ids."""
 
+import os
+import subprocess
+
 import pytest
 import torch
 
@@ -51,3 +54,21 @@ def recording_backend():
 def called_ops(graph) -> set[str]:
     """The ops a captured FX graph calls, by name (``"gpuperf.rope"``, ``"aten.mul.Tensor"``)."""
     return {str(n.target).removesuffix(".default") for n in graph.graph.nodes if n.op == "call_function"}
+
+
+def ptxas_report(ptx: str, tmp_path) -> str:
+    """What ptxas says of ``ptx`` compiled for sm_90a with ``-v`` (registers, spills, and
+    its C7514 note when it serializes the wgmma instructions)."""
+    from triton.backends.nvidia import compiler
+
+    ptxas = os.path.join(os.path.dirname(compiler.__file__), "bin", "ptxas")
+    if not os.path.isfile(ptxas):
+        pytest.skip("Triton's wheel carries no ptxas here")
+    (tmp_path / "k.ptx").write_text(ptx)
+    run = subprocess.run(
+        [ptxas, "-arch=sm_90a", "-v", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return run.stdout + run.stderr

@@ -2,9 +2,6 @@
 compiled schedule for sm_90 on a CPU (Triton's compiler and ptxas run without a GPU), and
 its results on a Hopper GPU against the float64 product and cuBLASLt's error."""
 
-import os
-import subprocess
-
 import pytest
 import torch
 
@@ -13,7 +10,7 @@ from gpuperf.kernels import to_fp8
 from gpuperf.kernels.gluon import SCHEDULES, GluonFP8Config, matmul_fp8_promoted
 from gpuperf.reference import matmul_fp8_ref
 from gpuperf.testing import assert_close
-from tests._params import assert_close_fp8
+from tests._params import assert_close_fp8, ptxas_report
 from tests.conftest import DEVICE
 
 E4M3 = torch.float8_e4m3fn
@@ -106,24 +103,6 @@ def _compile(config: GluonFP8Config, m=300, n=200, k=512, axis=None) -> dict:
     return compile_matmul_fp8(asdict(config), m, n, k, row_scales=axis is not None)
 
 
-def _ptxas_report(ptx: str, tmp_path) -> str:
-    """What ptxas says of ``ptx`` compiled for sm_90a with ``-v`` (registers, spills, and
-    its C7514 note when it serializes the wgmma instructions)."""
-    from triton.backends.nvidia import compiler
-
-    ptxas = os.path.join(os.path.dirname(compiler.__file__), "bin", "ptxas")
-    if not os.path.isfile(ptxas):
-        pytest.skip("Triton's wheel carries no ptxas here")
-    (tmp_path / "k.ptx").write_text(ptx)
-    run = subprocess.run(
-        [ptxas, "-arch=sm_90a", "-v", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return run.stdout + run.stderr
-
-
 @pytest.mark.parametrize("axis", [None, -1], ids=["tensor", "row"])
 def test_pingpong_keeps_one_mma_in_flight_while_it_promotes(axis, tmp_path):
     """The overlapped schedule, as compiled: each step waits until one wgmma group is left
@@ -132,7 +111,7 @@ def test_pingpong_keeps_one_mma_in_flight_while_it_promotes(axis, tmp_path):
     ptx = _compile(GluonFP8Config(), axis=axis)["ptx"]
     assert "wgmma.wait_group.sync.aligned 1;" in ptx
     assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in ptx
-    report = _ptxas_report(ptx, tmp_path)
+    report = ptxas_report(ptx, tmp_path)
     assert "C7514" not in report and "serialized" not in report, report
     assert "0 bytes spill stores" in report, report
 

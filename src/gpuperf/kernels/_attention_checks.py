@@ -66,4 +66,3 @@ def check_attention(q, k, v, causal, scale, head_dims) -> float:
     if not (math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be positive and finite, got {scale}")
     return float(scale)
-

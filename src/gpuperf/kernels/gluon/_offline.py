@@ -57,19 +57,12 @@ def hopper_target(*kernels):
             kernel.device_caches.clear()
 
 
-def compile_matmul_fp8(fields: dict, m: int, n: int, k: int, *, row_scales: bool = False) -> dict:
-    """Compile :func:`~gpuperf.kernels.gluon.matmul_fp8_promoted`'s kernel for ``sm_90`` with
-    ``GluonFP8Config(**fields)`` at ``(M, N, K)`` (e4m3 operands, bfloat16 output, per-tensor
-    or per-row scales), in a fresh Python process without the interpreter.
-
-    Returns:
-        ``{"ptx": str, "shared": int}``: the PTX and the shared memory a program allocates.
-
-    Raises:
-        RuntimeError: the compile failed; its output's tail is attached.
-    """
-    request = {"fields": fields, "shape": [m, n, k], "row_scales": row_scales}
-    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+def _compile_in_child(request: dict) -> dict:
+    """Run :func:`_child` on ``request`` in a fresh Python process without the interpreter;
+    return what it printed: ``{"ptx", "shared"}``."""
+    # "0", not unset: unset, importing gpuperf on a machine without a GPU would switch the
+    # interpreter on, and Triton's library functions (gl.max, ...) would be interpreted ones.
+    env = {**os.environ, "TRITON_INTERPRET": "0"}
     done = subprocess.run(
         [sys.executable, "-c", "from gpuperf.kernels.gluon._offline import _child; _child()"],
         input=json.dumps(request),
@@ -82,15 +75,54 @@ def compile_matmul_fp8(fields: dict, m: int, n: int, k: int, *, row_scales: bool
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def compile_matmul_fp8(fields: dict, m: int, n: int, k: int, *, row_scales: bool = False) -> dict:
+    """Compile :func:`~gpuperf.kernels.gluon.matmul_fp8_promoted`'s kernel for ``sm_90`` with
+    ``GluonFP8Config(**fields)`` at ``(M, N, K)`` (e4m3 operands, bfloat16 output, per-tensor
+    or per-row scales), in a fresh Python process without the interpreter.
+
+    Returns:
+        ``{"ptx": str, "shared": int}``: the PTX and the shared memory a program allocates.
+
+    Raises:
+        RuntimeError: the compile failed; its output's tail is attached.
+    """
+    return _compile_in_child(
+        {"kernel": "matmul_fp8", "fields": fields, "shape": [m, n, k], "row_scales": row_scales}
+    )
+
+
+def compile_attention_fa3(fields: dict, shape, *, causal: bool = False) -> dict:
+    """Compile :func:`~gpuperf.kernels.gluon.attention`'s kernel for ``sm_90`` with
+    ``FA3Config(**fields)`` at ``shape = (B, H, H_kv, S_q, S_k, D)``, float16, in a fresh
+    Python process without the interpreter.
+
+    Returns:
+        ``{"ptx": str, "shared": int}``: the PTX and the shared memory a program allocates.
+
+    Raises:
+        RuntimeError: the compile failed; its output's tail is attached.
+    """
+    return _compile_in_child(
+        {"kernel": "attention_fa3", "fields": fields, "shape": list(shape), "causal": causal}
+    )
+
+
 def _child() -> None:
-    """The compile of :func:`compile_matmul_fp8`, in its own process: request on stdin,
-    ``{"ptx", "shared"}`` as the last line of stdout."""
+    """The compile of :func:`compile_matmul_fp8` or :func:`compile_attention_fa3`, in its own
+    process: request on stdin, ``{"ptx", "shared"}`` as the last line of stdout."""
+    request = json.loads(sys.stdin.read())
+    kernel, grid, args, constants = _LAUNCHES[request["kernel"]](request)
+    with hopper_target(kernel):
+        compiled = kernel.warmup(*args, grid=grid, **constants)
+    print(json.dumps({"ptx": compiled.asm["ptx"], "shared": compiled.metadata.shared}))
+
+
+def _matmul_fp8_launch(request: dict):
     import torch
 
     from gpuperf.kernels.gluon import matmul_fp8
     from gpuperf.kernels.gluon.matmul_fp8 import GluonFP8Config
 
-    request = json.loads(sys.stdin.read())
     m, n, k = request["shape"]
     a = torch.zeros(m, k, dtype=torch.float8_e4m3fn)
     b = torch.zeros(n, k, dtype=torch.float8_e4m3fn).t()
@@ -98,8 +130,21 @@ def _child() -> None:
     scale_a = torch.ones(m if request["row_scales"] else 1)
     scale_b = torch.ones(n if request["row_scales"] else 1)
     config = GluonFP8Config(**request["fields"])
-    grid, args, constants = matmul_fp8.kernel_arguments(c, a, b, scale_a, scale_b, config)
-    kernel = matmul_fp8._fp8_promoted_kernel
-    with hopper_target(kernel):
-        compiled = kernel.warmup(*args, grid=grid, **constants)
-    print(json.dumps({"ptx": compiled.asm["ptx"], "shared": compiled.metadata.shared}))
+    return (matmul_fp8._fp8_promoted_kernel, *matmul_fp8.kernel_arguments(c, a, b, scale_a, scale_b, config))
+
+
+def _attention_fa3_launch(request: dict):
+    import torch
+
+    from gpuperf.kernels.gluon import attention as attention_fa3
+
+    batch, heads, kv_heads, seq_q, seq_k, head_dim = request["shape"]
+    q = torch.zeros(batch, heads, seq_q, head_dim, dtype=torch.float16)
+    k = torch.zeros(batch, kv_heads, seq_k, head_dim, dtype=torch.float16)
+    config = attention_fa3.FA3Config(**request["fields"])
+    launch = attention_fa3.kernel_arguments(torch.empty_like(q), q, k, k, request["causal"], 0.125, config)
+    return (attention_fa3._fa3_kernel, *launch)
+
+
+#: How each kernel :func:`_child` compiles is set up: ``request -> (kernel, grid, args, constants)``.
+_LAUNCHES = {"matmul_fp8": _matmul_fp8_launch, "attention_fa3": _attention_fa3_launch}

@@ -16,10 +16,13 @@ this kernel's ladder:
 3. **Ping-pong between the consumers** (§3.1, ``pingpong=True``). Two ``mbarrier``\\ s pass
    a turn: one warpgroup issues its two GEMMs, then lets the other issue its own, so one
    computes its softmax while the other's GEMMs hold the tensor cores.
+4. **Persistent programs** (``persistent``): one program per SM walks output tiles head by
+   head, and its producer loads the next tile's Q, K and V while the consumers finish
+   and store the current one.
 
-Each program computes a ``128 x D`` tile of one head's output; the consumers' ``P`` stays
-in registers as the left operand of the second ``wgmma`` (FlashAttention-3's "RS" GEMM),
-and the output leaves through shared memory by a TMA store, which clips the rows past
+Each output tile is ``128 x D`` of one head; the consumers' ``P`` stays in registers as
+the left operand of the second ``wgmma`` (FlashAttention-3's "RS" GEMM), and the output
+leaves through the Q tile's shared memory by a TMA store, which clips the rows past
 ``S_q``. Forward only: no log-sum-exp is written, so there is no backward.
 
 Sources: Shah, Bikshandi, Zhang, Thakkar, Ramani, Dao, "FlashAttention-3: Fast and
@@ -48,6 +51,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from gpuperf._runtime import check_kernel_device
 from gpuperf.kernels._attention_checks import check_attention
 from gpuperf.kernels.gluon._device import require_gluon_hopper
+from gpuperf.kernels.gluon.matmul_fp8 import _num_sms
 
 #: The head dims the kernel is written for (a ``wgmma``'s K is a multiple of 16; the
 #: shared-memory ring holds two ``BLOCK_N x D`` tiles a slot).
@@ -67,14 +71,23 @@ _GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
 class FA3Config:
     """Launch configuration of :func:`attention_fa3`: the rungs of the ladder and the tiles.
 
+    Every rung has the producer warp and the two consumer warpgroups (warp specialization).
+
     Attributes:
-        block_n: keys per tile of K and V (a power of two: one TMA box).
+        block_n: keys per tile of K and V (64 or 128: one TMA box).
         num_stages: slots of the K/V ring (``2 * block_n * D * 2`` bytes each); None picks
-            the most that fit beside Q (2 at D 128, 4 at D 64).
+            the most that fit beside Q (3 at D 128, 4 at D 64).
         overlap: issue ``Q K_jᵀ`` before ``P_{j-1} V_{j-1}`` and compute tile ``j``'s
-            softmax while the second GEMM runs (FlashAttention-3 §3.2).
+            softmax while the second GEMM runs (FlashAttention-3 §3.2); False keeps
+            FlashAttention-2's order (both GEMMs, then the softmax).
         pingpong: the two consumer warpgroups take turns issuing GEMMs, so one's softmax
             runs while the other's GEMMs hold the tensor cores (FlashAttention-3 §3.1).
+            Measured on the H100 it bought nothing over ``overlap`` alone (tutorial 08), so
+            it is off by default.
+        persistent: one program per SM, each computing output tiles one after another (the
+            next tile's Q and K arrive while one is stored); False: a program per tile.
+            None (the default): persistent when not causal (causal tiles differ in length,
+            and a static round robin then leaves SMs idle at the end).
         consumer_registers: registers a thread of each consumer warpgroup may hold (the
             producer warp keeps 24; ``setmaxnreg`` moves the rest to the consumers).
     """
@@ -82,7 +95,8 @@ class FA3Config:
     block_n: int = 128
     num_stages: int | None = None
     overlap: bool = True
-    pingpong: bool = True
+    pingpong: bool = False
+    persistent: bool | None = None
     consumer_registers: int = 240
 
     def __post_init__(self):
@@ -90,6 +104,8 @@ class FA3Config:
             value = getattr(self, name)
             if type(value) is not bool:
                 raise ValueError(f"{name} must be a bool, got {value!r}")
+        if self.persistent is not None and type(self.persistent) is not bool:
+            raise ValueError(f"persistent must be a bool or None, got {self.persistent!r}")
         if type(self.block_n) is not int or self.block_n not in (64, 128):
             raise ValueError(f"block_n must be 64 or 128, got {self.block_n!r}")
         if self.num_stages is not None and (type(self.num_stages) is not int or self.num_stages < 2):
@@ -99,7 +115,8 @@ class FA3Config:
             raise ValueError(f"consumer_registers must be a multiple of 8 from 24 to 256, got {registers!r}")
 
 
-#: The whole of FlashAttention-3's schedule: producer warp, overlap, ping-pong.
+#: The fastest rungs measured on the H100: producer warp, intra-warpgroup overlap,
+#: persistent when not causal.
 DEFAULT_CONFIG = FA3Config()
 
 #: Shared memory a program may allocate on an H100 (227 KiB), less what the barriers take.
@@ -115,33 +132,73 @@ def stages_for(head_dim: int, config: FA3Config) -> int:
     return min(4, (_SHARED_BYTES - q_bytes) // slot_bytes)
 
 
+# --- the schedule: which output tiles a program computes ----------------------------------------
+
+
+@gluon.jit
+def _tile(t, shape, M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """Output tile number ``t`` (``2M`` query rows of one head): ``(batch, head, kv_head,
+    off_m)`` and its key tiles ``(n_tiles, n_unmasked)``, the second those every key of which
+    every row sees. Tiles go head by head (neighbours share K and V in L2); causal, a head's
+    tiles run from the last rows to the first (those that see the most keys start first)."""
+    n_heads, group_size, seq_q, seq_k = shape
+    num_m = gl.cdiv(seq_q, 2 * M)
+    bh = t // num_m
+    pid_m = t % num_m
+    if CAUSAL:
+        pid_m = num_m - 1 - pid_m
+    off_m = pid_m * (2 * M)
+    if CAUSAL:
+        n_tiles = gl.cdiv(gl.minimum(off_m + 2 * M, seq_k), BLOCK_N)
+        n_unmasked = off_m // BLOCK_N
+    else:
+        n_tiles = gl.cdiv(seq_k, BLOCK_N)
+        n_unmasked = seq_k // BLOCK_N
+    head = bh % n_heads
+    return (bh // n_heads, head, head // group_size, off_m), (n_tiles, n_unmasked)
+
+
 # --- the producer: one warp of TMA copies ------------------------------------------------------
 
 
 @gluon.jit
-def _producer(q_desc, k_desc, v_desc, smem, bars, coords, n_tiles):
-    """Load this program's two Q tiles, then K and V tile by tile into the ring, each slot
-    once both consumers have released it (its ``empty`` barrier)."""
+def _producer(q_desc, k_desc, v_desc, smem, bars, shape, total, CAUSAL: gl.constexpr):
+    """For each of this program's output tiles: load its two Q tiles once the consumers have
+    stored the previous output through them, then K and V tile by tile into the ring, each
+    slot once both consumers have released it (its ``empty`` barrier)."""
     q_smem, k_ring, v_ring = smem
-    q_ready, k_ready, v_ready, empty, _turn = bars
-    batch, head, kv_head, off_m = coords
+    q_ready, q_empty, k_ready, v_ready, empty, _turn = bars
     NUM_STAGES: gl.constexpr = k_ring.shape[0]
     BLOCK_N: gl.constexpr = k_ring.shape[1]
-    for wg in gl.static_range(2):
-        mbarrier.expect(q_ready.index(wg), q_desc.block_type.nbytes)
-        q_box = q_smem.index(wg)._reinterpret(q_desc.dtype, q_desc.block_type.shape, q_desc.layout)
-        tma.async_copy_global_to_shared(
-            q_desc, [batch, head, off_m + wg * q_smem.shape[1], 0], q_ready.index(wg), q_box
-        )
-    for j in range(n_tiles):
-        slot = j % NUM_STAGES
-        mbarrier.wait(empty.index(slot), ((j // NUM_STAGES) & 1) ^ 1)
-        k_box = k_ring.index(slot)._reinterpret(k_desc.dtype, k_desc.block_type.shape, k_desc.layout)
-        v_box = v_ring.index(slot)._reinterpret(v_desc.dtype, v_desc.block_type.shape, v_desc.layout)
-        mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc, [batch, kv_head, j * BLOCK_N, 0], k_ready.index(slot), k_box)
-        mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc, [batch, kv_head, j * BLOCK_N, 0], v_ready.index(slot), v_box)
+    M: gl.constexpr = q_smem.shape[1]
+    pid = gl.program_id(0)
+    programs = gl.num_programs(0)
+    step = 0  # K/V tiles loaded so far, over all this program's output tiles
+    for i in range(gl.cdiv(total - pid, programs)):
+        coords, tiles = _tile(pid + i * programs, shape, M, BLOCK_N, CAUSAL)
+        batch, head, kv_head, off_m = coords
+        n_tiles, _n_unmasked = tiles
+        for wg in gl.static_range(2):
+            mbarrier.wait(q_empty.index(wg), (i & 1) ^ 1)
+            mbarrier.expect(q_ready.index(wg), q_desc.block_type.nbytes)
+            q_box = q_smem.index(wg)._reinterpret(q_desc.dtype, q_desc.block_type.shape, q_desc.layout)
+            tma.async_copy_global_to_shared(
+                q_desc, [batch, head, off_m + wg * M, 0], q_ready.index(wg), q_box
+            )
+        for j in range(n_tiles):
+            slot = step % NUM_STAGES
+            mbarrier.wait(empty.index(slot), ((step // NUM_STAGES) & 1) ^ 1)
+            k_box = k_ring.index(slot)._reinterpret(k_desc.dtype, k_desc.block_type.shape, k_desc.layout)
+            v_box = v_ring.index(slot)._reinterpret(v_desc.dtype, v_desc.block_type.shape, v_desc.layout)
+            mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(
+                k_desc, [batch, kv_head, j * BLOCK_N, 0], k_ready.index(slot), k_box
+            )
+            mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(
+                v_desc, [batch, kv_head, j * BLOCK_N, 0], v_ready.index(slot), v_box
+            )
+            step += 1
 
 
 # --- the consumers: two warpgroups of GEMMs and softmax ----------------------------------------
@@ -182,12 +239,14 @@ def _softmax(s, m_i, l_i, cols, rows, seq_k, qk_scale, MASK: gl.constexpr, CAUSA
 
 
 @gluon.jit
-def _step(j, state, q, smem, bars, cols, rows, seq_k, qk_scale, flags, WG: gl.constexpr, MASK: gl.constexpr):
-    """Key tile ``j`` (``j >= 1``) of one consumer: scores ``Q K_jᵀ``, their softmax, and
-    the previous tile's ``P_{j-1} V_{j-1}``; returns the new ``(p, m_i, l_i, acc)``."""
+def _step(j, counts, state, q, smem, bars, cols, rows, scores, flags, WG: gl.constexpr, MASK: gl.constexpr):
+    """Key tile ``j`` (``j >= 1``) of one consumer: scores ``Q K_jᵀ``, their softmax, and the
+    previous tile's ``P_{j-1} V_{j-1}``; returns the new ``(p, m_i, l_i, acc)``. ``counts =
+    (step, group)``: K/V tiles and GEMM pairs of this program before this output tile's."""
     p, m_i, l_i, acc = state
     _q_smem, k_ring, v_ring = smem
-    _q_ready, k_ready, v_ready, empty, turn = bars
+    _q_ready, _q_empty, k_ready, v_ready, empty, turn = bars
+    seq_k, qk_scale = scores
     CAUSAL, OVERLAP, PINGPONG = flags
     NUM_STAGES: gl.constexpr = k_ring.shape[0]
     BLOCK_N: gl.constexpr = k_ring.shape[1]
@@ -196,11 +255,12 @@ def _step(j, state, q, smem, bars, cols, rows, seq_k, qk_scale, flags, WG: gl.co
     M: gl.constexpr = q.shape[0]
     s_layout: gl.constexpr = p.type.layout
     s_zero = gl.zeros((M, BLOCK_N), dtype=gl.float32, layout=s_layout)
-    slot = j % NUM_STAGES
-    prev = (j - 1) % NUM_STAGES
-    mbarrier.wait(k_ready.index(slot), (j // NUM_STAGES) & 1)
-    mbarrier.wait(v_ready.index(prev), ((j - 1) // NUM_STAGES) & 1)
-    _wait_turn(turn, j, WG, PINGPONG)
+    step = counts[0] + j
+    slot = step % NUM_STAGES
+    prev = (step - 1) % NUM_STAGES
+    mbarrier.wait(k_ready.index(slot), (step // NUM_STAGES) & 1)
+    mbarrier.wait(v_ready.index(prev), ((step - 1) // NUM_STAGES) & 1)
+    _wait_turn(turn, counts[1] + j, WG, PINGPONG)
     if OVERLAP:
         # Issue both GEMMs; tile j's softmax runs while P_{j-1} V_{j-1} is on the tensor cores.
         s_token = warpgroup_mma(q, k_ring.index(slot).permute((1, 0)), s_zero, use_acc=False, is_async=True)
@@ -224,14 +284,12 @@ def _step(j, state, q, smem, bars, cols, rows, seq_k, qk_scale, flags, WG: gl.co
 
 
 @gluon.jit
-def _consumer(o_desc, smem, bars, coords, tiles, seq_k, qk_scale, flags, WG: gl.constexpr):
-    """One warpgroup's 64 query rows: stream K and V through, online softmax, ``O = P V``,
-    normalize, store through shared memory by TMA. ``tiles = (n_tiles, n_unmasked)``: the
-    key tiles, and how many of them need no mask (every key visible to every row)."""
+def _consumer(o_desc, smem, bars, shape, total, qk_scale, flags, WG: gl.constexpr):
+    """One warpgroup's 64 query rows of each of this program's output tiles: stream K and V
+    through, online softmax, ``O = P V``, normalize, store through shared memory by TMA."""
     q_smem, k_ring, v_ring = smem
-    q_ready, k_ready, v_ready, empty, turn = bars
-    batch, head, _kv_head, off_m = coords
-    n_tiles, n_unmasked = tiles
+    q_ready, q_empty, k_ready, v_ready, empty, turn = bars
+    _n_heads, _group_size, _seq_q, seq_k = shape
     CAUSAL, _OVERLAP, PINGPONG = flags
     NUM_STAGES: gl.constexpr = k_ring.shape[0]
     BLOCK_N: gl.constexpr = k_ring.shape[1]
@@ -244,48 +302,61 @@ def _consumer(o_desc, smem, bars, coords, tiles, seq_k, qk_scale, flags, WG: gl.
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16]
     )
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    rows = off_m + WG * M + gl.arange(0, M, layout=gl.SliceLayout(1, s_layout))
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
     q = q_smem.index(WG)
+    scores = (seq_k, qk_scale)
+    pid = gl.program_id(0)
+    programs = gl.num_programs(0)
+    step = 0  # K/V tiles consumed so far, over all this program's output tiles
+    for i in range(gl.cdiv(total - pid, programs)):
+        coords, tiles = _tile(pid + i * programs, shape, M, BLOCK_N, CAUSAL)
+        batch, head, _kv_head, off_m = coords
+        n_tiles, n_unmasked = tiles
+        counts = (step, step + i)  # K/V tiles, GEMM pairs (n_tiles + 1 a tile) before this tile
+        rows = off_m + WG * M + gl.arange(0, M, layout=gl.SliceLayout(1, s_layout))
 
-    # Tile 0: scores, then the softmax (masked: it may be the only tile, or the diagonal's).
-    mbarrier.wait(q_ready.index(WG), 0)
-    mbarrier.wait(k_ready.index(0), 0)
-    _wait_turn(turn, 0, WG, PINGPONG)
-    s_zero = gl.zeros((M, BLOCK_N), dtype=gl.float32, layout=s_layout)
-    s_token = warpgroup_mma(q, k_ring.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-    _pass_turn(turn, WG, PINGPONG)
-    s = warpgroup_mma_wait(num_outstanding=0, deps=(s_token,))
-    m_i = gl.full([M], float("-inf"), dtype=gl.float32, layout=gl.SliceLayout(1, s_layout))
-    l_i = gl.zeros([M], dtype=gl.float32, layout=gl.SliceLayout(1, s_layout))
-    p, m_i, _alpha, l_i = _softmax(s, m_i, l_i, cols, rows, seq_k, qk_scale, True, CAUSAL)
-    state = (p, m_i, l_i, gl.zeros((M, HEAD_DIM), dtype=gl.float32, layout=o_layout))
+        # Tile 0: scores, then the softmax (masked: it may be the only tile, or the diagonal's).
+        slot = step % NUM_STAGES
+        mbarrier.wait(q_ready.index(WG), i & 1)
+        mbarrier.wait(k_ready.index(slot), (step // NUM_STAGES) & 1)
+        _wait_turn(turn, step + i, WG, PINGPONG)
+        s_zero = gl.zeros((M, BLOCK_N), dtype=gl.float32, layout=s_layout)
+        s_token = warpgroup_mma(q, k_ring.index(slot).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        _pass_turn(turn, WG, PINGPONG)
+        s = warpgroup_mma_wait(num_outstanding=0, deps=(s_token,))
+        m_i = gl.full([M], float("-inf"), dtype=gl.float32, layout=gl.SliceLayout(1, s_layout))
+        l_i = gl.zeros([M], dtype=gl.float32, layout=gl.SliceLayout(1, s_layout))
+        p, m_i, _alpha, l_i = _softmax(s, m_i, l_i, cols, rows, seq_k, qk_scale, True, CAUSAL)
+        state = (p, m_i, l_i, gl.zeros((M, HEAD_DIM), dtype=gl.float32, layout=o_layout))
 
-    # Tiles every key of which every row sees: no mask. Then the rest (the causal diagonal,
-    # the keys past S_k), masked.
-    for j in range(1, n_unmasked):
-        state = _step(j, state, q, smem, bars, cols, rows, seq_k, qk_scale, flags, WG, False)
-    for j in range(gl.maximum(n_unmasked, 1), n_tiles):
-        state = _step(j, state, q, smem, bars, cols, rows, seq_k, qk_scale, flags, WG, True)
-    p, m_i, l_i, acc = state
+        # Tiles every key of which every row sees: no mask. Then the rest (the causal
+        # diagonal, the keys past S_k), masked.
+        for j in range(1, n_unmasked):
+            state = _step(j, counts, state, q, smem, bars, cols, rows, scores, flags, WG, False)
+        for j in range(gl.maximum(n_unmasked, 1), n_tiles):
+            state = _step(j, counts, state, q, smem, bars, cols, rows, scores, flags, WG, True)
+        p, m_i, l_i, acc = state
 
-    # The last P V.
-    last = (n_tiles - 1) % NUM_STAGES
-    mbarrier.wait(v_ready.index(last), ((n_tiles - 1) // NUM_STAGES) & 1)
-    _wait_turn(turn, n_tiles, WG, PINGPONG)
-    pv = gl.convert_layout(p.to(k_ring.dtype), p_layout)
-    o_token = warpgroup_mma(pv, v_ring.index(last), acc, is_async=True)
-    _pass_turn(turn, WG, PINGPONG)
-    acc = warpgroup_mma_wait(num_outstanding=0, deps=(o_token,))
-    mbarrier.arrive(empty.index(last), count=1)
+        # The last P V.
+        step += n_tiles
+        last = (step - 1) % NUM_STAGES
+        mbarrier.wait(v_ready.index(last), ((step - 1) // NUM_STAGES) & 1)
+        _wait_turn(turn, step + i, WG, PINGPONG)
+        pv = gl.convert_layout(p.to(k_ring.dtype), p_layout)
+        o_token = warpgroup_mma(pv, v_ring.index(last), acc, is_async=True)
+        _pass_turn(turn, WG, PINGPONG)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(o_token,))
+        mbarrier.arrive(empty.index(last), count=1)
 
-    acc = acc / gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))[:, None]
-    # Q's tile is free now: the output leaves through it (the TMA store clips rows past S_q).
-    q.store(acc.to(k_ring.dtype))
-    fence_async_shared()
-    o_box = q._reinterpret(o_desc.dtype, o_desc.block_type.shape, o_desc.layout)
-    tma.async_copy_shared_to_global(o_desc, [batch, head, off_m + WG * M, 0], o_box)
-    tma.store_wait(pendings=0)
+        acc = acc / gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))[:, None]
+        # Q's tile is free: the output leaves through it (the TMA store clips rows past S_q),
+        # and once the copy engine has read it, the producer may load the next tile's Q.
+        q.store(acc.to(k_ring.dtype))
+        fence_async_shared()
+        o_box = q._reinterpret(o_desc.dtype, o_desc.block_type.shape, o_desc.layout)
+        tma.async_copy_shared_to_global(o_desc, [batch, head, off_m + WG * M, 0], o_box)
+        tma.store_wait(pendings=0)
+        mbarrier.arrive(q_empty.index(WG), count=1)
 
 
 @gluon.jit
@@ -298,6 +369,7 @@ def _fa3_kernel(
     group_size,
     seq_q,
     seq_k,
+    total,
     qk_scale,
     NUM_STAGES: gl.constexpr,
     CAUSAL: gl.constexpr,
@@ -305,26 +377,12 @@ def _fa3_kernel(
     PINGPONG: gl.constexpr,
     CONSUMER_REGISTERS: gl.constexpr,
 ):
+    # Program pid computes output tiles pid, pid + programs, ... of the ``total``: one each
+    # when the grid has a program per tile, several when it has one per SM (persistent).
     M: gl.constexpr = q_desc.block_type.shape[2]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = k_desc.block_type.shape[3]
-    pid_m = gl.program_id(0)
-    if CAUSAL:
-        # Tiles near the end of the sequence see the most keys: start them first.
-        pid_m = gl.num_programs(0) - 1 - pid_m
-    pid_bh = gl.program_id(1)
-    batch = pid_bh // n_heads
-    head = pid_bh % n_heads
-    off_m = pid_m * (2 * M)
-    if CAUSAL:
-        # Keys up to the tile's last row; those left of its first row need no mask.
-        n_tiles = gl.cdiv(gl.minimum(off_m + 2 * M, seq_k), BLOCK_N)
-        n_unmasked = off_m // BLOCK_N
-    else:
-        n_tiles = gl.cdiv(seq_k, BLOCK_N)
-        n_unmasked = seq_k // BLOCK_N
-    tiles = (n_tiles, n_unmasked)
-    coords = (batch, head, head // group_size, off_m)
+    shape = (n_heads, group_size, seq_q, seq_k)
 
     # Shared memory: the two consumers' Q tiles, the K/V ring and their barriers.
     tile_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, HEAD_DIM], k_desc.dtype)
@@ -332,25 +390,27 @@ def _fa3_kernel(
     k_ring = gl.allocate_shared_memory(k_desc.dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM], tile_layout)
     v_ring = gl.allocate_shared_memory(v_desc.dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM], tile_layout)
     q_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(2):
         mbarrier.init(q_ready.index(i), count=1)
+        mbarrier.init(q_empty.index(i), count=1)
         mbarrier.init(turn.index(i), count=1)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=2)  # both consumers release a slot
     smem = (q_smem, k_ring, v_ring)
-    bars = (q_ready, k_ready, v_ready, empty, turn)
+    bars = (q_ready, q_empty, k_ready, v_ready, empty, turn)
     flags = (CAUSAL, OVERLAP, PINGPONG)
     gl.warp_specialize(
         [
-            (_consumer, (o_desc, smem, bars, coords, tiles, seq_k, qk_scale, flags, 0)),
-            (_consumer, (o_desc, smem, bars, coords, tiles, seq_k, qk_scale, flags, 1)),
-            (_producer, (q_desc, k_desc, v_desc, smem, bars, coords, n_tiles)),
+            (_consumer, (o_desc, smem, bars, shape, total, qk_scale, flags, 0)),
+            (_consumer, (o_desc, smem, bars, shape, total, qk_scale, flags, 1)),
+            (_producer, (q_desc, k_desc, v_desc, smem, bars, shape, total, CAUSAL)),
         ],
         [4, 1],
         [CONSUMER_REGISTERS, 24],
@@ -383,8 +443,10 @@ def kernel_arguments(o, q, k, v, causal: bool, scale: float, config: FA3Config):
         _descriptor(v, block_n),
         _descriptor(o, WARPGROUP_M),
     )
-    grid = (triton.cdiv(seq_q, BLOCK_M), batch * n_heads)
-    args = (*descs, n_heads, n_heads // n_kv_heads, seq_q, seq_k, scale * LOG2E)
+    total = triton.cdiv(seq_q, BLOCK_M) * batch * n_heads
+    persistent = not causal if config.persistent is None else config.persistent
+    grid = (min(total, _num_sms(o.device)) if persistent else total,)
+    args = (*descs, n_heads, n_heads // n_kv_heads, seq_q, seq_k, total, scale * LOG2E)
     constants = dict(
         NUM_STAGES=stages_for(head_dim, config),
         CAUSAL=causal,

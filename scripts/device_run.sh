@@ -40,6 +40,8 @@
 #                                        is limited to 10 minutes
 #   bash scripts/device_run.sh gluon     tutorial 08's Gluon kernels: GPU tests, the FP8 ladder's benchmark, its
 #                                        Nsight Compute capture and compute-sanitizer on the Gluon kernels
+#   bash scripts/device_run.sh gluon-attention  the same for the Gluon attention forward: GPU tests, its ladder's
+#                                        benchmark, Nsight Compute capture and compute-sanitizer
 #   bash scripts/device_run.sh llama-h200  the same on an H200 after its SwiGLU sweep, without the capture: the
 #                                        records gpuperf.bench.catalog.PENDING lists
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
@@ -142,8 +144,13 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
       gluon)
         python3 -m pytest -q -p no:cacheprovider tests/test_gluon_matmul_fp8.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
         time python3 -m gpuperf.bench --no-tune gluon_fp8
-        time python3 scripts/gluon_capture.py
+        time python3 scripts/gluon_capture.py fp8
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py gluon_fp8 2>&1 | tail -n 5 ;;
+      gluon-attention)
+        python3 -m pytest -q -p no:cacheprovider tests/test_gluon_attention_fa3.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
+        time python3 -m gpuperf.bench --no-tune gluon_attention
+        time python3 scripts/gluon_capture.py attention
+        compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py gluon_attention 2>&1 | tail -n 5 ;;
       llama-explore) time python3 scripts/llama_explore.py ${LLAMA_EXPLORE:-} ;;
       llama|llama-h200)  # llama-h200: first the SwiGLU sweep of this GPU, no capture (the H100's serves)
         [ "$mode" = llama ] || python3 scripts/llama_explore.py swiglu

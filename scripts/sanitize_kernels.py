@@ -278,6 +278,30 @@ def _gluon_fp8():
             twice(matmul_fp8_promoted, a, bt.t(), scale_a, scale_bt.t(), out_dtype=torch.float32)
 
 
+def _gluon_attention():
+    """The Gluon attention forward (Hopper only): a single query, sequences off every tile,
+    S_q != S_k, grouped-query heads, both head dims, causal, every rung of the ladder."""
+    from gpuperf.kernels.gluon import FA3Config, attention_fa3
+
+    if torch.cuda.get_device_capability()[0] != 9:
+        print("gluon_attention: not a Hopper GPU, skipped")
+        return
+    rungs = [
+        FA3Config(overlap=False, persistent=False),
+        FA3Config(persistent=False),
+        FA3Config(pingpong=True, persistent=False),
+        FA3Config(persistent=True),
+        FA3Config(block_n=64),
+    ]
+    for b, h, h_kv, s_q, s_k, d in [(1, 1, 1, 1, 1, 64), (2, 4, 2, 300, 300, 128), (1, 2, 1, 130, 777, 64)]:
+        q = torch.randn(b, h, s_q, d, device="cuda", dtype=torch.float16)
+        k, v = (torch.randn(b, h_kv, s_k, d, device="cuda", dtype=torch.float16) for _ in range(2))
+        for config in rungs:
+            twice(attention_fa3, q, k, v, config=config)
+            if s_q == s_k:
+                twice(attention_fa3, q, k, v, causal=True, config=config)
+
+
 #: The sections, in the order they run: ``python scripts/sanitize_kernels.py rope swiglu``
 #: runs two of them (all by default).
 SECTIONS = {
@@ -292,6 +316,7 @@ SECTIONS = {
     "attention_decode": _attention_decode,
     "matmul_splitk": _matmul_splitk,
     "gluon_fp8": _gluon_fp8,
+    "gluon_attention": _gluon_attention,
 }
 
 

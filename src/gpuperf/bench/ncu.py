@@ -15,9 +15,9 @@ import subprocess
 import sys
 
 
-def profile(script: str, metrics, options=()) -> tuple[list[str], list[dict]]:
-    """Run ``python script --inner`` under ``ncu --csv --clock-control none`` with ``options``
-    (``("-k", "regex:_matmul_kernel")``, say), collecting ``metrics``.
+def profile(script: str, metrics, options=(), args=()) -> tuple[list[str], list[dict]]:
+    """Run ``python script --inner *args`` under ``ncu --csv --clock-control none`` with
+    ``options`` (``("-k", "regex:_matmul_kernel")``, say), collecting ``metrics``.
 
     Returns:
         The ``ncu`` command (without the profiled program), and one dict per profiled launch
@@ -31,7 +31,7 @@ def profile(script: str, metrics, options=()) -> tuple[list[str], list[dict]]:
     if ncu is None:
         raise RuntimeError("ncu (Nsight Compute) is not on the PATH")
     cmd = [ncu, "--csv", "--clock-control", "none", *options, "--metrics", ",".join(metrics)]
-    done = subprocess.run([*cmd, sys.executable, script, "--inner"], capture_output=True, text=True)
+    done = subprocess.run([*cmd, sys.executable, script, "--inner", *args], capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"ncu failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return cmd, parse_csv(done.stdout)

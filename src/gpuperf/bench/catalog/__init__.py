@@ -50,7 +50,7 @@ from gpuperf.bench.catalog.case_studies import (
     STRIDED_COPY,
     STRIDED_COPY_ELEMENTS,
 )
-from gpuperf.bench.catalog.gluon import GLUON_FP8, GLUON_FP8_SHAPES
+from gpuperf.bench.catalog.gluon import GLUON_ATTENTION, GLUON_ATTENTION_SEQ_LENS, GLUON_FP8, GLUON_FP8_SHAPES
 from gpuperf.bench.catalog.host import HOST_OVERHEAD
 from gpuperf.bench.catalog.llama import (
     DECODE_BATCHES,
@@ -127,6 +127,7 @@ ALL: tuple[Benchmark, ...] = (
     ATTENTION_DECODE,
     MATMUL_SMALL_M,
     GLUON_FP8,
+    GLUON_ATTENTION,
 )
 
 
@@ -146,6 +147,7 @@ PENDING: dict[str, tuple[tuple[str, ...], str]] = {
             "llama_train",
             "llama_train_memory",
             "gluon_fp8",
+            "gluon_attention",
         ),
         "measured on the H100 only: the sessions that added tutorials 07 and 08 asked for an "
         "H200 and were lent H100s; run `bash scripts/device_run.sh llama-h200 gluon` on an H200",
@@ -189,6 +191,8 @@ __all__ = [
     "FP8_FAST_ACCUM_K_FACTOR",
     "FP8_SHAPES",
     "GELU",
+    "GLUON_ATTENTION",
+    "GLUON_ATTENTION_SEQ_LENS",
     "GLUON_FP8",
     "GLUON_FP8_SHAPES",
     "HOST_OVERHEAD",

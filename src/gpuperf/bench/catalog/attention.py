@@ -25,7 +25,7 @@ def attention_shape(seq_len: int, head_dim: int) -> tuple[int, int, int, int]:
     return ATTENTION_TOKENS // seq_len, ATTENTION_WIDTH // head_dim, seq_len, head_dim
 
 
-def _attention_inputs(seq_len, device, dtype="float16", head_dim=128, causal=False, grad=False):
+def attention_inputs(seq_len, device, dtype="float16", head_dim=128, causal=False, grad=False):
     """``(q, k, v, causal)``, or with ``grad`` ``(q, k, v, grad_out, causal)``, q, k and v
     requiring gradients."""
     shape = attention_shape(seq_len, head_dim)
@@ -96,7 +96,7 @@ ATTENTION_IMPLEMENTATIONS = {
 }
 
 
-def _forward_provider(key: str) -> Provider:
+def forward_provider(key: str) -> Provider:
     label, setup = ATTENTION_IMPLEMENTATIONS[key]
 
     def make(q, k, v, causal):
@@ -140,7 +140,8 @@ def _attention_grads_ref(q, k, v, grad_out, causal):
     return reference.attention_grads_ref(q, k, v, grad_out, causal)
 
 
-_ATTENTION_SOURCES = ("kernels/attention.py", "kernels/_attention_configs.py", "kernels/_launch.py")
+#: The sources the attention records hash (a change to one makes them stale).
+ATTENTION_SOURCES = ("kernels/attention.py", "kernels/_attention_configs.py", "kernels/_launch.py")
 
 ATTENTION_FORWARD = Benchmark(
     name="attention_forward",
@@ -148,15 +149,15 @@ ATTENTION_FORWARD = Benchmark(
     x_name="seq_len",
     x_label="sequence length S",
     x_values=ATTENTION_SEQ_LENS,
-    make_inputs=_attention_inputs,
+    make_inputs=attention_inputs,
     reference=lambda q, k, v, causal: reference.attention_ref(q, k, v, causal),
-    providers=tuple(_forward_provider(key) for key in ATTENTION_IMPLEMENTATIONS),
+    providers=tuple(forward_provider(key) for key in ATTENTION_IMPLEMENTATIONS),
     baseline="flash",
     metric="TFLOP/s",
     bytes=_attention_bytes,
     flops=_attention_flops,
     ceiling=lambda dtype, head_dim, causal: TFLOPS_CEILING[dtype],
-    sources=_ATTENTION_SOURCES,
+    sources=ATTENTION_SOURCES,
     axes=ATTENTION_AXES,
     reduction=lambda seq_len, **axes: seq_len,
 )
@@ -167,7 +168,7 @@ ATTENTION_BACKWARD = Benchmark(
     x_name="seq_len",
     x_label="sequence length S",
     x_values=ATTENTION_SEQ_LENS,
-    make_inputs=lambda s, device, **axes: _attention_inputs(s, device, **axes, grad=True),
+    make_inputs=lambda s, device, **axes: attention_inputs(s, device, **axes, grad=True),
     reference=_attention_grads_ref,
     providers=tuple(_backward_provider(key) for key in ATTENTION_IMPLEMENTATIONS),
     baseline="flash",
@@ -175,7 +176,7 @@ ATTENTION_BACKWARD = Benchmark(
     bytes=_attention_bytes,
     flops=lambda s, **axes: _attention_flops(s, **axes, backward=True),
     ceiling=lambda dtype, head_dim, causal: TFLOPS_CEILING[dtype],
-    sources=_ATTENTION_SOURCES,
+    sources=ATTENTION_SOURCES,
     axes=ATTENTION_AXES,
     reduction=lambda seq_len, **axes: seq_len,
 )
@@ -186,7 +187,7 @@ ATTENTION_MEMORY = Benchmark(
     x_name="seq_len",
     x_label="sequence length S (B·S = 16384, H = 16)",
     x_values=ATTENTION_SEQ_LENS,
-    make_inputs=lambda s, device: _attention_inputs(s, device, "float16", 128, False, grad=True),
+    make_inputs=lambda s, device: attention_inputs(s, device, "float16", 128, False, grad=True),
     reference=_attention_grads_ref,
     providers=tuple(_training_step_provider(key) for key in ATTENTION_IMPLEMENTATIONS),
     baseline="flash",
@@ -194,7 +195,7 @@ ATTENTION_MEMORY = Benchmark(
     bytes=lambda s: _attention_bytes(s, "float16", 128, False),
     flops=lambda s: 3.5 * _attention_flops(s, "float16", 128, False),
     ceiling=None,
-    sources=_ATTENTION_SOURCES,
+    sources=ATTENTION_SOURCES,
     timer="memory",
     reduction=lambda seq_len: seq_len,
 )

@@ -6,6 +6,12 @@
   persistent, one program per SM (``gluon_persistent``); and output tiles stored by TMA
   while the next is computed (``gluon``); against Triton's tuned
   ``matmul_fp8`` and cuBLASLt (``torch._scaled_mm``, default accumulation, the baseline).
+* :data:`GLUON_ATTENTION`: attention forward in the FlashAttention-3 way, the ladder in
+  one run: a producer warp and two consumer warpgroups in FlashAttention-2's order
+  (``gluon_ws``); the softmax beside the next GEMM (``gluon_overlap``); the consumers
+  taking turns (``gluon_pingpong``); and the default, persistent when not causal
+  (``gluon``); against tutorial 04's Triton kernel, SDPA's FlashAttention-2 backend and
+  SDPA's cuDNN backend (the baseline).
 """
 
 from __future__ import annotations
@@ -14,7 +20,15 @@ import torch
 
 from gpuperf import reference
 from gpuperf.bench import metrics
-from gpuperf.bench.catalog.benchmark import Benchmark, Provider, call, kernels
+from gpuperf.bench.catalog.attention import (
+    ATTENTION_SOURCES,
+    ATTENTION_TOKENS,
+    ATTENTION_WIDTH,
+    attention_inputs,
+    attention_shape,
+    forward_provider,
+)
+from gpuperf.bench.catalog.benchmark import TFLOPS_CEILING, Benchmark, Provider, call, kernels
 from gpuperf.bench.catalog.matmul import PERSISTENT_SOURCES, fp8_check_k, fp8_operands
 
 #: The issue's shapes (M, N, K): square 4096 and 8192, and 8192 x 8192 over K = 4096.
@@ -97,5 +111,78 @@ GLUON_FP8 = Benchmark(
     sources=GLUON_FP8_SOURCES,
     axes=(("scaling", ("tensor", "row")),),
     reduction=lambda shape, scaling: fp8_check_k(shape[2], "float32"),
+    runs_on=lambda capability: capability[0] == 9,  # Gluon's wgmma kernels: Hopper only
+)
+
+
+#: Sequence lengths of the attention ladder (B·S = 16384 tokens, H·D = 2048, as tutorial 04).
+GLUON_ATTENTION_SEQ_LENS = (1024, 2048, 4096, 8192, 16384)
+
+#: The sources the attention record hashes: the Gluon kernel (and the helpers it imports) and
+#: the Triton kernel it is measured against.
+GLUON_ATTENTION_SOURCES = (
+    "kernels/gluon/attention.py",
+    "kernels/gluon/_device.py",
+    "kernels/gluon/matmul_fp8.py",
+    "kernels/_attention_checks.py",
+    *ATTENTION_SOURCES,
+)
+
+
+def _gluon_attention(**fields):
+    """A provider's ``make`` and ``config`` for :func:`~gpuperf.kernels.gluon.attention_fa3`
+    with these :class:`~gpuperf.kernels.gluon.FA3Config` fields."""
+
+    def config(*inputs):
+        from dataclasses import asdict
+
+        from gpuperf.kernels.gluon import FA3Config
+
+        return asdict(FA3Config(**fields))
+
+    def make(q, k, v, causal):
+        from gpuperf.kernels.gluon import FA3Config, attention_fa3
+
+        chosen = FA3Config(**fields)
+        return lambda: attention_fa3(q, k, v, causal=causal, config=chosen)
+
+    return {"make": make, "config": config}
+
+
+GLUON_ATTENTION = Benchmark(
+    name="gluon_attention",
+    title=f"Attention forward, float16, B·S = {ATTENTION_TOKENS}, H·D = {ATTENTION_WIDTH}",
+    x_name="seq_len",
+    x_label="sequence length S",
+    x_values=GLUON_ATTENTION_SEQ_LENS,
+    make_inputs=lambda s, device, head_dim, causal: attention_inputs(s, device, "float16", head_dim, causal),
+    reference=lambda q, k, v, causal: reference.attention_ref(q, k, v, causal),
+    providers=(
+        Provider("gluon", "Gluon: + persistent when not causal (gluon.attention_fa3)", **_gluon_attention()),
+        Provider(
+            "gluon_pingpong",
+            "Gluon: + consumers take turns (ping-pong)",
+            **_gluon_attention(pingpong=True, persistent=False),
+        ),
+        Provider(
+            "gluon_overlap", "Gluon: + softmax beside the next GEMM", **_gluon_attention(persistent=False)
+        ),
+        Provider(
+            "gluon_ws",
+            "Gluon: producer warp + 2 consumers, FlashAttention-2's order",
+            **_gluon_attention(overlap=False, persistent=False),
+        ),
+        forward_provider("triton"),
+        forward_provider("flash"),
+        forward_provider("cudnn"),
+    ),
+    baseline="cudnn",
+    metric="TFLOP/s",
+    bytes=lambda s, head_dim, causal: metrics.attention_bytes(*attention_shape(s, head_dim), element_size=2),
+    flops=lambda s, head_dim, causal: metrics.attention_flops(*attention_shape(s, head_dim), causal=causal),
+    ceiling=lambda head_dim, causal: TFLOPS_CEILING["float16"],
+    sources=GLUON_ATTENTION_SOURCES,
+    axes=(("head_dim", (128, 64)), ("causal", (False, True))),
+    reduction=lambda seq_len, **axes: seq_len,
     runs_on=lambda capability: capability[0] == 9,  # Gluon's wgmma kernels: Hopper only
 )

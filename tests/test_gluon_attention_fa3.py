@@ -41,7 +41,7 @@ def qkv(shape, dtype=torch.float16, device=DEVICE, seed=0):
     ],
 )  # fmt: skip
 def test_bad_arguments_are_named(change, error, match):
-    q, k, v = qkv((1, 4, 2, 8, 8, 64), device="cpu")
+    q, k, v = qkv((1, 4, 2, 8, 8, 64))
     args = {"q": q, "k": k, "v": v}
     kwargs = {}
     for name, value in change.items():

@@ -27,6 +27,7 @@ HOW = {
     "compile_modes": "bash scripts/device_run.sh strategy",
     "llama_time_breakdown": "bash scripts/device_run.sh llama",
     "ncu_gluon_fp8": "bash scripts/device_run.sh gluon",
+    "ncu_gluon_attention": "bash scripts/device_run.sh gluon-attention",
 }
 
 

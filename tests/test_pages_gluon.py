@@ -37,13 +37,42 @@ def test_the_ladder_table_refuses_other_inputs():
         page.fp8_ladder_table(load(catalog.MATMUL_FP8))
 
 
-def test_the_ncu_table_shows_each_provider_and_the_libraries_kernels():
-    capture, notes = captures.load("ncu_gluon_fp8")
+def test_the_paragraph_states_the_attention_ladder_from_the_record():
+    result = load(catalog.GLUON_ATTENTION)
+    text = page.in_one_paragraph().text()
+    d128 = [
+        v
+        for c in catalog.GLUON_ATTENTION.combos()
+        if c["head_dim"] == 128
+        for x, v in result.ratios("gluon", **c).items()
+        if x >= page.LONG_SEQUENCE
+    ]
+    assert f"{min(d128):.2f}–{max(d128):.2f}× cuDNN's speed at D 128" in text
+    assert "ping-pong" in text and "tutorial 04's Triton kernel" in text
+
+
+def test_the_attention_ladder_table_shows_every_rung_and_cudnn():
+    table = page.attention_ladder_table(load(catalog.GLUON_ATTENTION))
+    for name in (*page.ATTENTION_RUNGS.values(), "cuDNN (SDPA)", "D 128, causal", "D 64, not causal"):
+        assert name in table
+    with pytest.raises(ValueError, match="expected the result of 'gluon_attention'"):
+        page.attention_ladder_table(load(catalog.GLUON_FP8))
+
+
+@pytest.mark.parametrize(
+    "name, library, extra",
+    [("ncu_gluon_fp8", "nvjet", None), ("ncu_gluon_attention", "cudnn", "exp2 pipe %")],
+)
+def test_the_ncu_table_shows_each_provider_and_the_libraries_kernels(name, library, extra):
+    capture, notes = captures.load(name)
     assert capture is not None and notes == []
     table = page.ncu_table(capture)
     for row in capture["payload"]["rows"]:
-        assert page.NCU_NAMES[row["provider"]] in table
-    assert "kernel it ran" in table and "nvjet" in table and "tensor pipe %" in table
+        assert page.NCU_NAMES[name][row["provider"]] in table
+    assert "kernel it ran" in table and library in table and "tensor pipe %" in table
+    assert extra is None or extra in table
+    if extra is None:  # a metric the capture did not collect gets no column
+        assert "exp2 pipe %" not in table
 
 
 @pytest.mark.parametrize(
@@ -58,3 +87,19 @@ def test_each_schedule_compiles_for_sm90_here(fields, waits):
     assert not compiled.serialized and compiled.spilled == 0
     assert 0 < compiled.registers <= 255
     assert "asynchronous" in compiled.line()
+
+
+@pytest.mark.parametrize(
+    "fields, waits",
+    [({"overlap": False}, ("wgmma.wait_group 0",)), ({}, ("wgmma.wait_group 0", "wgmma.wait_group 1"))],
+)
+def test_each_attention_schedule_compiles_for_sm90_here(fields, waits):
+    """The FlashAttention-2 order drains; the overlap waits with P V in flight; both keep
+    wgmma asynchronous, and the worker partitions ask for 240 (consumer) and 24 (producer)
+    registers."""
+    from gpuperf.kernels.gluon import FA3Config
+
+    compiled = page.compile_attention_schedule(FA3Config(persistent=False, **fields))
+    assert compiled.waits == waits
+    assert not compiled.serialized and compiled.partition_registers == (240, 24)
+    assert "workers 240 / 24 (setmaxnreg)" in compiled.line()

@@ -1,7 +1,8 @@
-"""Tutorial 08's topic module (Gluon on Hopper): its opening paragraph, the ladder's
-ratios per rung, and what the compiler made of each schedule.
+"""Tutorial 08's topic module (Gluon on Hopper): its opening paragraph, the two ladders'
+ratios per rung (the FP8 matmul and the FlashAttention-3-style attention), and what the
+compiler made of each schedule.
 
-The page shows the kernels, the arithmetic of the promotion and the calls; compiling a
+The page shows the kernels, the arithmetic of each schedule and the calls; compiling a
 kernel for ``sm_90`` without a GPU (:mod:`gpuperf.kernels.gluon._offline`), reading
 ``ptxas``'s report and the committed records, and formatting them happen here.
 """
@@ -14,7 +15,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from gpuperf.bench.catalog import GLUON_FP8
+from gpuperf.bench.catalog import GLUON_ATTENTION, GLUON_FP8
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, span
@@ -30,6 +31,16 @@ FP8_RUNGS = {
     "triton": "Triton matmul_fp8, tuned",
 }
 
+
+#: The attention ladder's providers, bottom rung first, and how the page names them.
+ATTENTION_RUNGS = {
+    "gluon_ws": "Gluon, producer + consumers, FA2 order",
+    "gluon_overlap": "Gluon, + softmax beside next GEMM",
+    "gluon_pingpong": "Gluon, + ping-pong (side branch)",
+    "gluon": "Gluon, overlap + persistent if not causal",
+    "triton": "Triton attention (tutorial 04)",
+    "flash": "FlashAttention-2 (SDPA)",
+}
 
 #: How the page names the scalings.
 SCALINGS = {"tensor": "per-tensor scales", "row": "per-row scales"}
@@ -47,6 +58,8 @@ class CompiledSchedule:
         serialized: whether ptxas serialized the ``wgmma`` instructions (its note C7514),
             which undoes any overlap the schedule asks for.
         shared_bytes: shared memory a program allocates.
+        partition_registers: in a warp-specialized kernel, the register budgets a thread of
+            its worker partitions asks for (``setmaxnreg``); empty otherwise.
     """
 
     waits: tuple[str, ...]
@@ -54,12 +67,17 @@ class CompiledSchedule:
     spilled: int
     serialized: bool
     shared_bytes: int
+    partition_registers: tuple[int, ...] = ()
 
     def line(self) -> str:
         waits = ", ".join(self.waits)
         serial = "serialized by ptxas" if self.serialized else "asynchronous"
+        registers = f"{self.registers} registers a thread"
+        if self.partition_registers:
+            budgets = " / ".join(map(str, self.partition_registers))
+            registers = f"{self.registers} registers a thread at launch, workers {budgets} (setmaxnreg)"
         return (
-            f"{waits}; {self.registers} registers a thread, {self.spilled} bytes spilled; wgmma "
+            f"{waits}; {registers}, {self.spilled} bytes spilled; wgmma "
             f"{serial}; {self.shared_bytes // 1024} KiB of shared memory"
         )
 
@@ -74,14 +92,35 @@ def compile_fp8_schedule(config, m: int = 4096, n: int = 4096, k: int = 4096) ->
     """
     from dataclasses import asdict
 
-    from triton.backends.nvidia import compiler
-
     from gpuperf.kernels.gluon._offline import compile_matmul_fp8
+
+    return _read_compiled(lambda: compile_matmul_fp8(asdict(config), m, n, k))
+
+
+def compile_attention_schedule(config, head_dim: int = 128, causal: bool = False) -> CompiledSchedule:
+    """Compile :func:`gpuperf.kernels.gluon.attention_fa3`'s kernel with ``config`` (an
+    :class:`~gpuperf.kernels.gluon.FA3Config`) for ``sm_90`` on this machine, at a float16
+    grouped-query shape with ``head_dim``, and read its PTX and ``ptxas -v``'s report.
+
+    Raises:
+        RuntimeError: Triton's wheel carries no ``ptxas`` here.
+    """
+    from dataclasses import asdict
+
+    from gpuperf.kernels.gluon._offline import compile_attention_fa3
+
+    shape = (2, 8, 2, 4096, 4096, head_dim)
+    return _read_compiled(lambda: compile_attention_fa3(asdict(config), shape, causal=causal))
+
+
+def _read_compiled(compile_kernel) -> CompiledSchedule:
+    """Run ``compile_kernel() -> {"ptx", "shared"}`` and read what ptxas says of the PTX."""
+    from triton.backends.nvidia import compiler
 
     ptxas = os.path.join(os.path.dirname(compiler.__file__), "bin", "ptxas")
     if not os.path.isfile(ptxas):
         raise RuntimeError(f"no ptxas at {ptxas}: Triton's wheel for this platform carries none")
-    compiled = compile_matmul_fp8(asdict(config), m, n, k)
+    compiled = compile_kernel()
     ptx = compiled["ptx"]
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.ptx")
@@ -100,6 +139,7 @@ def compile_fp8_schedule(config, m: int = 4096, n: int = 4096, k: int = 4096) ->
         spilled=int(re.search(r"(\d+) bytes spill stores", report).group(1)),
         serialized="C7514" in report,
         shared_bytes=compiled["shared"],
+        partition_registers=tuple(compiled.get("worker_registers", ())),
     )
 
 
@@ -133,16 +173,54 @@ def fp8_sentence(result: Result) -> str:
     )
 
 
+def attention_sentence(result: Result) -> str:
+    """One GPU's attention ladder in a sentence: the Gluon kernel (default rungs) against
+    cuDNN and tutorial 04's Triton kernel at each head dim over the issue's sequence lengths
+    (4096 and longer), and what each rung bought at D 128.
+
+    Raises:
+        ValueError: ``result`` has no record.
+    """
+    if result.record is None:
+        raise ValueError(f"no {result.benchmark.name} record to describe: {result.notes}")
+
+    def ratios(provider, over=None, head_dim=128, causal=None):
+        combos = [c for c in GLUON_ATTENTION.combos() if c["head_dim"] == head_dim]
+        combos = [c for c in combos if causal is None or c["causal"] == causal]
+        return [
+            r
+            for c in combos
+            for x, r in result.ratios(provider, over=over, **c).items()
+            if x >= LONG_SEQUENCE
+        ]
+
+    return (
+        f"On the {short_gpu_name(result.gpu)}, the Gluon attention forward (float16, S 4096 to 16384) "
+        f"runs at {_ratio_span(ratios('gluon'))} cuDNN's speed at D 128 and "
+        f"{_ratio_span(ratios('gluon', head_dim=64))} at D 64, and {_ratio_span(ratios('gluon', 'triton'))} "
+        f"tutorial 04's Triton kernel at D 128 ({_ratio_span(ratios('gluon', 'triton', head_dim=64))} "
+        f"at D 64). At D 128, overlapping the softmax with the next GEMM bought "
+        f"{_ratio_span(ratios('gluon_overlap', 'gluon_ws'))}, ping-pong between the consumers "
+        f"{_ratio_span(ratios('gluon_pingpong', 'gluon_overlap'))}, persistence (not causal) "
+        f"{_ratio_span(ratios('gluon', 'gluon_overlap', causal=False))}."
+    )
+
+
+#: The shortest sequence the attention targets count (the issue's S 4096-16384).
+LONG_SEQUENCE = 4096
+
+
 def in_one_paragraph() -> Paragraph:
-    """The page's answer, from the ``gluon_fp8`` records of every GPU with measured ceilings
-    (:func:`gpuperf.pages.hardware.gpus`): one :func:`fp8_sentence` each, and a note for each
-    missing or stale record."""
+    """The page's answer, from the ``gluon_fp8`` and ``gluon_attention`` records of every GPU
+    with measured ceilings (:func:`gpuperf.pages.hardware.gpus`): one :func:`fp8_sentence`
+    and one :func:`attention_sentence` each, and a note for each missing or stale record."""
     sentences, notes = [], []
     for gpu in hardware.gpus():
-        result = load(GLUON_FP8, gpu=gpu)
-        notes += result.notes
-        if result.record is not None:
-            sentences.append(fp8_sentence(result))
+        for benchmark, sentence in ((GLUON_FP8, fp8_sentence), (GLUON_ATTENTION, attention_sentence)):
+            result = load(benchmark, gpu=gpu)
+            notes += result.notes
+            if result.record is not None:
+                sentences.append(sentence(result))
     return paragraph(*sentences, notes=notes)
 
 
@@ -154,17 +232,25 @@ def fp8_ladder_table(result: Result) -> str:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
         ValueError: it is not the result of :data:`~gpuperf.bench.catalog.GLUON_FP8`.
     """
+    return _ladder_table(
+        result, GLUON_FP8, FP8_RUNGS, "scaled_mm", "cuBLASLt", lambda combo: SCALINGS[combo["scaling"]]
+    )
+
+
+def _ladder_table(result: Result, benchmark, rungs: dict, baseline: str, baseline_name: str, heading) -> str:
+    """TFLOP/s of each of ``rungs`` (and of ``baseline``) per x, with the ratio to the baseline,
+    one section per GPU and axis combination (``heading(combo)`` names it)."""
     if not isinstance(result, Result):
         raise TypeError(f"expected a gpuperf.pages.Result, got {type(result).__name__}")
-    if result.benchmark.name != GLUON_FP8.name:
-        raise ValueError(f"expected the result of {GLUON_FP8.name!r}, got {result.benchmark.name!r}")
+    if result.benchmark.name != benchmark.name:
+        raise ValueError(f"expected the result of {benchmark.name!r}, got {result.benchmark.name!r}")
     sections = []
-    header = ["TFLOP/s (× cuBLASLt)", *(format_x(x) for x in GLUON_FP8.x_values)]
+    header = [f"TFLOP/s (× {baseline_name})", *(format_x(x) for x in benchmark.x_values)]
     for r in result.gpus():
-        for combo in GLUON_FP8.combos():
-            base = r.rows("scaled_mm", **combo)
+        for combo in benchmark.combos():
+            base = r.rows(baseline, **combo)
             rows = []
-            for key, name in FP8_RUNGS.items():
+            for key, name in rungs.items():
                 cells = [Cell(name)]
                 for x, row in r.rows(key, **combo).items():
                     ratio = base[x]["ms"] / row["ms"] if x in base else None
@@ -173,11 +259,27 @@ def fp8_ladder_table(result: Result) -> str:
                     )
                 rows.append(cells)
             rows.append(
-                [Cell("cuBLASLt"), *(Cell(f"{row['value']:.0f}", row["value"]) for row in base.values())]
+                [Cell(baseline_name), *(Cell(f"{row['value']:.0f}", row["value"]) for row in base.values())]
             )
-            heading = f"{short_gpu_name(r.gpu)}, {SCALINGS[combo['scaling']]}:"
-            sections.append(Section(heading, header, rows))
+            sections.append(Section(f"{short_gpu_name(r.gpu)}, {heading(combo)}:", header, rows))
     return render(sections)
+
+
+def attention_ladder_table(result: Result) -> str:
+    """Each GPU's attention ladder: TFLOP/s of every rung at every sequence length, head dim
+    and masking, and its speed relative to cuDNN (above 1: faster).
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: it is not the result of :data:`~gpuperf.bench.catalog.GLUON_ATTENTION`.
+    """
+    return _ladder_table(
+        result, GLUON_ATTENTION, ATTENTION_RUNGS, "cudnn", "cuDNN (SDPA)", _attention_heading
+    )
+
+
+def _attention_heading(combo: dict) -> str:
+    return f"D {combo['head_dim']}, {'causal' if combo['causal'] else 'not causal'}"
 
 
 #: The columns of :func:`ncu_table`: a heading and the metric it reads (scaled to the unit shown).
@@ -190,26 +292,34 @@ NCU_COLUMNS = (
     ("stall: barrier %", "smsp__warp_issue_stalled_barrier_per_warp_active.pct", 1),
     ("stall: wait %", "smsp__warp_issue_stalled_wait_per_warp_active.pct", 1),
     ("stall: long scoreboard %", "smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct", 1),
+    ("exp2 pipe %", "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active", 1),
 )
 #: The units the scales of :data:`NCU_COLUMNS` assume (ncu's CSV prints base units).
 _NCU_UNITS = {"gpu__time_duration.sum": "ns", "lts__t_bytes.sum.per_second": "byte/s"}
-#: How :func:`ncu_table` names each profiled provider.
-NCU_NAMES = {**FP8_RUNGS, "scaled_mm": "cuBLASLt"}
+#: How :func:`ncu_table` names each profiled provider, by capture.
+NCU_NAMES = {
+    "ncu_gluon_fp8": {**FP8_RUNGS, "scaled_mm": "cuBLASLt"},
+    "ncu_gluon_attention": {**ATTENTION_RUNGS, "cudnn": "cuDNN (SDPA)"},
+}
 
 
 def ncu_table(capture: dict) -> str:
-    """The capture ``ncu_gluon_fp8`` (``scripts/gluon_capture.py``) as a table: per provider,
-    its time, how busy the tensor pipe was, L2 traffic, registers and the largest stall
-    reasons (percent of active warps' cycles).
+    """A capture of ``scripts/gluon_capture.py`` (``ncu_gluon_fp8``, ``ncu_gluon_attention``)
+    as a table: per provider, its time, how busy the tensor pipe was, L2 traffic, registers,
+    the largest stall reasons (percent of active warps' cycles) and, where captured, the
+    share of the transcendental pipe (MUFU: the softmax's ``exp2``); then the kernels the
+    libraries ran.
 
     Raises:
         ValueError: a metric is in another unit than the table's scale assumes."""
     payload = capture["payload"]
+    names = NCU_NAMES.get(capture["name"], {})
+    columns = [c for c in NCU_COLUMNS if c[1] in payload["metrics"]]
     rows = []
     for row in payload["rows"]:
         metrics = row["metrics"]
-        cells = [Cell(NCU_NAMES.get(row["provider"], row["provider"]))]
-        for _heading, metric, scale in NCU_COLUMNS:
+        cells = [Cell(names.get(row["provider"], row["provider"]))]
+        for _heading, metric, scale in columns:
             m = metrics.get(metric)
             if m is None:
                 cells.append(Cell("-"))
@@ -222,21 +332,32 @@ def ncu_table(capture: dict) -> str:
             value = m["value"] * scale
             cells.append(Cell(f"{value:.3g}" if value < 100 else f"{value:.0f}", value))
         rows.append(cells)
-    shape = format_x(tuple(payload["shape"]))
-    header = [f"{shape}, {SCALINGS[payload['scaling']]}", *(h for h, _, _ in NCU_COLUMNS)]
+    header = [_capture_heading(payload), *(h for h, _, _ in columns)]
     # The libraries' kernel names say what they chose (cuBLASLt's names its tile and cluster).
     kernels = [
-        [Cell(NCU_NAMES.get(row["provider"], row["provider"])), Cell(row["kernel"])]
+        [Cell(names.get(row["provider"], row["provider"])), Cell(row["kernel"])]
         for row in payload["rows"]
         if not row["provider"].startswith("gluon")
     ]
     return render([Section("", header, rows), Section("", ["library", "kernel it ran"], kernels)])
 
 
+def _capture_heading(payload: dict) -> str:
+    """What a capture profiled: the FP8 matmul's shape and scaling, or attention's S, D, masking."""
+    if "shape" in payload:
+        return f"{format_x(tuple(payload['shape']))}, {SCALINGS[payload['scaling']]}"
+    masking = "causal" if payload["causal"] else "not causal"
+    return f"S {payload['seq_len']}, D {payload['head_dim']}, {payload['dtype']}, {masking}"
+
+
 __all__ = [
+    "ATTENTION_RUNGS",
     "FP8_RUNGS",
     "NCU_COLUMNS",
     "CompiledSchedule",
+    "attention_ladder_table",
+    "attention_sentence",
+    "compile_attention_schedule",
     "compile_fp8_schedule",
     "fp8_ladder_table",
     "fp8_sentence",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -97,7 +98,9 @@ def compile_attention_fa3(fields: dict, shape, *, causal: bool = False) -> dict:
     Python process without the interpreter.
 
     Returns:
-        ``{"ptx": str, "shared": int}``: the PTX and the shared memory a program allocates.
+        ``{"ptx": str, "shared": int, "worker_registers": [int, ...]}``: the PTX, the shared
+        memory a program allocates and the register budgets of the worker partitions
+        (``setmaxnreg``: the second consumer warpgroup's, then the producer warp's).
 
     Raises:
         RuntimeError: the compile failed; its output's tail is attached.
@@ -109,12 +112,21 @@ def compile_attention_fa3(fields: dict, shape, *, causal: bool = False) -> dict:
 
 def _child() -> None:
     """The compile of :func:`compile_matmul_fp8` or :func:`compile_attention_fa3`, in its own
-    process: request on stdin, ``{"ptx", "shared"}`` as the last line of stdout."""
+    process: request on stdin, ``{"ptx", "shared", "worker_registers"}`` as the last line of
+    stdout (``worker_registers``: the register budgets a warp-specialized kernel's worker
+    partitions ask for; empty for other kernels)."""
     request = json.loads(sys.stdin.read())
     kernel, grid, args, constants = _LAUNCHES[request["kernel"]](request)
     with hopper_target(kernel):
         compiled = kernel.warmup(*args, grid=grid, **constants)
-    print(json.dumps({"ptx": compiled.asm["ptx"], "shared": compiled.metadata.shared}))
+    # A warp-specialized kernel's worker partitions ask for their register budgets in TTGIR.
+    requested = re.search(r"requestedRegisters = array<i32: ([\d, ]+)>", compiled.asm["ttgir"])
+    budgets = [int(n) for n in requested.group(1).split(",")] if requested else []
+    print(
+        json.dumps(
+            {"ptx": compiled.asm["ptx"], "shared": compiled.metadata.shared, "worker_registers": budgets}
+        )
+    )
 
 
 def _matmul_fp8_launch(request: dict):

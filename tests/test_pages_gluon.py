@@ -102,4 +102,4 @@ def test_each_attention_schedule_compiles_for_sm90_here(fields, waits):
     compiled = page.compile_attention_schedule(FA3Config(persistent=False, **fields))
     assert compiled.waits == waits
     assert not compiled.serialized and compiled.partition_registers == (240, 24)
-    assert "workers 240 / 24 (setmaxnreg)" in compiled.line()
+    assert "(workers: 240 and 24)" in compiled.line()

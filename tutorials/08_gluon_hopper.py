@@ -12,8 +12,12 @@ Below Triton: Gluon on Hopper
   stalls the tensor cores under Triton, rewritten so that each promotion runs
   while the next multiply is in flight;
 * a TMA + :term:`mbarrier` pipeline and a persistent loop written by hand;
-* how to read what the compiler made of a kernel without a GPU, and the ladder
-  from Triton's schedule to cuBLASLt, measured rung by rung.
+* attention in the FlashAttention-3 way: a producer warp feeding two consumer
+  warpgroups (:term:`warp specialization`), the softmax computed while the tensor
+  cores run the next GEMM, against :doc:`tutorial 04 <04_fused_attention>`'s
+  Triton kernel and cuDNN;
+* how to read what the compiler made of a kernel without a GPU, and each ladder
+  from Triton's schedule to the vendor's library, measured rung by rung.
 """
 
 # %%
@@ -133,7 +137,7 @@ for name, config in {
     "pingpong": GluonFP8Config(persistent=False),
     "pingpong, persistent": GluonFP8Config(),
 }.items():
-    print(f"{name:>20}: {gluon.compile_fp8_schedule(config).line()}")
+    print(f"{name}:\n    {gluon.compile_fp8_schedule(config).line()}")
 
 # %%
 # The pingpong schedule waits with one MMA left in flight (``wait_group 1``);
@@ -228,21 +232,164 @@ captures.show("ncu_gluon_fp8", gluon.ncu_table)
 # and one refill for two promotions, ran at 0.85-0.89× one step a slot (a slot
 # is refilled only once both its steps are done, so the ring runs shallower).
 #
+# Attention: the schedule of FlashAttention-3
+# -------------------------------------------
+#
+# The second kernel where the schedule is the limit is attention. Per tile of
+# 128 queries and 128 keys, :doc:`tutorial 04 <04_fused_attention>`'s kernel
+# runs two GEMMs (:math:`QK^T` and :math:`PV`) and one softmax, whose
+# exponentials run on the :term:`SFU`, an SM's unit for ``exp2``, at 16 a clock.
+# How long each takes on one SM of the page's GPU, at both head dims:
+
+per_sm16 = (
+    hw.measured["fp16_tflops"] * 1e12 / sms
+)  # float16 FLOP/s of one SM's tensor cores
+exp_ns = 128 * 128 / 16 / 1.98  # 16,384 exp2 at 16 a clock, 1.98 GHz
+for d in (128, 64):
+    gemm_ns = 2 * (2 * 128 * 128 * d) / per_sm16 * 1e9
+    idle = exp_ns / (gemm_ns + exp_ns)  # the tensor cores' share if the two take turns
+    print(f"D {d}: two GEMMs {gemm_ns:.0f} ns, exp2 {exp_ns:.0f} ns, idle {idle:.0%}")
+
+# %%
+# Triton's compiler makes each program's warps take turns: wait for the scores,
+# compute the softmax while the tensor cores idle, then multiply. The tensor
+# cores and the SFU are separate units, so FlashAttention-3 (Shah et al., 2024)
+# keeps both busy with a schedule written by hand, in three steps, each a rung of
+# this kernel (``gpuperf.kernels.gluon.attention_fa3``, forward only):
+#
+# 1. **Warp specialization.** One producer warp only issues :term:`TMA` copies
+#    of K and V tiles into a ring of shared-memory slots; two consumer
+#    :term:`warpgroups <warpgroup>`, 64 query rows each, only compute. The
+#    producer needs few registers, so it gives them up (:term:`setmaxnreg`):
+#    each consumer thread gets 240.
+# 2. **Intra-warpgroup overlap.** A consumer issues :math:`QK_j^T` and
+#    :math:`P_{j-1}V_{j-1}` as asynchronous wgmma, waits for the scores only,
+#    and computes tile :math:`j`'s softmax while :math:`P_{j-1}V_{j-1}` runs.
+# 3. **Ping-pong.** The two consumers take turns issuing their GEMMs
+#    (:term:`ping-pong scheduling`), so that one's softmax runs while the
+#    other's GEMMs hold the tensor cores.
+#
+# The producer: for each output tile, Q's two 64-row tiles once the consumers
+# have stored the previous output through them, then K and V into the ring,
+# each slot once both consumers have released it (its ``empty`` barrier counts
+# two arrivals):
+#
+# .. literalinclude:: ../../src/gpuperf/kernels/gluon/attention.py
+#    :pyobject: _producer
+#
+# One consumer's step over key tile ``j``: both GEMMs issued, the wait for the
+# scores with one GEMM still in flight (``num_outstanding=1``), the
+# :term:`online softmax` of tile ``j`` while :math:`P_{j-1}V_{j-1}` runs, then
+# the slot released and the output rescaled. ``P`` never leaves the registers:
+# it is the left operand of the second wgmma.
+#
+# .. literalinclude:: ../../src/gpuperf/kernels/gluon/attention.py
+#    :pyobject: _step
+#
+# The kernel allocates the ring and its barriers, and forks: ``gl.warp_specialize``
+# runs the first function in the launch's 4 warps and each other one in warps of
+# its own, with the register budgets it is given:
+#
+# .. literalinclude:: ../../src/gpuperf/kernels/gluon/attention.py
+#    :pyobject: _fa3_kernel
+#
+# Compiled for ``sm_90`` here, FlashAttention-2's order and the overlapped
+# step:
+
+from gpuperf.kernels.gluon import FA3Config, attention_fa3
+
+for name, config in {
+    "FlashAttention-2 order": FA3Config(overlap=False, persistent=False),
+    "overlapped softmax": FA3Config(persistent=False),
+}.items():
+    print(f"{name}:\n    {gluon.compile_attention_schedule(config).line()}")
+
+# %%
+# The overlapped step waits with one GEMM in flight (``wait_group 1``). Its
+# consumers hold the output tile, tile ``j``'s scores and tile ``j - 1``'s
+# probabilities at once (64 + 64 + 32 registers a thread at D 128) in their 240,
+# and ``ptxas`` spills a few bytes: the register budget, not the schedule, is
+# this kernel's tightest constraint. Called like tutorial 04's ``attention``
+# (same layout, grouped-query heads, ``causal``, the same errors):
+
+q, k, v = (
+    torch.randn(1, 8, 1024, 128, device=device, dtype=torch.float16) for _ in range(3)
+)
+try:
+    out = attention_fa3(q, k, v, causal=True)
+    print(f"on {torch.cuda.get_device_name()}: {tuple(out.shape)} {out.dtype}")
+except RuntimeError as err:
+    print(f"RuntimeError: {err}")
+
+# %%
+# The attention ladder, measured
+# ------------------------------
+#
+# In one run per GPU, float16, 16,384 tokens a batch and :math:`H \cdot D = 2048`
+# as in tutorial 04: the Gluon rungs (FlashAttention-2's order; the overlapped
+# softmax; ping-pong on top of it; and the default, which keeps the overlap,
+# leaves ping-pong out and is :term:`persistent <persistent kernel>` when not
+# causal), tutorial 04's Triton kernel, SDPA's FlashAttention-2 backend and
+# SDPA's :term:`cuDNN` backend (the baseline). TFLOP/s counts
+# :math:`4 B H S^2 D`, half that when causal:
+
+from gpuperf.bench.catalog import GLUON_ATTENTION
+
+attention_ladder = run_or_load(GLUON_ATTENTION)
+# TFLOP/s, and × cuDNN (above 1: faster)
+print(gluon.attention_ladder_table(attention_ladder))
+attention_ladder.plot()
+
+# %%
+# At D 128 the producer and consumers alone already run a fifth to a third
+# faster than Triton's kernel; the overlapped softmax adds a few percent, and the
+# default (persistent when not causal) reaches cuDNN from 4,096 tokens on and
+# passes it on long causal sequences. Ping-pong did not pay here: with the
+# overlap in place, making the two consumers take turns added waits at the
+# barriers and took nothing off the tensor cores' idle time. Persistence helps
+# where tiles are many and short (it loads the next tile's Q and K while this
+# one is stored), and hurts causal attention, whose tiles differ in length: a
+# fixed round robin leaves SMs idle at the end (``scripts/fa3_explore.py``
+# measured the persistent causal kernel at 0.76× cuDNN at 16,384 tokens on the
+# H100), so the default launches a program per tile there.
+#
+# At D 64 the GEMMs are half as long and the exponentials are not: the
+# arithmetic above gives them about two thirds of the GEMMs' time, and no
+# schedule hides a unit that is nearly as busy as the tensor cores. The kernel
+# stays short of cuDNN there.
+#
+# The counters, one launch of each at :math:`S = 8192`, D 128 (the "exp2 pipe"
+# is the SFU's share of its peak):
+
+captures.show("ncu_gluon_attention", gluon.ncu_table)
+
+# %%
+# Each rung raises the tensor pipe's share, from Triton's kernel (about 57%)
+# through FlashAttention-2's order in Gluon to about 80% with the overlap and
+# persistence, past cuDNN's; the exp2 pipe is busy about 40% of the time,
+# beside the tensor cores rather than between their GEMMs. cuDNN, too, launches
+# one program per SM (its grid of 132), with 168 registers a thread at launch,
+# as this kernel's three warpgroups do.
+#
 # What to take away
 # -----------------
 #
 # * Drop below Triton when you can name a schedule its compiler will not
-#   produce, and the kernel is worth owning: here, promoting FP8 partial sums
-#   while the next multiply runs.
+#   produce, and the kernel is worth owning: promoting FP8 partial sums while
+#   the next multiply runs; computing attention's softmax while the tensor
+#   cores run the next GEMM.
 # * In Gluon the pipeline is explicit: a ring of shared-memory slots, a barrier
 #   per slot with a phase that flips each round, asynchronous MMAs waited for by
-#   count.
+#   count, and warps split into producer and consumers with their own register
+#   budgets.
 # * The compiler is still there: ``ptxas`` decides whether wgmma instructions
 #   overlap, and a register move in the wrong place serializes them. Compile
 #   for ``sm_90`` on any machine and read its report before timing anything.
-# * Measure each rung against the vendor library in the same run, and read the
-#   counters for the next limit: this ladder stands at about 0.9× cuBLASLt with
-#   L2 nearly as busy as cuBLASLt's, so the next rung must read fewer bytes per
-#   FLOP.
-# * Know what the lower level exposes before planning on it: cuBLASLt's cluster
-#   multicast is one instruction Gluon on Hopper does not offer yet.
+# * Measure each rung against the vendor library in the same run, and keep only
+#   what pays: FlashAttention-3's ping-pong bought nothing on top of the
+#   overlap here, and persistence only where tiles are alike.
+# * Read the counters for the next limit: the FP8 ladder stands at about 0.9×
+#   cuBLASLt with L2 nearly as busy as cuBLASLt's (the next rung must read fewer
+#   bytes per FLOP, and cuBLASLt's cluster multicast is one instruction Gluon on
+#   Hopper does not offer yet); attention at D 64 is bound by the exponentials
+#   as much as by the tensor cores.

@@ -70,15 +70,14 @@ class CompiledSchedule:
     partition_registers: tuple[int, ...] = ()
 
     def line(self) -> str:
-        waits = ", ".join(self.waits)
+        waits = ", ".join(w.removeprefix("wgmma.") for w in self.waits)
         serial = "serialized by ptxas" if self.serialized else "asynchronous"
-        registers = f"{self.registers} registers a thread"
+        registers = f"{self.registers} registers"
         if self.partition_registers:
-            budgets = " / ".join(map(str, self.partition_registers))
-            registers = f"{self.registers} registers a thread at launch, workers {budgets} (setmaxnreg)"
+            registers += f" (workers: {' and '.join(map(str, self.partition_registers))})"
         return (
-            f"{waits}; {registers}, {self.spilled} bytes spilled; wgmma "
-            f"{serial}; {self.shared_bytes // 1024} KiB of shared memory"
+            f"{waits}; {registers}; {self.spilled} B spilled; wgmma {serial}; "
+            f"{self.shared_bytes // 1024} KiB shared"
         )
 
 
@@ -221,7 +220,7 @@ def in_one_paragraph() -> Paragraph:
             notes += result.notes
             if result.record is not None:
                 sentences.append(sentence(result))
-    return paragraph(*sentences, notes=notes)
+    return paragraph(*sentences, notes=list(dict.fromkeys(notes)))  # (both records share a reason)
 
 
 def fp8_ladder_table(result: Result) -> str:
@@ -289,6 +288,7 @@ NCU_COLUMNS = (
     ("L2 TB/s", "lts__t_bytes.sum.per_second", 1e-12),
     ("L2 % of peak", "lts__throughput.avg.pct_of_peak_sustained_elapsed", 1),
     ("regs", "launch__registers_per_thread", 1),
+    ("grid", "launch__grid_size", 1),
     ("stall: barrier %", "smsp__warp_issue_stalled_barrier_per_warp_active.pct", 1),
     ("stall: wait %", "smsp__warp_issue_stalled_wait_per_warp_active.pct", 1),
     ("stall: long scoreboard %", "smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct", 1),

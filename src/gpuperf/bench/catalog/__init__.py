@@ -149,8 +149,9 @@ PENDING: dict[str, tuple[tuple[str, ...], str]] = {
             "gluon_fp8",
             "gluon_attention",
         ),
-        "measured on the H100 only: the sessions that added tutorials 07 and 08 asked for an "
-        "H200 and were lent H100s; run `bash scripts/device_run.sh llama-h200 gluon` on an H200",
+        "measured on the H100 only: the sessions that added tutorials 07 and 08 asked for an H200 "
+        "and were lent H100s; run `bash scripts/device_run.sh llama-h200 gluon gluon-attention` "
+        "on an H200",
     ),
 }
 

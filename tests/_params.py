@@ -72,3 +72,16 @@ def ptxas_report(ptx: str, tmp_path) -> str:
         check=True,
     )
     return run.stdout + run.stderr
+
+
+def changed_call(args: dict, change: dict) -> tuple[list, dict]:
+    """The positional ``args`` (by name) and keyword arguments of a call with ``change``
+    applied: a name among ``args`` maps to a function of that argument, any other name to
+    a keyword argument's value."""
+    args, kwargs = dict(args), {}
+    for name, value in change.items():
+        if name in args:
+            args[name] = value(args[name])
+        else:
+            kwargs[name] = value
+    return list(args.values()), kwargs

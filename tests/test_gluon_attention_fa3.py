@@ -10,7 +10,7 @@ import torch
 from gpuperf.kernels.gluon import FA3Config, attention_fa3
 from gpuperf.reference import attention_ref
 from gpuperf.testing import assert_close
-from tests._params import ptxas_report, randn
+from tests._params import changed_call, ptxas_report, randn
 from tests.conftest import DEVICE
 
 
@@ -45,14 +45,9 @@ def qkv(shape, dtype=torch.float16, device=DEVICE, seed=0):
 def test_bad_arguments_are_named(change, error, match):
     q, k, v = qkv((1, 4, 2, 8, 8, 64))
     args = {"q": q, "k": k, "v": v}
-    kwargs = {}
-    for name, value in change.items():
-        if name in args:
-            args[name] = value(args[name])
-        else:
-            kwargs[name] = value
+    args, kwargs = changed_call(args, change)
     with pytest.raises(error, match=match):
-        attention_fa3(*args.values(), **kwargs)
+        attention_fa3(*args, **kwargs)
 
 
 @pytest.mark.parametrize(

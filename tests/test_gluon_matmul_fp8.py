@@ -10,7 +10,7 @@ from gpuperf.kernels import to_fp8
 from gpuperf.kernels.gluon import SCHEDULES, GluonFP8Config, matmul_fp8_promoted
 from gpuperf.reference import matmul_fp8_ref
 from gpuperf.testing import assert_close
-from tests._params import assert_close_fp8, ptxas_report
+from tests._params import assert_close_fp8, changed_call, ptxas_report
 from tests.conftest import DEVICE
 
 E4M3 = torch.float8_e4m3fn
@@ -44,14 +44,9 @@ def operands(m, n, k, *, device=DEVICE, axis=None, seed=0):
 def test_bad_arguments_are_named(change, error, match):
     a, b, scale_a, scale_b = operands(8, 8, 32)
     args = {"a": a, "b": b, "scale_a": scale_a, "scale_b": scale_b}
-    kwargs = {}
-    for name, value in change.items():
-        if name in args:
-            args[name] = value(args[name])
-        else:
-            kwargs[name] = value
+    args, kwargs = changed_call(args, change)
     with pytest.raises(error, match=match):
-        matmul_fp8_promoted(*args.values(), **kwargs)
+        matmul_fp8_promoted(*args, **kwargs)
 
 
 @pytest.mark.parametrize(

@@ -149,7 +149,7 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
       gluon-attention)
         python3 -m pytest -q -p no:cacheprovider tests/test_gluon_attention_fa3.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
         time python3 -m gpuperf.bench --no-tune gluon_attention
-        time python3 scripts/gluon_capture.py attention
+        time python3 scripts/gluon_capture.py attention attention64
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py gluon_attention 2>&1 | tail -n 5 ;;
       llama-explore) time python3 scripts/llama_explore.py ${LLAMA_EXPLORE:-} ;;
       llama|llama-h200)  # llama-h200: first the SwiGLU sweep of this GPU, no capture (the H100's serves)

@@ -5,9 +5,12 @@ and why warps stalled, for each rung and for the vendor's kernel. Two captures:
   rungs, Triton's ``matmul_fp8`` and cuBLASLt: ``ncu_gluon_fp8``.
 * ``attention``: the attention forward at S = 8192, D = 128, float16, not causal, the
   Gluon rungs, Triton's (tutorial 04) and SDPA's cuDNN backend: ``ncu_gluon_attention``.
+* ``attention64``: the same at D = 64 (where the softmax's exponentials weigh twice as
+  much against the GEMMs), the top Gluon rungs, Triton's and cuDNN's:
+  ``ncu_gluon_attention_d64``.
 
 Usage (a Hopper GPU with ``ncu`` on the PATH): ``python scripts/gluon_capture.py [fp8]
-[attention] [--out DIR]`` (both by default). Each runs this script under ``ncu`` with
+[attention] [attention64] [--out DIR]`` (all by default). Each runs this script under ``ncu`` with
 ``--inner NAME``, which warms every provider up and then, between ``cudaProfilerStart`` and
 ``cudaProfilerStop``, calls each once; it reads ncu's CSV (base units: nanoseconds, bytes)
 and writes the capture (``<out>/<gpu>/captures/<name>.json``: provenance, the metrics, one
@@ -80,6 +83,16 @@ CAPTURES = {
         sources=("kernels/gluon/attention.py", "kernels/attention.py", "kernels/_attention_configs.py"),
         payload={"seq_len": 8192, "head_dim": 128, "causal": False, "dtype": "float16"},
         # The transcendental pipe (MUFU: the softmax's exp2) beside the tensor pipe.
+        extra_metrics=("sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",),
+    ),
+    "attention64": Capture(
+        name="ncu_gluon_attention_d64",
+        benchmark="GLUON_ATTENTION",
+        x=8192,
+        axes={"head_dim": 64, "causal": False},
+        providers=("gluon_overlap", "gluon", "triton", "cudnn"),
+        sources=("kernels/gluon/attention.py", "kernels/attention.py", "kernels/_attention_configs.py"),
+        payload={"seq_len": 8192, "head_dim": 64, "causal": False, "dtype": "float16"},
         extra_metrics=("sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",),
     ),
 }

@@ -28,6 +28,7 @@ HOW = {
     "llama_time_breakdown": "bash scripts/device_run.sh llama",
     "ncu_gluon_fp8": "bash scripts/device_run.sh gluon",
     "ncu_gluon_attention": "bash scripts/device_run.sh gluon-attention",
+    "ncu_gluon_attention_d64": "bash scripts/device_run.sh gluon-attention",
 }
 
 

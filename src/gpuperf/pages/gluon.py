@@ -300,6 +300,7 @@ _NCU_UNITS = {"gpu__time_duration.sum": "ns", "lts__t_bytes.sum.per_second": "by
 NCU_NAMES = {
     "ncu_gluon_fp8": {**FP8_RUNGS, "scaled_mm": "cuBLASLt"},
     "ncu_gluon_attention": {**ATTENTION_RUNGS, "cudnn": "cuDNN (SDPA)"},
+    "ncu_gluon_attention_d64": {**ATTENTION_RUNGS, "cudnn": "cuDNN (SDPA)"},
 }
 
 

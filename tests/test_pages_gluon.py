@@ -61,7 +61,11 @@ def test_the_attention_ladder_table_shows_every_rung_and_cudnn():
 
 @pytest.mark.parametrize(
     "name, library, extra",
-    [("ncu_gluon_fp8", "nvjet", None), ("ncu_gluon_attention", "cudnn", "exp2 pipe %")],
+    [
+        ("ncu_gluon_fp8", "nvjet", None),
+        ("ncu_gluon_attention", "cudnn", "exp2 pipe %"),
+        ("ncu_gluon_attention_d64", "cudnn", "exp2 pipe %"),
+    ],
 )
 def test_the_ncu_table_shows_each_provider_and_the_libraries_kernels(name, library, extra):
     capture, notes = captures.load(name)

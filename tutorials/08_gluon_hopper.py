@@ -354,9 +354,8 @@ attention_ladder.plot()
 # H100), so the default launches a program per tile there.
 #
 # At D 64 the GEMMs are half as long and the exponentials are not: the
-# arithmetic above gives them about two thirds of the GEMMs' time, and no
-# schedule hides a unit that is nearly as busy as the tensor cores. The kernel
-# stays short of cuDNN there.
+# arithmetic above gives them about two thirds of the GEMMs' time. The kernel
+# stays short of cuDNN there; the counters further down say why.
 #
 # The counters, one launch of each at :math:`S = 8192`, D 128 (the "exp2 pipe"
 # is the SFU's share of its peak):
@@ -370,6 +369,20 @@ captures.show("ncu_gluon_attention", gluon.ncu_table)
 # beside the tensor cores rather than between their GEMMs. cuDNN, too, launches
 # one program per SM (its grid of 132), with 168 registers a thread at launch,
 # as this kernel's three warpgroups do.
+#
+# At D 64, the same counters for the top rungs, Triton's kernel and cuDNN's:
+
+captures.show("ncu_gluon_attention_d64", gluon.ncu_table)
+
+# %%
+# Here all three kernels stand in the same place: the tensor pipe busy half the
+# time and the exp2 pipe a little more, neither saturated. Each consumer
+# warpgroup waits for its scores, exponentiates, then multiplies: with the
+# GEMMs half as long, two warpgroups no longer have enough independent work in
+# flight to keep both pipes fed, and the warps wait at barriers instead. The
+# next rung to try is more softmax in flight per SM (a third consumer
+# warpgroup, with smaller register budgets), not a different order of the same
+# two.
 #
 # What to take away
 # -----------------

@@ -379,7 +379,8 @@ captures.show("ncu_gluon_attention_d64", gluon.ncu_table)
 # time and the exp2 pipe a little more, neither saturated. Each consumer
 # warpgroup waits for its scores, exponentiates, then multiplies: with the
 # GEMMs half as long, two warpgroups no longer have enough independent work in
-# flight to keep both pipes fed, and the warps wait at barriers instead. The
+# flight to keep both pipes fed, and this kernel's warps spend about a third
+# of their cycles waiting at barriers instead. The
 # next rung to try is more softmax in flight per SM (a third consumer
 # warpgroup, with smaller register budgets), not a different order of the same
 # two.

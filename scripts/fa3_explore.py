@@ -21,13 +21,16 @@ from gpuperf.kernels.gluon.attention import FA3Config, attention_fa3
 from gpuperf.reference import attention_ref
 
 RUNGS = {
-    "ws": FA3Config(overlap=False, pingpong=False),
-    "overlap": FA3Config(pingpong=False),
-    "fa3": FA3Config(),
+    "ws": FA3Config(overlap=False, persistent=False),
+    "overlap": FA3Config(persistent=False),
+    "c2": FA3Config(),
 }
+#: Three consumer warpgroups (D 64 only), at two register splits, with and without ping-pong.
 VARIANTS = {
-    "fa3_persist": FA3Config(persistent=True),
-    "overlap_persist": FA3Config(pingpong=False, persistent=True),
+    "c3": FA3Config(consumers=3),
+    "c3_r152": FA3Config(consumers=3, consumer_registers=152),
+    "c3_np": FA3Config(consumers=3, persistent=False),
+    "c3_pp": FA3Config(consumers=3, pingpong=True, persistent=False),
 }
 
 
@@ -66,6 +69,8 @@ def check():
         ref = attention_ref(q, k, v, causal)
         base = relative_error(sdpa(SDPBackend.MATH)(q, k, v, causal), ref)
         for key, config in {**RUNGS, **VARIANTS}.items():
+            if config.consumers == 3 and d > 64:
+                continue
             try:
                 out = attention_fa3(q, k, v, causal=causal, config=config)
                 torch.cuda.synchronize()

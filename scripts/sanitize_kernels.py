@@ -293,10 +293,11 @@ def _gluon_attention():
         FA3Config(persistent=True),
         FA3Config(block_n=64),
     ]
+    three = [FA3Config(consumers=3), FA3Config(consumers=3, pingpong=True, persistent=False)]
     for b, h, h_kv, s_q, s_k, d in [(1, 1, 1, 1, 1, 64), (2, 4, 2, 300, 300, 128), (1, 2, 1, 130, 777, 64)]:
         q = torch.randn(b, h, s_q, d, device="cuda", dtype=torch.float16)
         k, v = (torch.randn(b, h_kv, s_k, d, device="cuda", dtype=torch.float16) for _ in range(2))
-        for config in rungs:
+        for config in rungs + (three if d == 64 else []):
             twice(attention_fa3, q, k, v, config=config)
             if s_q == s_k:
                 twice(attention_fa3, q, k, v, causal=True, config=config)

@@ -57,9 +57,13 @@ from gpuperf.kernels.gluon.matmul_fp8 import _num_sms
 #: shared-memory ring holds two ``BLOCK_N x D`` tiles a slot).
 HEAD_DIMS = (64, 128)
 
-#: Query rows a consumer warpgroup owns (one ``wgmma`` is 64 rows tall), and a program's.
+#: Query rows a consumer warpgroup owns (one ``wgmma`` is 64 rows tall); a program's output
+#: tile is ``consumers`` times as tall.
 WARPGROUP_M = 64
-BLOCK_M = 2 * WARPGROUP_M
+
+#: Registers a thread, summed over a program's warpgroups, by consumer count: three
+#: warpgroups share 168 a thread at launch (65,536 per SM), four share 128.
+_REGISTER_POOL = {2: 3 * 168, 3: 4 * 128}
 
 # exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
 LOG2E = 1.4426950408889634
@@ -88,8 +92,15 @@ class FA3Config:
             next tile's Q and K arrive while one is stored); False: a program per tile.
             None (the default): persistent when not causal (causal tiles differ in length,
             and a static round robin then leaves SMs idle at the end).
-        consumer_registers: registers a thread of each consumer warpgroup may hold (the
-            producer warp keeps 24; ``setmaxnreg`` moves the rest to the consumers).
+        consumers: consumer warpgroups, 64 query rows each: 2, or 3 at D 64 only (more
+            softmax in flight beside GEMMs half as long as D 128's). Measured on the H100
+            (``scripts/fa3_explore.py``), three ran 1.02-1.07x cuDNN on causal sequences of
+            8192 and 16384 tokens, where two ran 0.94-0.98x, but slower on shorter and
+            non-causal ones (0.47x at 1024 causal: a third fewer, taller tiles), so 2 is
+            the default.
+        consumer_registers: registers a thread of each consumer warpgroup may hold, the
+            producer warp keeping the rest (``setmaxnreg``); None (the default): 240 with two
+            consumers (the producer keeps 24), 160 with three (it keeps 32).
     """
 
     block_n: int = 128
@@ -97,7 +108,8 @@ class FA3Config:
     overlap: bool = True
     pingpong: bool = False
     persistent: bool | None = None
-    consumer_registers: int = 240
+    consumers: int = 2
+    consumer_registers: int | None = None
 
     def __post_init__(self):
         for name in ("overlap", "pingpong"):
@@ -110,9 +122,40 @@ class FA3Config:
             raise ValueError(f"block_n must be 64 or 128, got {self.block_n!r}")
         if self.num_stages is not None and (type(self.num_stages) is not int or self.num_stages < 2):
             raise ValueError(f"num_stages must be None or an int >= 2, got {self.num_stages!r}")
+        if type(self.consumers) is not int or self.consumers not in (2, 3):
+            raise ValueError(f"consumers must be 2 or 3, got {self.consumers!r}")
         registers = self.consumer_registers
-        if type(registers) is not int or registers % 8 or not 24 <= registers <= 256:
-            raise ValueError(f"consumer_registers must be a multiple of 8 from 24 to 256, got {registers!r}")
+        if registers is not None and (
+            type(registers) is not int or registers % 8 or not 24 <= registers <= 256
+        ):
+            raise ValueError(
+                f"consumer_registers must be None or a multiple of 8 from 24 to 256, got {registers!r}"
+            )
+
+    def registers_for(self, head_dim: int) -> tuple[int, int]:
+        """``(consumer, producer)`` registers a thread at ``head_dim``: every consumer gets
+        :attr:`consumer_registers` (or 240 with two consumers, 160 with three) and the producer
+        warp's warpgroup what is left of the program's pool.
+
+        Raises:
+            ValueError: the consumers' registers leave the producer fewer than 24, or three
+                consumers at a head dim above 64.
+        """
+        consumers = self.consumers
+        if consumers == 3 and head_dim > 64:
+            raise ValueError(
+                f"consumers=3 is for head dim 64: at D {head_dim} a consumer's output tile, scores "
+                "and probabilities need more registers than three consumers can each have"
+            )
+        pool = _REGISTER_POOL[consumers]
+        consumer = self.consumer_registers or (240 if consumers == 2 else 160)
+        producer = pool - consumers * consumer
+        if producer < 24:
+            raise ValueError(
+                f"consumer_registers {consumer} for {consumers} consumers leave the producer {producer} "
+                f"registers a thread (of {pool}); at least 24 are needed"
+            )
+        return consumer, min(producer, 256)
 
 
 #: The fastest rungs measured on the H100: producer warp, intra-warpgroup overlap,
@@ -127,7 +170,7 @@ def stages_for(head_dim: int, config: FA3Config) -> int:
     """Slots of the K/V ring: ``config.num_stages``, or the most that fit beside Q's tiles."""
     if config.num_stages is not None:
         return config.num_stages
-    q_bytes = BLOCK_M * head_dim * 2
+    q_bytes = config.consumers * WARPGROUP_M * head_dim * 2
     slot_bytes = 2 * config.block_n * head_dim * 2
     return min(4, (_SHARED_BYTES - q_bytes) // slot_bytes)
 
@@ -136,20 +179,20 @@ def stages_for(head_dim: int, config: FA3Config) -> int:
 
 
 @gluon.jit
-def _tile(t, shape, M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
-    """Output tile number ``t`` (``2M`` query rows of one head): ``(batch, head, kv_head,
+def _tile(t, shape, ROWS: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """Output tile number ``t`` (``ROWS`` query rows of one head): ``(batch, head, kv_head,
     off_m)`` and its key tiles ``(n_tiles, n_unmasked)``, the second those every key of which
     every row sees. Tiles go head by head (neighbours share K and V in L2); causal, a head's
     tiles run from the last rows to the first (those that see the most keys start first)."""
     n_heads, group_size, seq_q, seq_k = shape
-    num_m = gl.cdiv(seq_q, 2 * M)
+    num_m = gl.cdiv(seq_q, ROWS)
     bh = t // num_m
     pid_m = t % num_m
     if CAUSAL:
         pid_m = num_m - 1 - pid_m
-    off_m = pid_m * (2 * M)
+    off_m = pid_m * ROWS
     if CAUSAL:
-        n_tiles = gl.cdiv(gl.minimum(off_m + 2 * M, seq_k), BLOCK_N)
+        n_tiles = gl.cdiv(gl.minimum(off_m + ROWS, seq_k), BLOCK_N)
         n_unmasked = off_m // BLOCK_N
     else:
         n_tiles = gl.cdiv(seq_k, BLOCK_N)
@@ -170,15 +213,16 @@ def _producer(q_desc, k_desc, v_desc, smem, bars, shape, total, CAUSAL: gl.const
     q_ready, q_empty, k_ready, v_ready, empty, _turn = bars
     NUM_STAGES: gl.constexpr = k_ring.shape[0]
     BLOCK_N: gl.constexpr = k_ring.shape[1]
+    CONSUMERS: gl.constexpr = q_smem.shape[0]
     M: gl.constexpr = q_smem.shape[1]
     pid = gl.program_id(0)
     programs = gl.num_programs(0)
     step = 0  # K/V tiles loaded so far, over all this program's output tiles
     for i in range(gl.cdiv(total - pid, programs)):
-        coords, tiles = _tile(pid + i * programs, shape, M, BLOCK_N, CAUSAL)
+        coords, tiles = _tile(pid + i * programs, shape, CONSUMERS * M, BLOCK_N, CAUSAL)
         batch, head, kv_head, off_m = coords
         n_tiles, _n_unmasked = tiles
-        for wg in gl.static_range(2):
+        for wg in gl.static_range(CONSUMERS):
             mbarrier.wait(q_empty.index(wg), (i & 1) ^ 1)
             mbarrier.expect(q_ready.index(wg), q_desc.block_type.nbytes)
             q_box = q_smem.index(wg)._reinterpret(q_desc.dtype, q_desc.block_type.shape, q_desc.layout)
@@ -209,14 +253,16 @@ def _wait_turn(turn, group, WG: gl.constexpr, PINGPONG: gl.constexpr):
     """Ping-pong: before its ``group``-th pair of GEMMs, warpgroup WG waits for its turn
     (warpgroup 0 goes first: a fresh barrier has completed phase 1)."""
     if PINGPONG:
-        mbarrier.wait(turn.index(WG), (group & 1) ^ (1 - WG))
+        FIRST: gl.constexpr = 1 if WG == 0 else 0
+        mbarrier.wait(turn.index(WG), (group & 1) ^ FIRST)
 
 
 @gluon.jit
 def _pass_turn(turn, WG: gl.constexpr, PINGPONG: gl.constexpr):
-    """Ping-pong: this warpgroup's GEMMs are issued; the other one may issue its own."""
+    """Ping-pong: this warpgroup's GEMMs are issued; the next one may issue its own."""
     if PINGPONG:
-        mbarrier.arrive(turn.index(1 - WG), count=1)
+        NEXT: gl.constexpr = (WG + 1) % turn.shape[0]
+        mbarrier.arrive(turn.index(NEXT), count=1)
 
 
 @gluon.jit
@@ -309,7 +355,7 @@ def _consumer(o_desc, smem, bars, shape, total, qk_scale, flags, WG: gl.constexp
     programs = gl.num_programs(0)
     step = 0  # K/V tiles consumed so far, over all this program's output tiles
     for i in range(gl.cdiv(total - pid, programs)):
-        coords, tiles = _tile(pid + i * programs, shape, M, BLOCK_N, CAUSAL)
+        coords, tiles = _tile(pid + i * programs, shape, q_smem.shape[0] * M, BLOCK_N, CAUSAL)
         batch, head, _kv_head, off_m = coords
         n_tiles, n_unmasked = tiles
         counts = (step, step + i)  # K/V tiles, GEMM pairs (n_tiles + 1 a tile) before this tile
@@ -375,7 +421,8 @@ def _fa3_kernel(
     CAUSAL: gl.constexpr,
     OVERLAP: gl.constexpr,
     PINGPONG: gl.constexpr,
-    CONSUMER_REGISTERS: gl.constexpr,
+    CONSUMERS: gl.constexpr,
+    REGISTERS: gl.constexpr,
 ):
     # Program pid computes output tiles pid, pid + programs, ... of the ``total``: one each
     # when the grid has a program per tile, several when it has one per SM (persistent).
@@ -384,37 +431,51 @@ def _fa3_kernel(
     HEAD_DIM: gl.constexpr = k_desc.block_type.shape[3]
     shape = (n_heads, group_size, seq_q, seq_k)
 
-    # Shared memory: the two consumers' Q tiles, the K/V ring and their barriers.
+    # Shared memory: the consumers' Q tiles, the K/V ring and their barriers.
     tile_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, HEAD_DIM], k_desc.dtype)
-    q_smem = gl.allocate_shared_memory(q_desc.dtype, [2, M, HEAD_DIM], tile_layout)
+    q_smem = gl.allocate_shared_memory(q_desc.dtype, [CONSUMERS, M, HEAD_DIM], tile_layout)
     k_ring = gl.allocate_shared_memory(k_desc.dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM], tile_layout)
     v_ring = gl.allocate_shared_memory(v_desc.dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM], tile_layout)
-    q_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    q_ready = gl.allocate_shared_memory(gl.int64, [CONSUMERS, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [CONSUMERS, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [CONSUMERS, 1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
+    for i in gl.static_range(CONSUMERS):
         mbarrier.init(q_ready.index(i), count=1)
         mbarrier.init(q_empty.index(i), count=1)
         mbarrier.init(turn.index(i), count=1)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(empty.index(i), count=2)  # both consumers release a slot
+        mbarrier.init(empty.index(i), count=CONSUMERS)  # every consumer releases a slot
     smem = (q_smem, k_ring, v_ring)
     bars = (q_ready, q_empty, k_ready, v_ready, empty, turn)
     flags = (CAUSAL, OVERLAP, PINGPONG)
-    gl.warp_specialize(
-        [
-            (_consumer, (o_desc, smem, bars, shape, total, qk_scale, flags, 0)),
-            (_consumer, (o_desc, smem, bars, shape, total, qk_scale, flags, 1)),
-            (_producer, (q_desc, k_desc, v_desc, smem, bars, shape, total, CAUSAL)),
-        ],
-        [4, 1],
-        [CONSUMER_REGISTERS, 24],
-    )
+    # Consumer 0 runs in the launch's 4 warps; the other consumers (4 warps each) and the
+    # producer (1 warp) in warps of their own, with REGISTERS = (consumer, producer) a thread.
+    if CONSUMERS == 3:
+        gl.warp_specialize(
+            [
+                (_consumer, (o_desc, smem, bars, shape, total, qk_scale, flags, 0)),
+                (_consumer, (o_desc, smem, bars, shape, total, qk_scale, flags, 1)),
+                (_consumer, (o_desc, smem, bars, shape, total, qk_scale, flags, 2)),
+                (_producer, (q_desc, k_desc, v_desc, smem, bars, shape, total, CAUSAL)),
+            ],
+            [4, 4, 1],
+            [REGISTERS[0], REGISTERS[0], REGISTERS[1]],
+        )
+    else:
+        gl.warp_specialize(
+            [
+                (_consumer, (o_desc, smem, bars, shape, total, qk_scale, flags, 0)),
+                (_consumer, (o_desc, smem, bars, shape, total, qk_scale, flags, 1)),
+                (_producer, (q_desc, k_desc, v_desc, smem, bars, shape, total, CAUSAL)),
+            ],
+            [4, 1],
+            [REGISTERS[0], REGISTERS[1]],
+        )
 
 
 def _descriptor(t: torch.Tensor, rows: int) -> TensorDescriptor:
@@ -443,7 +504,8 @@ def kernel_arguments(o, q, k, v, causal: bool, scale: float, config: FA3Config):
         _descriptor(v, block_n),
         _descriptor(o, WARPGROUP_M),
     )
-    total = triton.cdiv(seq_q, BLOCK_M) * batch * n_heads
+    consumers = config.consumers
+    total = triton.cdiv(seq_q, consumers * WARPGROUP_M) * batch * n_heads
     persistent = not causal if config.persistent is None else config.persistent
     grid = (min(total, _num_sms(o.device)) if persistent else total,)
     args = (*descs, n_heads, n_heads // n_kv_heads, seq_q, seq_k, total, scale * LOG2E)
@@ -452,7 +514,8 @@ def kernel_arguments(o, q, k, v, causal: bool, scale: float, config: FA3Config):
         CAUSAL=causal,
         OVERLAP=config.overlap,
         PINGPONG=config.pingpong,
-        CONSUMER_REGISTERS=config.consumer_registers,
+        CONSUMERS=consumers,
+        REGISTERS=config.registers_for(head_dim),
         num_warps=4,
     )
     return grid, args, constants
@@ -492,7 +555,7 @@ def attention_fa3(
     Raises:
         TypeError, ValueError: as :func:`gpuperf.kernels.attention` (a bad tensor, dtype,
             shape, head dim, ``causal`` or ``scale``, named); also ``config`` not an
-            :class:`FA3Config` (TypeError).
+            :class:`FA3Config` (TypeError), or three consumers at D 128 (ValueError).
         RuntimeError: Gluon cannot run here: Triton's interpreter is on, or the GPU is not
             a Hopper (compute capability 9.x).
 
@@ -504,6 +567,7 @@ def attention_fa3(
         config = DEFAULT_CONFIG
     if not isinstance(config, FA3Config):
         raise TypeError(f"config must be an FA3Config, got {type(config).__name__}")
+    config.registers_for(q.shape[3])  # (ValueError: three consumers above D 64)
     check_kernel_device("q", q)
     require_gluon_hopper("attention_fa3", q)
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)

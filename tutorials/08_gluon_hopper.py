@@ -343,8 +343,9 @@ attention_ladder.plot()
 # %%
 # At D 128 the producer and consumers alone already run a fifth to a third
 # faster than Triton's kernel; the overlapped softmax adds a few percent, and the
-# default (persistent when not causal) reaches cuDNN from 4,096 tokens on and
-# passes it on long causal sequences. Ping-pong did not pay here: with the
+# default (persistent when not causal) runs level with cuDNN from 4,096 tokens
+# on, a few percent either way when not causal and ahead on long causal
+# sequences. Ping-pong did not pay here: with the
 # overlap in place, making the two consumers take turns added waits at the
 # barriers and took nothing off the tensor cores' idle time. Persistence helps
 # where tiles are many and short (it loads the next tile's Q and K while this
@@ -355,7 +356,8 @@ attention_ladder.plot()
 #
 # At D 64 the GEMMs are half as long and the exponentials are not: the
 # arithmetic above gives them about two thirds of the GEMMs' time. The kernel
-# stays short of cuDNN there; the counters further down say why.
+# stays short of cuDNN there except on the longest causal sequences; the
+# counters further down say why.
 #
 # The counters, one launch of each at :math:`S = 8192`, D 128 (the "exp2 pipe"
 # is the SFU's share of its peak):
@@ -380,10 +382,16 @@ captures.show("ncu_gluon_attention_d64", gluon.ncu_table)
 # warpgroup waits for its scores, exponentiates, then multiplies: with the
 # GEMMs half as long, two warpgroups no longer have enough independent work in
 # flight to keep both pipes fed, and this kernel's warps spend about a third
-# of their cycles waiting at barriers instead. The
-# next rung to try is more softmax in flight per SM (a third consumer
-# warpgroup, with smaller register budgets), not a different order of the same
-# two.
+# of their cycles waiting at barriers instead. The lever is more softmax in
+# flight per SM, not a different order of the same two: ``FA3Config(consumers=3)``
+# runs three consumer warpgroups of 64 rows (four warpgroups share 128
+# registers a thread: 160 for each consumer, 32 for the producer).
+# ``scripts/fa3_explore.py`` measured it on the H100 at 1.02-1.07× cuDNN on
+# causal sequences of 8,192 and 16,384 tokens, where two consumers ran at
+# 0.94-0.98×, but slower everywhere else (0.47× at 1,024 causal tokens, with a
+# third fewer, taller tiles to spread over 132 SMs), so it is an option and
+# two stay the default. Three at every length, or a schedule that picks them by
+# length, is this ladder's next rung.
 #
 # What to take away
 # -----------------

@@ -390,8 +390,7 @@ captures.show("ncu_gluon_attention_d64", gluon.ncu_table)
 # causal sequences of 8,192 and 16,384 tokens, where two consumers ran at
 # 0.94-0.98×, but slower everywhere else (0.47× at 1,024 causal tokens, with a
 # third fewer, taller tiles to spread over 132 SMs), so it is an option and
-# two stay the default. Three at every length, or a schedule that picks them by
-# length, is this ladder's next rung.
+# two stay the default.
 #
 # What to take away
 # -----------------

@@ -365,7 +365,7 @@ attention_ladder.plot()
 captures.show("ncu_gluon_attention", gluon.ncu_table)
 
 # %%
-# Each rung raises the tensor pipe's share, from Triton's kernel (about 57%)
+# The rungs raise the tensor pipe's share, from Triton's kernel (about 57%)
 # through FlashAttention-2's order in Gluon to about 80% with the overlap and
 # persistence, past cuDNN's; the exp2 pipe is busy about 40% of the time,
 # beside the tensor cores rather than between their GEMMs. cuDNN, too, launches
@@ -412,5 +412,5 @@ captures.show("ncu_gluon_attention_d64", gluon.ncu_table)
 # * Read the counters for the next limit: the FP8 ladder stands at about 0.9×
 #   cuBLASLt with L2 nearly as busy as cuBLASLt's (the next rung must read fewer
 #   bytes per FLOP, and cuBLASLt's cluster multicast is one instruction Gluon on
-#   Hopper does not offer yet); attention at D 64 is bound by the exponentials
-#   as much as by the tensor cores.
+#   Hopper does not offer yet); attention at D 64 needs more softmax in flight
+#   than two consumer warpgroups give.

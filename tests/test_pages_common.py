@@ -113,6 +113,12 @@ def test_paragraph_is_wrapped_text_or_an_admonition(monkeypatch):
         prose.paragraph("fine", 3)
 
 
+def test_paragraph_says_each_note_once():
+    """Records loaded together that are pending (or stale) for one reason give one note."""
+    p = prose.paragraph("x", notes=["NOT YET MEASURED on b", "STALE: a", "NOT YET MEASURED on b"])
+    assert p.notes == ("NOT YET MEASURED on b", "STALE: a")
+
+
 def test_span_times_and_percent():
     assert prose.span([1.234, 0.91, 1.02]) == "0.91–1.23"
     assert prose.span([1.001, 1.004]) == "1.00"

@@ -220,7 +220,7 @@ def in_one_paragraph() -> Paragraph:
             notes += result.notes
             if result.record is not None:
                 sentences.append(sentence(result))
-    return paragraph(*sentences, notes=list(dict.fromkeys(notes)))  # (both records share a reason)
+    return paragraph(*sentences, notes=notes)
 
 
 def fp8_ladder_table(result: Result) -> str:

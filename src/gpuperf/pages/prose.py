@@ -58,7 +58,8 @@ class Paragraph:
 
 
 def paragraph(*sentences: str, notes: Iterable[str] = (), title: str = "In one paragraph") -> Paragraph:
-    """A :class:`Paragraph` of ``sentences`` (empty ones dropped) with ``notes``.
+    """A :class:`Paragraph` of ``sentences`` (empty ones dropped) with ``notes``, each said
+    once (records loaded together share a reason when they are pending or stale alike).
 
     Raises:
         TypeError: a sentence or a note is not a string.
@@ -66,7 +67,7 @@ def paragraph(*sentences: str, notes: Iterable[str] = (), title: str = "In one p
     for s in (*sentences, *notes):
         if not isinstance(s, str):
             raise TypeError(f"sentences and notes must be strings, got {type(s).__name__}")
-    return Paragraph(title, tuple(s for s in sentences if s.strip()), tuple(notes))
+    return Paragraph(title, tuple(s for s in sentences if s.strip()), tuple(dict.fromkeys(notes)))
 
 
 def span(values: Iterable[float], fmt: Callable[[float], str] = lambda v: f"{v:.2f}") -> str:

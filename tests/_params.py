@@ -1,8 +1,5 @@
 """Shared test tables: dtypes the current mode can check, and readable ids."""
 
-import os
-import subprocess
-
 import pytest
 import torch
 
@@ -56,22 +53,15 @@ def called_ops(graph) -> set[str]:
     return {str(n.target).removesuffix(".default") for n in graph.graph.nodes if n.op == "call_function"}
 
 
-def ptxas_report(ptx: str, tmp_path) -> str:
-    """What ptxas says of ``ptx`` compiled for sm_90a with ``-v`` (registers, spills, and
-    its C7514 note when it serializes the wgmma instructions)."""
-    from triton.backends.nvidia import compiler
+def ptxas_report(ptx: str) -> str:
+    """:func:`gpuperf.kernels.gluon._offline.ptxas_report`, or a skip where Triton's wheel
+    carries no ptxas."""
+    from gpuperf.kernels.gluon._offline import ptxas_report as report
 
-    ptxas = os.path.join(os.path.dirname(compiler.__file__), "bin", "ptxas")
-    if not os.path.isfile(ptxas):
-        pytest.skip("Triton's wheel carries no ptxas here")
-    (tmp_path / "k.ptx").write_text(ptx)
-    run = subprocess.run(
-        [ptxas, "-arch=sm_90a", "-v", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return run.stdout + run.stderr
+    try:
+        return report(ptx)
+    except RuntimeError as err:
+        pytest.skip(str(err))
 
 
 def changed_call(args: dict, change: dict) -> tuple[list, dict]:

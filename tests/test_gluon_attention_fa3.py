@@ -134,7 +134,7 @@ def _waits(ptx: str) -> list[str]:
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("head_dim", [64, 128])
-def test_overlap_keeps_p_v_in_flight_during_the_softmax(head_dim, causal, tmp_path):
+def test_overlap_keeps_p_v_in_flight_during_the_softmax(head_dim, causal):
     """As compiled: the consumers wait for the scores with the second GEMM still running
     (``wgmma.wait_group 1``), the producer warp gives its registers to the consumers
     (``setmaxnreg``: 24 and 240), P is the register operand of ``P V``, and ptxas keeps
@@ -143,29 +143,29 @@ def test_overlap_keeps_p_v_in_flight_during_the_softmax(head_dim, causal, tmp_pa
     assert "wgmma.wait_group.sync.aligned 1;" in _waits(ptx)
     assert "setmaxnreg.dec.sync.aligned.u32 \t24;" in ptx and "setmaxnreg.inc.sync.aligned.u32 \t240;" in ptx
     assert f"wgmma.mma_async.sync.aligned.m64n{head_dim}k16.f32.f16.f16" in ptx
-    report = ptxas_report(ptx, tmp_path)
+    report = ptxas_report(ptx)
     assert "C7514" not in report and "serialized" not in report, report
     assert _spilled(report) <= MAX_SPILL_BYTES, report
 
 
-def test_fa2_order_waits_for_both_gemms(tmp_path):
+def test_fa2_order_waits_for_both_gemms():
     """FlashAttention-2's order, the ladder's first rung: every wait drains the tensor cores."""
     waits = _waits(_compile(RUNGS["fa2-order"])["ptx"])
     assert waits and all(w == "wgmma.wait_group.sync.aligned 0;" for w in waits)
 
 
 @pytest.mark.parametrize("rung", ["pingpong", "persistent"])
-def test_the_upper_rungs_compile_without_serialization(rung, tmp_path):
-    report = ptxas_report(_compile(RUNGS[rung])["ptx"], tmp_path)
+def test_the_upper_rungs_compile_without_serialization(rung):
+    report = ptxas_report(_compile(RUNGS[rung])["ptx"])
     assert "C7514" not in report and _spilled(report) <= MAX_SPILL_BYTES, report
 
 
-def test_three_consumers_compile_at_d64(tmp_path):
+def test_three_consumers_compile_at_d64():
     """Four warpgroups share 128 registers a thread: consumers 160 each, the producer 32.
     (ptxas spills more at 160 than at 240: the option's cost, measured in the tutorial.)"""
     compiled = _compile(FA3Config(consumers=3), head_dim=64)
     assert compiled["worker_registers"] == [160, 160, 32]
-    assert "C7514" not in ptxas_report(compiled["ptx"], tmp_path)
+    assert "C7514" not in ptxas_report(compiled["ptx"])
 
 
 @pytest.mark.parametrize("head_dim, stages", [(128, 3), (64, 4)])

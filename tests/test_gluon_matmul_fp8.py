@@ -99,19 +99,19 @@ def _compile(config: GluonFP8Config, m=300, n=200, k=512, axis=None) -> dict:
 
 
 @pytest.mark.parametrize("axis", [None, -1], ids=["tensor", "row"])
-def test_pingpong_keeps_one_mma_in_flight_while_it_promotes(axis, tmp_path):
+def test_pingpong_keeps_one_mma_in_flight_while_it_promotes(axis):
     """The overlapped schedule, as compiled: each step waits until one wgmma group is left
     (``wgmma.wait_group 1``: the step before has finished, this one runs on), ptxas keeps
     the wgmma instructions asynchronous (no C7514 'serialized' note) and spills nothing."""
     ptx = _compile(GluonFP8Config(), axis=axis)["ptx"]
     assert "wgmma.wait_group.sync.aligned 1;" in ptx
     assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in ptx
-    report = ptxas_report(ptx, tmp_path)
+    report = ptxas_report(ptx)
     assert "C7514" not in report and "serialized" not in report, report
     assert "0 bytes spill stores" in report, report
 
 
-def test_drain_waits_for_every_mma(tmp_path):
+def test_drain_waits_for_every_mma():
     """Triton's schedule, as the ladder's first rung: every wait drains the tensor cores."""
     ptx = _compile(GluonFP8Config(schedule="drain"))["ptx"]
     waits = [line.strip() for line in ptx.splitlines() if "wgmma.wait_group" in line]

@@ -9,10 +9,7 @@ kernel for ``sm_90`` without a GPU (:mod:`gpuperf.kernels.gluon._offline`), read
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import tempfile
 from dataclasses import dataclass
 
 from gpuperf.bench.catalog import GLUON_ATTENTION, GLUON_FP8
@@ -113,24 +110,12 @@ def compile_attention_schedule(config, head_dim: int = 128, causal: bool = False
 
 
 def _read_compiled(compile_kernel) -> CompiledSchedule:
-    """Run ``compile_kernel() -> {"ptx", "shared"}`` and read what ptxas says of the PTX."""
-    from triton.backends.nvidia import compiler
+    """Run ``compile_kernel() -> {"ptx", "shared", ...}`` and read what ptxas says of the PTX."""
+    from gpuperf.kernels.gluon._offline import ptxas_report
 
-    ptxas = os.path.join(os.path.dirname(compiler.__file__), "bin", "ptxas")
-    if not os.path.isfile(ptxas):
-        raise RuntimeError(f"no ptxas at {ptxas}: Triton's wheel for this platform carries none")
     compiled = compile_kernel()
     ptx = compiled["ptx"]
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "kernel.ptx")
-        with open(path, "w") as f:
-            f.write(ptx)
-        report = subprocess.run(
-            [ptxas, "-arch=sm_90a", "-v", path, "-o", os.path.join(tmp, "kernel.cubin")],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stderr
+    report = ptxas_report(ptx)
     waits = sorted({line.strip().rstrip(";") for line in ptx.splitlines() if "wgmma.wait_group" in line})
     return CompiledSchedule(
         waits=tuple(w.replace(".sync.aligned", "") for w in waits),

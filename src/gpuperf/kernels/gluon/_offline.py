@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 from triton.backends.compiler import GPUTarget
 from triton.runtime import driver
@@ -56,6 +57,32 @@ def hopper_target(*kernels):
         driver._active = previous
         for kernel in kernels:
             kernel.device_caches.clear()
+
+
+def ptxas_report(ptx: str) -> str:
+    """What ``ptxas -v`` (the one in Triton's wheel) says of ``ptx`` assembled for
+    ``sm_90a``: registers, spill bytes, and its note C7514 when it serializes the wgmma
+    instructions (which undoes any overlap a schedule asks for).
+
+    Raises:
+        RuntimeError: Triton's wheel carries no ``ptxas`` here.
+    """
+    from triton.backends.nvidia import compiler
+
+    ptxas = os.path.join(os.path.dirname(compiler.__file__), "bin", "ptxas")
+    if not os.path.isfile(ptxas):
+        raise RuntimeError(f"no ptxas at {ptxas}: Triton's wheel for this platform carries none")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "kernel.ptx")
+        with open(path, "w") as f:
+            f.write(ptx)
+        done = subprocess.run(
+            [ptxas, "-arch=sm_90a", "-v", path, "-o", os.path.join(tmp, "kernel.cubin")],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    return done.stdout + done.stderr
 
 
 def _compile_in_child(request: dict) -> dict:

@@ -43,23 +43,32 @@ GLUON_FP8_SOURCES = (
 )
 
 
-def _gluon(**fields):
-    """A provider's ``make`` and ``config`` for the Gluon kernel with these config fields."""
+def _gluon(kernel: str, config_class: str, keywords: tuple[str, ...] = (), **fields):
+    """A provider's ``make`` and ``config`` for the Gluon kernel ``gpuperf.kernels.gluon.<kernel>``
+    called with ``config=<config_class>(**fields)``; the last inputs, named by ``keywords``,
+    go by keyword (``causal``). The Gluon module is imported when a provider is made, not
+    when the catalog is."""
 
     def config(*inputs):
         from dataclasses import asdict
 
-        from gpuperf.kernels.gluon import GluonFP8Config
+        from gpuperf.kernels import gluon
 
-        return asdict(GluonFP8Config(**fields))
+        return asdict(getattr(gluon, config_class)(**fields))
 
-    def make(a, b, scale_a, scale_b):
-        from gpuperf.kernels.gluon import GluonFP8Config, matmul_fp8_promoted
+    def make(*inputs):
+        from gpuperf.kernels import gluon
 
-        chosen = GluonFP8Config(**fields)
-        return lambda: matmul_fp8_promoted(a, b, scale_a, scale_b, config=chosen)
+        fn, chosen = getattr(gluon, kernel), getattr(gluon, config_class)(**fields)
+        split = len(inputs) - len(keywords)
+        by_name = dict(zip(keywords, inputs[split:], strict=True))
+        return lambda: fn(*inputs[:split], **by_name, config=chosen)
 
     return {"make": make, "config": config}
+
+
+def _gluon_fp8(**fields):
+    return _gluon("matmul_fp8_promoted", "GluonFP8Config", **fields)
 
 
 def _inputs(shape, device, scaling):
@@ -76,17 +85,17 @@ GLUON_FP8 = Benchmark(
     make_inputs=_inputs,
     reference=lambda a, b, scale_a, scale_b: reference.matmul_fp8_ref(a, b, scale_a, scale_b),
     providers=(
-        Provider("gluon", "Gluon: + TMA store (gluon.matmul_fp8_promoted)", **_gluon()),
-        Provider("gluon_persistent", "Gluon: + persistent", **_gluon(tma_store=False)),
+        Provider("gluon", "Gluon: + TMA store (gluon.matmul_fp8_promoted)", **_gluon_fp8()),
+        Provider("gluon_persistent", "Gluon: + persistent", **_gluon_fp8(tma_store=False)),
         Provider(
             "gluon_pingpong",
             "Gluon: + promotion beside the next MMA",
-            **_gluon(persistent=False, tma_store=False),
+            **_gluon_fp8(persistent=False, tma_store=False),
         ),
         Provider(
             "gluon_drain",
             "Gluon: Triton's schedule, a program per tile",
-            **_gluon(schedule="drain", persistent=False, tma_store=False),
+            **_gluon_fp8(schedule="drain", persistent=False, tma_store=False),
         ),
         Provider(
             "triton",
@@ -130,23 +139,7 @@ GLUON_ATTENTION_SOURCES = (
 
 
 def _gluon_attention(**fields):
-    """A provider's ``make`` and ``config`` for :func:`~gpuperf.kernels.gluon.attention_fa3`
-    with these :class:`~gpuperf.kernels.gluon.FA3Config` fields."""
-
-    def config(*inputs):
-        from dataclasses import asdict
-
-        from gpuperf.kernels.gluon import FA3Config
-
-        return asdict(FA3Config(**fields))
-
-    def make(q, k, v, causal):
-        from gpuperf.kernels.gluon import FA3Config, attention_fa3
-
-        chosen = FA3Config(**fields)
-        return lambda: attention_fa3(q, k, v, causal=causal, config=chosen)
-
-    return {"make": make, "config": config}
+    return _gluon("attention_fa3", "FA3Config", ("causal",), **fields)
 
 
 GLUON_ATTENTION = Benchmark(

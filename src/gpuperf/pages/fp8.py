@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from gpuperf.bench.catalog import MATMUL_FP8, MATMUL_PERSISTENT
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, percent, span, times
+from gpuperf.pages.prose import Paragraph, paragraph, percent, times, times_span
 from gpuperf.pages.report import Result, load
 from gpuperf.pages.tables import Cell, Section, render
 
@@ -26,10 +26,6 @@ SCALINGS = ("tensor", "row")
 ACCUMULATIONS = ("fast", "float32")
 #: How many rows of A :func:`outlier_case` makes larger than the rest.
 OUTLIER_ROWS = 8
-
-
-def _ratio_span(ratios: dict) -> str:
-    return span(ratios.values()) + "×"
 
 
 def gpu_sentence(result: Result, bf16: Result | None = None) -> str:
@@ -48,11 +44,11 @@ def gpu_sentence(result: Result, bf16: Result | None = None) -> str:
         raise ValueError(f"the {result.benchmark.name} record of {result.gpu} has no per-tensor fast rows")
     sentence = (
         f"On the {short_gpu_name(result.gpu)}, matmul_fp8 (e4m3, fast accumulation) runs at "
-        f"{_ratio_span(fast)} cuBLASLt's speed with per-tensor scales"
+        f"{times_span(fast.values())} cuBLASLt's speed with per-tensor scales"
     )
     per_row = result.ratios(scaling="row", accumulation="fast")
     if per_row:
-        sentence += f" and {_ratio_span(per_row)} with per-row scales"
+        sentence += f" and {times_span(per_row.values())} with per-row scales"
     sentence += f" over {len(fast)} shapes"
     ceiling = result.fraction_of_ceiling(scaling="tensor", accumulation="fast")
     if HEADLINE_SHAPE in ceiling:
@@ -65,7 +61,7 @@ def gpu_sentence(result: Result, bf16: Result | None = None) -> str:
         sentence += f" ({times(ours[HEADLINE_SHAPE] / cublas[HEADLINE_SHAPE], 1)} cuBLAS's bfloat16 TFLOP/s)"
     promoted = result.ratios(scaling="tensor", accumulation="float32")
     if promoted:
-        sentence += f"; promoting the sum to float32 takes it to {_ratio_span(promoted)}"
+        sentence += f"; promoting the sum to float32 takes it to {times_span(promoted.values())}"
     return sentence + "."
 
 

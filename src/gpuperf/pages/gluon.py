@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from gpuperf.bench.catalog import GLUON_ATTENTION, GLUON_FP8
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, span
+from gpuperf.pages.prose import Paragraph, paragraph, times_span
 from gpuperf.pages.report import Result, load
 from gpuperf.pages.tables import Cell, Section, render
 
@@ -127,10 +127,6 @@ def _read_compiled(compile_kernel) -> CompiledSchedule:
     )
 
 
-def _ratio_span(ratios) -> str:
-    return span(ratios) + "×"
-
-
 def fp8_sentence(result: Result) -> str:
     """One GPU's FP8 ladder in a sentence: the Gluon kernel's top rung against cuBLASLt and
     Triton, and what each rung bought.
@@ -149,11 +145,11 @@ def fp8_sentence(result: Result) -> str:
 
     return (
         f"On the {short_gpu_name(result.gpu)}, the Gluon FP8 matmul with float32 promotion "
-        f"runs at {_ratio_span(vs_cublaslt)} cuBLASLt's speed and {_ratio_span(vs_triton)} "
+        f"runs at {times_span(vs_cublaslt)} cuBLASLt's speed and {times_span(vs_triton)} "
         f"Triton's tuned kernel: overlapping the promotion with the next MMA bought "
-        f"{_ratio_span(bought('gluon_pingpong', 'gluon_drain'))}, persistence "
-        f"{_ratio_span(bought('gluon_persistent', 'gluon_pingpong'))}, storing by TMA "
-        f"{_ratio_span(bought('gluon', 'gluon_persistent'))}."
+        f"{times_span(bought('gluon_pingpong', 'gluon_drain'))}, persistence "
+        f"{times_span(bought('gluon_persistent', 'gluon_pingpong'))}, storing by TMA "
+        f"{times_span(bought('gluon', 'gluon_persistent'))}."
     )
 
 
@@ -180,13 +176,13 @@ def attention_sentence(result: Result) -> str:
 
     return (
         f"On the {short_gpu_name(result.gpu)}, the Gluon attention forward (float16, S 4096 to 16384) "
-        f"runs at {_ratio_span(ratios('gluon'))} cuDNN's speed at D 128 and "
-        f"{_ratio_span(ratios('gluon', head_dim=64))} at D 64, and {_ratio_span(ratios('gluon', 'triton'))} "
-        f"tutorial 04's Triton kernel at D 128 ({_ratio_span(ratios('gluon', 'triton', head_dim=64))} "
+        f"runs at {times_span(ratios('gluon'))} cuDNN's speed at D 128 and "
+        f"{times_span(ratios('gluon', head_dim=64))} at D 64, and {times_span(ratios('gluon', 'triton'))} "
+        f"tutorial 04's Triton kernel at D 128 ({times_span(ratios('gluon', 'triton', head_dim=64))} "
         f"at D 64). At D 128, overlapping the softmax with the next GEMM bought "
-        f"{_ratio_span(ratios('gluon_overlap', 'gluon_ws'))}, ping-pong between the consumers "
-        f"{_ratio_span(ratios('gluon_pingpong', 'gluon_overlap'))}, persistence (not causal) "
-        f"{_ratio_span(ratios('gluon', 'gluon_overlap', causal=False))}."
+        f"{times_span(ratios('gluon_overlap', 'gluon_ws'))}, ping-pong between the consumers "
+        f"{times_span(ratios('gluon_pingpong', 'gluon_overlap'))}, persistence (not causal) "
+        f"{times_span(ratios('gluon', 'gluon_overlap', causal=False))}."
     )
 
 

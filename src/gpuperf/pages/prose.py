@@ -84,6 +84,15 @@ def span(values: Iterable[float], fmt: Callable[[float], str] = lambda v: f"{v:.
     return low if low == high else f"{low}–{high}"
 
 
+def times_span(ratios: Iterable[float]) -> str:
+    """Ratios as the pages write them: ``'0.91–1.02×'`` (:func:`span`, then ×).
+
+    Raises:
+        ValueError: ``ratios`` is empty.
+    """
+    return span(ratios) + "×"
+
+
 def times(value: float, digits: int = 2) -> str:
     """A ratio as the pages write it: ``'1.36×'``."""
     return f"{value:.{digits}f}×"

@@ -54,9 +54,9 @@ def called_ops(graph) -> set[str]:
 
 
 def ptxas_report(ptx: str) -> str:
-    """:func:`gpuperf.kernels.gluon._offline.ptxas_report`, or a skip where Triton's wheel
+    """:func:`gpuperf.kernels.gluon.offline.ptxas_report`, or a skip where Triton's wheel
     carries no ptxas."""
-    from gpuperf.kernels.gluon._offline import ptxas_report as report
+    from gpuperf.kernels.gluon.offline import ptxas_report as report
 
     try:
         return report(ptx)
@@ -75,3 +75,15 @@ def changed_call(args: dict, change: dict) -> tuple[list, dict]:
         else:
             kwargs[name] = value
     return list(args.values()), kwargs
+
+
+def with_changed_source(measurement: dict, rel: str | None = None) -> dict:
+    """A copy of a record or capture as if the code of its source ``rel`` (default: the first
+    it hashed) had changed since it was measured: that file's stored hash is replaced, and
+    the combined hash recomputed, so the copy is well formed and stale."""
+    from gpuperf.bench import sources
+
+    changed = dict(measurement["sources"])
+    rel = rel or next(iter(changed))
+    changed[rel] = "0" * 64
+    return {**measurement, "sources": changed, "sources_sha256": sources.combined_sha256(changed)}

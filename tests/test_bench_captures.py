@@ -5,6 +5,7 @@ import json
 import pytest
 
 from gpuperf.bench import captures, records
+from tests._params import with_changed_source
 from tests.test_bench_records import fake_provenance
 
 SOURCES = ("kernels/vector_add.py",)
@@ -39,8 +40,7 @@ def test_reference_gpu_is_listed_first(tmp_path, monkeypatch):
 def test_a_fresh_capture_is_not_stale_and_a_changed_source_is():
     capture = make()
     assert captures.staleness(capture) == []
-    capture["sources_sha256"] = "0" * 64
-    (reason,) = captures.staleness(capture)
+    (reason,) = captures.staleness(with_changed_source(capture, "kernels/vector_add.py"))
     assert "kernels/vector_add.py" in reason and "changed" in reason
 
 

@@ -10,6 +10,7 @@ from gpuperf.pages import captures as pages_captures
 from gpuperf.pages import hardware, prose, report
 from gpuperf.pages.tables import FORMAT_VAR
 from tests._pages import records_as_text  # noqa: F401 (autouse)
+from tests._params import with_changed_source
 from tests.test_bench_records import fake_provenance, synthetic_record
 
 H100 = "nvidia-h100-80gb-hbm3"
@@ -79,14 +80,14 @@ def test_capture_show_renders_each_gpu_with_notes_and_provenance(tmp_path, monke
     monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
     captures.write(_capture("kernels_per_call", "NVIDIA A GPU"), tmp_path)
     stale = _capture("kernels_per_call", "NVIDIA B GPU", sources=("kernels/gelu.py",))
-    stale["sources_sha256"] = "0" * 64
+    stale = with_changed_source(stale, "kernels/gelu.py")
     captures.write(stale, tmp_path)
     shown = pages_captures.show("kernels_per_call", lambda cap: f"payload n = {cap['payload']['n']}")
     out = capsys.readouterr().out
     assert list(shown) == ["nvidia-a-gpu", "nvidia-b-gpu"]
     assert out.count("payload n = 1") == 2 and "--- A GPU" in out and "--- B GPU" in out
     assert out.count("captured with a test tool") == 2
-    assert "STALE: the sources (kernels/gelu.py) changed" in out
+    assert "STALE: its code changed" in out and "kernels/gelu.py changed" in out
     assert "bash scripts/device_run.sh strategy" in out  # how to re-take it
 
 

@@ -10,6 +10,7 @@ from gpuperf.bench import captures, records
 from gpuperf.pages import captures as pages_captures
 from gpuperf.pages import profiling
 from gpuperf.pages.tables import FORMAT_VAR
+from tests._params import with_changed_source
 
 PROVENANCE = {
     "gpu": "NVIDIA Test GPU",
@@ -256,7 +257,7 @@ def test_load_says_what_is_missing_or_stale(tmp_path):
     fresh = capture("timing_methods", _timing_payload(), sources=("kernels/row_mean.py",))
     captures.write(fresh, tmp_path)
     assert pages_captures.load("timing_methods", "nvidia-test-gpu", tmp_path) == (fresh, [])
-    stale = {**fresh, "sources_sha256": "0" * 64}
+    stale = with_changed_source(fresh, "kernels/row_mean.py")
     captures.write(stale, tmp_path)
     cap, notes = pages_captures.load("timing_methods", "nvidia-test-gpu", tmp_path)
     assert cap == stale and notes[0].startswith("STALE") and "kernels/row_mean.py" in notes[0]

@@ -12,6 +12,7 @@ from gpuperf.pages.plotting import format_rate, short_gpu_name
 from gpuperf.pages.prose import span
 from gpuperf.pages.tables import FORMAT_VAR
 from tests._pages import copy_measurements, records_as_text  # noqa: F401 (autouse)
+from tests._params import with_changed_source
 
 VECTOR_ADD = catalog.VECTOR_ADD
 
@@ -70,7 +71,7 @@ def test_paragraph_notes_a_stale_record(tmp_path, monkeypatch):
     gpu = _gpus()[0]
     path = root / gpu / "vector_add.json"
     record = json.loads(path.read_text())
-    record["sources_sha256"] = "0" * 64
+    record = with_changed_source(record)
     path.write_text(json.dumps(record))
     paragraph = page.in_one_paragraph()
     assert any("STALE" in n for n in paragraph.notes)

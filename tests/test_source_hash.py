@@ -1,82 +1,109 @@
-"""The records' source hash must come out the same on every Python the project runs on.
+"""The code hash that decides when a record is stale (:mod:`gpuperf.bench.sources`): it
+changes with what runs and with nothing else, the same on every Python, and it follows a
+benchmark's sources through their imports."""
 
-The GPU image runs Python 3.12, CI and laptops 3.11. :func:`gpuperf.bench.records.code_tokens`
-joins the token strings of a kernel source; Python 3.11 returns an f-string as one token,
-whitespace inside its braces included, while 3.12 tokenizes the expressions inside the
-braces and drops that whitespace. A kernel source with ``f"{a + b}"`` therefore hashes
-differently on the GPU and in CI, and every record of it reads as stale. This test finds
-such f-strings in the sources any benchmark names.
-"""
-
-import io
-import tokenize
+import shutil
 
 import pytest
 
-from gpuperf.bench import catalog
-from gpuperf.bench.records import PACKAGE_ROOT
+from gpuperf.bench import catalog, records, sources
 
-SOURCES = sorted({s for b in catalog.ALL for s in b.sources if s.endswith(".py")})
-
-
-def whitespace_in_fields(literal: str) -> bool:
-    """Whether an f-string literal has whitespace inside a replacement field (outside any
-    string nested in it and outside its format spec)."""
-    body = literal[literal.index(literal.lstrip("rRbBfFuU")[0]) :]
-    i, depth, quote = 0, 0, None
-    while i < len(body):
-        c = body[i]
-        if depth == 0:
-            if body.startswith("{{", i):
-                i += 2
-                continue
-            if c == "{":
-                depth, quote = 1, None
-        elif quote:
-            if c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-        elif c == ":" and depth == 1:
-            # The format spec runs to the closing brace: its spaces are literal text.
-            depth = 0
-            i = body.index("}", i)
-        elif c.isspace():
-            return True
-        i += 1
-    return False
+BASE = 'def f(x):\n    """Doc."""\n    return x + 1  # add one\n'
 
 
 @pytest.mark.parametrize(
-    "literal, expected",
+    "edited",
     [
-        ('f"{a}"', False),
-        ('f"{a + b}"', True),
-        ('f"{x:>8} and {y!r}"', False),
-        ("f\"{', '.join(names)}\"", False),
-        ('f"{{ literal braces }}"', False),
-        ('f"{getattr(self, name)!r}"', True),
+        '# a new comment\ndef f(x):\n\n    """Doc."""\n    return x + 1\n',
+        'def f(x):\n    """A reworded docstring,\n    on two lines."""\n    return (x\n            + 1)\n',
+        "def f(x):\n    return x + 1\n",
+        'def f(x):\n    "Doc."\n    "A lone string: evaluated, thrown away."\n    return x + 1\n',
     ],
+    ids=["comment-and-blank-line", "docstring-and-layout", "no-docstring", "lone-strings"],
 )
-def test_whitespace_in_fields(literal, expected):
-    assert whitespace_in_fields(literal) is expected
+def test_comments_docstrings_and_layout_leave_the_code_as_it_was(edited):
+    assert sources.canonical_code(edited) == sources.canonical_code(BASE)
 
 
-@pytest.mark.parametrize("source", SOURCES)
-def test_kernel_sources_hash_alike_on_python_3_11_and_3_12(source):
-    text = (PACKAGE_ROOT / source).read_text()
-    found = [
-        f"line {t.start[0]}: {t.string}"
-        for t in tokenize.generate_tokens(io.StringIO(text).readline)
-        if t.type == tokenize.STRING
-        and t.string.lstrip("rRbBuU")[:1] in "fF"
-        and whitespace_in_fields(t.string)
-    ]
-    assert not found, (
-        f"{source}: f-strings with whitespace inside their braces hash differently on Python 3.11 and "
-        "3.12 (write them without it, under `# fmt: off`): " + "; ".join(found)
+@pytest.mark.parametrize(
+    "edited",
+    [
+        BASE.replace("x + 1", "x + 2"),
+        BASE.replace("x + 1", "1 + x"),
+        BASE.replace("def f(x)", "def g(x)"),
+        BASE + 'y = f"{a} b"\n',
+    ],
+    ids=["constant", "operand-order", "name", "new-statement"],
+)
+def test_any_change_to_what_runs_changes_the_code(edited):
+    assert sources.canonical_code(edited) != sources.canonical_code(BASE)
+
+
+def test_canonical_code_is_written_the_same_on_every_python():
+    # Python 3.11 and 3.12 tokenize f-strings differently, 3.12 adds fields to function
+    # nodes (type_params), and 3.13's ast.dump leaves out empty ones: the canonical form
+    # is none of those, so the text below holds on 3.10 to 3.13 (checked there).
+    code = 'def f(x, *, n: int = 2):\n    return f"{x + n!r:>8}"\n'
+    assert sources.canonical_code(code) == (
+        "(Module,body=[(FunctionDef,name='f',args=(arguments,args=[(arg,arg='x')],kwonlyargs="
+        "[(arg,arg='n',annotation=(Name,id='int'))],kw_defaults=[(Constant,value=2)]),body="
+        "[(Return,value=(JoinedStr,values=[(FormattedValue,value=(BinOp,left=(Name,id='x'),"
+        "op=(Add),right=(Name,id='n')),conversion=114,format_spec=(JoinedStr,values=["
+        "(Constant,value='>8')]))]))])])"
     )
+
+
+def test_a_benchmark_hashes_every_module_its_sources_import():
+    # Softmax names its kernel module; its launch path, checks and configs come with it.
+    closure = sources.closure(catalog.SOFTMAX.sources)
+    assert {"kernels/softmax.py", "kernels/_launch.py", "kernels/_validation.py", "_runtime.py"} <= set(
+        closure
+    )
+    # Only the code under study is followed: not the references, the bench or the pages.
+    assert all(sources.followed(rel) for rel in closure)
+    # A function-level import counts: the Llama layer imports its kernels inside functions.
+    assert {"kernels/attention.py", "kernels/rms_norm.py"} <= set(sources.closure(("models/llama.py",)))
+
+
+def test_a_missing_source_is_named():
+    with pytest.raises(FileNotFoundError, match=r"kernels/no_such\.py"):
+        sources.closure(("kernels/no_such.py",))
+
+
+def _copy_of_package(tmp_path, monkeypatch):
+    """A copy of ``src/gpuperf`` that the code hash reads instead of the real one."""
+    root = tmp_path / "gpuperf"
+    shutil.copytree(sources.PACKAGE_ROOT, root, ignore=shutil.ignore_patterns("__pycache__", "tuned"))
+    monkeypatch.setattr(sources, "PACKAGE_ROOT", root)
+    sources._reexports.cache_clear()
+    return root
+
+
+def test_a_docstring_edit_leaves_the_committed_record_current_and_a_code_edit_does_not(tmp_path, monkeypatch):
+    record = records.read(records.record_path(catalog.SOFTMAX.name, records.REFERENCE_GPU))
+    assert records.staleness(record, catalog.SOFTMAX) == []
+    root = _copy_of_package(tmp_path, monkeypatch)
+    kernel = root / "kernels" / "softmax.py"
+    text = kernel.read_text()
+    kernel.write_text(
+        text.replace('"""Softmax over the last dimension', '"""The softmax over the last axis', 1)
+    )
+    assert kernel.read_text() != text
+    assert records.staleness(record, catalog.SOFTMAX) == []
+    kernel.write_text(text.replace('eviction_policy="evict_first"', 'eviction_policy="evict_last"', 1))
+    (reason,) = records.staleness(record, catalog.SOFTMAX)
+    assert "kernels/softmax.py changed" in reason
+
+
+def test_a_new_import_makes_a_record_stale(tmp_path, monkeypatch):
+    record = records.read(records.record_path(catalog.VECTOR_ADD.name, records.REFERENCE_GPU))
+    root = _copy_of_package(tmp_path, monkeypatch)
+    (root / "kernels" / "new_helper.py").write_text("def helper():\n    return 1\n")
+    kernel = root / "kernels" / "vector_add.py"
+    kernel.write_text(
+        kernel.read_text().replace(
+            "import torch\n", "import torch\n\nfrom gpuperf.kernels.new_helper import helper\n", 1
+        )
+    )
+    (reason,) = records.staleness(record, catalog.VECTOR_ADD)
+    assert "kernels/new_helper.py is new" in reason and "kernels/vector_add.py changed" in reason

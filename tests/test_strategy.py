@@ -109,28 +109,3 @@ def test_config_grid_reads_the_committed_attention_sweep():
     assert sum(v is not None for row in grid["tflops"] for v in row) >= 4
 
 
-STRATEGY_CAPTURES = ("kernels_per_call", "inductor_elementwise", "compile_modes")
-
-
-@pytest.mark.parametrize("name", STRATEGY_CAPTURES)
-def test_capture_sources_hash_alike_on_python_3_11_and_3_12(name):
-    """The captures were hashed on the GPU's Python 3.12; CI reads them on 3.11 (see test_source_hash)."""
-    import io
-    import tokenize
-
-    from gpuperf.bench import captures
-    from gpuperf.bench.records import PACKAGE_ROOT
-    from tests.test_source_hash import whitespace_in_fields
-
-    for gpu in captures.gpus_with(name):
-        for source in captures.load(name, gpu)["sources"]:
-            text = (PACKAGE_ROOT / source).read_text()
-            tokens = tokenize.generate_tokens(io.StringIO(text).readline)
-            found = [
-                t.start[0]
-                for t in tokens
-                if t.type == tokenize.STRING
-                and t.string.lstrip("rRbBuU")[:1] in "fF"
-                and whitespace_in_fields(t.string)
-            ]
-            assert not found, f"{source}: f-strings with whitespace inside their braces on lines {found}"

@@ -18,8 +18,9 @@ import re
 from pathlib import Path
 
 from gpuperf.bench import records
+from gpuperf.bench import sources as code
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 KEYS = ("schema_version", "name", "tool", "provenance", "sources", "sources_sha256", "payload")
 
@@ -46,8 +47,9 @@ def build(
         name: file name and id, e.g. ``"ncu_row_mean"``.
         tool: what produced the output (a command line, ``"torch.profiler"``).
         payload: the captured output: any JSON-able dict.
-        sources: files under ``src/gpuperf`` the output describes; when one of them
-            changes the capture reads as stale (:func:`staleness`).
+        sources: files under ``src/gpuperf`` the output describes; they and the modules
+            they import are hashed (:func:`gpuperf.bench.sources.hashes`), and when the
+            code of one of them changes the capture reads as stale (:func:`staleness`).
         method: how it was measured, for the provenance (default: the device timing method).
         provenance: given instead of collected (tests; a capture made elsewhere).
 
@@ -68,8 +70,8 @@ def build(
         "name": name,
         "tool": tool,
         "provenance": provenance,
-        "sources": list(sources),
-        "sources_sha256": records.sources_sha256(sources),
+        "sources": (hashed := code.hashes(sources)),
+        "sources_sha256": code.combined_sha256(hashed),
         "payload": payload,
     }
 
@@ -88,6 +90,10 @@ def validate(capture) -> list[str]:
         problems.append(f"provenance lacks {missing}")
     if not isinstance(capture["payload"], dict):
         problems.append("payload is not a dict")
+    if not isinstance(capture["sources"], dict):
+        problems.append("sources must be a {path: sha256}")
+    elif code.combined_sha256(capture["sources"]) != capture["sources_sha256"]:
+        problems.append("sources_sha256 is not the hash of sources")
     return problems
 
 
@@ -153,12 +159,15 @@ def load(name: str, gpu: str | None = None, root: Path | None = None, *, how: st
 
 
 def staleness(capture: dict) -> list[str]:
-    """Reasons why ``capture`` no longer describes the code as it stands (empty: fresh)."""
-    if capture["sources_sha256"] == records.sources_sha256(capture["sources"]):
+    """Reasons why ``capture`` no longer describes the code as it stands (empty: fresh): the
+    code of a source it hashed changed, or those sources now import another module.
+    Docstrings, comments and layout do not count (:mod:`gpuperf.bench.sources`)."""
+    changed = code.changes(capture["sources"], capture["sources"])
+    if not changed:
         return []
     return [
-        f"the sources ({', '.join(capture['sources'])}) changed after this was captured "
-        f"at gpuperf {capture['provenance']['gpuperf_commit']}"
+        f"its code changed after it was captured at gpuperf "
+        f"{capture['provenance']['gpuperf_commit']} ({'; '.join(changed)})"
     ]
 
 

@@ -5,11 +5,14 @@ Layout: ``docs/measurements/<gpu-slug>/<benchmark>.json`` and, beside them,
 one row per (axis combination, x, provider), so a reader can diff two runs line
 by line.
 
-A record (schema version 2) holds ``schema_version``, ``benchmark``, ``title``,
+A record (schema version 3) holds ``schema_version``, ``benchmark``, ``title``,
 ``x_name``, ``x_label``, ``metric``, ``baseline``, ``axes`` (``{name: [values]}``),
 ``ceilings`` (``{key: {label, unit, value, value_p20, value_p80, ms}}`` for every
-ceiling its rows are read against), ``sources_sha256``, ``provenance`` and
-``rows``. Each row holds ``x`` (an int, a shape as a list of ints, or a string),
+ceiling its rows are read against), ``sources`` (``{path: sha256}``: every source file
+the benchmark's code is made of, :mod:`gpuperf.bench.sources`), ``sources_sha256`` (one
+hash of those), ``ran`` (the package's files whose functions ran during the providers'
+checked calls, or None where that was not traced), ``wall_s`` (seconds the whole
+measurement took, or None), ``provenance`` and ``rows``. Each row holds ``x`` (an int, a shape as a list of ints, or a string),
 ``axes`` (``{name: value}``), ``provider``, ``label``, ``status`` (``"ok"``,
 ``"mismatch"`` or ``"error"``, with a ``message`` when not ok), ``bytes`` and
 ``flops`` of one call (both, whatever the metric, so that any record can be
@@ -22,25 +25,23 @@ configuration the provider ran (or None).
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
-import io
 import json
 import os
 import platform
 import re
 import subprocess
-import tokenize
 from pathlib import Path
 
 from gpuperf._runtime import gpu_slug
+from gpuperf.bench import sources as code
 from gpuperf.bench.timing import TIMING_METHODS
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: ``hardware.json`` (provenance and ceilings) has its own, unchanged, format.
 HARDWARE_SCHEMA_VERSION = 1
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_ROOT = code.PACKAGE_ROOT
 
 #: GPU whose committed records render when no GPU is present (override: ``GPUPERF_GPU``).
 REFERENCE_GPU = "nvidia-h100-80gb-hbm3"
@@ -55,7 +56,10 @@ RECORD_KEYS = (
     "baseline",
     "axes",
     "ceilings",
+    "sources",
     "sources_sha256",
+    "ran",
+    "wall_s",
     "provenance",
     "rows",
 )
@@ -197,36 +201,25 @@ def gpus_with_record(benchmark_name: str, root: Path | None = None) -> list[str]
     return sorted(found, key=lambda slug: slug != first)
 
 
-def code_tokens(text: str) -> str:
-    """Python source without its comments and layout: the token strings, joined.
-
-    A comment or a blank line changes nothing a GPU runs, so it should not mark a
-    record stale. Tokens are joined with nothing between them, which also makes
-    the result the same under Python 3.11 (an f-string is one token) and 3.12+
-    (an f-string is several).
-    """
-    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
-    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
-    return "".join(t.string for t in tokens if t.type not in skip)
-
-
 def sources_sha256(sources) -> str:
-    """Hash of the kernel sources a benchmark measures (paths relative to ``src/gpuperf``).
-
-    Python files are hashed without comments and layout (:func:`code_tokens`).
-    """
-    h = hashlib.sha256()
-    for rel in sorted(sources):
-        h.update(rel.encode())
-        path = PACKAGE_ROOT / rel
-        h.update(code_tokens(path.read_text()).encode() if path.suffix == ".py" else path.read_bytes())
-    return h.hexdigest()
+    """One hash of the code of ``sources`` (paths relative to ``src/gpuperf``) and of every
+    module they import (:func:`gpuperf.bench.sources.closure`), docstrings, comments and
+    layout left out (:func:`gpuperf.bench.sources.canonical_code`)."""
+    return code.combined_sha256(code.hashes(sources))
 
 
 # The record --------------------------------------------------------------------------
 
 
-def build_record(benchmark, rows: list[dict], ceilings: dict, provenance: dict) -> dict:
+def build_record(
+    benchmark,
+    rows: list[dict],
+    ceilings: dict,
+    provenance: dict,
+    *,
+    ran: list[str] | None = None,
+    wall_s: float | None = None,
+) -> dict:
     """Assemble the record of ``benchmark`` from measured ``rows``.
 
     Args:
@@ -235,6 +228,9 @@ def build_record(benchmark, rows: list[dict], ceilings: dict, provenance: dict) 
         ceilings: measured ceilings ``{key: {value, value_p20, value_p80, unit, ms}}``
             (as in ``hardware.json``); those the rows use are kept, with their labels.
         provenance: as made by :func:`collect_provenance`.
+        ran: the package's source files whose functions ran during the providers'
+            checked calls (:func:`gpuperf.bench.runner.run` traces them), or None.
+        wall_s: seconds the whole measurement took, or None.
     """
     from gpuperf.bench.hardware import CEILINGS
 
@@ -251,7 +247,10 @@ def build_record(benchmark, rows: list[dict], ceilings: dict, provenance: dict) 
         "ceilings": {
             key: {"label": CEILINGS[key][0], "unit": CEILINGS[key][1], **ceilings[key]} for key in used
         },
-        "sources_sha256": sources_sha256(benchmark.sources),
+        "sources": (hashed := code.hashes(benchmark.sources)),
+        "sources_sha256": code.combined_sha256(hashed),
+        "ran": None if ran is None else sorted(ran),
+        "wall_s": None if wall_s is None else round(wall_s, 1),
         "provenance": provenance,
         "rows": rows,
     }
@@ -264,6 +263,10 @@ def validate(record: dict) -> list[str]:
         return problems
     if record["schema_version"] != SCHEMA_VERSION:
         problems.append(f"schema_version {record['schema_version']} != {SCHEMA_VERSION}")
+    if not isinstance(record["sources"], dict) or not record["sources"]:
+        problems.append("sources must be a non-empty {path: sha256}")
+    elif code.combined_sha256(record["sources"]) != record["sources_sha256"]:
+        problems.append("sources_sha256 is not the hash of sources")
     problems += [f"provenance lacks {k!r}" for k in PROVENANCE_FIELDS if k not in record["provenance"]]
     for key, ceiling in record["ceilings"].items():
         problems += [f"ceiling {key!r} lacks {k!r}" for k in CEILING_KEYS if k not in ceiling]
@@ -331,12 +334,16 @@ def _point(x, axes: dict, provider: str) -> tuple:
 
 
 def staleness(record: dict, benchmark) -> list[str]:
-    """Reasons why ``record`` no longer describes ``benchmark`` as the code stands."""
+    """Reasons why ``record`` no longer describes ``benchmark`` as the code stands: its
+    code changed (a source file the record hashed, or one the benchmark's sources now
+    import), or a declared point was never measured. Docstrings, comments and layout do
+    not count (:mod:`gpuperf.bench.sources`)."""
     reasons = []
-    if record["sources_sha256"] != sources_sha256(benchmark.sources):
+    changed = code.changes(record["sources"], benchmark.sources)
+    if changed:
         reasons.append(
-            f"the kernel sources ({', '.join(benchmark.sources)}) changed after this was "
-            f"measured at gpuperf {record['provenance']['gpuperf_commit']}"
+            f"its code changed after it was measured at gpuperf "
+            f"{record['provenance']['gpuperf_commit']} ({'; '.join(changed)})"
         )
     measured = {_point(r["x"], r["axes"], r["provider"]) for r in record["rows"]}
     declared = {

@@ -90,7 +90,10 @@ class Benchmark:
             e.g. ``"copy_gbps"``), or ``ceiling(**axes) -> key`` when it depends
             on the axes (``"bf16_tflops"`` for bfloat16, ...), or None: no
             ceiling line and no % of it.
-        sources: files under ``src/gpuperf`` whose change makes a committed record stale.
+        sources: the modules under ``src/gpuperf`` that the providers call (the kernel
+            under study, the model); the record hashes their code and that of every
+            module they import (:mod:`gpuperf.bench.sources`), and is stale once that
+            code changes.
         axes: declared axes, each ``(name, values)``, e.g.
             ``(("dtype", ("float16", "bfloat16")),)``; every combination is
             measured at every x, and passed by keyword to ``make_inputs``,

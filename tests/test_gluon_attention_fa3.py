@@ -112,7 +112,7 @@ def _compile(config: FA3Config, head_dim=128, causal=False) -> dict:
     Triton specializes them): its PTX and shared memory."""
     from dataclasses import asdict
 
-    from gpuperf.kernels.gluon._offline import compile_attention_fa3
+    from gpuperf.kernels.gluon.offline import compile_attention_fa3
 
     return compile_attention_fa3(asdict(config), (2, 8, 2, 4096, 4096, head_dim), causal=causal)
 

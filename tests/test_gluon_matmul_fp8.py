@@ -93,7 +93,7 @@ def _compile(config: GluonFP8Config, m=300, n=200, k=512, axis=None) -> dict:
     shared memory."""
     from dataclasses import asdict
 
-    from gpuperf.kernels.gluon._offline import compile_matmul_fp8
+    from gpuperf.kernels.gluon.offline import compile_matmul_fp8
 
     return compile_matmul_fp8(asdict(config), m, n, k, row_scales=axis is not None)
 

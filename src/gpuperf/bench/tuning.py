@@ -1,7 +1,7 @@
 """Autotuning, done once on the GPU and kept as data.
 
 For every shape and dtype the matmul benchmarks measure, :func:`tune_matmul` times
-each candidate of :func:`gpuperf.kernels._configs.matmul_candidates` (after
+each candidate of :func:`gpuperf.kernels.configs.matmul_candidates` (after
 checking its output against the reference) and keeps every trial, so a reader can
 see what was tried and how far the worst was from the best. :func:`write_tuning`
 stores the sweep as ``src/gpuperf/kernels/tuned/<gpu>/matmul.json``, where
@@ -56,7 +56,7 @@ def tune_matmul(shapes, dtypes, *, log: Callable[[str], None] = print) -> dict:
 
     from gpuperf.bench import metrics, records
     from gpuperf.bench.timing import require_cuda
-    from gpuperf.kernels import _configs, matmul
+    from gpuperf.kernels import configs, matmul
     from gpuperf.reference import matmul_ref
     from gpuperf.testing import assert_close
 
@@ -69,7 +69,7 @@ def tune_matmul(shapes, dtypes, *, log: Callable[[str], None] = print) -> dict:
             b = torch.randn(k, n, device="cuda", dtype=getattr(torch, dtype))
             expected = matmul_ref(a, b)
             shape_trials = []
-            for config in _configs.matmul_candidates(m, n, k):
+            for config in configs.matmul_candidates(m, n, k):
                 trial = {"dtype": dtype, "shape": [m, n, k], "config": config.as_dict()}
                 fn = lambda a=a, b=b, c=config: matmul(a, b, config=c)
                 check = lambda fn=fn, ref=expected, k=k: assert_close("matmul sweep", ref, fn(), k=k)
@@ -81,7 +81,7 @@ def tune_matmul(shapes, dtypes, *, log: Callable[[str], None] = print) -> dict:
                 worst = max(ok, key=lambda t: t["ms"])
                 log(
                     f"tuned matmul {dtype} {m}x{n}x{k}: {len(ok)} configs, best "
-                    f"{_configs.MatmulConfig(**winner['config']).label()} {winner['tflops']:.0f} TFLOP/s, "
+                    f"{configs.MatmulConfig(**winner['config']).label()} {winner['tflops']:.0f} TFLOP/s, "
                     f"worst {worst['tflops']:.0f}"
                 )
             trials += shape_trials
@@ -93,7 +93,7 @@ def tune_matmul(shapes, dtypes, *, log: Callable[[str], None] = print) -> dict:
         "kernel": "matmul",
         "provenance": records.collect_provenance(method=timing),
         "timing": timing,
-        "candidates": [c.as_dict() for c in _configs.MATMUL_CONFIGS],
+        "candidates": [c.as_dict() for c in configs.MATMUL_CONFIGS],
         "trials": trials,
         "best": best,
     }
@@ -151,14 +151,14 @@ def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) 
 
     from gpuperf.bench import metrics, records
     from gpuperf.bench.timing import require_cuda
-    from gpuperf.kernels import _persistent_configs as _configs
+    from gpuperf.kernels import configs
     from gpuperf.testing import assert_close
 
     require_cuda()
     trials, best = [], []
     fp8 = kernel == "matmul_fp8"
     dtype = "float8_e4m3fn" if fp8 else "bfloat16"
-    accumulations = _configs.ACCUMULATIONS if fp8 else ("fast",)
+    accumulations = configs.ACCUMULATIONS if fp8 else ("fast",)
     if kernel == "swiglu":
         # (gpuperf.kernels.swiglu is the function; the module is looked up by name.)
         op = importlib.import_module("gpuperf.kernels.swiglu")
@@ -166,21 +166,21 @@ def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) 
         candidates = lambda m, n, k, accumulation: op.candidates(m, n, k)
         flops = metrics.swiglu_flops
     else:
-        pool = [c.as_dict() for a in accumulations for c in _configs.candidate_pool(kernel, a)]
-        candidates = functools.partial(_configs.candidates, kernel)
+        pool = [c.as_dict() for a in accumulations for c in configs.candidate_pool(kernel, a)]
+        candidates = functools.partial(configs.candidates, kernel)
         flops = metrics.matmul_flops
     for shape, accumulation in itertools.product(shapes, accumulations):
         m, n, k = shape
         run, expected, check_k = _persistent_case(kernel, shape, accumulation=accumulation)
         shape_trials = []
         for config in candidates(m, n, k, accumulation):
-            trial = {"dtype": dtype, "shape": list(shape), "variant": _configs.variant(config)}
+            trial = {"dtype": dtype, "shape": list(shape), "variant": configs.variant(config)}
             trial["accumulation"] = accumulation
             trial["config"] = config.as_dict()
             fn = lambda c=config, r=run: r(c)
             check = lambda fn=fn, ref=expected, k=check_k: assert_close(f"{kernel} sweep", ref, fn(), k=k)
             shape_trials.append(_time_trial(trial, check, fn, flops(m, n, k)))
-        for which in ("best", *_configs.VARIANTS):
+        for which in ("best", *configs.VARIANTS):
             ok = [t for t in shape_trials if t["status"] == "ok" and which in ("best", t["variant"])]
             if ok:
                 winner = min(ok, key=lambda t: t["ms"])
@@ -192,7 +192,7 @@ def tune_persistent(kernel: str, shapes, *, log: Callable[[str], None] = print) 
             log(
                 f"tuned {kernel} {m}x{n}x{k}{f' ({accumulation} accumulation)' if fp8 else ''}: {len(ok)} of "
                 f"{len(shape_trials)} configs ran, best "
-                f"{_configs.PersistentConfig(**winner['config']).label()} {winner['tflops']:.0f} TFLOP/s"
+                f"{configs.PersistentConfig(**winner['config']).label()} {winner['tflops']:.0f} TFLOP/s"
             )
         trials += shape_trials
         torch.cuda.empty_cache()
@@ -214,9 +214,9 @@ def write_tuning(sweep: dict, root: Path | None = None) -> Path:
     import importlib
 
     from gpuperf._runtime import gpu_slug
-    from gpuperf.kernels import _configs
+    from gpuperf.kernels import configs
 
-    root = root or _configs.TUNED_DIR
+    root = root or configs.TUNED_DIR
     path = root / gpu_slug(sweep["provenance"]["gpu"]) / f"{sweep['kernel']}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(sweep, indent=1) + "\n")
@@ -227,9 +227,9 @@ def write_tuning(sweep: dict, root: Path | None = None) -> Path:
 
 def read_tuning(gpu_slug: str, root: Path | None = None, kernel: str = "matmul") -> dict | None:
     """The committed sweep of ``kernel`` on ``gpu_slug`` (None when there is none)."""
-    from gpuperf.kernels import _configs
+    from gpuperf.kernels import configs
 
-    path = (root or _configs.TUNED_DIR) / gpu_slug / f"{kernel}.json"
+    path = (root or configs.TUNED_DIR) / gpu_slug / f"{kernel}.json"
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -254,13 +254,13 @@ def tune_attention(head_dims=(64, 128), *, log: Callable[[str], None] = print) -
 
     from gpuperf.bench import records
     from gpuperf.bench.timing import require_cuda
-    from gpuperf.kernels import _attention_configs as _configs
+    from gpuperf.kernels import configs
 
     require_cuda()
     candidates = {
-        "forward": _configs.ATTENTION_FORWARD_CANDIDATES,
-        "dkdv": _configs.ATTENTION_DKDV_CANDIDATES,
-        "dq": _configs.ATTENTION_DQ_CANDIDATES,
+        "forward": configs.ATTENTION_FORWARD_CANDIDATES,
+        "dkdv": configs.ATTENTION_DKDV_CANDIDATES,
+        "dq": configs.ATTENTION_DQ_CANDIDATES,
     }
     trials, best = [], []
     for head_dim in head_dims:
@@ -283,7 +283,7 @@ def tune_attention(head_dims=(64, 128), *, log: Callable[[str], None] = print) -
             "model_width": 2048,
             "dtype": "float16",
         },
-        "candidates": {name: [c.as_dict() for c in configs] for name, configs in candidates.items()},
+        "candidates": {name: [c.as_dict() for c in pool] for name, pool in candidates.items()},
         "trials": trials,
         "best": best,
     }
@@ -296,7 +296,7 @@ def _tune_attention_case(head_dim: int, causal: bool, candidates: dict, log) -> 
     import torch
 
     from gpuperf.bench import metrics
-    from gpuperf.kernels import _attention_configs as _configs
+    from gpuperf.kernels import configs
     from gpuperf.reference import attention_grads_ref, attention_ref
     from gpuperf.testing import assert_close
 
@@ -314,7 +314,7 @@ def _tune_attention_case(head_dim: int, causal: bool, candidates: dict, log) -> 
     o = torch.empty_like(q)
     lse = torch.empty(batch, heads, seq, device="cuda")
     grads = tuple(torch.empty_like(t) for t in (q, k, v))
-    chosen = dict(zip(_configs.ATTENTION_KERNELS, _configs.ATTENTION_DEFAULT[head_dim], strict=True))
+    chosen = dict(zip(configs.ATTENTION_KERNELS, configs.ATTENTION_DEFAULT[head_dim], strict=True))
 
     def forward(config):
         ops._forward_into(o, lse, q, k, v, causal, scale, config)
@@ -325,7 +325,7 @@ def _tune_attention_case(head_dim: int, causal: bool, candidates: dict, log) -> 
         return grads
 
     trials = []
-    for kernel in _configs.ATTENTION_KERNELS:
+    for kernel in configs.ATTENTION_KERNELS:
         forward(chosen["forward"])  # the backward reads o and lse
         kernel_trials = []
         for config in candidates[kernel]:
@@ -348,7 +348,7 @@ def _tune_attention_case(head_dim: int, causal: bool, candidates: dict, log) -> 
         ok = [t for t in kernel_trials if t["status"] == "ok"]
         if ok:
             winner = min(ok, key=lambda t: t["ms"])
-            chosen[kernel] = _configs.AttentionConfig(**winner["config"])
+            chosen[kernel] = configs.AttentionConfig(**winner["config"])
             log(
                 f"tuned attention {kernel} D={head_dim} causal={causal}: {len(ok)} configs, best "
                 f"{chosen[kernel].label()} {winner['tflops']:.0f} TFLOP/s, "

@@ -314,13 +314,12 @@ def tuning_table(root: Path | None = None) -> str:
         TypeError: ``root`` is not a path.
     """
     from gpuperf.bench import tuning
-    from gpuperf.kernels import _configs
-    from gpuperf.kernels._attention_configs import AttentionConfig
+    from gpuperf.kernels.configs import TUNED_DIR, AttentionConfig
     from gpuperf.pages.sweeps import sweep_caption
 
     if root is not None and not isinstance(root, (str, Path)):
         raise TypeError(f"root must be a path, got {type(root).__name__}")
-    root = Path(root) if root is not None else _configs.TUNED_DIR
+    root = Path(root) if root is not None else TUNED_DIR
     gpus, notes, sections = _sweep_gpus(root), [], []
     if hardware.page_gpu() not in gpus:
         notes.append(

@@ -3,7 +3,7 @@ ratios per rung (the FP8 matmul and the FlashAttention-3-style attention), and w
 compiler made of each schedule.
 
 The page shows the kernels, the arithmetic of each schedule and the calls; compiling a
-kernel for ``sm_90`` without a GPU (:mod:`gpuperf.kernels.gluon._offline`), reading
+kernel for ``sm_90`` without a GPU (:mod:`gpuperf.kernels.gluon.offline`), reading
 ``ptxas``'s report and the committed records, and formatting them happen here.
 """
 
@@ -88,7 +88,7 @@ def compile_fp8_schedule(config, m: int = 4096, n: int = 4096, k: int = 4096) ->
     """
     from dataclasses import asdict
 
-    from gpuperf.kernels.gluon._offline import compile_matmul_fp8
+    from gpuperf.kernels.gluon.offline import compile_matmul_fp8
 
     return _read_compiled(lambda: compile_matmul_fp8(asdict(config), m, n, k))
 
@@ -103,7 +103,7 @@ def compile_attention_schedule(config, head_dim: int = 128, causal: bool = False
     """
     from dataclasses import asdict
 
-    from gpuperf.kernels.gluon._offline import compile_attention_fa3
+    from gpuperf.kernels.gluon.offline import compile_attention_fa3
 
     shape = (2, 8, 2, 4096, 4096, head_dim)
     return _read_compiled(lambda: compile_attention_fa3(asdict(config), shape, causal=causal))
@@ -111,7 +111,7 @@ def compile_attention_schedule(config, head_dim: int = 128, causal: bool = False
 
 def _read_compiled(compile_kernel) -> CompiledSchedule:
     """Run ``compile_kernel() -> {"ptx", "shared", ...}`` and read what ptxas says of the PTX."""
-    from gpuperf.kernels.gluon._offline import ptxas_report
+    from gpuperf.kernels.gluon.offline import ptxas_report
 
     compiled = compile_kernel()
     ptx = compiled["ptx"]

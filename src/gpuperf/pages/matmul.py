@@ -192,7 +192,7 @@ def first_wave(order: Result) -> str:
         TypeError, ValueError: ``order`` is not a result of ``MATMUL_ORDER``.
     """
     from gpuperf.kernels import MatmulConfig
-    from gpuperf.kernels._configs import SHARED_MEMORY_BYTES
+    from gpuperf.kernels.configs import SHARED_MEMORY_BYTES
 
     _check(order, MATMUL_ORDER)
 
@@ -383,7 +383,7 @@ def row_major_verdict() -> str:
 
 
 def _sweep_gpus() -> list[str]:
-    from gpuperf.kernels._configs import TUNED_DIR
+    from gpuperf.kernels.configs import TUNED_DIR
 
     found = sorted(p.parent.name for p in TUNED_DIR.glob("*/matmul.json"))
     first = hardware.page_gpu()
@@ -398,7 +398,7 @@ def sweep_sections(sweep: dict) -> list[Section]:
     Raises:
         ValueError: ``sweep`` is not a matmul sweep (no ``trials`` or ``best``).
     """
-    from gpuperf.kernels._configs import MatmulConfig
+    from gpuperf.kernels.configs import MatmulConfig
 
     if not isinstance(sweep, dict) or not {"trials", "best"} <= sweep.keys():
         raise ValueError("expected a matmul tuning sweep (a dict with 'trials' and 'best')")

@@ -107,7 +107,7 @@ def read_sweep(kernel: str = "matmul_persistent", gpu: str | None = None, root: 
         FileNotFoundError: no sweep of ``kernel`` for ``gpu``; the message says how to make one.
     """
     from gpuperf.bench.tuning import read_tuning
-    from gpuperf.kernels._configs import TUNED_DIR
+    from gpuperf.kernels.configs import TUNED_DIR
 
     if kernel not in SWEEPS:
         raise ValueError(f"kernel must be one of {list(SWEEPS)}, got {kernel!r}")
@@ -145,7 +145,7 @@ def sweep_section(kernel: str, sweep: dict) -> Section:
     Raises:
         ValueError: ``sweep`` has no trials.
     """
-    from gpuperf.kernels._persistent_configs import VARIANTS, PersistentConfig
+    from gpuperf.kernels.configs import VARIANTS, PersistentConfig
 
     if not sweep.get("trials"):
         raise ValueError(f"the {kernel} sweep has no trials")

@@ -77,7 +77,8 @@ _LEGEND_CHAR = 0.068  # one character of a legend label
 _TITLE_PT = 11.5
 _TITLE_LINE = 0.22  # one line of the figure's title
 _TITLE_CHARS = 10.5  # characters of the title per inch of figure width
-_STYLE = {
+#: Matplotlib rc settings every plot of the site is drawn under (``plt.rc_context``).
+PLOT_STYLE = {
     "font.size": 9,
     "axes.titlesize": 9.5,
     "axes.labelsize": 9.5,
@@ -165,8 +166,9 @@ def _series(rows: list[dict]):
         yield key, mine[0]["label"], [r for r in mine if r["status"] == "ok"]
 
 
-def _joined(a, b) -> bool:
-    """Whether a line may join neighbouring x values ``a`` and ``b``: both sizes, or both square shapes."""
+def may_join(a, b) -> bool:
+    """Whether a line may join neighbouring x values ``a`` and ``b``: both sizes, or both square
+    shapes. The benchmark plots and the roofline's trails join their points by this rule."""
     if isinstance(a, int) and isinstance(b, int):
         return True
     square = lambda x: isinstance(x, tuple) and len(set(x)) == 1
@@ -213,7 +215,7 @@ def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
             # shapes, a model's products say, stand as points, unrelated to their neighbours.
             start = 0
             for end in range(1, len(ok) + 1):
-                if end < len(ok) and _joined(ok[end - 1]["x"], ok[end]["x"]):
+                if end < len(ok) and may_join(ok[end - 1]["x"], ok[end]["x"]):
                     continue
                 seg = slice(start, end)
                 ax.plot(
@@ -252,7 +254,7 @@ def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
         )
         secondary = ax.secondary_yaxis("right", functions=(lambda v: 100 * v / c, lambda p: p * c / 100))
         secondary.set_ylabel(f"% of {ceiling['label']}")
-        secondary.tick_params(labelsize=_STYLE["ytick.labelsize"])
+        secondary.tick_params(labelsize=PLOT_STYLE["ytick.labelsize"])
 
     l2 = record["provenance"].get("l2_bytes")
     if metric == "GB/s" and l2:
@@ -295,7 +297,7 @@ def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
     else:
         ax.set_ylim(0, (ymax or 1.0) * 1.08)
     # Tick labels are made at draw time, outside any rc_context: size them here.
-    ax.tick_params(labelsize=_STYLE["xtick.labelsize"])
+    ax.tick_params(labelsize=PLOT_STYLE["xtick.labelsize"])
     ax.set_facecolor("white")
     ax.grid(True, which="major", axis="y" if categorical else "both", color="#dddddd", lw=0.6)
     ax.set_axisbelow(True)
@@ -368,7 +370,7 @@ def plot_records(records: list[dict], *, sources=(), notes=(), headlines=()):
     panel_h = 3.8 if single else 2.9
     width = _LEFT + n_cols * panel_w + (n_cols - 1) * _GAP + _RIGHT
 
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(PLOT_STYLE):
         fig, grid = plt.subplots(n_rows, n_cols, squeeze=False, facecolor="white")
         below_axes = 0.0  # tick labels and the x label
         drawn = []

@@ -19,7 +19,7 @@ import textwrap
 from matplotlib.text import Text
 
 from gpuperf.bench import records
-from gpuperf.pages.plotting import _STYLE, format_rate, format_x, provider_color, short_gpu_name
+from gpuperf.pages.plotting import PLOT_STYLE, format_rate, format_x, provider_color, short_gpu_name
 from gpuperf.pages.roofline import LAUNCH_FACTOR, Placement, Point, Roof, Series, chart_series
 
 #: Marker shapes, one per benchmark, handed out in order of intensity.
@@ -194,11 +194,11 @@ def _box(ax, x, y, radius_px: float):
 def _segments(points: list[Point]) -> list[list[Point]]:
     """Runs of neighbouring points a trail may join: sizes, or square shapes (as the
     tutorials' plots join them); a lone shape (a model's product, say) stands alone."""
-    from gpuperf.pages.plotting import _joined
+    from gpuperf.pages.plotting import may_join
 
     runs: list[list[Point]] = []
     for p in points:
-        if runs and _joined(runs[-1][-1].x, p.x):
+        if runs and may_join(runs[-1][-1].x, p.x):
             runs[-1].append(p)
         else:
             runs.append([p])
@@ -574,7 +574,7 @@ def _figure(placement: Placement, kind: str, shared: list[Placement], marks: dic
     width = _FIG_LEFT + _FIG_PANEL_W + _FIG_COLUMN
     height = _FIG_TOP + _FIG_PANEL_H + below
     name = short_gpu_name(placement.gpu)
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(PLOT_STYLE):
         fig = plt.figure(figsize=(width, height), facecolor="white")
         renderer = fig.canvas.get_renderer()
         ax = fig.add_axes([_FIG_LEFT / width, below / height, _FIG_PANEL_W / width, _FIG_PANEL_H / height])

@@ -48,7 +48,7 @@ def config_grid(trials: Sequence[dict], rows: Sequence[str], cols: Sequence[str]
 def persistent_sweep_table(sweep: dict) -> str:
     """Per shape (and FP8 accumulation): configs that ran, and the fastest config and
     TFLOP/s of each rung of the ladder and overall (a plain-text table)."""
-    from gpuperf.kernels._persistent_configs import VARIANTS, PersistentConfig
+    from gpuperf.kernels.configs import VARIANTS, PersistentConfig
     from gpuperf.pages.plotting import format_x
 
     def case(entry):
@@ -82,7 +82,7 @@ def sweep_caption(sweep: dict) -> str:
 def sweep_table(sweep: dict) -> str:
     """Per dtype and shape: configs timed, the winner, best and worst TFLOP/s, worst/best,
     and how many configs came within 3% of the best (a plain-text table)."""
-    from gpuperf.kernels._configs import MatmulConfig
+    from gpuperf.kernels.configs import MatmulConfig
     from gpuperf.pages.plotting import format_x
 
     best = {(e["dtype"], tuple(e["shape"])): e for e in sweep["best"]}
@@ -115,7 +115,7 @@ def plot_sweep(sweep: dict, dtype: str):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from gpuperf.kernels._configs import MatmulConfig
+    from gpuperf.kernels.configs import MatmulConfig
     from gpuperf.pages.plotting import format_x
 
     configs = [MatmulConfig(**c) for c in sweep["candidates"]]

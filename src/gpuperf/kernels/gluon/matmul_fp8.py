@@ -418,7 +418,7 @@ def launch(c, a, b, scale_a, scale_b, config: GluonFP8Config):
 
 def _num_sms(device: torch.device) -> int:
     """Multiprocessors of ``device`` (132 on an H100 SXM); 132 for a CPU tensor (the offline
-    compile of :mod:`gpuperf.kernels.gluon._offline` stands in for an H100)."""
+    compile of :mod:`gpuperf.kernels.gluon.offline` stands in for an H100)."""
     if device.type != "cuda":
         return 132
     return num_sms(device.index if device.index is not None else torch.cuda.current_device())

@@ -92,7 +92,7 @@ def _compile_in_child(request: dict) -> dict:
     # interpreter on, and Triton's library functions (gl.max, ...) would be interpreted ones.
     env = {**os.environ, "TRITON_INTERPRET": "0"}
     done = subprocess.run(
-        [sys.executable, "-c", "from gpuperf.kernels.gluon._offline import _child; _child()"],
+        [sys.executable, "-c", "from gpuperf.kernels.gluon.offline import _child; _child()"],
         input=json.dumps(request),
         capture_output=True,
         text=True,

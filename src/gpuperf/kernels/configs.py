@@ -1,0 +1,61 @@
+"""The launch rules and tuned configs that bench and pages read.
+
+The kernels keep their launch parameters as data in private modules, one per family,
+so that a change to one family's configs leaves the others' committed measurements
+current. The tuning sweeps (:mod:`gpuperf.bench.tuning`) and the pages that show
+them read those rules and configs here, the one public face of the three:
+
+* where the committed sweeps live (:data:`TUNED_DIR`) and the shared-memory budget
+  every config must fit (:data:`SHARED_MEMORY_BYTES`);
+* the tiled matmul: :class:`MatmulConfig`, its candidates (:data:`MATMUL_CONFIGS`,
+  :func:`matmul_candidates`);
+* the persistent matmuls (16-bit and FP8): :class:`PersistentConfig`, tutorial 06's
+  ladder of :data:`VARIANTS` and :func:`variant`, FP8's :data:`ACCUMULATIONS`, and
+  the candidates of each kernel (:func:`candidate_pool`, :func:`candidates`);
+* attention: :class:`AttentionConfig`, its three kernels (:data:`ATTENTION_KERNELS`),
+  their candidates and defaults per head dim.
+"""
+
+from gpuperf.kernels._attention_configs import (
+    ATTENTION_DEFAULT,
+    ATTENTION_DKDV_CANDIDATES,
+    ATTENTION_DQ_CANDIDATES,
+    ATTENTION_FORWARD_CANDIDATES,
+    ATTENTION_KERNELS,
+    AttentionConfig,
+)
+from gpuperf.kernels._configs import (
+    MATMUL_CONFIGS,
+    SHARED_MEMORY_BYTES,
+    TUNED_DIR,
+    MatmulConfig,
+    matmul_candidates,
+)
+from gpuperf.kernels._persistent_configs import (
+    ACCUMULATIONS,
+    VARIANTS,
+    PersistentConfig,
+    candidate_pool,
+    candidates,
+    variant,
+)
+
+__all__ = [
+    "ACCUMULATIONS",
+    "ATTENTION_DEFAULT",
+    "ATTENTION_DKDV_CANDIDATES",
+    "ATTENTION_DQ_CANDIDATES",
+    "ATTENTION_FORWARD_CANDIDATES",
+    "ATTENTION_KERNELS",
+    "MATMUL_CONFIGS",
+    "SHARED_MEMORY_BYTES",
+    "TUNED_DIR",
+    "VARIANTS",
+    "AttentionConfig",
+    "MatmulConfig",
+    "PersistentConfig",
+    "candidate_pool",
+    "candidates",
+    "matmul_candidates",
+    "variant",
+]

@@ -18,15 +18,15 @@ Profiling: timing GPU code without fooling yourself, and finding out why it is s
   ``torch.utils.cpp_extension.load_inline`` and compare it with Triton and
   PyTorch on the same op, a row mean.
 
-Every table, counter and trace below was produced in one run of
-``bash scripts/device_run.sh profiling`` (``scripts/profile_capture.py``) on an
-H100 and committed as *captures*: JSON files with the same provenance as the
-benchmark records (GPU, driver, CUDA, torch, triton, gpuperf commit, date,
-method). This page reads them, so it builds on a machine without a GPU and
-still shows real output. :func:`gpuperf.pages.captures.show` prints each GPU's
-capture through a function of :mod:`gpuperf.pages.profiling`, then where and
-when it was taken, and a note when it is missing or its sources have changed
-since. The headline numbers first:
+Every table, counter and trace below was produced in one run of ``python
+scripts/profile_capture.py`` on an H100 and committed as *captures*: JSON files
+with the same provenance as the benchmark records (GPU, driver, CUDA, torch,
+triton, gpuperf commit, date, method). This page reads them, so it builds on a
+machine without a GPU and still shows real output.
+:func:`gpuperf.pages.captures.show` prints each GPU's capture through a function
+of :mod:`gpuperf.pages.profiling`, then where and when it was taken, and a note
+when it is missing or its sources have changed since. The headline numbers
+first:
 """
 
 from gpuperf.pages import captures, profiling

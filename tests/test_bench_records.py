@@ -232,14 +232,16 @@ def test_staleness_holds_after_a_round_trip(tmp_path):
 
 def test_missing_record_is_reported(monkeypatch, tmp_path):
     monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    monkeypatch.setenv("GPUPERF_GPU", "no-such-gpu")  # the reference GPU's record is missing
     result = load(catalog.SOFTMAX, gpu="no-such-gpu")
     assert result.record is None and result.source == "missing"
-    assert "MISSING" in result.notes[0] and "nox -s bench" in result.notes[0]
+    assert "MISSING" in result.notes[0] and "python -m gpuperf.bench softmax" in result.notes[0]
     assert "MISSING" in result.table()
 
 
 def test_stale_record_is_reported(monkeypatch, tmp_path):
     monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    monkeypatch.setenv("GPUPERF_GPU", "test-gpu-80gb")  # the reference GPU's record is stale
     records.write(with_changed_source(synthetic_record()), tmp_path)
     result = load(catalog.VECTOR_ADD, gpu="test-gpu-80gb")
     assert result.source == "committed"
@@ -249,6 +251,7 @@ def test_stale_record_is_reported(monkeypatch, tmp_path):
 
 def test_schema_2_record_is_reported_malformed(monkeypatch, tmp_path):
     monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    monkeypatch.setenv("GPUPERF_GPU", "test-gpu-80gb")
     path = records.write(synthetic_record(), tmp_path)
     old = json.loads(path.read_text()) | {"schema_version": 2}
     path.write_text(json.dumps(old))
@@ -323,8 +326,6 @@ def test_synthetic_record_is_not_mutated_by_validation():
     before = copy.deepcopy(record)
     records.validate(record)
     assert record == before
-
-
 
 
 def memory_record():

@@ -84,11 +84,16 @@ def test_capture_show_renders_each_gpu_with_notes_and_provenance(tmp_path, monke
     captures.write(stale, tmp_path)
     shown = pages_captures.show("kernels_per_call", lambda cap: f"payload n = {cap['payload']['n']}")
     out = capsys.readouterr().out
-    assert list(shown) == ["nvidia-a-gpu", "nvidia-b-gpu"]
-    assert out.count("payload n = 1") == 2 and "--- A GPU" in out and "--- B GPU" in out
-    assert out.count("captured with a test tool") == 2
+    # Another GPU's capture whose code changed since is not shown: it no longer describes it.
+    assert list(shown) == ["nvidia-a-gpu"] and "B GPU" not in out
+    assert out.count("payload n = 1") == 1 and out.count("captured with a test tool") == 1
+    # The reference GPU's is shown whatever its state, and says how to take it again.
+    monkeypatch.setenv("GPUPERF_GPU", "nvidia-b-gpu")
+    shown = pages_captures.show("kernels_per_call", lambda cap: f"payload n = {cap['payload']['n']}")
+    out = capsys.readouterr().out
+    assert list(shown) == ["nvidia-b-gpu", "nvidia-a-gpu"] and "--- A GPU" in out and "--- B GPU" in out
     assert "STALE: its code changed" in out and "kernels/gelu.py changed" in out
-    assert "bash scripts/device_run.sh strategy" in out  # how to re-take it
+    assert "python scripts/strategy_captures.py" in out  # how to take it again
 
 
 def test_capture_show_says_what_is_missing(tmp_path, monkeypatch, capsys):
@@ -97,8 +102,13 @@ def test_capture_show_says_what_is_missing(tmp_path, monkeypatch, capsys):
     assert "MISSING: no capture 'torch_profiler'" in capsys.readouterr().out
     with pytest.raises(TypeError, match="render must be callable"):
         pages_captures.show("torch_profiler", "not a function")
+    # Another GPU's missing capture is no news (the page shows what it has); the reference's is.
+    assert pages_captures.load("proton", "nvidia-nothing") == (None, [])
+    monkeypatch.setenv("GPUPERF_GPU", "nvidia-nothing")
     capture, notes = pages_captures.load("proton", "nvidia-nothing")
-    assert capture is None and notes[0].startswith("MISSING") and "device_run.sh profiling" in notes[0]
+    assert (
+        capture is None and notes[0].startswith("MISSING") and "python scripts/profile_capture.py" in notes[0]
+    )
 
 
 def test_paragraph_is_wrapped_text_or_an_admonition(monkeypatch):

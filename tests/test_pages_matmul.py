@@ -46,7 +46,7 @@ def test_paragraph_notes_a_missing_record(tmp_path, monkeypatch):
     copy_measurements(tmp_path, monkeypatch, drop=["matmul_epilogue.json"])
     paragraph = page.in_one_paragraph()
     missing = [n for n in paragraph.notes if n.startswith("MISSING") and "matmul_epilogue" in n]
-    assert len(missing) == len(_gpus_with_matmul())
+    assert len(missing) == 1  # the reference GPU's; another GPU shows what it has
     # The other measurements are still stated; the epilogue's are not.
     assert "cuBLAS's speed" in paragraph.text() and "eager chain" not in paragraph.text()
 

@@ -251,7 +251,8 @@ def test_proton_kernels_are_the_timed_leaves():
     assert profiling.proton_kernels(capture("proton", {"ok": False, "error": "no CUPTI"})) == []
 
 
-def test_load_says_what_is_missing_or_stale(tmp_path):
+def test_load_says_what_is_missing_or_stale(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUPERF_GPU", "nvidia-test-gpu")  # notes are the reference GPU's
     cap, notes = pages_captures.load("timing_methods", "nvidia-test-gpu", tmp_path)
     assert cap is None and notes[0].startswith("MISSING") and pages_captures.how("timing_methods") in notes[0]
     fresh = capture("timing_methods", _timing_payload(), sources=("kernels/row_mean.py",))
@@ -487,20 +488,20 @@ def test_paragraph_states_every_gpus_numbers_from_the_records():
         assert expected, gpu
         for piece in expected:
             assert piece in chunk, (gpu, piece)
-    # The reference GPU has the captures; the H200 has none, and a note says so.
+    # The reference GPU has the captures; the H200 has none, and shows what it has.
     assert "busy" in chunks[0] and "busy" not in chunks[1]
-    assert any(n.startswith("No timing_methods") and "H200" in n for n in para.notes)
+    assert not any("H200" in n for n in para.notes)
 
 
 def test_paragraph_notes_what_is_missing(tmp_path, monkeypatch):
     root = _copy_measurements(tmp_path, monkeypatch)
-    (root / "nvidia-h200" / "row_mean.json").unlink()
+    (root / REFERENCE / "row_mean.json").unlink()
     captures.artifact_path("torch_profiler_trace", REFERENCE, ".json.gz", root).unlink()
     para = profiling.in_one_paragraph()
     text = para.text()
     assert "busy" not in text  # no trace, no sentence about it
-    assert text.count("row mean streams") == 1  # the H100's only
-    assert any(n.startswith("H200, row_mean: MISSING") for n in para.notes)
+    assert text.count("row mean streams") == 1  # the H200's only
+    assert any(n.startswith("H100 80GB HBM3, row_mean: MISSING") for n in para.notes)
     assert any(n.startswith("MISSING: no trace of the profiled step") for n in para.notes)
 
 

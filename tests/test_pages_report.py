@@ -10,7 +10,8 @@ import torch
 
 from gpuperf.bench import catalog, records
 from gpuperf.pages.plotting import PROVIDER_COLORS, format_size, format_x, provider_color
-from gpuperf.pages.report import Result, load, run_or_load
+from gpuperf.pages.report import Result, load, run_or_load, shown_gpus
+from tests._params import with_changed_source
 from tests.test_bench_records import HOST_LIKE, MATMUL_LIKE, synthetic_record
 
 
@@ -376,7 +377,7 @@ def test_html_tables_when_asked(monkeypatch):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
 def test_run_or_load_draws_every_gpu_folder_with_a_record(tmp_path, monkeypatch):
     for gpu in ("Test GPU 80GB", "Reader GPU", "Other GPU"):
-        records.write(synthetic_record(catalog.VECTOR_ADD, gpu=gpu), tmp_path)
+        records.write(synthetic_record(catalog.VECTOR_ADD, gpu=gpu, n_x=99), tmp_path)
     (tmp_path / "empty-gpu").mkdir()  # a folder without this benchmark's record is left out
     monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
     monkeypatch.setenv("GPUPERF_GPU", "test-gpu-80gb")
@@ -404,12 +405,28 @@ def test_ratios_over_another_provider_than_the_baseline(monkeypatch):
         assert r == pytest.approx(vs_base[x] / drain_vs_base[x])
 
 
-def test_a_pending_record_says_why_and_how_to_measure_it(monkeypatch):
-    """A record listed in ``catalog.PENDING`` loads with its reason (the command that makes it),
-    not as an unexplained MISSING; one neither committed nor pending stays MISSING."""
-    monkeypatch.setattr(catalog, "PENDING", {"nvidia-h200": (("gluon_fp8",), "run the gluon mode")})
-    pending = load(catalog.GLUON_FP8, "nvidia-h200")
-    assert pending.record is None
-    assert pending.notes == ["NOT YET MEASURED on nvidia-h200: run the gluon mode."]
-    absent = load(catalog.GLUON_FP8, "nvidia-a100-sxm4-80gb")
+def test_another_gpus_record_is_drawn_only_while_current(monkeypatch, tmp_path):
+    """The reference GPU's record is shown; another GPU's only while its code is the code as it
+    stands. With one GPU shown, the table ends by saying where and when it was measured."""
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    monkeypatch.setenv("GPUPERF_BENCH", "records")
+    monkeypatch.setenv("GPUPERF_GPU", "test-gpu-80gb")
+    provenance = {"date": "2026-11-24T10:00:00Z"}
+    reference = synthetic_record(n_x=99, gpu="Test GPU 80GB")
+    reference["provenance"].update(provenance)
+    records.write(reference, tmp_path)
+    other = synthetic_record(n_x=99, gpu="Other GPU")
+    records.write(other, tmp_path)
+    both = run_or_load(catalog.VECTOR_ADD)
+    assert [r.gpu for r in both.gpus()] == ["Test GPU 80GB", "Other GPU"]
+    assert "Measured on" not in both.table()
+    records.write(with_changed_source(other, "kernels/vector_add.py"), tmp_path)
+    alone = run_or_load(catalog.VECTOR_ADD)
+    assert [r.gpu for r in alone.gpus()] == ["Test GPU 80GB"] and alone.notes == []
+    assert alone.table().splitlines()[-1] == "Measured on: Test GPU 80GB (2026-11-24)"
+    assert shown_gpus(catalog.VECTOR_ADD) == ["test-gpu-80gb"]
+    # Another GPU's stale record loads as nothing to show; the reference GPU's says what is missing.
+    assert load(catalog.VECTOR_ADD, "other-gpu").source == "stale"
+    absent = load(catalog.GLUON_FP8)
     assert absent.record is None and absent.notes[0].startswith("MISSING")
+    assert "python -m gpuperf.bench gluon_fp8" in absent.notes[0]

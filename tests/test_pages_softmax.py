@@ -59,7 +59,7 @@ def test_paragraph_notes_a_missing_record(tmp_path, monkeypatch):
     copy_measurements(tmp_path, monkeypatch, drop=["softmax_long_rows.json"])
     paragraph = page.in_one_paragraph()
     missing = [n for n in paragraph.notes if n.startswith("MISSING") and "softmax_long" in n]
-    assert len(missing) == len(_gpus())
+    assert len(missing) == 1  # the reference GPU's; another GPU shows what it has
     # The short rows are still stated; the long rows are not.
     assert "the fused kernel reaches" in paragraph.text()
     assert "online kernel" not in paragraph.text()

@@ -107,5 +107,3 @@ def test_config_grid_reads_the_committed_attention_sweep():
         sweep["trials"], ("block_m", "block_n"), ("num_warps", "num_stages"), kernel="forward", head_dim=128
     )
     assert sum(v is not None for row in grid["tflops"] for v in row) >= 4
-
-

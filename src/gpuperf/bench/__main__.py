@@ -1,6 +1,7 @@
-"""``python -m gpuperf.bench``: measure every benchmark and the ceilings, write the records.
+"""``python -m gpuperf.bench``: measure the benchmarks and the ceilings, write the records.
 
-Needs a CUDA GPU; without one it stops with a message and exit status 2.
+Needs a CUDA GPU; without one it stops with a message and exit status 2 (``--dry-run``
+works anywhere).
 """
 
 from __future__ import annotations
@@ -10,116 +11,201 @@ import json
 import sys
 from pathlib import Path
 
+DESCRIPTION = """\
+Measure benchmarks on this machine's GPU and write their records (one JSON file per
+benchmark under docs/measurements/<gpu>/), or compare a fresh measurement with the
+committed records.
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpuperf.bench", description=__doc__.splitlines()[0])
+examples:
+  python -m gpuperf.bench                 every benchmark (tunes the matmuls and attention first)
+  python -m gpuperf.bench softmax matmul  two benchmarks
+  python -m gpuperf.bench --stale         every benchmark whose record on this GPU is missing,
+                                          or stale because its code changed
+  python -m gpuperf.bench --stale --dry-run --gpu nvidia-h100-80gb-hbm3
+                                          list them (and how long they took last time),
+                                          measure nothing: works without a GPU
+  python -m gpuperf.bench --compare softmax
+                                          measure, write nothing, print each provider's ratio
+                                          next to the committed one; exit 1 on a regression
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m gpuperf.bench",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
+    parser.add_argument(
+        "--stale",
+        action="store_true",
+        help="only the benchmarks whose record on this GPU is missing or stale",
+    )
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help=(
+            "measure and compare with the committed records instead of writing them: each "
+            "provider's ratio to the baseline, then and now; exit status 1 when one of the "
+            "package's providers is slower than the committed record's 20th-80th percentile "
+            "spread allows"
+        ),
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print what would be measured and exit (no GPU needed)"
+    )
+    parser.add_argument(
+        "--gpu",
+        default=None,
+        help="with --dry-run: the GPU folder to read (default: this GPU's, else the reference GPU's)",
+    )
     parser.add_argument(
         "--out",
         type=Path,
         default=None,
         help="measurements folder (default: docs/measurements in the checkout)",
     )
-    parser.add_argument(
+    tune = parser.add_mutually_exclusive_group()
+    tune.add_argument(
         "--no-tune",
         action="store_true",
-        help=(
-            "measure the matmuls, SwiGLU and attention with the committed tuned configs "
-            "instead of re-tuning first"
-        ),
+        help="measure the matmuls, SwiGLU and attention with the committed tuned configs",
     )
-    args = parser.parse_args(argv)
+    tune.add_argument(
+        "--tune",
+        action="store_true",
+        help="re-tune first even with --stale or --compare (which keep the committed configs)",
+    )
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+
+    from gpuperf.bench import catalog, plan, records
+
+    try:
+        chosen = [catalog.by_name(n) for n in args.names] if args.names else list(catalog.ALL)
+    except KeyError as err:
+        print(f"gpuperf.bench: {err.args[0]}", file=sys.stderr)
+        return 2
+    root = args.out or records.measurements_dir()
 
     import torch
 
     from gpuperf._runtime import is_interpreter
 
-    if not torch.cuda.is_available() or is_interpreter():
+    usable = torch.cuda.is_available() and not is_interpreter()
+    if args.dry_run:
+        gpu = args.gpu or (records.gpu_slug(torch.cuda.get_device_name()) if usable else None)
+        gpu = gpu or records.reference_gpu()
+        todo = plan.stale(chosen, gpu, root) if args.stale else chosen
+        print(plan.describe(todo, gpu, root))
+        return 0
+    if not usable:
         print(
             "gpuperf.bench: no CUDA GPU is usable here (torch.cuda.is_available() is False or "
             "TRITON_INTERPRET=1), so nothing can be measured. Run this on a machine with an "
-            "NVIDIA GPU; without one, the docs render the committed records.",
+            "NVIDIA GPU; without one, the docs render the committed records "
+            "(`python -m gpuperf.bench --stale --dry-run` lists what is stale).",
             file=sys.stderr,
         )
         return 2
 
-    from gpuperf.bench import catalog, hardware, records
+    from gpuperf.bench import hardware
     from gpuperf.bench.runner import run
 
-    benchmarks = [catalog.by_name(n) for n in args.names] if args.names else list(catalog.ALL)
-    print("measuring ceilings ...", flush=True)
-    ceilings = hardware.measure_ceilings()
-    hw = {
-        "schema_version": records.HARDWARE_SCHEMA_VERSION,
-        "provenance": records.collect_provenance(),
-        "ceilings": ceilings,
-    }
-    root = args.out or records.measurements_dir()
-    folder = root / records.gpu_slug(hw["provenance"]["gpu"])
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "hardware.json").write_text(json.dumps(hw, indent=1) + "\n")
-    for key, entry in ceilings.items():
-        print(f"  {key}: {entry['value']:.1f} {entry['unit']}", flush=True)
-
-    plain = [b for b in benchmarks if b in (catalog.MATMUL, catalog.MATMUL_EPILOGUE, catalog.MATMUL_ORDER)]
-    if not args.no_tune and plain:
-        from gpuperf.bench import tuning
-
-        shapes = list(dict.fromkeys(x for b in plain for x in b.x_values))
-        print(f"tuning the matmul at {len(shapes)} shapes ...", flush=True)
-        sweep = tuning.tune_matmul(shapes, catalog.MATMUL_DTYPES, log=lambda line: print(line, flush=True))
-        print(f"wrote {tuning.write_tuning(sweep)}", flush=True)
-
-    for persistent in (catalog.MATMUL_PERSISTENT, catalog.MATMUL_FP8):
-        if not args.no_tune and persistent in benchmarks:
-            from gpuperf.bench import tuning
-
-            print(f"tuning {persistent.name} at {len(persistent.x_values)} shapes ...", flush=True)
-            sweep = tuning.tune_persistent(
-                persistent.name, persistent.x_values, log=lambda line: print(line, flush=True)
-            )
-            print(f"wrote {tuning.write_tuning(sweep)}", flush=True)
-
-    if not args.no_tune and catalog.SWIGLU in benchmarks:
-        from gpuperf.bench import tuning
-
-        print(f"tuning swiglu at {len(catalog.SWIGLU.x_values)} shapes ...", flush=True)
-        sweep = tuning.tune_persistent(
-            "swiglu", catalog.SWIGLU.x_values, log=lambda line: print(line, flush=True)
-        )
-        print(f"wrote {tuning.write_tuning(sweep)}", flush=True)
-
-    if not args.no_tune and any(b.name.startswith("attention") for b in benchmarks):
-        from gpuperf.bench import tuning
-
-        print("tuning the attention kernels ...", flush=True)
-        sweep = tuning.tune_attention(log=lambda line: print(line, flush=True))
-        print(f"wrote {tuning.write_tuning(sweep)}", flush=True)
-
-    failed = []
+    gpu = records.gpu_slug(torch.cuda.get_device_name())
     capability = torch.cuda.get_device_capability()
-    for benchmark in benchmarks:
+    runnable = []
+    for benchmark in plan.stale(chosen, gpu, root) if args.stale else chosen:
         if benchmark.runs_on is not None and not benchmark.runs_on(capability):
             print(
                 f"skipped {benchmark.name}: its kernels do not run on compute capability "
                 f"{capability[0]}.{capability[1]} ({torch.cuda.get_device_name()})",
                 flush=True,
             )
-            continue
-        record = run(benchmark, ceilings=ceilings, log=lambda line: print(line, flush=True))
-        path = records.write(record, root)
-        print(f"wrote {path}", flush=True)
-        failed += [
-            f"{benchmark.name} {benchmark.x_name}={r['x']}"
-            + "".join(f" {k}={v}" for k, v in r["axes"].items())
-            + f": {r['status']} {r.get('message', '')}"
-            for r in record["rows"]
-            if r["provider"] == benchmark.subject.key and r["status"] != "ok"
-        ]
+        else:
+            runnable.append(benchmark)
+    print(plan.describe(runnable, gpu, root), flush=True)
+    if not runnable:
+        return 0
+
+    print("measuring ceilings ...", flush=True)
+    ceilings = hardware.measure_ceilings()
+    for key, entry in ceilings.items():
+        print(f"  {key}: {entry['value']:.1f} {entry['unit']}", flush=True)
+    full_run = not args.names and not args.stale and not args.compare
+    if full_run:
+        hw = {
+            "schema_version": records.HARDWARE_SCHEMA_VERSION,
+            "provenance": records.collect_provenance(),
+            "ceilings": ceilings,
+        }
+        (root / gpu).mkdir(parents=True, exist_ok=True)
+        (root / gpu / "hardware.json").write_text(json.dumps(hw, indent=1) + "\n")
+
+    retune = args.tune or not (args.no_tune or args.stale or args.compare)
+    if retune:
+        _tune(runnable, catalog)
+
+    failed, regressions = [], []
+    with plan.progress(runnable, gpu, root) as bar:
+        for benchmark in runnable:
+            record = run(benchmark, ceilings=ceilings, log=bar.write_line, step=bar.step)
+            if args.compare:
+                committed = plan.committed(benchmark, gpu, root)
+                lines, worse = plan.compare(benchmark, committed, record)
+                bar.write_line("\n".join(lines))
+                regressions += worse
+            else:
+                bar.write_line(f"wrote {records.write(record, root)}")
+            failed += [
+                f"{benchmark.name} {benchmark.x_name}={r['x']}"
+                + "".join(f" {k}={v}" for k, v in r["axes"].items())
+                + f": {r['status']} {r.get('message', '')}"
+                for r in record["rows"]
+                if r["provider"] == benchmark.subject.key and r["status"] != "ok"
+            ]
+    if not args.compare:
+        left = plan.stale_captures(gpu, root)
+        if left:
+            print("captures whose code changed (not measured by this command):", flush=True)
+            for name, command in left:
+                print(f"  {name}: {command}", flush=True)
     if failed:
         print("the kernels under study failed:\n  " + "\n  ".join(failed), file=sys.stderr)
-        return 1
-    return 0
+    if regressions:
+        print(f"{len(regressions)} regressions beyond the committed spread:", file=sys.stderr)
+        for line in regressions:
+            print(f"  {line}", file=sys.stderr)
+    return 1 if failed or regressions else 0
+
+
+def _tune(benchmarks, catalog) -> None:
+    """Re-tune the configs the measured kernels read (matmul, persistent, FP8, SwiGLU,
+    attention) at the benchmarked shapes, and write the sweeps."""
+    from gpuperf.bench import tuning
+
+    def log(line):
+        print(line, flush=True)
+
+    plain = [b for b in benchmarks if b in (catalog.MATMUL, catalog.MATMUL_EPILOGUE, catalog.MATMUL_ORDER)]
+    if plain:
+        shapes = list(dict.fromkeys(x for b in plain for x in b.x_values))
+        print(f"tuning the matmul at {len(shapes)} shapes ...", flush=True)
+        sweep = tuning.tune_matmul(shapes, catalog.MATMUL_DTYPES, log=log)
+        print(f"wrote {tuning.write_tuning(sweep)}", flush=True)
+    for persistent in (catalog.MATMUL_PERSISTENT, catalog.MATMUL_FP8, catalog.SWIGLU):
+        if persistent in benchmarks:
+            print(f"tuning {persistent.name} at {len(persistent.x_values)} shapes ...", flush=True)
+            sweep = tuning.tune_persistent(persistent.name, persistent.x_values, log=log)
+            print(f"wrote {tuning.write_tuning(sweep)}", flush=True)
+    if any(b.name.startswith("attention") for b in benchmarks):
+        print("tuning the attention kernels ...", flush=True)
+        sweep = tuning.tune_attention(log=log)
+        print(f"wrote {tuning.write_tuning(sweep)}", flush=True)
 
 
 if __name__ == "__main__":

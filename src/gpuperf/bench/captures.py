@@ -26,6 +26,28 @@ KEYS = ("schema_version", "name", "tool", "provenance", "sources", "sources_sha2
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
 
+#: The command (run from the repository's root on a GPU machine) that takes each capture the
+#: pages show; :func:`command` answers for any name.
+COMMANDS = {
+    **dict.fromkeys(
+        ("timing_methods", "launch_bound", "torch_profiler", "cuda_extension", "ncu_kernels", "proton"),
+        "python scripts/profile_capture.py",
+    ),
+    **dict.fromkeys(
+        ("kernels_per_call", "inductor_elementwise", "compile_modes"), "python scripts/strategy_captures.py"
+    ),
+    "llama_time_breakdown": "python scripts/llama_capture.py",
+    "ncu_gluon_fp8": "python scripts/gluon_capture.py fp8",
+    "ncu_gluon_attention": "python scripts/gluon_capture.py attention",
+    "ncu_gluon_attention_d64": "python scripts/gluon_capture.py attention64",
+}
+
+
+def command(name: str) -> str:
+    """The command that takes the capture ``name`` on a GPU machine (:data:`COMMANDS`; others
+    come from ``python -m gpuperf.bench``'s session, ``nox -s bench``)."""
+    return COMMANDS.get(name, "nox -s bench")
+
 
 def _check_name(name) -> None:
     if not isinstance(name, str) or not _NAME.fullmatch(name):

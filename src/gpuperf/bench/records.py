@@ -12,14 +12,14 @@ ceiling its rows are read against), ``sources`` (``{path: sha256}``: every sourc
 the benchmark's code is made of, :mod:`gpuperf.bench.sources`), ``sources_sha256`` (one
 hash of those), ``ran`` (the package's files whose functions ran during the providers'
 checked calls, or None where that was not traced), ``wall_s`` (seconds the whole
-measurement took, or None), ``provenance`` and ``rows``. Each row holds ``x`` (an int, a shape as a list of ints, or a string),
-``axes`` (``{name: value}``), ``provider``, ``label``, ``status`` (``"ok"``,
-``"mismatch"`` or ``"error"``, with a ``message`` when not ok), ``bytes`` and
-``flops`` of one call (both, whatever the metric, so that any record can be
-placed on a roofline), ``ceiling`` (a key of ``ceilings``, or None), the times
-``ms``, ``ms_p20``, ``ms_p80``, the metric ``value``, ``value_p20``,
-``value_p80`` (None when not ok) and ``config``, the launch or autotune
-configuration the provider ran (or None).
+measurement took, or None), ``provenance`` and ``rows``. Each row holds ``x`` (an int, a
+shape as a list of ints, or a string), ``axes`` (``{name: value}``), ``provider``,
+``label``, ``status`` (``"ok"``, ``"mismatch"`` or ``"error"``, with a ``message`` when
+not ok), ``bytes`` and ``flops`` of one call (both, whatever the metric, so that any
+record can be placed on a roofline), ``ceiling`` (a key of ``ceilings``, or None), the
+times ``ms``, ``ms_p20``, ``ms_p80``, the metric ``value``, ``value_p20``, ``value_p80``
+(None when not ok) and ``config``, the launch or autotune configuration the provider ran
+(or None).
 """
 
 from __future__ import annotations

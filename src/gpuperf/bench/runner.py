@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
+import time
 import zlib
 from collections.abc import Callable
 
 import torch
 
 from gpuperf.bench import hardware, metrics, records
+from gpuperf.bench import sources as code
 from gpuperf.bench.catalog import Benchmark
 from gpuperf.bench.timing import host_time_ms, loop_time_ms, peak_memory_bytes, require_cuda, time_ms
 from gpuperf.testing import assert_close
@@ -23,6 +27,7 @@ def run(
     x_values=None,
     ceilings: dict | None = None,
     log: Callable[[str], None] = print,
+    step: Callable[[str], None] | None = None,
 ) -> dict:
     """Measure ``benchmark`` on the current CUDA device and return its record.
 
@@ -39,6 +44,12 @@ def run(
         ceilings: ceilings measured earlier in the same run; those the benchmark
             needs and that are absent are measured now, once each.
         log: called with one line per measurement.
+        step: called before each provider is checked and timed, with what is about to
+            be measured (``'softmax n_cols=4096 torch'``): a progress bar's hook.
+
+    The record also says which of the package's source files ran during the providers'
+    checked calls (``ran``, :func:`traced_sources`) and how long the whole run took
+    (``wall_s``).
 
     Raises:
         RuntimeError: no CUDA device is available.
@@ -46,6 +57,8 @@ def run(
     require_cuda()
     import torch
 
+    started = time.perf_counter()
+    ran: set[str] = set()
     combos = benchmark.combos()
     ceilings = dict(ceilings or {})
     needed = dict.fromkeys(k for c in combos if (k := benchmark.ceiling_key(**c)) is not None)
@@ -83,9 +96,13 @@ def run(
                     "value_p80": None,
                     "config": None,
                 }
+                if step is not None:
+                    step(f"{benchmark.name} {where} {provider.key}")
                 try:
-                    fn = provider.make(*inputs)
-                    out = fn() if provider.check_as is None else provider.check_as(fn())
+                    with traced_sources(ran):
+                        fn = provider.make(*inputs)
+                        out = fn()
+                    out = out if provider.check_as is None else provider.check_as(out)
                     check(
                         f"{benchmark.name} {provider.key} {where}",
                         expected,
@@ -124,7 +141,61 @@ def run(
             torch.cuda.empty_cache()
 
     provenance = records.collect_provenance(benchmark.timer)
-    return records.build_record(benchmark, rows, ceilings, provenance)
+    wall_s = time.perf_counter() - started
+    return records.build_record(benchmark, rows, ceilings, provenance, ran=ran, wall_s=wall_s)
+
+
+#: The ``sys.monitoring`` tool id :func:`traced_sources` asks for (Python 3.12+), if free.
+_MONITORING_TOOL = 4
+
+
+@contextlib.contextmanager
+def traced_sources(found: set[str]):
+    """Add to ``found`` the package's source files (paths relative to ``src/gpuperf``, of
+    the code under study: :func:`gpuperf.bench.sources.followed`) whose functions run in
+    this block. A record keeps them as ``ran``: the evidence that it hashed every module
+    that ran (a test checks ``ran`` against ``sources``).
+
+    Python 3.12+ watches function starts with ``sys.monitoring``, each code object once;
+    older Pythons use ``sys.setprofile``, slower while it lasts (it sees every call).
+    """
+    root = str(code.PACKAGE_ROOT) + "/"
+    seen: set[str] = set()
+    monitoring = getattr(sys, "monitoring", None)
+    tool = _MONITORING_TOOL
+    if monitoring is not None and monitoring.get_tool(tool) is None:
+        events = monitoring.events
+
+        def started(code_object, offset):
+            if code_object.co_name != "<module>":
+                seen.add(code_object.co_filename)
+            return monitoring.DISABLE  # this code object need not be seen again
+
+        monitoring.use_tool_id(tool, "gpuperf.bench.runner")
+        monitoring.register_callback(tool, events.PY_START, started)
+        monitoring.restart_events()
+        monitoring.set_events(tool, events.PY_START)
+        try:
+            yield
+        finally:
+            monitoring.set_events(tool, 0)
+            monitoring.register_callback(tool, events.PY_START, None)
+            monitoring.free_tool_id(tool)
+    else:
+
+        def profile(frame, event, arg):
+            if event == "call" and frame.f_code.co_name != "<module>":
+                seen.add(frame.f_code.co_filename)
+
+        previous = sys.getprofile()
+        sys.setprofile(profile)
+        try:
+            yield
+        finally:
+            sys.setprofile(previous)
+    for path in seen:
+        if path.startswith(root) and code.followed(rel := path[len(root) :]):
+            found.add(rel)
 
 
 def check(name: str, expected, out, *, k: int | None = None, norm_rtol: float | None = None) -> None:

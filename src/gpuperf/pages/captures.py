@@ -11,54 +11,47 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from gpuperf.bench import captures
+from gpuperf.bench import captures, records
 from gpuperf.pages.plotting import short_gpu_name
-
-#: The command that writes a capture, by capture name, quoted when one is missing.
-HOW = {
-    "timing_methods": "bash scripts/device_run.sh profiling",
-    "launch_bound": "bash scripts/device_run.sh profiling",
-    "torch_profiler": "bash scripts/device_run.sh profiling",
-    "cuda_extension": "bash scripts/device_run.sh profiling",
-    "ncu_kernels": "bash scripts/device_run.sh profiling",
-    "proton": "bash scripts/device_run.sh profiling",
-    "kernels_per_call": "bash scripts/device_run.sh strategy",
-    "inductor_elementwise": "bash scripts/device_run.sh strategy",
-    "compile_modes": "bash scripts/device_run.sh strategy",
-    "llama_time_breakdown": "bash scripts/device_run.sh llama",
-    "ncu_gluon_fp8": "bash scripts/device_run.sh gluon",
-    "ncu_gluon_attention": "bash scripts/device_run.sh gluon-attention",
-    "ncu_gluon_attention_d64": "bash scripts/device_run.sh gluon-attention",
-}
 
 
 def how(name: str) -> str:
-    """The command that writes the capture ``name`` on a GPU machine."""
-    return HOW.get(name, "nox -s bench")
+    """The command that takes the capture ``name`` on a GPU machine
+    (:func:`gpuperf.bench.captures.command`)."""
+    return captures.command(name)
 
 
 def load(name: str, gpu: str | None = None, root: Path | None = None) -> tuple[dict | None, list[str]]:
     """The capture ``name`` of ``gpu`` (a folder; default: the reference GPU; ``root``: the
-    measurements directory, default :func:`gpuperf.bench.records.measurements_dir`) and the
-    notes a page must show with it: ``MISSING``/``MALFORMED`` when there is none to
-    show, ``STALE`` when its sources changed after it was taken.
+    measurements directory, default :func:`gpuperf.bench.records.measurements_dir`) as a page
+    shows it, and the notes that go with it.
+
+    On the reference GPU the notes say ``MISSING``/``MALFORMED`` when there is none to show
+    and ``STALE`` when its code changed after it was taken. Another GPU's capture is shown
+    only while current: a missing, malformed or stale one gives ``(None, [])``.
 
     Never raises for a missing or malformed capture: the page says so instead.
     """
     command = how(name)
+    reference = gpu is None or gpu == records.reference_gpu()
     try:
         capture = captures.load(name, gpu, root, how=command)
     except FileNotFoundError as err:
-        return None, [f"MISSING: {err}"]
+        return None, [f"MISSING: {err}"] if reference else []
     except ValueError as err:
-        return None, [f"MALFORMED: {err}"]
-    notes = [f"STALE: {reason}; re-run `{command}` on a GPU." for reason in captures.staleness(capture)]
-    return capture, notes
+        return None, [f"MALFORMED: {err}"] if reference else []
+    reasons = captures.staleness(capture)
+    if reasons and not reference:
+        return None, []
+    return capture, [f"STALE: {reason}; `{command}` on a GPU takes it again." for reason in reasons]
 
 
 def gpus(name: str) -> list[str]:
-    """Folders of the GPUs holding the capture ``name``, the reference GPU first."""
-    return captures.gpus_with(name)
+    """Folders of the GPUs whose capture ``name`` a page shows: the reference GPU's (whatever
+    its state: a missing or stale one is said so), then each other GPU's that is current
+    (:func:`load`)."""
+    first = records.reference_gpu()
+    return [gpu for gpu in captures.gpus_with(name) if gpu == first or load(name, gpu)[0] is not None]
 
 
 class Shown(dict):
@@ -83,7 +76,7 @@ def show(name: str, render: Callable[[dict], object] | None = None) -> Shown:
     shown = Shown()
     folders = gpus(name)
     if not folders:
-        print(f"MISSING: no capture {name!r} on any GPU; run `{how(name)}` on a GPU and commit it")
+        print(f"MISSING: no capture {name!r} on any GPU; `{how(name)}` on a GPU takes it")
     for gpu in folders:
         capture, notes = load(name, gpu)
         if capture is None:

@@ -10,7 +10,6 @@ from gpuperf._runtime import has_cuda, is_interpreter
 from gpuperf.bench import records
 from gpuperf.bench.catalog import Benchmark
 from gpuperf.bench.metrics import LOWER_IS_BETTER
-from gpuperf.bench.records import REPO_ROOT
 from gpuperf.pages.plotting import (
     combos,
     format_combo,
@@ -20,6 +19,7 @@ from gpuperf.pages.plotting import (
     short_gpu_name,
     x_order,
 )
+from gpuperf.pages.summary import headline
 from gpuperf.pages.tables import Cell, Section, render
 
 #: ``GPUPERF_BENCH=records`` renders committed records even where a GPU is present;
@@ -41,7 +41,8 @@ class Result:
     Attributes:
         benchmark: the declaration.
         record: the record, or None when there is none to show.
-        source: ``"live"``, ``"committed"`` or ``"missing"``.
+        source: ``"live"``, ``"committed"``, ``"missing"``, or ``"stale"`` (another GPU's
+            record of code that has changed since: not shown, see :func:`load`).
         notes: what the reader must know (a stale or missing record).
         others: the same benchmark on other GPUs (committed records, each a
             :class:`Result`), drawn beside this one.
@@ -76,6 +77,14 @@ class Result:
                 return result
         known = [records.gpu_slug(r.gpu) for r in self.gpus()]
         raise ValueError(f"{self.benchmark.name} has no record for GPU {gpu!r}; it has records for {known}")
+
+    def measured_on(self) -> str | None:
+        """``'Measured on: H100 80GB HBM3 (2026-11-24)'``: where and when this result's own
+        record was measured (``live`` when it was measured in this run), or None without one."""
+        if self.record is None:
+            return None
+        when = self.record["provenance"]["date"][:10] + (", live" if self.source == "live" else "")
+        return f"Measured on: {short_gpu_name(self.gpu)} ({when})"
 
     def all_notes(self) -> list[str]:
         """The notes of every GPU, each prefixed with its GPU when there are several."""
@@ -150,8 +159,9 @@ class Result:
         """The numbers behind the plot, one table per axis combination under a heading
         naming it: each provider's metric per x, the ratio of the provider under study
         to the baseline, and its % of the ceiling (when there is one); with several
-        GPUs, a GPU column and one row per x and GPU. ``axes`` (``dtype="float16"``,
-        say) keeps the combinations with those values only.
+        GPUs, a GPU column and one row per x and GPU, and with one GPU a last line saying
+        where and when it was measured (:meth:`measured_on`). ``axes``
+        (``dtype="float16"``, say) keeps the combinations with those values only.
 
         Fixed-width text, or HTML when ``GPUPERF_TABLES=html`` (the docs build):
         see :mod:`gpuperf.pages.tables`.
@@ -164,7 +174,8 @@ class Result:
         keys = []
         for record in narrowed:
             keys += [c for c in combos(record) if c not in keys]
-        return render([self._section(combo, shown) for combo in keys], notes)
+        footer = shown[0].measured_on() if len(shown) == 1 else None
+        return render([self._section(combo, shown) for combo in keys], notes, footer)
 
     def _section(self, combo: dict, results: list[Result]) -> Section:
         """The table of one axis combination over ``results`` (one per GPU)."""
@@ -221,8 +232,6 @@ class Result:
         ``axes`` keeps the panels of the combinations with those values only, and
         names them in the title: ``plot(dtype="float16")``.
         """
-        from gpuperf.pages.summary import headline
-
         shown = self.gpus()
         if not shown:
             return plot_missing(self.benchmark.title, " ".join(self.notes))
@@ -262,44 +271,62 @@ def can_measure() -> bool:
 
 
 def load(benchmark: Benchmark, gpu: str | None = None) -> Result:
-    """The committed record of ``benchmark`` for ``gpu`` (default: the reference GPU),
-    with notes when it is missing, malformed or stale."""
-    gpu = gpu or records.reference_gpu()
+    """The committed record of ``benchmark`` for ``gpu`` (default: the reference GPU) as a page
+    shows it.
+
+    On the reference GPU (:func:`gpuperf.bench.records.reference_gpu`) the record comes with
+    notes when it is missing, malformed or stale. Another GPU's record is shown only while
+    it describes the code as it stands: a missing, malformed or stale one gives a result
+    without a record and without notes (source ``"stale"`` when there is a record of code
+    that has changed since), and the page leaves that GPU out.
+    """
+    first = records.reference_gpu()
+    gpu = gpu or first
     path = records.record_path(benchmark.name, gpu)
     if not path.exists():
-        from gpuperf.bench.catalog import pending
-
-        why = pending(benchmark.name, gpu)
-        if why is not None:  # known to be missing: say why and how to measure it
-            return Result(benchmark, None, "missing", [f"NOT YET MEASURED on {gpu}: {why}."])
-        shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
-        return Result(
-            benchmark,
-            None,
-            "missing",
-            [
-                f"MISSING: no committed measurement of {benchmark.name!r} for {gpu} "
-                f"(expected {shown}). Run `nox -s bench` on that GPU and commit what it writes."
-            ],
+        missing = (
+            f"MISSING: no measurement of {benchmark.name} on {gpu} (expected {path}); "
+            f"`python -m gpuperf.bench {benchmark.name}` on that GPU writes it."
         )
+        return Result(benchmark, None, "missing", [missing] if gpu == first else [])
     try:
         record = records.read(path)
     except ValueError as err:
-        return Result(benchmark, None, "missing", [f"MALFORMED: {err}"])
-    notes = [
-        f"STALE: {reason}; re-run `nox -s bench` on a GPU." for reason in records.staleness(record, benchmark)
-    ]
+        return Result(benchmark, None, "missing", [f"MALFORMED: {err}"] if gpu == first else [])
+    reasons = records.staleness(record, benchmark)
+    if reasons and gpu != first:
+        return Result(benchmark, None, "stale")
+    notes = [f"STALE: {r}; `python -m gpuperf.bench --stale` on a GPU measures it again." for r in reasons]
     return Result(benchmark, record, "committed", notes)
+
+
+def current_others(benchmark: Benchmark, first: str) -> list[Result]:
+    """The committed records of ``benchmark`` on every GPU folder but ``first`` that describe
+    the code as it stands (:func:`load` leaves out the others): the page then shows the
+    GPUs it has, and says where they were measured."""
+    found = [load(benchmark, gpu) for gpu in records.gpus_with_record(benchmark.name) if gpu != first]
+    return [r for r in found if r.record is not None and not r.notes]
+
+
+def shown_gpus(benchmark: Benchmark) -> list[str]:
+    """The GPU folders whose record of ``benchmark`` a page built here shows, in order: the
+    reference GPU (:func:`gpuperf.bench.records.reference_gpu`) whatever the state of its
+    record, then each other GPU whose record is current (:func:`current_others`)."""
+    first = records.reference_gpu()
+    return [first, *(records.gpu_slug(r.gpu) for r in current_others(benchmark, first))]
 
 
 def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result:
     """Measure ``benchmark`` live when a GPU is usable, else load its committed record;
-    either way, with every other GPU's committed record of it in :attr:`Result.others`.
+    either way, with every other GPU's current committed record of it in
+    :attr:`Result.others` (:func:`current_others`).
 
     The GPUs are the folders under ``docs/measurements`` that hold a record of the
     benchmark (:func:`gpuperf.bench.records.gpus_with_record`), a reader's own
-    ``nox -s bench`` run included. ``GPUPERF_BENCH`` overrides the choice: ``records``
-    always loads, ``live`` always measures (and fails without a GPU).
+    ``nox -s bench`` run included; a record whose code changed since it was measured is
+    not drawn. The reference GPU's record is loaded whatever its state, and says so when
+    it is stale or missing. ``GPUPERF_BENCH`` overrides the choice: ``records`` always
+    loads, ``live`` always measures (and fails without a GPU).
     """
     mode = os.environ.get(MODE_VAR, "auto")
     if mode not in ("auto", "live", "records"):
@@ -309,12 +336,9 @@ def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result
 
         record = run(benchmark, ceilings=ceilings, log=lambda line: None)
         here = records.gpu_slug(record["provenance"]["gpu"])
-        others = [load(benchmark, gpu) for gpu in records.gpus_with_record(benchmark.name) if gpu != here]
-        return Result(benchmark, record, "live", others=others)
+        return Result(benchmark, record, "live", others=current_others(benchmark, here))
     main = load(benchmark)
-    first = records.reference_gpu()
-    others = [load(benchmark, gpu) for gpu in records.gpus_with_record(benchmark.name) if gpu != first]
-    main.others = others
+    main.others = current_others(benchmark, records.reference_gpu())
     return main
 
 

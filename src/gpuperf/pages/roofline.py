@@ -360,7 +360,8 @@ def load_gpu(gpu: str, root: Path | None = None) -> Placement:
 
     Every ``*.json`` beside ``hardware.json`` is read, whichever benchmark it holds, so
     a new benchmark's record is placed once it is committed. A record the catalog
-    declares is checked for staleness (a note); a malformed one is skipped.
+    declares is checked for staleness: on the reference GPU a stale one is placed with a
+    note, on another GPU it is skipped; a malformed one is skipped.
 
     Raises:
         FileNotFoundError: the folder has no ``hardware.json``.
@@ -383,19 +384,21 @@ def load_gpu(gpu: str, root: Path | None = None) -> Placement:
         except (ValueError, KeyError) as err:
             _skip(placement.skipped, path.stem, f"malformed record ({str(err)[:80]})")
             continue
+        try:
+            stale = records.staleness(record, catalog.by_name(record["benchmark"]))
+        except KeyError:
+            stale = []
+        if stale and gpu != records.reference_gpu():
+            # Another GPU's record of code that has changed since: it no longer describes it.
+            _skip(placement.skipped, path.stem, "measured before its code changed")
+            continue
         points, skipped = place_record(record, placement.roofs, l2)
         placement.points += points
         placement.skipped += skipped
         if not points:
             continue
         placement.provenance[record["benchmark"]] = record["provenance"]
-        try:
-            benchmark = catalog.by_name(record["benchmark"])
-        except KeyError:
-            continue
-        placement.notes += [
-            f"STALE {record['benchmark']}: {reason}" for reason in records.staleness(record, benchmark)
-        ]
+        placement.notes += [f"STALE {record['benchmark']}: {reason}" for reason in stale]
     return placement
 
 

@@ -9,9 +9,13 @@ highest % of the ceiling with where it was reached, for example
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gpuperf.pages.plotting import format_x
 from gpuperf.pages.prose import span
-from gpuperf.pages.report import Result
+
+if TYPE_CHECKING:
+    from gpuperf.pages.report import Result
 
 
 def headline(result: Result) -> str | None:
@@ -22,7 +26,7 @@ def headline(result: Result) -> str | None:
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
-    if not isinstance(result, Result):
+    if not all(hasattr(result, a) for a in ("record", "benchmark", "ratios", "fraction_of_ceiling")):
         raise TypeError(f"result must be a gpuperf.pages.Result, got {type(result).__name__}")
     record = result.record
     if record is None:

@@ -45,8 +45,9 @@ def output_format() -> str:
     return fmt
 
 
-def to_text(sections: list[Section], notes=()) -> str:
-    """Fixed-width text: the notes, then each section under its heading, columns right-aligned."""
+def to_text(sections: list[Section], notes=(), footer: str | None = None) -> str:
+    """Fixed-width text: the notes, then each section under its heading, columns right-aligned,
+    then the ``footer`` line (where the numbers were measured, say)."""
     out = list(notes)
     for section in sections:
         if section.heading:
@@ -55,12 +56,15 @@ def to_text(sections: list[Section], notes=()) -> str:
         widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(section.header)]
         lines = [section.header, ["-" * w for w in widths], *cells]
         out += ["  ".join(t.rjust(w) for t, w in zip(texts, widths, strict=True)) for texts in lines]
+    if footer:
+        out.append(footer)
     return "\n".join(out)
 
 
-def to_html(sections: list[Section], notes=()) -> str:
+def to_html(sections: list[Section], notes=(), footer: str | None = None) -> str:
     """HTML on one line: the notes as paragraphs, each section a ``<table>`` with the
-    heading as its caption and each cell's sort key in ``data-sort``."""
+    heading as its caption and each cell's sort key in ``data-sort``, then the ``footer``
+    as a paragraph."""
     parts = [f'<div class="{HTML_CLASS}s">']
     parts += [f'<p class="{HTML_CLASS}-note">{html.escape(note)}</p>' for note in notes]
     for section in sections:
@@ -80,10 +84,13 @@ def to_html(sections: list[Section], notes=()) -> str:
                 tds.append(f"<td{key}{numeric}>{html.escape(cell.text)}</td>")
             parts.append("<tr>" + "".join(tds) + "</tr>")
         parts.append("</tbody></table>")
+    if footer:
+        parts.append(f'<p class="{HTML_CLASS}-footer">{html.escape(footer)}</p>')
     parts.append("</div>")
     return "".join(parts)
 
 
-def render(sections: list[Section], notes=()) -> str:
+def render(sections: list[Section], notes=(), footer: str | None = None) -> str:
     """:func:`to_text` or :func:`to_html`, as ``GPUPERF_TABLES`` asks."""
-    return to_html(sections, notes) if output_format() == "html" else to_text(sections, notes)
+    write = to_html if output_format() == "html" else to_text
+    return write(sections, notes, footer)

@@ -131,38 +131,6 @@ ALL: tuple[Benchmark, ...] = (
 )
 
 
-#: Records still to be measured, by GPU folder: ``{gpu: (benchmark names, why, how)}``. The
-#: pages show the GPUs that have a record; the tests require every record not listed here
-#: and fail for a listed one that exists (remove it from here once measured).
-PENDING: dict[str, tuple[tuple[str, ...], str]] = {
-    "nvidia-h200": (
-        (
-            "rope",
-            "swiglu",
-            "attention_decode",
-            "matmul_small_m",
-            "llama_prefill",
-            "llama_prefill_autotune",
-            "llama_decode",
-            "llama_train",
-            "llama_train_memory",
-            "gluon_fp8",
-            "gluon_attention",
-        ),
-        "measured on the H100 only: the sessions that added tutorials 07 and 08 asked for an H200 "
-        "and were lent H100s; run `bash scripts/device_run.sh llama-h200 gluon gluon-attention` "
-        "on an H200",
-    ),
-}
-
-
-def pending(name: str, gpu: str) -> str | None:
-    """Why the record of benchmark ``name`` on the GPU folder ``gpu`` is still to be measured
-    (:data:`PENDING`), or None when it is not pending."""
-    names, why = PENDING.get(gpu, ((), ""))
-    return why if name in names else None
-
-
 def by_name(name: str) -> Benchmark:
     """Return the benchmark called ``name``; ``KeyError`` listing the known names otherwise."""
     for b in ALL:
@@ -215,7 +183,6 @@ __all__ = [
     "MATMUL_SMALL_M",
     "MATMUL_SMALL_M_SHAPES",
     "MATMUL_SQUARE",
-    "PENDING",
     "PERSISTENT_SHAPES",
     "PREFILL_BATCHES",
     "RMS_NORM",
@@ -240,5 +207,4 @@ __all__ = [
     "by_name",
     "call",
     "fp8_check_k",
-    "pending",
 ]

@@ -157,10 +157,9 @@ def in_one_paragraph() -> Paragraph:
         said[0] = f"On the {label}, " + said[0][0].lower() + said[0][1:]
         sentences += said
         missing = [name for name, (cap, _) in loaded.items() if cap is None]
-        if missing:
+        if missing and gpu == records.reference_gpu():  # another GPU shows what it has
             notes.append(
-                f"No {', '.join(missing)} capture for the {label}: run "
-                f"`{how(missing[0])}` on it and commit what it writes."
+                f"No {', '.join(missing)} capture for the {label}: `{how(missing[0])}` on a GPU takes it."
             )
     if not sentences:
         notes.append("MISSING: no captures or records of the profiling guide on any GPU.")

@@ -1,0 +1,187 @@
+"""What a ``python -m gpuperf.bench`` run will measure, how long it took last time, its progress
+while it runs, and how a fresh run compares with the committed records.
+
+* :func:`stale`: the benchmarks whose record on a GPU is missing, malformed or stale.
+* :func:`describe`: the plan, one line per benchmark with its points and last wall time.
+* :func:`progress`: a progress bar over every point of the run, with an ETA.
+* :func:`compare`: each provider's ratio to the baseline in a fresh record next to the
+  committed one's, and the regressions beyond the committed spread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+
+from gpuperf.bench import captures, records
+from gpuperf.bench.catalog import Benchmark
+
+
+def committed(benchmark: Benchmark, gpu: str, root=None) -> dict | None:
+    """The committed record of ``benchmark`` on the GPU folder ``gpu``, or None when there is
+    none or it is malformed."""
+    path = records.record_path(benchmark.name, gpu, root)
+    if not path.is_file():
+        return None
+    try:
+        return records.read(path)
+    except ValueError:
+        return None
+
+
+def why_stale(benchmark: Benchmark, gpu: str, root=None) -> list[str]:
+    """Why the record of ``benchmark`` on ``gpu`` must be measured again (empty: it is current)."""
+    path = records.record_path(benchmark.name, gpu, root)
+    if not path.is_file():
+        return ["no record"]
+    try:
+        record = records.read(path)
+    except ValueError as err:
+        return [str(err)]
+    return records.staleness(record, benchmark)
+
+
+def stale(benchmarks, gpu: str, root=None) -> list[Benchmark]:
+    """Those of ``benchmarks`` whose record on the GPU folder ``gpu`` is missing or stale."""
+    return [b for b in benchmarks if why_stale(b, gpu, root)]
+
+
+def points(benchmark: Benchmark) -> int:
+    """Provider measurements in one run of ``benchmark``: combinations × x values × providers."""
+    return len(benchmark.combos()) * len(benchmark.x_values) * len(benchmark.providers)
+
+
+def last_wall_s(benchmark: Benchmark, gpu: str, root=None) -> float | None:
+    """Seconds the committed record of ``benchmark`` on ``gpu`` took to measure, if it says."""
+    record = committed(benchmark, gpu, root)
+    return None if record is None else record.get("wall_s")
+
+
+def describe(benchmarks, gpu: str, root=None) -> str:
+    """The plan as text: each benchmark with its points, why it is measured (when its record
+    on ``gpu`` is missing or stale) and how long its last measurement took."""
+    if not benchmarks:
+        return f"nothing to measure on {gpu}"
+    lines = [f"{len(benchmarks)} benchmarks to measure on {gpu}:"]
+    known = 0.0
+    for b in benchmarks:
+        wall = last_wall_s(b, gpu, root)
+        known += wall or 0.0
+        why = why_stale(b, gpu, root)
+        took = f"took {wall / 60:.1f} min last time" if wall else "time not recorded"
+        reason = f"; {why[0]}" if why else ""
+        lines.append(f"  {b.name:<24} {points(b):>5} points, {took}{reason}")
+    timed = sum(1 for b in benchmarks if last_wall_s(b, gpu, root))
+    lines.append(f"about {known / 60:.0f} min for the {timed} whose last wall time is recorded")
+    return "\n".join(lines)
+
+
+class _Bar:
+    """A tqdm bar over points; :meth:`step` moves it and names the point being measured."""
+
+    def __init__(self, total: int):
+        from tqdm import tqdm
+
+        self._tqdm = tqdm(total=total, unit="pt", file=sys.stderr, dynamic_ncols=True, smoothing=0.05)
+        self._started = False
+
+    def step(self, what: str) -> None:
+        if self._started:
+            self._tqdm.update(1)
+        self._started = True
+        self._tqdm.set_postfix_str(what, refresh=True)
+
+    def write_line(self, line: str) -> None:
+        self._tqdm.write(line, file=sys.stdout)
+
+    def close(self) -> None:
+        if self._started:
+            self._tqdm.update(1)
+        self._tqdm.close()
+
+
+@contextlib.contextmanager
+def progress(benchmarks, gpu: str, root=None) -> Iterator[_Bar]:
+    """A progress bar over every provider measurement of ``benchmarks`` (tqdm, on stderr): the
+    benchmark, the point and the provider being measured, the points done and an ETA."""
+    bar = _Bar(sum(points(b) for b in benchmarks))
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+def _cost(benchmark: Benchmark, row: dict) -> tuple[float, float, float]:
+    """What a row costs, low to high: time (ms, p20, p80), or peak memory (GiB, no spread)."""
+    if benchmark.metric == "GiB":
+        return row["value"], row["value"], row["value"]
+    return row["ms"], row["ms_p20"], row["ms_p80"]
+
+
+def _ours(benchmark: Benchmark, key: str) -> bool:
+    """Whether the provider ``key`` is the package's own code (the one under study or one of its
+    variants, ``triton_graph``, ``gluon_persistent``...), which the regression gate watches."""
+    subject = benchmark.subject.key
+    return key == subject or key.startswith(subject + "_")
+
+
+def compare(benchmark: Benchmark, old: dict | None, new: dict) -> tuple[list[str], list[str]]:
+    """Each provider's ratio to the baseline (baseline cost / provider cost: above 1 is faster)
+    in the fresh record ``new`` next to the committed record ``old``, as lines of text, and
+    the regressions: points where one of the package's providers now has a ratio below the
+    lowest the committed record's spread allows (baseline p20 / provider p80).
+
+    Returns:
+        ``(lines, regressions)``, both lists of strings.
+    """
+    base = benchmark.baseline
+
+    def ok_rows(record):
+        return {
+            (r["x"], tuple(sorted(r["axes"].items())), r["provider"]): r
+            for r in (record or {"rows": []})["rows"]
+            if r["status"] == "ok"
+        }
+
+    before, now = ok_rows(old), ok_rows(new)
+    lines = [f"{benchmark.name}: provider ratio to {base} now, and committed (its p20-p80 range)"]
+    regressions = []
+    for (x, axes, key), row in now.items():
+        if key == base or (x, axes, base) not in now:
+            continue
+        where = " ".join([f"{benchmark.x_name}={x}", *(f"{k}={v}" for k, v in axes)])
+        ratio = _cost(benchmark, now[(x, axes, base)])[0] / _cost(benchmark, row)[0]
+        then, then_base = before.get((x, axes, key)), before.get((x, axes, base))
+        if then is None or then_base is None:
+            lines.append(f"  {where:<40} {key:>18} {ratio:6.2f}x   (no committed point)")
+            continue
+        mid = _cost(benchmark, then_base)[0] / _cost(benchmark, then)[0]
+        low = _cost(benchmark, then_base)[1] / _cost(benchmark, then)[2]
+        high = _cost(benchmark, then_base)[2] / _cost(benchmark, then)[1]
+        worse = _ours(benchmark, key) and ratio < low * (1 - 1e-9)
+        flag = "  REGRESSION" if worse else ""
+        lines.append(
+            f"  {where:<40} {key:>18} {ratio:6.2f}x   committed {mid:.2f}x ({low:.2f}-{high:.2f}){flag}"
+        )
+        if worse:
+            regressions.append(
+                f"{benchmark.name} {where} {key}: {ratio:.2f}x, committed {low:.2f}-{high:.2f}x"
+            )
+    return lines, regressions
+
+
+def stale_captures(gpu: str, root=None) -> list[tuple[str, str]]:
+    """``(name, command)`` of each capture on the GPU folder ``gpu`` whose code changed, with
+    the command that takes it again (:data:`gpuperf.bench.captures.COMMANDS`)."""
+    found = []
+    folder = (root or records.measurements_dir()) / gpu / "captures"
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            capture = captures.load(path.stem, gpu, root)
+        except ValueError:
+            found.append((path.stem, captures.command(path.stem)))
+            continue
+        if captures.staleness(capture):
+            found.append((path.stem, captures.command(path.stem)))
+    return found

@@ -1,0 +1,106 @@
+"""What ``python -m gpuperf.bench`` plans and reports: the stale records, the plan's text, the
+comparison of a fresh run with the committed one, and the trace of what ran."""
+
+import copy
+
+import pytest
+import torch
+
+from gpuperf.bench import catalog, plan, records, sources
+from gpuperf.bench.__main__ import main
+from gpuperf.bench.runner import traced_sources
+from tests._params import with_changed_source
+from tests.test_bench_records import synthetic_record
+
+
+def test_stale_lists_missing_and_changed_records_and_not_current_ones(tmp_path):
+    current = synthetic_record(n_x=99)
+    records.write(current, tmp_path)
+    gpu = records.gpu_slug(current["provenance"]["gpu"])
+    assert plan.stale([catalog.VECTOR_ADD], gpu, tmp_path) == []
+    assert plan.stale([catalog.SOFTMAX], gpu, tmp_path) == [catalog.SOFTMAX]  # no record
+    assert plan.why_stale(catalog.SOFTMAX, gpu, tmp_path) == ["no record"]
+    records.write(with_changed_source(current, "kernels/vector_add.py"), tmp_path)
+    assert plan.stale([catalog.VECTOR_ADD, catalog.SOFTMAX], gpu, tmp_path) == [
+        catalog.VECTOR_ADD,
+        catalog.SOFTMAX,
+    ]
+    text = plan.describe([catalog.VECTOR_ADD], gpu, tmp_path)
+    assert "vector_add" in text and "kernels/vector_add.py changed" in text
+
+
+def test_describe_gives_each_benchmarks_points_and_last_wall_time(tmp_path):
+    record = synthetic_record(n_x=99)
+    record["wall_s"] = 90.0
+    records.write(record, tmp_path)
+    gpu = records.gpu_slug(record["provenance"]["gpu"])
+    text = plan.describe([catalog.VECTOR_ADD, catalog.SOFTMAX], gpu, tmp_path)
+    points = len(catalog.VECTOR_ADD.x_values) * len(catalog.VECTOR_ADD.providers)
+    assert f"{points} points, took 1.5 min last time" in text
+    assert "softmax" in text and "time not recorded; no record" in text
+    assert plan.describe([], gpu, tmp_path) == f"nothing to measure on {gpu}"
+
+
+def _slower(record, provider, factor):
+    """A copy of ``record`` in which ``provider`` takes ``factor`` times as long."""
+    out = copy.deepcopy(record)
+    for row in out["rows"]:
+        if row["provider"] == provider:
+            for key in ("ms", "ms_p20", "ms_p80"):
+                row[key] *= factor
+    return out
+
+
+def test_compare_flags_only_our_providers_beyond_the_committed_spread():
+    # synthetic_record: p20 and p80 are 0.9 and 1.1 times the median, so a provider may lose
+    # up to 0.9 / 1.1 = 0.82 of its committed ratio before it counts as a regression.
+    bench = catalog.VECTOR_ADD
+    old = synthetic_record(bench, n_x=2)
+    lines, worse = plan.compare(bench, old, _slower(old, "triton", 1.1))
+    assert worse == [] and any("committed" in line for line in lines)
+    lines, worse = plan.compare(bench, old, _slower(old, "triton", 1.5))
+    assert len(worse) == 2 and all("triton" in w for w in worse)
+    assert sum("REGRESSION" in line for line in lines) == 2
+    # The baseline getting faster is no regression of ours, nor is another library's change.
+    _, worse = plan.compare(catalog.SOFTMAX, *(2 * [synthetic_record(catalog.SOFTMAX, n_x=1)]))
+    assert worse == []
+    other = next(
+        p.key for p in catalog.SOFTMAX.providers if p.key not in ("triton", catalog.SOFTMAX.baseline)
+    )
+    _, worse = plan.compare(
+        catalog.SOFTMAX,
+        synthetic_record(catalog.SOFTMAX, n_x=1),
+        _slower(synthetic_record(catalog.SOFTMAX, n_x=1), other, 3),
+    )
+    assert worse == []
+    lines, worse = plan.compare(bench, None, old)
+    assert worse == [] and any("no committed point" in line for line in lines)
+
+
+def test_dry_run_lists_what_is_stale_without_a_gpu(tmp_path, capsys):
+    record = synthetic_record(n_x=99)
+    records.write(record, tmp_path)
+    gpu = records.gpu_slug(record["provenance"]["gpu"])
+    assert main(["--stale", "--dry-run", "--gpu", gpu, "--out", str(tmp_path), "vector_add", "softmax"]) == 0
+    out = capsys.readouterr().out
+    assert "1 benchmarks to measure" in out and "softmax" in out and "vector_add " not in out
+    assert main(["no_such_benchmark", "--dry-run"]) == 2
+
+
+def test_help_is_plain_text(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "--stale" in out and "--compare" in out and "``" not in out and ":func:" not in out
+
+
+def test_traced_sources_names_the_modules_whose_functions_ran():
+    from gpuperf.kernels import softmax
+
+    ran: set[str] = set()
+    with traced_sources(ran):
+        softmax(torch.randn(2, 8, device="cuda" if torch.cuda.is_available() else "cpu"))
+    assert {"kernels/softmax.py", "kernels/_validation.py"} <= ran
+    # Only the code under study: not the tests, the bench or torch.
+    assert all(rel.startswith(("kernels/", "models/", "_runtime.py")) for rel in ran)
+    assert ran <= set(sources.closure(catalog.SOFTMAX.sources))

@@ -18,7 +18,8 @@ import triton
 from gpuperf.bench import metrics, records
 from gpuperf.bench.catalog import SOFTMAX, SOFTMAX_LONG, SOFTMAX_LONG_ROWS, SOFTMAX_ROWS
 from gpuperf.bench.timing import time_ms
-from gpuperf.kernels import _configs, vector_add
+from gpuperf.kernels import configs as _configs
+from gpuperf.kernels import vector_add
 from gpuperf.kernels.softmax import _softmax_kernel, _softmax_online_kernel
 
 LINES: list[str] = []

@@ -66,12 +66,7 @@ CAPTURES = {
         x=(8192, 8192, 8192),
         axes={"scaling": "tensor"},
         providers=("gluon_drain", "gluon_pingpong", "gluon_persistent", "gluon", "triton", "scaled_mm"),
-        sources=(
-            "kernels/gluon/matmul_fp8.py",
-            "kernels/matmul_fp8.py",
-            "kernels/matmul_persistent.py",
-            "kernels/_persistent_configs.py",
-        ),
+        sources=("kernels/gluon/matmul_fp8.py", "kernels/matmul_fp8.py"),
         payload={"shape": [8192, 8192, 8192], "scaling": "tensor"},
     ),
     "attention": Capture(
@@ -80,7 +75,7 @@ CAPTURES = {
         x=8192,
         axes={"head_dim": 128, "causal": False},
         providers=("gluon_ws", "gluon_overlap", "gluon_pingpong", "gluon", "triton", "cudnn"),
-        sources=("kernels/gluon/attention.py", "kernels/attention.py", "kernels/_attention_configs.py"),
+        sources=("kernels/gluon/attention.py", "kernels/attention.py"),
         payload={"seq_len": 8192, "head_dim": 128, "causal": False, "dtype": "float16"},
         # The transcendental pipe (MUFU: the softmax's exp2) beside the tensor pipe.
         extra_metrics=("sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",),
@@ -91,7 +86,7 @@ CAPTURES = {
         x=8192,
         axes={"head_dim": 64, "causal": False},
         providers=("gluon_overlap", "gluon", "triton", "cudnn"),
-        sources=("kernels/gluon/attention.py", "kernels/attention.py", "kernels/_attention_configs.py"),
+        sources=("kernels/gluon/attention.py", "kernels/attention.py"),
         payload={"seq_len": 8192, "head_dim": 64, "causal": False, "dtype": "float16"},
         extra_metrics=("sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",),
     ),

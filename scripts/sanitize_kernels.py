@@ -22,8 +22,8 @@ import torch
 
 from gpuperf.kernels import (
     PersistentConfig,
-    _configs,
     attention,
+    configs,
     matmul,
     matmul_fp8,
     matmul_persistent,
@@ -31,7 +31,7 @@ from gpuperf.kernels import (
     to_fp8,
     vector_add,
 )
-from gpuperf.kernels.matmul_persistent import tma_layout
+from gpuperf.kernels.tma import tma_layout
 
 RUNGS = (
     None,  # the tuned config
@@ -51,8 +51,8 @@ def _basics():
     and the tiled matmul with its epilogue, at shapes off every block, K = 0 too."""
     for shape in [(1,), (1000,), (4097,), (3, 5, 7)]:
         twice(vector_add, torch.randn(shape, device="cuda"), torch.randn(shape, device="cuda"))
-    long_row = _configs.SOFTMAX_MAX_FUSED_COLS + 1
-    for shape in [(1, 1), (3, 7), (5, 1000), (2, long_row), (1, 5 * _configs.SOFTMAX_ONLINE_BLOCK_N + 123)]:
+    long_row = configs.SOFTMAX_MAX_FUSED_COLS + 1
+    for shape in [(1, 1), (3, 7), (5, 1000), (2, long_row), (1, 5 * configs.SOFTMAX_ONLINE_BLOCK_N + 123)]:
         twice(softmax, torch.randn(shape, device="cuda"))
     twice(softmax, torch.randn(129, 33, device="cuda").t())
     for m, n, k in [(1, 1, 1), (17, 33, 65), (130, 70, 200), (4099, 257, 3001), (16, 17, 4096), (5, 7, 0)]:
@@ -196,7 +196,10 @@ def _swiglu():
         PersistentConfig(128, 64, 64, num_warps=4, num_stages=3, warp_specialize=True),
         PersistentConfig(64, 128, 64, num_warps=4, num_stages=4),
     )
-    for m, n, k in [(1, 16, 72), (17, 33, 65), (130, 70, 200), (257, 136, 4104), (64, 1000, 512)]:
+    # (1, 300, 512) and (65, 300, 4096): a row-major weight whose up half starts 600 bytes in,
+    # off a 16-byte boundary (computed pointers, not TMA: a misaligned box faults the GPU).
+    shapes = [(1, 16, 72), (17, 33, 65), (130, 70, 200), (257, 136, 4104), (64, 1000, 512), (1, 300, 512)]
+    for m, n, k in [*shapes, (65, 300, 4096)]:
         for dtype in (torch.float16, torch.bfloat16):
             x = torch.randn(m, k, device="cuda", dtype=dtype)
             w = torch.randn(k, 2 * n, device="cuda", dtype=dtype) / k**0.5

@@ -72,9 +72,9 @@ def test_paragraph_without_any_record_says_so(tmp_path, monkeypatch):
     assert any("nox -s bench" in n for n in paragraph.notes)
 
 
-@pytest.mark.parametrize("benchmark", [SOFTMAX, LONG])
-def test_bandwidth_and_speedups_reads_every_gpu(benchmark):
-    result = run_or_load(benchmark)
+@pytest.mark.parametrize("bench", [SOFTMAX, LONG])
+def test_bandwidth_and_speedups_reads_every_gpu(bench):
+    result = run_or_load(bench)
     text = page.bandwidth_and_speedups(result)
     assert max(len(line) for line in text.splitlines()) <= page.WIDTH
     flat = " ".join(text.split())

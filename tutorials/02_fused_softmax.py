@@ -120,7 +120,7 @@ print(page.config_sweep())
 
 import torch
 from gpuperf.kernels import softmax
-from gpuperf.kernels._configs import SOFTMAX_MAX_FUSED_COLS
+from gpuperf.kernels.configs import SOFTMAX_MAX_FUSED_COLS
 from gpuperf.pages.report import can_measure
 from gpuperf.reference import softmax_ref
 from gpuperf.testing import assert_close

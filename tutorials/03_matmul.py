@@ -189,7 +189,7 @@ print(f"the bf16 ridge point: {hw.ridge_point('bf16'):.0f} FLOP/B")
 from functools import partial
 
 import torch
-from gpuperf.kernels import _configs
+from gpuperf.kernels import configs
 from gpuperf.kernels.matmul import matmul_config
 
 device = "cuda" if can_measure() else "cpu"
@@ -197,7 +197,7 @@ half = partial(torch.randn, device=device, dtype=torch.float16)
 print(f"this build ({device}): {matmul_config(half(100, 64), half(64, 80)).label()}")
 print(f"what a call on {page_gpu()} picks (bfloat16):")
 for shape in [(4096, 4096, 4096), (3000, 5000, 1000), (16, 14336, 4096), (100, 80, 64)]:
-    config = _configs.matmul_config(page_gpu(), "bfloat16", *shape)
+    config = configs.matmul_config(page_gpu(), "bfloat16", *shape)
     print(f"  {format_x(shape):>15}: {config.label()}")
 
 # %%

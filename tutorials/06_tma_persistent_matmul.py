@@ -34,8 +34,8 @@ print(persistent.in_one_paragraph())
 # the page's GPU (the H100 has |h100-sms| SMs):
 
 from gpuperf.bench.catalog import PERSISTENT_SHAPES
-from gpuperf.kernels._grid import cdiv
 from gpuperf.pages import ceilings
+from triton import cdiv
 
 sms = ceilings().provenance["sm_count"]
 block_m, block_n = persistent.tuned_tile()
@@ -76,7 +76,7 @@ for m, n, k in PERSISTENT_SHAPES:
 # column-major matrix is described through its transpose):
 
 import torch
-from gpuperf.kernels.matmul_persistent import tma_layout
+from gpuperf.kernels.tma import tma_layout
 
 h = torch.randn(64, 72, dtype=torch.float16)
 examples = {

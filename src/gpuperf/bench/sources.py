@@ -203,8 +203,9 @@ def combined_sha256(file_hashes: dict[str, str]) -> str:
 def changes(stored: dict[str, str], sources: Iterable[str]) -> list[str]:
     """What differs between the file hashes ``stored`` with a measurement and the code as it
     stands, for the sources the measurement names: ``['kernels/softmax.py changed',
-    'kernels/launch.py is new']``; empty when nothing does."""
-    now = hashes(sources)
+    'kernels/launch.py is new']``; empty when nothing does. A named source that no longer
+    exists is gone (and its imports are not followed)."""
+    now = hashes(rel for rel in sources if (PACKAGE_ROOT / rel).is_file())
     found = [f"{rel} changed" for rel in sorted(now) if rel in stored and stored[rel] != now[rel]]
     found += [f"{rel} is new" for rel in sorted(set(now) - set(stored))]
     found += [f"{rel} is gone" for rel in sorted(set(stored) - set(now))]

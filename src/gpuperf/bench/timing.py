@@ -173,7 +173,7 @@ def host_time_ms(fn: Callable[[], object], *, calls: int = HOST_CALLS, rounds: i
         else:
             per_call.append(elapsed_ms / calls)
     return Timing(
-        ms=statistics.median(per_call), ms_p20=_quantile(per_call, 0.2), ms_p80=_quantile(per_call, 0.8)
+        ms=statistics.median(per_call), ms_p20=quantile(per_call, 0.2), ms_p80=quantile(per_call, 0.8)
     )
 
 
@@ -222,7 +222,7 @@ def loop_time_ms(
         else:
             per_call.append(elapsed / calls)
     return Timing(
-        ms=statistics.median(per_call), ms_p20=_quantile(per_call, 0.2), ms_p80=_quantile(per_call, 0.8)
+        ms=statistics.median(per_call), ms_p20=quantile(per_call, 0.2), ms_p80=quantile(per_call, 0.8)
     )
 
 
@@ -266,7 +266,7 @@ def _sleep_cycles(ms: float) -> int:
     return int(ms * khz)
 
 
-def _quantile(values: list[float], q: float) -> float:
+def quantile(values: list[float], q: float) -> float:
     """The ``q`` quantile of ``values``, interpolating linearly between order statistics."""
     ordered = sorted(values)
     pos = q * (len(ordered) - 1)

@@ -5,10 +5,13 @@ so that a change to one family's configs leaves the others' committed measuremen
 current. The tuning sweeps (:mod:`gpuperf.bench.tuning`) and the pages that show
 them read those rules and configs here, the one public face of the three:
 
+* softmax's launch rule: the longest row read in one pass (:data:`SOFTMAX_MAX_FUSED_COLS`),
+  the online kernel's chunk (:data:`SOFTMAX_ONLINE_BLOCK_N`) and the rows and warps per
+  program of the one-pass kernel (:func:`softmax_fused_launch`);
 * where the committed sweeps live (:data:`TUNED_DIR`) and the shared-memory budget
   every config must fit (:data:`SHARED_MEMORY_BYTES`);
 * the tiled matmul: :class:`MatmulConfig`, its candidates (:data:`MATMUL_CONFIGS`,
-  :func:`matmul_candidates`);
+  :func:`matmul_candidates`) and the committed sweep's choice (:func:`matmul_config`);
 * the persistent matmuls (16-bit and FP8): :class:`PersistentConfig`, tutorial 06's
   ladder of :data:`VARIANTS` and :func:`variant`, FP8's :data:`ACCUMULATIONS`, and
   the candidates of each kernel (:func:`candidate_pool`, :func:`candidates`);
@@ -27,9 +30,13 @@ from gpuperf.kernels._attention_configs import (
 from gpuperf.kernels._configs import (
     MATMUL_CONFIGS,
     SHARED_MEMORY_BYTES,
+    SOFTMAX_MAX_FUSED_COLS,
+    SOFTMAX_ONLINE_BLOCK_N,
     TUNED_DIR,
     MatmulConfig,
     matmul_candidates,
+    matmul_config,
+    softmax_fused_launch,
 )
 from gpuperf.kernels._persistent_configs import (
     ACCUMULATIONS,
@@ -49,6 +56,8 @@ __all__ = [
     "ATTENTION_KERNELS",
     "MATMUL_CONFIGS",
     "SHARED_MEMORY_BYTES",
+    "SOFTMAX_MAX_FUSED_COLS",
+    "SOFTMAX_ONLINE_BLOCK_N",
     "TUNED_DIR",
     "VARIANTS",
     "AttentionConfig",
@@ -57,5 +66,7 @@ __all__ = [
     "candidate_pool",
     "candidates",
     "matmul_candidates",
+    "matmul_config",
+    "softmax_fused_launch",
     "variant",
 ]

@@ -141,7 +141,7 @@ def _attention_grads_ref(q, k, v, grad_out, causal):
 
 
 #: The sources the attention records hash (a change to one makes them stale).
-ATTENTION_SOURCES = ("kernels/attention.py", "kernels/_attention_configs.py", "kernels/_launch.py")
+ATTENTION_SOURCES = ("kernels/attention.py",)
 
 ATTENTION_FORWARD = Benchmark(
     name="attention_forward",
@@ -286,7 +286,7 @@ ATTENTION_DECODE = Benchmark(
         batch, ATTENTION_DECODE_HEADS, 1, kv_len, ATTENTION_DECODE_HEAD_DIM
     ),
     ceiling="copy_gbps",
-    sources=("kernels/attention_decode.py", "kernels/_launch.py"),
+    sources=("kernels/attention_decode.py",),
     axes=(("batch", ATTENTION_DECODE_BATCHES),),
     # Every provider rounds the probabilities to bfloat16 before P @ V (FlashAttention
     # does): at 1k random keys that alone is up to 7e-4 off outputs of at most 0.2, past

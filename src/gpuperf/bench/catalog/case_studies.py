@@ -55,7 +55,7 @@ GELU = Benchmark(
     bytes=lambda n, dtype: metrics.elementwise_bytes(n, ELEMENT_SIZE[dtype], n_inputs=1),
     flops=lambda n, dtype: metrics.gelu_flops(n),
     ceiling="copy_gbps",
-    sources=("kernels/gelu.py", "kernels/_elementwise.py", "kernels/_launch.py"),
+    sources=("kernels/gelu.py",),
     axes=(("dtype", ELEMENTWISE_DTYPES),),
 )
 
@@ -77,7 +77,7 @@ ADD_RELU_MUL = Benchmark(
     bytes=lambda n, dtype: metrics.elementwise_bytes(n, ELEMENT_SIZE[dtype], n_inputs=3),
     flops=lambda n, dtype: metrics.add_relu_mul_flops(n),
     ceiling="copy_gbps",
-    sources=("kernels/add_relu_mul.py", "kernels/_elementwise.py", "kernels/_launch.py"),
+    sources=("kernels/add_relu_mul.py",),
     axes=(("dtype", ELEMENTWISE_DTYPES),),
 )
 
@@ -110,5 +110,5 @@ STRIDED_COPY = Benchmark(
     bytes=lambda stride: metrics.copy_bytes(STRIDED_COPY_ELEMENTS * 4),
     flops=lambda stride: 0,
     ceiling="copy_gbps",
-    sources=("kernels/strided_copy.py", "kernels/_elementwise.py", "kernels/_launch.py"),
+    sources=("kernels/strided_copy.py",),
 )

@@ -21,7 +21,6 @@ import torch
 from gpuperf import reference
 from gpuperf.bench import metrics
 from gpuperf.bench.catalog.attention import (
-    ATTENTION_SOURCES,
     ATTENTION_TOKENS,
     ATTENTION_WIDTH,
     attention_inputs,
@@ -29,18 +28,13 @@ from gpuperf.bench.catalog.attention import (
     forward_provider,
 )
 from gpuperf.bench.catalog.benchmark import TFLOPS_CEILING, Benchmark, Provider, call, kernels
-from gpuperf.bench.catalog.matmul import PERSISTENT_SOURCES, fp8_check_k, fp8_operands
+from gpuperf.bench.catalog.matmul import fp8_check_k, fp8_operands
 
 #: The issue's shapes (M, N, K): square 4096 and 8192, and 8192 x 8192 over K = 4096.
 GLUON_FP8_SHAPES = ((4096, 4096, 4096), (8192, 8192, 4096), (8192, 8192, 8192))
 
 #: The sources the record hashes: the Gluon kernel and the Triton kernel it is measured against.
-GLUON_FP8_SOURCES = (
-    "kernels/gluon/matmul_fp8.py",
-    "kernels/gluon/_device.py",
-    "kernels/matmul_fp8.py",
-    *PERSISTENT_SOURCES,
-)
+GLUON_FP8_SOURCES = ("kernels/gluon/matmul_fp8.py", "kernels/matmul_fp8.py")
 
 
 def _gluon(kernel: str, config_class: str, keywords: tuple[str, ...] = (), **fields):
@@ -129,13 +123,7 @@ GLUON_ATTENTION_SEQ_LENS = (1024, 2048, 4096, 8192, 16384)
 
 #: The sources the attention record hashes: the Gluon kernel (and the helpers it imports) and
 #: the Triton kernel it is measured against.
-GLUON_ATTENTION_SOURCES = (
-    "kernels/gluon/attention.py",
-    "kernels/gluon/_device.py",
-    "kernels/gluon/matmul_fp8.py",
-    "kernels/_attention_checks.py",
-    *ATTENTION_SOURCES,
-)
+GLUON_ATTENTION_SOURCES = ("kernels/gluon/attention.py", "kernels/attention.py")
 
 
 def _gluon_attention(**fields):

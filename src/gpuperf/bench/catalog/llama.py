@@ -46,21 +46,8 @@ LAYER_CHECK_TERMS = 512
 #: compares every gradient with PyTorch's at 2% of its scale.
 TRAIN_CHECK_TERMS = 64 * TRAIN_BATCHES[0] * LLAMA_SEQ_LEN
 
-#: Files whose change makes these records stale: the layer and every kernel it runs.
-LLAMA_SOURCES = (
-    "models/llama.py",
-    "kernels/rms_norm.py",
-    "kernels/rope.py",
-    "kernels/matmul.py",
-    "kernels/matmul_persistent.py",
-    "kernels/matmul_splitk.py",
-    "kernels/_persistent_configs.py",
-    "kernels/swiglu.py",
-    "kernels/attention.py",
-    "kernels/_attention_configs.py",
-    "kernels/attention_decode.py",
-    "kernels/_launch.py",
-)
+#: What these records hash: the layer, and through its imports every kernel it runs.
+LLAMA_SOURCES = ("models/llama.py",)
 
 _LAYERS: dict = {}
 

@@ -97,7 +97,7 @@ MATMUL = Benchmark(
     bytes=lambda shape, dtype: metrics.matmul_bytes(*shape, ELEMENT_SIZE[dtype]),
     flops=lambda shape, dtype: metrics.matmul_flops(*shape),
     ceiling=lambda dtype: TFLOPS_CEILING[dtype],
-    sources=("kernels/matmul.py", "kernels/_configs.py", "kernels/_launch.py"),
+    sources=("kernels/matmul.py",),
     axes=(("dtype", MATMUL_DTYPES),),
     reduction=_matmul_k,
 )
@@ -128,7 +128,7 @@ MATMUL_EPILOGUE = Benchmark(
     bytes=lambda shape: metrics.matmul_bytes(*shape, 2, bias=True),
     flops=lambda shape: metrics.matmul_flops(*shape),
     ceiling="bf16_tflops",
-    sources=("kernels/matmul.py", "kernels/_configs.py", "kernels/_launch.py"),
+    sources=("kernels/matmul.py",),
     reduction=_matmul_k,
 )
 
@@ -159,15 +159,12 @@ MATMUL_ORDER = Benchmark(
     bytes=lambda shape: metrics.matmul_bytes(*shape, 2),
     flops=lambda shape: metrics.matmul_flops(*shape),
     ceiling="fp16_tflops",
-    sources=("kernels/matmul.py", "kernels/_configs.py"),
+    sources=("kernels/matmul.py",),
     reduction=_matmul_k,
 )
 
 #: The sources of the persistent matmuls (tutorials 05 and 06), named by several benchmarks.
-PERSISTENT_SOURCES = (
-    "kernels/matmul_persistent.py",
-    "kernels/_persistent_configs.py",
-)
+PERSISTENT_SOURCES = ("kernels/matmul_persistent.py",)
 
 # --- persistent and FP8 matmuls (tutorials 05 and 06) ------------------------------------
 
@@ -235,7 +232,7 @@ MATMUL_PERSISTENT = Benchmark(
     bytes=lambda shape: metrics.matmul_bytes(*shape, 2),
     flops=lambda shape: metrics.matmul_flops(*shape),
     ceiling="bf16_tflops",
-    sources=(*PERSISTENT_SOURCES, "kernels/matmul.py", "kernels/_configs.py"),
+    sources=(*PERSISTENT_SOURCES, "kernels/matmul.py"),
     reduction=_matmul_k,
 )
 
@@ -286,7 +283,7 @@ MATMUL_SMALL_M = Benchmark(
     bytes=lambda shape: metrics.matmul_bytes(*shape, 2),
     flops=lambda shape: metrics.matmul_flops(*shape),
     ceiling="copy_gbps",
-    sources=("kernels/matmul_splitk.py", "kernels/_launch.py"),
+    sources=("kernels/matmul_splitk.py",),
     reduction=_matmul_k,
 )
 

@@ -60,18 +60,20 @@ def hopper_target(*kernels):
 
 
 def ptxas_report(ptx: str) -> str:
-    """What ``ptxas -v`` (the one in Triton's wheel) says of ``ptx`` assembled for
-    ``sm_90a``: registers, spill bytes, and its note C7514 when it serializes the wgmma
-    instructions (which undoes any overlap a schedule asks for).
+    """What ``ptxas -v`` says of ``ptx`` assembled for ``sm_90a``: registers, spill bytes, and
+    its note C7514 when it serializes the wgmma instructions (which undoes any overlap a
+    schedule asks for). The ``ptxas`` is the one Triton compiles with (``TRITON_PTXAS_PATH``
+    if set, else the one in Triton's wheel), so it reads the PTX version Triton wrote.
 
     Raises:
-        RuntimeError: Triton's wheel carries no ``ptxas`` here.
+        FileNotFoundError: there is no such ``ptxas`` here.
+        RuntimeError: ``ptxas`` rejected the PTX (its message is in the error).
     """
-    from triton.backends.nvidia import compiler
+    from triton.backends.nvidia.compiler import get_ptxas
 
-    ptxas = os.path.join(os.path.dirname(compiler.__file__), "bin", "ptxas")
-    if not os.path.isfile(ptxas):
-        raise RuntimeError(f"no ptxas at {ptxas}: Triton's wheel for this platform carries none")
+    ptxas = get_ptxas(90).path
+    if not ptxas or not os.path.isfile(ptxas):
+        raise FileNotFoundError(f"no ptxas at {ptxas}: Triton's wheel for this platform carries none")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.ptx")
         with open(path, "w") as f:
@@ -80,8 +82,9 @@ def ptxas_report(ptx: str) -> str:
             [ptxas, "-arch=sm_90a", "-v", path, "-o", os.path.join(tmp, "kernel.cubin")],
             capture_output=True,
             text=True,
-            check=True,
         )
+    if done.returncode != 0:
+        raise RuntimeError(f"{ptxas} failed with exit status {done.returncode}:\n{done.stderr[-3000:]}")
     return done.stdout + done.stderr
 
 

@@ -390,7 +390,7 @@ def load_gpu(gpu: str, root: Path | None = None) -> Placement:
             stale = []
         if stale and gpu != records.reference_gpu():
             # Another GPU's record of code that has changed since: it no longer describes it.
-            _skip(placement.skipped, path.stem, "measured before its code changed")
+            placement.skipped.append((path.stem, "measured before its code changed", len(record["rows"])))
             continue
         points, skipped = place_record(record, placement.roofs, l2)
         placement.points += points

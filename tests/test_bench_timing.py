@@ -41,7 +41,7 @@ def test_loop_timer_without_gpu_fails_clearly():
 @pytest.mark.gpu
 def test_loop_timer_counts_the_host_when_it_is_slower_than_the_gpu():
     """A call whose host work (a 2 ms sleep) outlasts its GPU work is timed at the host's pace
-    by the loop timer, and at the GPU's by do_bench's flush-ahead timing."""
+    by the loop timer."""
     x = torch.randn(1024, device="cuda")
 
     def slow_host():
@@ -49,7 +49,10 @@ def test_loop_timer_counts_the_host_when_it_is_slower_than_the_gpu():
         return x + 1
 
     looped = timing.loop_time_ms(slow_host, rounds=3, round_ms=20.0)
-    assert looped.ms >= 2.0
+    # The host's pace, with a margin no clock can cross: the GPU's clock and the host's sleep
+    # disagree by a fraction of a percent (1.9927 ms was seen for the 2 ms), while the GPU's
+    # own work, x + 1 on 4 KB, takes microseconds.
+    assert looped.ms > 1.0
     assert looped.ms_p20 <= looped.ms <= looped.ms_p80
 
 

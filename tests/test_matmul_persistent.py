@@ -171,3 +171,14 @@ def test_planned_calls_compute_on_their_own_inputs():
             out = matmul_persistent(a, b)
             assert_close(f"matmul_persistent {dtype} col={col} call {seed}", matmul_ref(a, b), out, k=192)
     assert len(plans) == 3  # one plan per dtype and layout, made by the first call of each
+
+
+def test_bfloat16_is_right_wherever_it_runs():
+    """Triton 3.6's interpreter multiplies bfloat16's raw bits in tl.dot; the wrapper gives the
+    kernel float32 operands there (kernels.device.interpreter_dot_operands), so bfloat16 is
+    right on the CPU as on a GPU, and the output stays bfloat16."""
+    for m, n, k in ((37, 40, 48), (1, 24, 80)):
+        a, b = randn((m, k), torch.bfloat16, seed=m), randn((k, n), torch.bfloat16, seed=n)
+        out = matmul_persistent(a, b)
+        assert out.dtype == torch.bfloat16
+        assert_close(f"matmul_persistent bf16 {m}x{n}x{k}", matmul_ref(a, b), out, k=k)

@@ -515,3 +515,14 @@ def test_gpu_eager_call_captures_into_a_cuda_graph():
     x.copy_(randn((128, 256), torch.bfloat16, seed=26))
     graph.replay()
     assert_close("swiglu in a CUDA graph", reference(x, w), out, k=256)
+
+
+def test_bfloat16_is_right_wherever_it_runs():
+    """The interpreter's bfloat16 tl.dot is wrong (it multiplies raw bits): the wrapper upcasts
+    the operands there, so bfloat16 SwiGLU is right on the CPU too, in bfloat16."""
+    for m, n, k in ((9, 24, 32), (1, 40, 48)):
+        x = randn((m, k), torch.bfloat16, seed=m)
+        w = randn((k, 2 * n), torch.bfloat16, seed=n) * k**-0.5
+        out = swiglu(x, w)
+        assert out.dtype == torch.bfloat16
+        assert_close(f"swiglu bf16 {m}x{n}x{k}", swiglu_ref(x, w[:, :n], w[:, n:]), out, k=k)

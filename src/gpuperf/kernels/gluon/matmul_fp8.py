@@ -376,8 +376,9 @@ def matmul_fp8_promoted(
     Raises:
         TypeError: an operand is not an FP8 tensor, a scale not a float32 tensor,
             ``out_dtype`` unsupported, or ``config`` not a :class:`GluonFP8Config`.
-        ValueError: shapes or devices do not match, a scale has the wrong shape, or
-            ``K`` is not a multiple of 16 (TMA's 16-byte rule on the K-major operands).
+        ValueError: shapes or devices do not match, a scale has the wrong shape, or an
+            operand cannot be read K-major through TMA, even as a copy (its other stride,
+            ``K`` bytes for a contiguous copy, must be a multiple of 16; ``K = 1`` never is).
         RuntimeError: Gluon cannot run here: Triton's interpreter is on, or the GPU is
             not a Hopper (compute capability 9.x).
 
@@ -409,6 +410,15 @@ def matmul_fp8_promoted(
     if tma_layout(b) != "col":
         b = b.t().contiguous().t()
     check_tma_operands(("a", "b"), (a, b))
+    # A copy cannot make every operand K-major: PyTorch gives a (1, N) b (K = 1) the strides
+    # of a row-major one, and the kernel's descriptor of bᵀ would have a misaligned stride.
+    for name, t, wanted in (("a", a, "row"), ("b", b, "col")):
+        if tma_layout(t) != wanted:
+            raise ValueError(
+                f"{name} (shape {tuple(t.shape)}, strides {t.stride()}) cannot be read K-major "
+                "through TMA: its K dimension must be contiguous with the other stride a "
+                "multiple of 16 bytes (K = 1 cannot be); use gpuperf.kernels.matmul_fp8"
+            )
     c = torch.empty((m, n), dtype=out_dtype, device=a.device)
     plan = launch(c, a, b, scale_a.reshape(-1), scale_b.reshape(-1), config)
     # Later calls with operands like these launch from the plan (gpuperf.kernels.plans),

@@ -35,10 +35,10 @@ def ampere_gpu(monkeypatch):
 
     The kernels ask a device's capability once and keep it, so the kept answers are
     dropped before and after."""
-    from gpuperf.kernels import device
+    from gpuperf.kernels.matmul_persistent import capability
 
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
-    device.forget()
+    capability.cache_clear()
     yield
     monkeypatch.undo()
-    device.forget()
+    capability.cache_clear()

@@ -47,9 +47,9 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help=(
             "measure and compare with the committed records instead of writing them: each "
-            "provider's ratio to the baseline, then and now; exit status 1 when one of the "
-            "package's providers is slower than the committed record's 20th-80th percentile "
-            "spread allows"
+            "provider's ratio to the baseline, then and now, with their 20th-80th percentile "
+            "ranges; exit status 1 when one of the package's providers has a range wholly "
+            "below its committed one"
         ),
     )
     parser.add_argument(

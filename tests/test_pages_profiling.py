@@ -254,7 +254,7 @@ def test_proton_kernels_are_the_timed_leaves():
 def test_load_says_what_is_missing_or_stale(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUPERF_GPU", "nvidia-test-gpu")  # notes are the reference GPU's
     cap, notes = pages_captures.load("timing_methods", "nvidia-test-gpu", tmp_path)
-    assert cap is None and notes[0].startswith("MISSING") and pages_captures.how("timing_methods") in notes[0]
+    assert cap is None and notes[0].startswith("MISSING") and captures.command("timing_methods") in notes[0]
     fresh = capture("timing_methods", _timing_payload(), sources=("kernels/row_mean.py",))
     captures.write(fresh, tmp_path)
     assert pages_captures.load("timing_methods", "nvidia-test-gpu", tmp_path) == (fresh, [])

@@ -8,9 +8,9 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from gpuperf.bench import catalog, records
+from gpuperf.bench import catalog, records, sources
 from gpuperf.pages.plotting import PROVIDER_COLORS, format_size, format_x, provider_color
-from gpuperf.pages.report import Result, load, run_or_load, shown_gpus
+from gpuperf.pages.report import Result, current_others, load, run_or_load
 from tests._params import with_changed_source
 from tests.test_bench_records import HOST_LIKE, MATMUL_LIKE, synthetic_record
 
@@ -229,7 +229,7 @@ def test_bad_mode_is_rejected(monkeypatch):
 
 def test_every_benchmark_names_real_sources():
     for benchmark in catalog.ALL:
-        assert len(records.sources_sha256(benchmark.sources)) == 64
+        assert all(len(h) == 64 for h in sources.hashes(benchmark.sources).values())
         # The kernel under study comes first: this site's Triton kernel, or its Gluon one.
         assert benchmark.subject.key in ("triton", "gluon")
 
@@ -424,7 +424,7 @@ def test_another_gpus_record_is_drawn_only_while_current(monkeypatch, tmp_path):
     alone = run_or_load(catalog.VECTOR_ADD)
     assert [r.gpu for r in alone.gpus()] == ["Test GPU 80GB"] and alone.notes == []
     assert alone.table().splitlines()[-1] == "Measured on: Test GPU 80GB (2026-11-24)"
-    assert shown_gpus(catalog.VECTOR_ADD) == ["test-gpu-80gb"]
+    assert current_others(catalog.VECTOR_ADD, "test-gpu-80gb") == []
     # Another GPU's stale record loads as nothing to show; the reference GPU's says what is missing.
     assert load(catalog.VECTOR_ADD, "other-gpu").source == "stale"
     absent = load(catalog.GLUON_FP8)

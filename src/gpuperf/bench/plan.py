@@ -21,25 +21,25 @@ from gpuperf.bench.catalog import Benchmark
 def committed(benchmark: Benchmark, gpu: str, root=None) -> dict | None:
     """The committed record of ``benchmark`` on the GPU folder ``gpu``, or None when there is
     none or it is malformed."""
-    path = records.record_path(benchmark.name, gpu, root)
-    if not path.is_file():
-        return None
-    try:
-        return records.read(path)
-    except ValueError:
-        return None
+    return _read(benchmark, gpu, root)[0]
 
 
 def why_stale(benchmark: Benchmark, gpu: str, root=None) -> list[str]:
     """Why the record of ``benchmark`` on ``gpu`` must be measured again (empty: it is current)."""
+    return _read(benchmark, gpu, root)[1]
+
+
+def _read(benchmark: Benchmark, gpu: str, root=None) -> tuple[dict | None, list[str]]:
+    """The committed record of ``benchmark`` on ``gpu`` (None when missing or malformed) and
+    why it must be measured again."""
     path = records.record_path(benchmark.name, gpu, root)
     if not path.is_file():
-        return ["no record"]
+        return None, ["no record"]
     try:
         record = records.read(path)
     except ValueError as err:
-        return [str(err)]
-    return records.staleness(record, benchmark)
+        return None, [str(err)]
+    return record, records.staleness(record, benchmark)
 
 
 def stale(benchmarks, gpu: str, root=None) -> list[Benchmark]:
@@ -52,28 +52,21 @@ def points(benchmark: Benchmark) -> int:
     return len(benchmark.combos()) * len(benchmark.x_values) * len(benchmark.providers)
 
 
-def last_wall_s(benchmark: Benchmark, gpu: str, root=None) -> float | None:
-    """Seconds the committed record of ``benchmark`` on ``gpu`` took to measure, if it says."""
-    record = committed(benchmark, gpu, root)
-    return None if record is None else record.get("wall_s")
-
-
 def describe(benchmarks, gpu: str, root=None) -> str:
     """The plan as text: each benchmark with its points, why it is measured (when its record
     on ``gpu`` is missing or stale) and how long its last measurement took."""
     if not benchmarks:
         return f"nothing to measure on {gpu}"
     lines = [f"{len(benchmarks)} benchmarks to measure on {gpu}:"]
-    known = 0.0
+    walls = []
     for b in benchmarks:
-        wall = last_wall_s(b, gpu, root)
-        known += wall or 0.0
-        why = why_stale(b, gpu, root)
+        record, why = _read(b, gpu, root)
+        wall = record.get("wall_s") if record else None
+        walls += [wall] if wall else []
         took = f"took {wall / 60:.1f} min last time" if wall else "time not recorded"
         reason = f"; {why[0]}" if why else ""
         lines.append(f"  {b.name:<24} {points(b):>5} points, {took}{reason}")
-    timed = sum(1 for b in benchmarks if last_wall_s(b, gpu, root))
-    lines.append(f"about {known / 60:.0f} min for the {timed} whose last wall time is recorded")
+    lines.append(f"about {sum(walls) / 60:.0f} min for the {len(walls)} whose last wall time is recorded")
     return "\n".join(lines)
 
 

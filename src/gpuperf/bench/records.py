@@ -41,7 +41,6 @@ SCHEMA_VERSION = 3
 HARDWARE_SCHEMA_VERSION = 1
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-PACKAGE_ROOT = code.PACKAGE_ROOT
 
 #: GPU whose committed records render when no GPU is present (override: ``GPUPERF_GPU``).
 REFERENCE_GPU = "nvidia-h100-80gb-hbm3"
@@ -199,13 +198,6 @@ def gpus_with_record(benchmark_name: str, root: Path | None = None) -> list[str]
     found = sorted(p.name for p in root.iterdir() if (p / f"{benchmark_name}.json").is_file())
     first = reference_gpu()
     return sorted(found, key=lambda slug: slug != first)
-
-
-def sources_sha256(sources) -> str:
-    """One hash of the code of ``sources`` (paths relative to ``src/gpuperf``) and of every
-    module they import (:func:`gpuperf.bench.sources.closure`), docstrings, comments and
-    layout left out (:func:`gpuperf.bench.sources.canonical_code`)."""
-    return code.combined_sha256(code.hashes(sources))
 
 
 # The record --------------------------------------------------------------------------

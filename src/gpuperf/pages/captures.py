@@ -15,12 +15,6 @@ from gpuperf.bench import captures, records
 from gpuperf.pages.plotting import short_gpu_name
 
 
-def how(name: str) -> str:
-    """The command that takes the capture ``name`` on a GPU machine
-    (:func:`gpuperf.bench.captures.command`)."""
-    return captures.command(name)
-
-
 def load(name: str, gpu: str | None = None, root: Path | None = None) -> tuple[dict | None, list[str]]:
     """The capture ``name`` of ``gpu`` (a folder; default: the reference GPU; ``root``: the
     measurements directory, default :func:`gpuperf.bench.records.measurements_dir`) as a page
@@ -32,7 +26,7 @@ def load(name: str, gpu: str | None = None, root: Path | None = None) -> tuple[d
 
     Never raises for a missing or malformed capture: the page says so instead.
     """
-    command = how(name)
+    command = captures.command(name)
     reference = gpu is None or gpu == records.reference_gpu()
     try:
         capture = captures.load(name, gpu, root, how=command)
@@ -76,7 +70,7 @@ def show(name: str, render: Callable[[dict], object] | None = None) -> Shown:
     shown = Shown()
     folders = gpus(name)
     if not folders:
-        print(f"MISSING: no capture {name!r} on any GPU; `{how(name)}` on a GPU takes it")
+        print(f"MISSING: no capture {name!r} on any GPU; `{captures.command(name)}` on a GPU takes it")
     for gpu in folders:
         capture, notes = load(name, gpu)
         if capture is None:

@@ -308,14 +308,6 @@ def current_others(benchmark: Benchmark, first: str) -> list[Result]:
     return [r for r in found if r.record is not None and not r.notes]
 
 
-def shown_gpus(benchmark: Benchmark) -> list[str]:
-    """The GPU folders whose record of ``benchmark`` a page built here shows, in order: the
-    reference GPU (:func:`gpuperf.bench.records.reference_gpu`) whatever the state of its
-    record, then each other GPU whose record is current (:func:`current_others`)."""
-    first = records.reference_gpu()
-    return [first, *(records.gpu_slug(r.gpu) for r in current_others(benchmark, first))]
-
-
 def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result:
     """Measure ``benchmark`` live when a GPU is usable, else load its committed record;
     either way, with every other GPU's current committed record of it in

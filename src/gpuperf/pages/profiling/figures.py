@@ -5,7 +5,6 @@ capture's trace), each with the render that draws it on the page."""
 from __future__ import annotations
 
 from gpuperf.bench import captures
-from gpuperf.pages.captures import how
 from gpuperf.pages.profiling.checks import capture_payload
 from gpuperf.pages.profiling.sentences import step_summary
 from gpuperf.pages.profiling.timings import launch_bound_rows
@@ -139,7 +138,7 @@ def timeline(capture: dict) -> str:
     """
     path = trace_path(capture)
     if not path.is_file():
-        return f"MISSING: no trace at {path}; run `{how('torch_profiler')}` on a GPU"
+        return f"MISSING: no trace at {path}; run `{captures.command('torch_profiler')}` on a GPU"
     trace = read_trace(path)
     timeline_figure(
         trace,

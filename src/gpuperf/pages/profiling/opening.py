@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import re
 
-from gpuperf.bench import records
+from gpuperf.bench import captures, records
 from gpuperf.bench.catalog import HOST_OVERHEAD, ROW_MEAN
 from gpuperf.pages import captures as pages_captures
 from gpuperf.pages import hardware
-from gpuperf.pages.captures import how
 from gpuperf.pages.plotting import short_gpu_name
 from gpuperf.pages.profiling.sentences import GAP_KEYS
 from gpuperf.pages.profiling.timings import crossover, method
@@ -159,7 +158,8 @@ def in_one_paragraph() -> Paragraph:
         missing = [name for name, (cap, _) in loaded.items() if cap is None]
         if missing and gpu == records.reference_gpu():  # another GPU shows what it has
             notes.append(
-                f"No {', '.join(missing)} capture for the {label}: `{how(missing[0])}` on a GPU takes it."
+                f"No {', '.join(missing)} capture for the {label}: "
+                f"`{captures.command(missing[0])}` on a GPU takes it."
             )
     if not sentences:
         notes.append("MISSING: no captures or records of the profiling guide on any GPU.")

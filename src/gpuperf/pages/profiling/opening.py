@@ -155,8 +155,10 @@ def in_one_paragraph() -> Paragraph:
             continue
         said[0] = f"On the {label}, " + said[0][0].lower() + said[0][1:]
         sentences += said
-        missing = [name for name, (cap, _) in loaded.items() if cap is None]
-        if missing and gpu == records.reference_gpu():  # another GPU shows what it has
+        # (pages.captures.load notes a missing capture on the reference GPU only: another
+        # GPU shows what it has.)
+        missing = [name for name, (cap, cap_notes) in loaded.items() if cap is None and cap_notes]
+        if missing:
             notes.append(
                 f"No {', '.join(missing)} capture for the {label}: "
                 f"`{captures.command(missing[0])}` on a GPU takes it."

@@ -42,6 +42,8 @@
 #                                        Nsight Compute capture and compute-sanitizer on the Gluon kernels
 #   bash scripts/device_run.sh gluon-attention  the same for the Gluon attention forward: GPU tests, its ladder's
 #                                        benchmark, Nsight Compute capture and compute-sanitizer
+#   bash scripts/device_run.sh tma       the TMA family (persistent, SwiGLU, FP8, Gluon): GPU tests, the
+#                                        property tests of every descriptor path, compute-sanitizer on them
 #   bash scripts/device_run.sh stale     every record that is missing or stale on this GPU, measured again
 #                                        (python -m gpuperf.bench --stale --no-tune), then the stale captures listed
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
@@ -151,6 +153,12 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
         time python3 -m gpuperf.bench --no-tune gluon_attention
         time python3 scripts/gluon_capture.py attention attention64
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py gluon_attention 2>&1 | tail -n 5 ;;
+      tma)
+        python3 -m pytest -q -p no:cacheprovider -n 8 tests/test_plans.py tests/test_tma_paths.py \
+          tests/test_matmul_persistent.py tests/test_swiglu.py tests/test_matmul_fp8.py tests/test_gluon_matmul_fp8.py \
+          tests/test_gluon_attention_fa3.py tests/test_llama.py tests/test_library.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
+        compute-sanitizer --tool memcheck python3 -m pytest -q -p no:cacheprovider tests/test_tma_paths.py 2>&1 | tail -n 5
+        compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py persistent swiglu gluon_fp8 gluon_attention 2>&1 | tail -n 5 ;;
       stale) time python3 -m gpuperf.bench --stale --no-tune ;;
       llama-explore) time python3 scripts/llama_explore.py ${LLAMA_EXPLORE:-} ;;
       llama)

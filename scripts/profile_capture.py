@@ -301,7 +301,7 @@ def part_launch_bound(out: Path | None) -> None:
 
     from gpuperf.bench import captures, timing
     from gpuperf.kernels import softmax
-    from gpuperf.kernels._launch import uncached
+    from gpuperf.kernels.plans import uncached
 
     def ours_uncached(x):
         with uncached():

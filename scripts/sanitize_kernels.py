@@ -31,7 +31,7 @@ from gpuperf.kernels import (
     to_fp8,
     vector_add,
 )
-from gpuperf.kernels.matmul_persistent import tma_layout
+from gpuperf.kernels.tma import tma_layout
 
 RUNGS = (
     None,  # the tuned config
@@ -196,7 +196,10 @@ def _swiglu():
         PersistentConfig(128, 64, 64, num_warps=4, num_stages=3, warp_specialize=True),
         PersistentConfig(64, 128, 64, num_warps=4, num_stages=4),
     )
-    for m, n, k in [(1, 16, 72), (17, 33, 65), (130, 70, 200), (257, 136, 4104), (64, 1000, 512)]:
+    # (1, 300, 512) and (65, 300, 4096): a row-major weight whose up half starts 600 bytes in,
+    # off a 16-byte boundary (computed pointers, not TMA: a misaligned box faults the GPU).
+    shapes = [(1, 16, 72), (17, 33, 65), (130, 70, 200), (257, 136, 4104), (64, 1000, 512), (1, 300, 512)]
+    for m, n, k in [*shapes, (65, 300, 4096)]:
         for dtype in (torch.float16, torch.bfloat16):
             x = torch.randn(m, k, device="cuda", dtype=dtype)
             w = torch.randn(k, 2 * n, device="cuda", dtype=dtype) / k**0.5

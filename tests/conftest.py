@@ -35,10 +35,10 @@ def ampere_gpu(monkeypatch):
 
     The kernels ask a device's capability once and keep it, so the kept answers are
     dropped before and after."""
-    from gpuperf.kernels.matmul_persistent import capability
+    from gpuperf.kernels import device
 
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
-    capability.cache_clear()
+    device.forget()
     yield
     monkeypatch.undo()
-    capability.cache_clear()
+    device.forget()

@@ -42,17 +42,6 @@ _SWEEPS = "a maintainer's sweep or capture script launches the kernel itself, wi
 
 #: Rule (a): ``(importer, module, name)`` -> why it is allowed for now.
 PRIVATE_NAME_ALLOWLIST: dict[tuple[str, str, str], str] = {
-    # kernels' launch-path refactor (branch tma-family): swiglu reads matmul_persistent's
-    # private TMA and tile helpers, matmul_fp8 its GPU folder, the Gluon matmul matmul_fp8's
-    # scale check, Gluon attention the Gluon matmul's SM count.
-    ("gpuperf.kernels.swiglu", "gpuperf.kernels.matmul_persistent", "_Described"): _KERNELS_LAUNCH,
-    ("gpuperf.kernels.swiglu", "gpuperf.kernels.matmul_persistent", "_DescriptorLauncher"): _KERNELS_LAUNCH,
-    ("gpuperf.kernels.swiglu", "gpuperf.kernels.matmul_persistent", "_descriptor"): _KERNELS_LAUNCH,
-    ("gpuperf.kernels.swiglu", "gpuperf.kernels.matmul_persistent", "_gpu_slug"): _KERNELS_LAUNCH,
-    ("gpuperf.kernels.swiglu", "gpuperf.kernels.matmul_persistent", "_tile_coords"): _KERNELS_LAUNCH,
-    ("gpuperf.kernels.matmul_fp8", "gpuperf.kernels.matmul_persistent", "_gpu_slug"): _KERNELS_LAUNCH,
-    ("gpuperf.kernels.gluon.matmul_fp8", "gpuperf.kernels.matmul_fp8", "_check_scale"): _KERNELS_LAUNCH,
-    ("gpuperf.kernels.gluon.attention", "gpuperf.kernels.gluon.matmul_fp8", "_num_sms"): _KERNELS_LAUNCH,
     # kernels' launch-path refactor: the decode benchmark reads the decode kernel's launch rule.
     ("gpuperf.bench.catalog.attention", "gpuperf.kernels.attention_decode", "_launch_for"): _KERNELS_LAUNCH,
     # Scripts that launch a kernel themselves with each candidate config (the sweep behind
@@ -63,12 +52,7 @@ PRIVATE_NAME_ALLOWLIST: dict[tuple[str, str, str], str] = {
 }
 
 #: Rule (b): ``(importer, private module)`` -> why it is allowed for now.
-PRIVATE_MODULE_ALLOWLIST: dict[tuple[str, str], str] = {
-    # kernels' launch-path refactor (branch tma-family): uncached() becomes public with the
-    # plans module; the host-time benchmark and the profiler's capture time uncached launches.
-    ("gpuperf.bench.catalog.host", "gpuperf.kernels._launch"): _KERNELS_LAUNCH,
-    ("scripts/profile_capture.py", "gpuperf.kernels._launch"): _SWEEPS,
-}
+PRIVATE_MODULE_ALLOWLIST: dict[tuple[str, str], str] = {}
 
 #: Rule (c): the modules of one import cycle -> why it is allowed for now.
 CYCLE_ALLOWLIST: dict[frozenset[str], str] = {}

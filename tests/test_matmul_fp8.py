@@ -260,16 +260,15 @@ def test_sweep_table_shows_each_accumulation():
 def test_planned_calls_compute_on_their_own_inputs(axis):
     """Later calls like a first one launch from its plan, with their own operands and scales;
     a call whose operand had to be copied into the K-major layout makes no plan."""
-    from gpuperf.kernels.matmul_fp8 import _plans
-
-    _plans.clear()
+    plans = matmul_fp8.plans
+    plans.clear()
     for seed in (1, 2, 3):
         a, b, scale_a, scale_b = operands(256, 192, 128, axis=axis, seed=seed)
         out = matmul_fp8(a, b, scale_a, scale_b)
         assert_close(f"matmul_fp8 call {seed}", matmul_fp8_ref(a, b, scale_a, scale_b), out, k=128)
-    assert len(_plans) == 1
+    assert len(plans) == 1
     a, b, scale_a, scale_b = operands(256, 192, 128, axis=axis, seed=4)
     b = b.contiguous()  # row-major: copied to column-major on every call
     out = matmul_fp8(a, b, scale_a, scale_b)
     assert_close("matmul_fp8 row-major b", matmul_fp8_ref(a, b, scale_a, scale_b), out, k=128)
-    assert len(_plans) == 1
+    assert len(plans) == 1

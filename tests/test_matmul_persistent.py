@@ -5,7 +5,8 @@ import torch
 
 from gpuperf.kernels import PersistentConfig, matmul_persistent
 from gpuperf.kernels._persistent_configs import PERSISTENT_CANDIDATES, candidates, variant
-from gpuperf.kernels.matmul_persistent import persistent_config, tma_layout
+from gpuperf.kernels.matmul_persistent import persistent_config
+from gpuperf.kernels.tma import tma_layout
 from gpuperf.reference import matmul_ref
 from gpuperf.testing import assert_close
 from tests._params import randn
@@ -156,49 +157,12 @@ def test_cached_launches_tell_dtypes_and_layouts_apart():
         assert_close(f"matmul_persistent {dtype} col={col}", matmul_ref(a, b), out, k=192)
 
 
-def test_launch_cache_keys_descriptors_by_dtype_and_block():
-    """Triton compiles a kernel per descriptor dtype and block shape: so must the cache key."""
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
-    from gpuperf.kernels.matmul_persistent import _DescriptorLauncher
-
-    def key_and_args(dtype, block):
-        t = torch.zeros(64, 64, dtype=dtype)
-        desc = TensorDescriptor(t, [64, 64], [64, 1], block)
-        key, args = _DescriptorLauncher._key_and_args((desc, t, 64, 7), (32, True), 4, 3, 0)
-        return key, args, desc
-
-    key, args, desc = key_and_args(torch.float16, [32, 32])
-    assert args[0] is desc and args[2:] == [64, 7]  # the descriptor passes as it is
-    assert key == key_and_args(torch.float16, [32, 32])[0]
-    assert key != key_and_args(torch.bfloat16, [32, 32])[0]
-    assert key != key_and_args(torch.float16, [64, 32])[0]
-
-
-def test_plan_key_tells_layouts_dtypes_and_alignment_apart():
-    """A plan skips every check: its key must hold all that the checks and Triton read."""
-    from gpuperf.kernels.matmul_persistent import plan_key
-
-    a, b = randn((64, 32), torch.float16), randn((32, 48), torch.float16)
-    key = plan_key(a, b, None)
-    assert key == plan_key(randn((64, 32), torch.float16, seed=3), randn((32, 48), torch.float16), None)
-    others = [
-        plan_key(a.to(torch.bfloat16), b, None),  # dtype
-        plan_key(a, b.t().contiguous().t(), None),  # layout (strides)
-        plan_key(randn((64, 40), torch.float16)[:, 8:], b, None),  # 16-byte alignment
-        plan_key(randn((65, 32), torch.float16), b, None),  # shape
-        plan_key(a, b, PersistentConfig(32, 32, 32)),  # the config asked for
-    ]
-    assert all(other != key for other in others)
-
-
 @pytest.mark.gpu
 def test_planned_calls_compute_on_their_own_inputs():
     """The second call of a shape launches from the plan the first left: on its own tensors,
     into its own output, for each dtype and layout."""
-    from gpuperf.kernels.matmul_persistent import _plans
-
-    _plans.clear()
+    plans = matmul_persistent.plans
+    plans.clear()
     for dtype, col in ((torch.float16, False), (torch.bfloat16, False), (torch.float16, True)):
         for seed in (1, 2, 3):
             a, b = randn((256, 192), dtype, seed=seed), randn((192, 320), dtype, seed=seed + 10)
@@ -206,4 +170,15 @@ def test_planned_calls_compute_on_their_own_inputs():
                 b = b.t().contiguous().t()
             out = matmul_persistent(a, b)
             assert_close(f"matmul_persistent {dtype} col={col} call {seed}", matmul_ref(a, b), out, k=192)
-    assert len(_plans) == 3  # one plan per dtype and layout, made by the first call of each
+    assert len(plans) == 3  # one plan per dtype and layout, made by the first call of each
+
+
+def test_bfloat16_is_right_wherever_it_runs():
+    """Triton 3.6's interpreter multiplies bfloat16's raw bits in tl.dot; the wrapper gives the
+    kernel float32 operands there (kernels.device.interpreter_dot_operands), so bfloat16 is
+    right on the CPU as on a GPU, and the output stays bfloat16."""
+    for m, n, k in ((37, 40, 48), (1, 24, 80)):
+        a, b = randn((m, k), torch.bfloat16, seed=m), randn((k, n), torch.bfloat16, seed=n)
+        out = matmul_persistent(a, b)
+        assert out.dtype == torch.bfloat16
+        assert_close(f"matmul_persistent bf16 {m}x{n}x{k}", matmul_ref(a, b), out, k=k)

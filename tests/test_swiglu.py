@@ -9,7 +9,6 @@ import torch
 
 from gpuperf.kernels import PersistentConfig, swiglu
 from gpuperf.kernels import _persistent_configs as persistent_configs
-from gpuperf.kernels.matmul_persistent import tma_layout
 from gpuperf.kernels.swiglu import (
     SWIGLU_CANDIDATES,
     SWIGLU_DEFAULT,
@@ -22,6 +21,7 @@ from gpuperf.kernels.swiglu import (
     stage_bytes,
     swiglu_config,
 )
+from gpuperf.kernels.tma import tma_layout
 from gpuperf.reference import swiglu_eager, swiglu_ref
 from gpuperf.testing import assert_close
 from tests._params import called_ops, randn, recording_backend, shape_id
@@ -290,7 +290,7 @@ def test_candidates_fit_and_cover_every_path():
 def test_config_choice_on_a_gpu(monkeypatch, tmp_path):
     """Defaults by M and by TMA without a sweep; a committed sweep's nearest shape with one."""
     op = swiglu_module
-    monkeypatch.setattr(op, "_gpu_slug", lambda device_index: "test-gpu")
+    monkeypatch.setattr(op, "tuned_folder", lambda device_index: "test-gpu")
     monkeypatch.setattr(op, "capability", lambda device_index: (9, 0))
     monkeypatch.setattr(persistent_configs, "TUNED_DIR", tmp_path)
     forget_tuned_configs()
@@ -439,9 +439,8 @@ def test_gpu_without_tma_takes_pointers(ampere_gpu):
 def test_gpu_planned_calls_compute_on_their_own_inputs():
     """The second call of a layout launches from the plan the first left: on its own tensors,
     into its own output, for each dtype, layout and path."""
-    from gpuperf.kernels.swiglu import _plans
-
-    _plans.clear()
+    plans = swiglu.plans
+    plans.clear()
     cases = [(torch.float16, False, None), (torch.bfloat16, False, None), (torch.bfloat16, True, None)]
     cases.append((torch.bfloat16, False, PersistentConfig(128, 64, 64, num_warps=4, tma=False)))
     for dtype, col, config in cases:
@@ -450,14 +449,14 @@ def test_gpu_planned_calls_compute_on_their_own_inputs():
             if col:
                 w = w.t().contiguous().t()
             check_forward(x, w, f"swiglu {dtype} col={col} {config} call {seed}", config)
-    assert len(_plans) == len(cases)
+    assert len(plans) == len(cases)
     # A model's weight is an nn.Parameter: in inference its calls launch from plans too.
     weight = torch.nn.Parameter(inputs(256, 192, 320, torch.bfloat16, seed=4)[1])
     with torch.no_grad():
         for seed in (5, 6):
             check_forward(inputs(256, 192, 320, torch.bfloat16, seed=seed)[0], weight, "swiglu parameter")
     # (Its layout is that of the second case: the same plan serves it.)
-    assert len(_plans) == len(cases)
+    assert len(plans) == len(cases)
 
 
 @pytest.mark.gpu
@@ -516,3 +515,14 @@ def test_gpu_eager_call_captures_into_a_cuda_graph():
     x.copy_(randn((128, 256), torch.bfloat16, seed=26))
     graph.replay()
     assert_close("swiglu in a CUDA graph", reference(x, w), out, k=256)
+
+
+def test_bfloat16_is_right_wherever_it_runs():
+    """The interpreter's bfloat16 tl.dot is wrong (it multiplies raw bits): the wrapper upcasts
+    the operands there, so bfloat16 SwiGLU is right on the CPU too, in bfloat16."""
+    for m, n, k in ((9, 24, 32), (1, 40, 48)):
+        x = randn((m, k), torch.bfloat16, seed=m)
+        w = randn((k, 2 * n), torch.bfloat16, seed=n) * k**-0.5
+        out = swiglu(x, w)
+        assert out.dtype == torch.bfloat16
+        assert_close(f"swiglu bf16 {m}x{n}x{k}", swiglu_ref(x, w[:, :n], w[:, n:]), out, k=k)

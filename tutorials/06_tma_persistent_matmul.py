@@ -76,7 +76,7 @@ for m, n, k in PERSISTENT_SHAPES:
 # column-major matrix is described through its transpose):
 
 import torch
-from gpuperf.kernels.matmul_persistent import tma_layout
+from gpuperf.kernels.tma import tma_layout
 
 h = torch.randn(64, 72, dtype=torch.float16)
 examples = {

@@ -27,22 +27,12 @@ import torch
 
 from gpuperf._runtime import check_kernel_device, is_interpreter
 from gpuperf.kernels import _persistent_configs as _configs
-from gpuperf.kernels._launch import Plans
 from gpuperf.kernels._persistent_configs import PersistentConfig
 from gpuperf.kernels._validation import FLOAT_DTYPES, check_tensor, dtype_names
-from gpuperf.kernels.matmul_persistent import (
-    _gpu_slug,
-    capability,
-    check_matmul_shapes,
-    check_tma_operands,
-    launch_persistent,
-    plan_key,
-    require_tma,
-    tma_layout,
-)
-
-#: Plans of :func:`matmul_fp8` (see :class:`~gpuperf.kernels.matmul_persistent.Plan`).
-_plans = Plans()
+from gpuperf.kernels.device import capability, has_tma, require_tma, tuned_folder
+from gpuperf.kernels.matmul_persistent import check_matmul_shapes, launch_persistent
+from gpuperf.kernels.plans import planned
+from gpuperf.kernels.tma import check_tma_operands, tma_layout
 
 #: The FP8 formats, with the largest finite value of each.
 FP8_DTYPES: tuple[torch.dtype, ...] = (torch.float8_e4m3fn, torch.float8_e5m2)
@@ -99,7 +89,15 @@ def to_fp8(
     return x_fp8, scale
 
 
-def _check_scale(name: str, scale, rows: int, cols: int, operand) -> None:
+def check_scale(name: str, scale, rows: int, cols: int, operand) -> None:
+    """Check an FP8 operand's dequantization scale: a float32 tensor of shape ``()`` (one per
+    tensor) or ``(rows, cols)`` (one per row of A, ``(M, 1)``, or per column of B,
+    ``(1, N)``), on ``operand``'s device.
+
+    Raises:
+        TypeError: ``scale`` is not a tensor, or not float32.
+        ValueError: its shape or its device is not one of those.
+    """
     shapes = ((), (rows, cols))
     if not isinstance(scale, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(scale).__name__}")
@@ -121,7 +119,7 @@ def fp8_config(
     if not has_tma(a) or tma_layout(a) is None or tma_layout(b) is None:
         # Ada (FP8 tensor cores, no TMA), or strides no descriptor can take: computed pointers.
         which = "pointer"
-    slug = _gpu_slug(a.get_device())
+    slug = tuned_folder(a.get_device())
     accumulation = "fast" if fast_accum else "float32"
     m, k = a.shape
     tuned = _configs.tuned_config("matmul_fp8", slug, m, b.shape[1], k, which, accumulation)
@@ -150,6 +148,7 @@ def fit_output(config: PersistentConfig, out_dtype: torch.dtype) -> PersistentCo
     return config if stages == config.num_stages else replace(config, num_stages=stages)
 
 
+@planned(tensors=4)
 def matmul_fp8(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -206,25 +205,6 @@ def matmul_fp8(
 
     Algorithm: persistent tiled matmul with a scaling epilogue; FLOPs ``2 * M * N * K``.
     """
-    # (Only plain values reach the plans' dictionary: a bad argument goes to the checks.)
-    plannable = (
-        all(type(t) is torch.Tensor for t in (a, b, scale_a, scale_b))
-        and type(fast_accum) is bool
-        and isinstance(out_dtype, torch.dtype)
-        and (config is None or type(config) is PersistentConfig)
-        and not torch.compiler.is_compiling()
-    )
-    if plannable:
-        # Inputs like ones already checked and launched go straight to that launch.
-        scales = (scale_a.reshape(-1), scale_b.reshape(-1))
-        key = plan_key(
-            a, b, out_dtype, fast_accum, config, *(_scale_key(s) for s in (scale_a, *scales, scale_b))
-        )
-        planned = _plans.get(key)
-        if planned is not None:
-            c = torch.empty(planned.shape, dtype=out_dtype, device=a.device)
-            planned.launch(c, a, b, *scales)
-            return c
     for name, t in (("a", a), ("b", b)):  # (a and b may be of different FP8 formats)
         check_tensor(name, t, FP8_DTYPES)
     if a.device != b.device:
@@ -233,8 +213,8 @@ def matmul_fp8(
     check_matmul_shapes(a, b)
     m, k = a.shape
     n = b.shape[1]
-    _check_scale("scale_a", scale_a, m, 1, a)
-    _check_scale("scale_b", scale_b, 1, n, b)
+    check_scale("scale_a", scale_a, m, 1, a)
+    check_scale("scale_b", scale_b, 1, n, b)
     if type(fast_accum) is not bool:
         raise TypeError(f"fast_accum must be a bool, got {type(fast_accum).__name__}")
     if out_dtype not in FP8_OUT_DTYPES:
@@ -249,7 +229,7 @@ def matmul_fp8(
                 f"{torch.cuda.get_device_name(a.device)} has {major}.{minor}"
             )
     if m == 0 or n == 0 or k == 0:
-        return torch.zeros((m, n), dtype=out_dtype, device=a.device)
+        return torch.zeros((m, n), dtype=out_dtype, device=a.device), None
     operands = (a, b)
     if has_tma(a):
         # K-major operands: the layout the FP8 tensor cores read, and one TMA describes.
@@ -262,30 +242,16 @@ def matmul_fp8(
         require_tma("matmul_fp8 with a TMA config", a)
         check_tma_operands(("a", "b"), (a, b))
     c = torch.empty((m, n), dtype=out_dtype, device=a.device)
-    # A plan repeats this launch on the caller's operands: only when none was copied.
-    plan = plannable and operands[0] is a and operands[1] is b
-    planned = launch_persistent(
-        c, a, b, chosen, scale_a.reshape(-1), scale_b.reshape(-1), fast_accum, plan=plan
-    )
-    if planned is not None:
-        _plans.put(key, planned)
-    return c
-
-
-def _scale_key(scale: torch.Tensor) -> tuple:
-    """What the checks and Triton's specialization read of a scale (or of its flat view)."""
-    return scale.shape, scale.stride(), scale.dtype, scale.get_device(), scale.data_ptr() % 16
+    # A plan repeats this launch on the caller's operands (gpuperf.kernels.plans): only when
+    # none was copied. (A scale's flat view has the scale's address: the plan reads the scale.)
+    plan = launch_persistent(c, a, b, chosen, scale_a.reshape(-1), scale_b.reshape(-1), fast_accum, plan=True)
+    return c, plan if operands[0] is a and operands[1] is b else None
 
 
 def forget_tuned_configs() -> None:
     """Drop the cached sweeps and plans: the next call reads ``kernels/tuned`` again."""
     _configs.forget_tuned()
-    _plans.clear()
+    matmul_fp8.plans.clear()
 
 
-def has_tma(t: torch.Tensor) -> bool:
-    """Whether ``t``'s device loads through TMA: a GPU of compute capability 9.0+, or the interpreter."""
-    return is_interpreter() or capability(t.get_device()) >= (9, 0)
-
-
-__all__ = ["FP8_DTYPES", "FP8_OUT_DTYPES", "matmul_fp8", "to_fp8"]
+__all__ = ["FP8_DTYPES", "FP8_OUT_DTYPES", "check_scale", "matmul_fp8", "to_fp8"]

@@ -58,24 +58,16 @@ import triton.language as tl
 from torch.library import triton_op
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from gpuperf._runtime import is_interpreter
 from gpuperf.kernels import _persistent_configs as _configs
 from gpuperf.kernels._grid import cdiv, next_power_of_2
-from gpuperf.kernels._launch import Launcher, Plans, traced
+from gpuperf.kernels._launch import Launcher, traced
 from gpuperf.kernels._persistent_configs import SHARED_MEMORY_BYTES, PersistentConfig
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
-from gpuperf.kernels.matmul_persistent import (
-    _Described,
-    _descriptor,
-    _DescriptorLauncher,
-    _gpu_slug,
-    _tile_coords,
-    capability,
-    matmul_persistent,
-    num_sms,
-    plan_key,
-    tma_layout,
-)
+from gpuperf.kernels.device import capability, has_tma, interpreter_dot_operands, tuned_folder
+from gpuperf.kernels.matmul_persistent import matmul_persistent
+from gpuperf.kernels.plans import planned
+from gpuperf.kernels.tiles import persistent_programs, tile_coords
+from gpuperf.kernels.tma import Described, DescriptorLauncher, box_offset_aligned, descriptor, tma_layout
 
 # --- launch configurations, as data --------------------------------------------------------
 
@@ -202,7 +194,7 @@ def _swiglu_tma_tiles(
     for tile_id in tl.range(
         tl.program_id(0), num_tiles, NUM_PROGRAMS, flatten=True, warp_specialize=WARP_SPECIALIZE
     ):
-        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
         off_m = pid_m * BLOCK_M
         # The gate tile of the last column of tiles runs past N into the up-weights, and
         # the up tile past 2N, where TMA fills zeros: the store drops those columns.
@@ -236,7 +228,7 @@ def _swiglu_tma_tiles(
                 acc_g = tl.dot(a, b_gate, acc_g)
                 acc_u = tl.dot(a, b_up, acc_u)
         tile_id_c += NUM_PROGRAMS
-        pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
+        pid_m, pid_n = tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
         _store_swiglu(acc_g, acc_u, c_ptr, pid_m, pid_n, M, N, stride_cm, BLOCK_M, BLOCK_N)
 
 
@@ -332,7 +324,7 @@ def _swiglu_pointer_kernel(
     k_tiles = tl.cdiv(K, BLOCK_K)
     offs_k = tl.arange(0, BLOCK_K).to(tl.int64)
     for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_PROGRAMS, flatten=True):
-        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
         # Rows and columns past the edge wrap around (% M, % N), as in tutorial 03: the
         # loads stay in bounds without a mask (gate columns wrap within the gate half),
         # and the store drops the wrapped results.
@@ -393,32 +385,19 @@ def _swiglu_bwd_kernel(
     tl.store(d_rows + (cols[None, :] + N), du.to(d_ptr.dtype.element_ty), mask=mask)
 
 
-_launch_tma = _DescriptorLauncher(_swiglu_tma_kernel)
+_launch_tma = DescriptorLauncher(_swiglu_tma_kernel)
 _launch_pointer = Launcher(_swiglu_pointer_kernel)
 _launch_bwd = Launcher(_swiglu_bwd_kernel)
 _traced_tma = traced(_swiglu_tma_device_kernel)
 _traced_pointer = traced(_swiglu_pointer_kernel)
 _traced_bwd = traced(_swiglu_bwd_kernel)
-#: Plans of :func:`swiglu`, by :func:`~gpuperf.kernels.matmul_persistent.plan_key`.
-_plans = Plans()
-#: Tensor types whose metadata a plan key holds in full: plain tensors and a model's
-#: weights (``nn.Parameter``), not other subclasses.
-_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
 
 
 # --- configuration choice ------------------------------------------------------------------
 
 
-def _has_tma(t: torch.Tensor) -> bool:
-    """Whether ``t``'s device loads through tensor descriptors: compute capability 9.0 or
-    newer, or Triton's interpreter (which runs them on the CPU)."""
-    if not t.is_cuda or is_interpreter():
-        return True
-    return capability(t.get_device())[0] >= 9
-
-
 def _config_for(device_index: int, m: int, n: int, k: int) -> PersistentConfig:
-    slug = _gpu_slug(device_index)
+    slug = tuned_folder(device_index)
     if slug is None:  # the interpreter
         return SWIGLU_INTERPRETER
     tma = capability(device_index)[0] >= 9
@@ -439,15 +418,28 @@ def swiglu_config(x: torch.Tensor, w_gate_up: torch.Tensor) -> PersistentConfig:
     return _config_for(x.get_device(), x.shape[0], w_gate_up.shape[1] // 2, x.shape[1])
 
 
+def tma_loads(x, w_gate_up, x_layout: str | None, w_layout: str | None) -> bool:
+    """Whether TMA can load both operands of :func:`swiglu`, whose layouts (as
+    :func:`~gpuperf.kernels.tma.tma_layout` gives them) are ``x_layout`` and ``w_layout``:
+    the GPU has TMA, a descriptor describes each operand, and for a row-major weight the
+    up half's boxes, ``N`` columns in, start 16-byte aligned (``N * element size`` a
+    multiple of 16: :func:`~gpuperf.kernels.tma.box_offset_aligned`; a misaligned box is an
+    illegal instruction on the GPU)."""
+    if not has_tma(x) or x_layout is None or w_layout is None:
+        return False
+    n = w_gate_up.shape[1] // 2
+    return w_layout != "row" or box_offset_aligned(n, w_gate_up.element_size())
+
+
 def launch_config(
     x: torch.Tensor, w_gate_up: torch.Tensor, config: PersistentConfig | None = None
 ) -> PersistentConfig:
     """The config :func:`swiglu` launches: ``config`` (by default :func:`swiglu_config`),
     turned into computed pointers (``tma=False``, no warp specialization, the same tiles)
-    where TMA cannot load: a GPU without it, or an operand no tensor descriptor
-    describes (:func:`~gpuperf.kernels.matmul_persistent.tma_layout`)."""
+    where TMA cannot load (:func:`tma_loads`): a GPU without it, an operand no tensor
+    descriptor describes, or a row-major weight whose up half starts off a 16-byte boundary."""
     chosen = config or swiglu_config(x, w_gate_up)
-    if chosen.tma and not (_has_tma(x) and tma_layout(x) is not None and tma_layout(w_gate_up) is not None):
+    if chosen.tma and not tma_loads(x, w_gate_up, tma_layout(x), tma_layout(w_gate_up)):
         return dataclasses.replace(chosen, tma=False, warp_specialize=False)
     return chosen
 
@@ -455,7 +447,7 @@ def launch_config(
 def forget_tuned_configs() -> None:
     """Drop the cached sweeps and plans: the next call reads ``kernels/tuned`` again."""
     _configs.forget_tuned()
-    _plans.clear()
+    swiglu.plans.clear()
 
 
 def _fields(c: PersistentConfig) -> tuple:
@@ -474,17 +466,18 @@ def _config_fields(device_index: int, m: int, n: int, k: int) -> tuple:
 
 class _TmaPlan:
     """A checked, configured launch of the TMA kernel for inputs like the ones it was made
-    for: the output, two descriptors and the launch (as matmul_persistent's ``Plan``)."""
+    for (:mod:`gpuperf.kernels.plans`): the output, two descriptors and the launch."""
 
-    __slots__ = ("bound", "shape", "w_desc", "x_desc")
+    __slots__ = ("bound", "shape", "w_layout", "x_layout")
 
     def __init__(self, bound, shape: tuple, x_desc, w_desc):
         self.bound, self.shape = bound, shape
-        self.x_desc = (list(x_desc.shape), list(x_desc.strides))
-        self.w_desc = (list(w_desc.shape), list(w_desc.strides))
+        self.x_layout, self.w_layout = Described.layout_of(x_desc), Described.layout_of(w_desc)
 
-    def launch(self, out, x, w_gate_up) -> None:
-        self.bound(_Described(x, *self.x_desc), _Described(w_gate_up, *self.w_desc), out.data_ptr())
+    def __call__(self, x, w_gate_up) -> torch.Tensor:
+        out = x.new_empty(self.shape)
+        self.bound(Described(x, *self.x_layout), Described(w_gate_up, *self.w_layout), out.data_ptr())
+        return out
 
 
 class _PointerPlan:
@@ -495,8 +488,10 @@ class _PointerPlan:
     def __init__(self, bound, shape: tuple):
         self.bound, self.shape = bound, shape
 
-    def launch(self, out, x, w_gate_up) -> None:
+    def __call__(self, x, w_gate_up) -> torch.Tensor:
+        out = x.new_empty(self.shape)
         self.bound(x.data_ptr(), w_gate_up.data_ptr(), out.data_ptr())
+        return out
 
 
 def _weight_descriptor(w_gate_up: torch.Tensor, layout: str, block_k: int, block_n: int):
@@ -504,7 +499,7 @@ def _weight_descriptor(w_gate_up: torch.Tensor, layout: str, block_k: int, block
     or, for ``nn.Linear``'s layout (``layout == "col"``), boxes of (2, BLOCK_N, BLOCK_K) of
     its transpose (2N, K) seen as (2, N, K): gate rows and the up rows N below them."""
     if layout == "row":
-        return _descriptor(w_gate_up, layout, block_k, block_n)
+        return descriptor(w_gate_up, layout, block_k, block_n)
     n, row = w_gate_up.shape[1] // 2, w_gate_up.stride(1)
     shape = [2, n, w_gate_up.shape[0]]
     return TensorDescriptor(w_gate_up.t(), shape, [n * row, row, 1], [2, block_n, block_k])
@@ -516,12 +511,12 @@ def _launch_forward(out, x, w_gate_up, config: PersistentConfig, *, plan: bool =
     this launch (None where there can be none: the interpreter, the cache off)."""
     m, k = x.shape
     n = out.shape[1]
-    programs = min(num_sms(x.get_device()), cdiv(m, config.block_m) * cdiv(n, config.block_n))
+    programs = persistent_programs(x.get_device(), cdiv(m, config.block_m) * cdiv(n, config.block_n))
     common = (config.block_m, config.block_n, config.block_k, config.group_m, programs)
     options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
     if config.tma:
         x_layout, w_layout = tma_layout(x), tma_layout(w_gate_up)
-        x_desc = _descriptor(x, x_layout, config.block_m, config.block_k)
+        x_desc = descriptor(x, x_layout, config.block_m, config.block_k)
         w_desc = _weight_descriptor(w_gate_up, w_layout, config.block_k, config.block_n)
         runtime = (x_desc, w_desc, out, m, n, k, out.stride(0))
         constexprs = (*common, x_layout == "col", w_layout == "col", config.warp_specialize)
@@ -544,6 +539,7 @@ def _forward(x, w_gate_up, config: PersistentConfig | None, *, plan: bool = Fals
     if k == 0:  # g = u = 0, and silu(0) * 0 = 0
         return x.new_zeros((m, n)), None
     out = x.new_empty((m, n))
+    x, w_gate_up = interpreter_dot_operands(x, w_gate_up)
     return out, _launch_forward(out, x, w_gate_up, launch_config(x, w_gate_up, config), plan=plan)
 
 
@@ -580,12 +576,12 @@ def _launch_traced_forward(out, x, w_gate_up, config: PersistentConfig) -> None:
     allow, else computed pointers."""
     m, k = x.shape
     n = out.shape[1]
-    programs = min(num_sms(x.get_device()), cdiv(m, config.block_m) * cdiv(n, config.block_n))
+    programs = persistent_programs(x.get_device(), cdiv(m, config.block_m) * cdiv(n, config.block_n))
     common = (config.block_m, config.block_n, config.block_k, config.group_m, programs)
     options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
     runtime = (x, w_gate_up, out, m, n, k, *x.stride(), *w_gate_up.stride(), out.stride(0))
     x_layout, w_layout = _traced_layout(x), _traced_layout(w_gate_up)
-    if config.tma and _has_tma(x) and x_layout is not None and w_layout is not None:
+    if config.tma and tma_loads(x, w_gate_up, x_layout, w_layout):
         if x.is_cuda:
             _ensure_allocator()
         constexprs = (*common, x_layout == "col", w_layout == "col", config.warp_specialize)
@@ -628,7 +624,7 @@ def _swiglu_op(
     if out.numel():
         tiles = (block_m, block_n, block_k, group_m)
         config = PersistentConfig(*tiles, num_warps, num_stages, tma, warp_specialize)
-        _launch_traced_forward(out, x, w_gate_up, config)
+        _launch_traced_forward(out, *interpreter_dot_operands(x, w_gate_up), config)
     return out
 
 
@@ -668,7 +664,7 @@ torch.library.register_autograd("gpuperf::swiglu", _op_backward, setup_context=_
 def _matmul(a, b):
     """``a @ b`` for the eager backward: the persistent TMA matmul where it can load the
     operands, tutorial 03's kernel elsewhere."""
-    if _has_tma(a) and tma_layout(a) is not None and tma_layout(b) is not None:
+    if has_tma(a) and tma_layout(a) is not None and tma_layout(b) is not None:
         return matmul_persistent(a, b)
     from gpuperf.kernels.matmul import matmul
 
@@ -723,6 +719,7 @@ def _check(x, w_gate_up, config) -> tuple[int, int, int]:
     return m, n2 // 2, k
 
 
+@planned(tensors=2)
 def swiglu(
     x: torch.Tensor, w_gate_up: torch.Tensor, *, config: PersistentConfig | None = None
 ) -> torch.Tensor:
@@ -736,9 +733,12 @@ def swiglu(
             aligned with the other stride a multiple of 16 bytes; other strides, and
             GPUs before compute capability 9.0, take the computed-pointer kernel.
         w_gate_up: ``(K, 2N)``, the gate projection's ``N`` columns first, then the up
-            projection's; the dtype and device of ``x``; the same layout rules (row-major,
-            or column-major as ``torch.cat([w_gate, w_up]).t()`` of ``nn.Linear``
-            weights).
+            projection's; the dtype and device of ``x``; any strides, the same layout
+            rules (row-major, or column-major as ``torch.cat([w_gate, w_up]).t()`` of
+            ``nn.Linear`` weights). A row-major weight is read through TMA only when the
+            up half starts on a 16-byte boundary (``N`` a multiple of 8 in float16 or
+            bfloat16); otherwise, and for any layout TMA cannot describe, the
+            computed-pointer kernel reads it (:func:`tma_loads`).
         config: the launch configuration (:class:`~gpuperf.kernels.PersistentConfig`:
             tiles of the ``(M, N)`` output, group, warps, stages, TMA, warp
             specialization); by default :func:`swiglu_config`. A TMA config falls back to
@@ -780,33 +780,14 @@ def swiglu(
     Algorithm: Shazeer, "GLU Variants Improve Transformer", arXiv:2002.05202 (SwiGLU);
     the persistent TMA matmul of Triton's tutorial 09.
     """
-    compiling = torch.compiler.is_compiling()
-    # (Only plain values reach the plans' dictionary: a bad argument goes to the checks.)
-    plannable = (
-        type(x) in _PLAIN_TENSORS
-        and type(w_gate_up) in _PLAIN_TENSORS
-        and (config is None or type(config) is PersistentConfig)
-        and not compiling
-        and not (torch.is_grad_enabled() and (x.requires_grad or w_gate_up.requires_grad))
-    )
-    if plannable:
-        # Inputs like ones already checked and launched go straight to that launch.
-        key = plan_key(x, w_gate_up, config)
-        planned = _plans.get(key)
-        if planned is not None:
-            out = x.new_empty(planned.shape)
-            planned.launch(out, x, w_gate_up)
-            return out
     m, n, k = _check(x, w_gate_up, config)
-    if compiling:
+    if torch.compiler.is_compiling():
         fields = _config_fields(x.get_device(), m, n, k) if config is None else _fields(config)
-        return torch.ops.gpuperf.swiglu(x, w_gate_up, *fields)
+        return torch.ops.gpuperf.swiglu(x, w_gate_up, *fields), None
     if torch.is_grad_enabled() and (x.requires_grad or w_gate_up.requires_grad):
-        return _SwiGLU.apply(x, w_gate_up, config)
-    out, planned = _forward(x, w_gate_up, config, plan=plannable)
-    if planned is not None:
-        _plans.put(key, planned)
-    return out
+        return _SwiGLU.apply(x, w_gate_up, config), None
+    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans).
+    return _forward(x, w_gate_up, config, plan=True)
 
 
-__all__ = ["launch_config", "swiglu", "swiglu_config"]
+__all__ = ["launch_config", "swiglu", "swiglu_config", "tma_loads"]

@@ -162,8 +162,9 @@ def _matmul(a, b):
     both operands; else tutorial 03's kernel (which also runs inside ``torch.compile``,
     being a registered op)."""
     from gpuperf.kernels import matmul, matmul_persistent, matmul_splitk
-    from gpuperf.kernels.matmul_persistent import capability, tma_layout
+    from gpuperf.kernels.device import capability
     from gpuperf.kernels.matmul_splitk import SPLITK_MAX_M
+    from gpuperf.kernels.tma import tma_layout
 
     # A weight is an nn.Parameter; the kernels' plans (a repeat call skips the checks)
     # take plain tensors only. Here no gradient is recorded (inference, or inside

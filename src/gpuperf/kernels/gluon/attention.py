@@ -50,8 +50,10 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from gpuperf._runtime import check_kernel_device
 from gpuperf.kernels._attention_checks import check_attention
-from gpuperf.kernels.gluon._device import require_gluon_hopper
-from gpuperf.kernels.gluon.matmul_fp8 import _num_sms
+from gpuperf.kernels._launch import fast_path_enabled
+from gpuperf.kernels.device import num_sms, require_gluon_hopper
+from gpuperf.kernels.plans import planned
+from gpuperf.kernels.tma import BoundDescriptors, Described
 
 #: The head dims the kernel is written for (a ``wgmma``'s K is a multiple of 16; the
 #: shared-memory ring holds two ``BLOCK_N x D`` tiles a slot).
@@ -507,7 +509,7 @@ def kernel_arguments(o, q, k, v, causal: bool, scale: float, config: FA3Config):
     consumers = config.consumers
     total = triton.cdiv(seq_q, consumers * WARPGROUP_M) * batch * n_heads
     persistent = not causal if config.persistent is None else config.persistent
-    grid = (min(total, _num_sms(o.device)) if persistent else total,)
+    grid = (min(total, num_sms(o.get_device())) if persistent else total,)
     args = (*descs, n_heads, n_heads // n_kv_heads, seq_q, seq_k, total, scale * LOG2E)
     constants = dict(
         NUM_STAGES=stages_for(head_dim, config),
@@ -521,6 +523,7 @@ def kernel_arguments(o, q, k, v, causal: bool, scale: float, config: FA3Config):
     return grid, args, constants
 
 
+@planned(tensors=3)
 def attention_fa3(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -572,11 +575,33 @@ def attention_fa3(
     require_gluon_hopper("attention_fa3", q)
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     if o.numel() == 0:
+        return o, None
+    ready = [t if _tma_ready(t) else t.contiguous() for t in (q, k, v)]
+    grid, args, constants = kernel_arguments(o, *ready, causal, scale, config)
+    compiled = _fa3_kernel[grid](*args, **constants)
+    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans), unless
+    # an input was copied.
+    copied = any(t is not r for t, r in zip((q, k, v), ready, strict=True))
+    if copied or not fast_path_enabled():
+        return o, None
+    return o, Plan(BoundDescriptors.of_compiled(_fa3_kernel, compiled, grid, args, constants, 4), o, args)
+
+
+class Plan:
+    """A checked, configured launch for inputs like the ones it was made for:
+    ``plan(q, k, v)`` allocates the output, describes the new inputs and the output with the
+    checked layouts (four descriptors) and launches."""
+
+    __slots__ = ("bound", "dtype", "layouts", "shape")
+
+    def __init__(self, bound: BoundDescriptors, o: torch.Tensor, args: tuple):
+        self.bound, self.shape, self.dtype = bound, tuple(o.shape), o.dtype
+        self.layouts = tuple(Described.layout_of(d) for d in args[:4])
+
+    def __call__(self, q, k, v) -> torch.Tensor:
+        o = q.new_empty(self.shape)
+        self.bound(*(Described(t, *layout) for t, layout in zip((q, k, v, o), self.layouts, strict=True)))
         return o
-    q, k, v = (t if _tma_ready(t) else t.contiguous() for t in (q, k, v))
-    grid, args, constants = kernel_arguments(o, q, k, v, causal, scale, config)
-    _fa3_kernel[grid](*args, **constants)
-    return o
 
 
 __all__ = ["DEFAULT_CONFIG", "HEAD_DIMS", "FA3Config", "attention_fa3"]

@@ -54,10 +54,13 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from gpuperf._runtime import check_kernel_device
+from gpuperf.kernels._launch import fast_path_enabled
 from gpuperf.kernels._validation import check_tensor, dtype_names
-from gpuperf.kernels.gluon._device import require_gluon_hopper
-from gpuperf.kernels.matmul_fp8 import FP8_DTYPES, FP8_OUT_DTYPES, _check_scale
-from gpuperf.kernels.matmul_persistent import check_matmul_shapes, check_tma_operands, num_sms, tma_layout
+from gpuperf.kernels.device import num_sms, require_gluon_hopper
+from gpuperf.kernels.matmul_fp8 import FP8_DTYPES, FP8_OUT_DTYPES, check_scale
+from gpuperf.kernels.matmul_persistent import check_matmul_shapes
+from gpuperf.kernels.plans import planned
+from gpuperf.kernels.tma import BoundDescriptors, Described, check_tma_operands, tma_layout
 
 #: The promotion schedules: ``"pingpong"`` overlaps each float32 addition with the next
 #: step's MMA (two partial accumulators); ``"drain"`` waits for each MMA first (Triton's).
@@ -340,6 +343,7 @@ def _store(acc, c_ptr, off_m, off_n, M, N, stride_cm):
     gl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
+@planned(tensors=4)
 def matmul_fp8_promoted(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -372,8 +376,9 @@ def matmul_fp8_promoted(
     Raises:
         TypeError: an operand is not an FP8 tensor, a scale not a float32 tensor,
             ``out_dtype`` unsupported, or ``config`` not a :class:`GluonFP8Config`.
-        ValueError: shapes or devices do not match, a scale has the wrong shape, or
-            ``K`` is not a multiple of 16 (TMA's 16-byte rule on the K-major operands).
+        ValueError: shapes or devices do not match, a scale has the wrong shape, or an
+            operand cannot be read K-major through TMA, even as a copy (its other stride,
+            ``K`` bytes for a contiguous copy, must be a multiple of 16; ``K = 1`` never is).
         RuntimeError: Gluon cannot run here: Triton's interpreter is on, or the GPU is
             not a Hopper (compute capability 9.x).
 
@@ -387,8 +392,8 @@ def matmul_fp8_promoted(
     check_matmul_shapes(a, b)
     m, k = a.shape
     n = b.shape[1]
-    _check_scale("scale_a", scale_a, m, 1, a)
-    _check_scale("scale_b", scale_b, 1, n, b)
+    check_scale("scale_a", scale_a, m, 1, a)
+    check_scale("scale_b", scale_b, 1, n, b)
     if out_dtype not in FP8_OUT_DTYPES:
         raise TypeError(f"out_dtype must be one of {dtype_names(FP8_OUT_DTYPES)}, got {out_dtype}")
     if config is None:
@@ -398,30 +403,60 @@ def matmul_fp8_promoted(
     check_kernel_device("a", a)
     require_gluon_hopper("matmul_fp8_promoted", a)
     if m == 0 or n == 0 or k == 0:
-        return torch.zeros((m, n), dtype=out_dtype, device=a.device)
+        return torch.zeros((m, n), dtype=out_dtype, device=a.device), None
+    operands = (a, b)
     if tma_layout(a) != "row":
         a = a.contiguous()
     if tma_layout(b) != "col":
         b = b.t().contiguous().t()
     check_tma_operands(("a", "b"), (a, b))
+    # A copy cannot make every operand K-major: PyTorch gives a (1, N) b (K = 1) the strides
+    # of a row-major one, and the kernel's descriptor of bᵀ would have a misaligned stride.
+    for name, t, wanted in (("a", a, "row"), ("b", b, "col")):
+        if tma_layout(t) != wanted:
+            raise ValueError(
+                f"{name} (shape {tuple(t.shape)}, strides {t.stride()}) cannot be read K-major "
+                "through TMA: its K dimension must be contiguous with the other stride a "
+                "multiple of 16 bytes (K = 1 cannot be); use gpuperf.kernels.matmul_fp8"
+            )
     c = torch.empty((m, n), dtype=out_dtype, device=a.device)
-    launch(c, a, b, scale_a.reshape(-1), scale_b.reshape(-1), config)
-    return c
+    plan = launch(c, a, b, scale_a.reshape(-1), scale_b.reshape(-1), config)
+    # Later calls with operands like these launch from the plan (gpuperf.kernels.plans),
+    # unless an operand was copied. (A scale's flat view has its address: the plan reads it.)
+    return c, plan if operands[0] is a and operands[1] is b else None
 
 
-def launch(c, a, b, scale_a, scale_b, config: GluonFP8Config):
+class Plan:
+    """A checked, configured launch of the kernel for operands like the ones it was made for:
+    ``plan(a, b, scale_a, scale_b)`` allocates the output, describes the new operands with the
+    checked layouts (and the output, when it leaves by TMA) and launches."""
+
+    __slots__ = ("a_layout", "b_layout", "bound", "c_layout", "dtype", "shape")
+
+    def __init__(self, bound: BoundDescriptors, c: torch.Tensor, args: tuple):
+        self.bound, self.shape, self.dtype = bound, tuple(c.shape), c.dtype
+        a_desc, b_desc, c_arg = args[:3]
+        self.a_layout, self.b_layout = Described.layout_of(a_desc), Described.layout_of(b_desc)
+        self.c_layout = None if isinstance(c_arg, torch.Tensor) else Described.layout_of(c_arg)
+
+    def __call__(self, a, b, scale_a, scale_b) -> torch.Tensor:
+        c = a.new_empty(self.shape, dtype=self.dtype)
+        out = c if self.c_layout is None else Described(c, *self.c_layout)
+        self.bound(Described(a, *self.a_layout), Described(b, *self.b_layout), out, scale_a, scale_b)
+        return c
+
+
+def launch(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> Plan | None:
     """Launch the kernel on checked operands: ``a`` row-major, ``b`` column-major (K-major
-    both), flat scales of 1 or M (N) elements, ``c`` contiguous."""
+    both), flat scales of 1 or M (N) elements, ``c`` contiguous. Returns the :class:`Plan`
+    that repeats the launch on operands like these (None where the launch cache is off)."""
     grid, args, constants = kernel_arguments(c, a, b, scale_a, scale_b, config)
-    _fp8_promoted_kernel[grid](*args, **constants)
-
-
-def _num_sms(device: torch.device) -> int:
-    """Multiprocessors of ``device`` (132 on an H100 SXM); 132 for a CPU tensor (the offline
-    compile of :mod:`gpuperf.kernels.gluon.offline` stands in for an H100)."""
-    if device.type != "cuda":
-        return 132
-    return num_sms(device.index if device.index is not None else torch.cuda.current_device())
+    compiled = _fp8_promoted_kernel[grid](*args, **constants)
+    if not fast_path_enabled():
+        return None
+    return Plan(
+        BoundDescriptors.of_compiled(_fp8_promoted_kernel, compiled, grid, args, constants, 5), c, args
+    )
 
 
 def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple[tuple, tuple, dict]:
@@ -436,7 +471,7 @@ def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple
     a_desc = TensorDescriptor.from_tensor(a, [a_box, bk], a_layout)
     b_desc = TensorDescriptor.from_tensor(b.t(), [bn, bk], b_layout)
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-    grid = (min(tiles, _num_sms(c.device)) if config.persistent else tiles,)
+    grid = (min(tiles, num_sms(c.get_device())) if config.persistent else tiles,)
     # The output leaves by TMA when a descriptor can describe it (rows of 16-byte multiples).
     tma_store = config.tma_store and tma_layout(c) == "row" and bm & (bm - 1) == 0
     if tma_store:

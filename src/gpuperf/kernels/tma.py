@@ -1,0 +1,188 @@
+"""TMA tensor descriptors, as the persistent matmul, SwiGLU and the FP8 kernels (Triton's and
+Gluon's) use them: which tensors a descriptor can describe, making one, and launching a
+kernel that takes them with little host time.
+
+On Hopper (compute capability 9.0) the copy engine (TMA) moves a whole box of a tensor
+between global and shared memory from one instruction, computing the addresses and
+zero-filling what lies past the edges itself. A descriptor needs (CUDA's
+``cuTensorMapEncodeTiled``):
+
+* a base address that is a multiple of 16 bytes,
+* a unit stride in its last dimension,
+* every other stride a multiple of 16 bytes.
+
+A box may start anywhere inside the tensor, but the start of a box along the last
+dimension must also be a multiple of 16 bytes in Triton 3.6's lowering: a box of the
+second half of ``[W_gate | W_up]`` starting ``N`` columns in, with ``N * element size``
+not a multiple of 16, is an illegal instruction on the GPU, and the whole CUDA context is
+lost with it (:func:`box_offset_aligned`). A descriptor that breaks a rule is never
+launched: :func:`tma_layout` says which tensors can be described, :func:`check_tma_operands`
+says why one cannot, and the kernels take their computed-pointer path for the others.
+"""
+
+from __future__ import annotations
+
+import torch
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from gpuperf.kernels._launch import Launcher, fast_path_enabled
+
+#: The alignment, in bytes, a descriptor's base, its strides and a box's start in its last
+#: dimension must have.
+TMA_ALIGNMENT = 16
+
+
+def tma_layout(t: torch.Tensor) -> str | None:
+    """How a tensor descriptor can describe the 2-D ``t``: ``"row"`` (row-major, unit last
+    stride), ``"col"`` (column-major: its transpose is row-major) or None (no descriptor
+    can: the base is not 16-byte aligned, no stride is 1, or the other stride is not a
+    multiple of 16 bytes)."""
+    if t.data_ptr() % TMA_ALIGNMENT:
+        return None
+    size = t.element_size()
+    rows, cols = t.shape
+    s0, s1 = t.stride()
+    if (s1 == 1 or cols == 1) and (s0 * size) % TMA_ALIGNMENT == 0:
+        return "row"
+    if (s0 == 1 or rows == 1) and (s1 * size) % TMA_ALIGNMENT == 0:
+        return "col"
+    return None
+
+
+def box_offset_aligned(offset: int, element_size: int) -> bool:
+    """Whether a box that starts ``offset`` elements into a descriptor's last dimension (beyond
+    the multiples of the box width, which are aligned) starts on a 16-byte boundary."""
+    return (offset * element_size) % TMA_ALIGNMENT == 0
+
+
+def descriptor(t: torch.Tensor, layout: str, block_rows: int, block_cols: int) -> TensorDescriptor:
+    """A descriptor of the 2-D ``t`` loading ``block_rows x block_cols`` boxes: of ``t`` itself
+    when ``layout`` is ``"row"``, of its row-major transpose (``block_cols x block_rows``
+    boxes) when ``"col"`` (:func:`tma_layout`)."""
+    if layout == "row":
+        return TensorDescriptor(t, list(t.shape), [t.stride(0), 1], [block_rows, block_cols])
+    tt = t.t()  # column-major: describe the row-major transpose, load boxes of it
+    return TensorDescriptor(tt, list(tt.shape), [tt.stride(0), 1], [block_cols, block_rows])
+
+
+def check_tma_operands(names, tensors) -> None:
+    """``ValueError`` naming the operand that no tensor descriptor can describe, and why."""
+    for name, t in zip(names, tensors, strict=True):
+        if tma_layout(t) is None:
+            raise ValueError(
+                f"{name} (shape {tuple(t.shape)}, strides {t.stride()}, {t.element_size()}-byte elements, "
+                f"address % 16 = {t.data_ptr() % 16}) cannot be loaded through TMA: a tensor descriptor "
+                "needs a 16-byte aligned base, one unit stride and the other stride a multiple of 16 "
+                f"bytes (for {t.dtype}: {16 // t.element_size()} elements). Pass a copy with "
+                ".contiguous() and a padded inner dimension, or use gpuperf.kernels.matmul."
+            )
+
+
+def _is_descriptor(value) -> bool:
+    # Triton's host descriptors and Gluon's (triton.experimental.gluon.nvidia.hopper) alike.
+    return getattr(value, "block_shape", None) is not None and hasattr(value, "base")
+
+
+class DescriptorLauncher(Launcher):
+    """A :class:`~gpuperf.kernels._launch.Launcher` for kernels whose leading arguments are
+    host-side tensor descriptors.
+
+    Triton specializes a descriptor argument on its dtype, block shape (and, for Gluon's,
+    its shared-memory layout), and its launcher encodes the TMA descriptor from the object
+    itself at each launch: so the key holds those, and the objects are passed as they are."""
+
+    @staticmethod
+    def _key_and_args(runtime, constexprs, num_warps, num_stages, device) -> tuple[tuple, list]:
+        n = 0
+        while n < len(runtime) and _is_descriptor(runtime[n]):
+            n += 1
+        key, args = Launcher._key_and_args(runtime[n:], constexprs, num_warps, num_stages, device)
+        # (A Gluon layout as text: its fields need not be hashable.)
+        described = tuple(
+            (d.base.dtype, tuple(d.block_shape), d.padding, str(getattr(d, "layout", "")))
+            for d in runtime[:n]
+        )
+        return key + described, [*runtime[:n], *args]
+
+    def bound(self, grid, runtime, constexprs, *, num_warps: int, num_stages: int) -> BoundDescriptors | None:
+        """After a launch of these arguments: a :class:`BoundDescriptors` that repeats it for
+        other descriptors and tensors of the same kinds, or None (the interpreter, the
+        launch cache off, or the launch not cached)."""
+        if self.interpreted or not fast_path_enabled():
+            return None
+        device = torch._C._cuda_getDevice()
+        key, args = self._key_and_args(runtime, constexprs, num_warps, num_stages, device)
+        entry = self._compiled.get(key)
+        if entry is None:
+            return None
+        launch, function, head = entry
+        grid = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
+        return BoundDescriptors(launch, function, head, grid, device, _tail(runtime, args, constexprs))
+
+
+def _tail(runtime, args, constexprs) -> tuple:
+    """The arguments after the leading descriptors and tensors, which a bound launch keeps."""
+    leading = 0
+    while leading < len(runtime) and (
+        _is_descriptor(runtime[leading]) or isinstance(runtime[leading], torch.Tensor)
+    ):
+        leading += 1
+    return tuple(args[leading:]) + tuple(constexprs)
+
+
+class BoundDescriptors:
+    """One launch with everything fixed but its leading descriptors and tensors (each tensor
+    as a tensor or its address): the :class:`~gpuperf.kernels._launch.Bound` of descriptor
+    kernels, Triton's and Gluon's."""
+
+    __slots__ = ("device", "function", "grid", "head", "launch", "tail")
+
+    def __init__(self, launch, function, head: tuple, grid: tuple, device: int, tail: tuple):
+        self.launch, self.function, self.head = launch, function, head
+        self.grid, self.device, self.tail = grid, device, tail
+
+    @classmethod
+    def of_compiled(cls, kernel, compiled, grid: tuple, args: tuple, constants: dict, leading: int):
+        """The bound launch of ``compiled``, the binary that ``kernel[grid](*args, **constants)``
+        returned: the arguments after the first ``leading`` (descriptors and tensors) kept, in
+        the kernel's signature order, constants included (the launcher skips those)."""
+        values = dict(zip(kernel.arg_names, args, strict=False))
+        values.update((name, value) for name, value in constants.items() if name in kernel.arg_names)
+        defaults = kernel.signature.parameters
+        ordered = [values[name] if name in values else defaults[name].default for name in kernel.arg_names]
+        head = (compiled.packed_metadata, None, None, None)
+        grid = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
+        device = torch._C._cuda_getDevice()
+        return cls(compiled.run, compiled.function, head, grid, device, tuple(ordered[leading:]))
+
+    def __call__(self, *leading) -> None:
+        stream = torch._C._cuda_getCurrentRawStream(self.device)
+        self.launch(*self.grid, stream, self.function, *self.head, *leading, *self.tail)
+
+
+class Described:
+    """What Triton's launcher reads of a host tensor descriptor (its base, shape, strides and
+    padding), made without :class:`TensorDescriptor`'s checks: only for a layout that a
+    plan has already checked, on a new base of the same layout."""
+
+    __slots__ = ("base", "padding", "shape", "strides")
+
+    def __init__(self, base: torch.Tensor, shape: list, strides: list):
+        self.base, self.shape, self.strides, self.padding = base, shape, strides, "zero"
+
+    @staticmethod
+    def layout_of(desc) -> tuple[list, list]:
+        """``(shape, strides)`` of a descriptor, to describe another base of the same layout."""
+        return list(desc.shape), list(desc.strides)
+
+
+__all__ = [
+    "TMA_ALIGNMENT",
+    "BoundDescriptors",
+    "Described",
+    "DescriptorLauncher",
+    "box_offset_aligned",
+    "check_tma_operands",
+    "descriptor",
+    "tma_layout",
+]

@@ -175,7 +175,7 @@ def test_planned_calls_compute_on_their_own_inputs():
 
 def test_bfloat16_is_right_wherever_it_runs():
     """Triton 3.6's interpreter multiplies bfloat16's raw bits in tl.dot; the wrapper gives the
-    kernel float32 operands there (kernels.device.interpreter_dot_operands), so bfloat16 is
+    kernel's tl.dot float32 operands there (gpuperf._interpreter), so bfloat16 is
     right on the CPU as on a GPU, and the output stays bfloat16."""
     for m, n, k in ((37, 40, 48), (1, 24, 80)):
         a, b = randn((m, k), torch.bfloat16, seed=m), randn((k, n), torch.bfloat16, seed=n)

@@ -3,14 +3,17 @@
 Importing this package compiles nothing. When no CUDA device is present and
 ``TRITON_INTERPRET`` is unset, it turns Triton's interpreter on first, so the
 kernels run (slowly, on small shapes) on the CPU: ``@triton.jit`` reads that
-variable when each kernel is defined. Each op is also registered with
+variable when each kernel is defined. Under the interpreter it also corrects
+``tl.dot`` of bfloat16 operands (:mod:`gpuperf._interpreter`). Each op is also registered with
 ``torch.library`` (``torch.ops.gpuperf.<op>``) so that ``torch.compile`` can
 keep a model that calls it in one graph.
 """
 
+from gpuperf._interpreter import fix_bfloat16_dot
 from gpuperf._runtime import enable_interpreter_without_gpu
 
-enable_interpreter_without_gpu()
+if enable_interpreter_without_gpu():
+    fix_bfloat16_dot()
 
 from gpuperf.kernels.add_relu_mul import add_relu_mul  # noqa: E402
 from gpuperf.kernels.attention import attention  # noqa: E402

@@ -92,18 +92,6 @@ def require_gluon_hopper(name: str, t: torch.Tensor) -> None:
             )
 
 
-def interpreter_dot_operands(*tensors):
-    """The operands of a kernel's ``tl.dot`` as it should read them here: under Triton's
-    interpreter, bfloat16 ones upcast to float32, since Triton 3.6's interpreter multiplies
-    bfloat16's raw bits (silent garbage, off by orders of magnitude); the others, and every
-    operand on a GPU, as they are, so that what the GPU compiles is unchanged. The caller's
-    output keeps its dtype: the kernel rounds its float32 accumulator to it once, as on a GPU.
-    """
-    if not is_interpreter():
-        return tensors
-    return tuple(t.float() if t is not None and t.dtype == torch.bfloat16 else t for t in tensors)
-
-
 def forget() -> None:
     """Drop what was asked of the devices (a test that changes what a device reports)."""
     capability.cache_clear()
@@ -117,7 +105,6 @@ __all__ = [
     "capability",
     "forget",
     "has_tma",
-    "interpreter_dot_operands",
     "num_sms",
     "require_gluon_hopper",
     "require_tma",

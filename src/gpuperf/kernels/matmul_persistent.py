@@ -37,7 +37,7 @@ from gpuperf.kernels._grid import cdiv
 from gpuperf.kernels._launch import Launcher
 from gpuperf.kernels._persistent_configs import PersistentConfig
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
-from gpuperf.kernels.device import interpreter_dot_operands, require_tma, tuned_folder
+from gpuperf.kernels.device import require_tma, tuned_folder
 from gpuperf.kernels.plans import planned
 from gpuperf.kernels.tiles import persistent_programs, tile_coords
 from gpuperf.kernels.tma import Described, DescriptorLauncher, check_tma_operands, descriptor, tma_layout
@@ -345,7 +345,6 @@ def matmul_persistent(
     if chosen.tma:
         check_tma_operands(("a", "b"), (a, b))
     c = a.new_empty((m, n))
-    a, b = interpreter_dot_operands(a, b)
     # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans).
     return c, launch_persistent(c, a, b, chosen, plan=True)
 

@@ -63,7 +63,7 @@ from gpuperf.kernels._grid import cdiv, next_power_of_2
 from gpuperf.kernels._launch import Launcher, traced
 from gpuperf.kernels._persistent_configs import SHARED_MEMORY_BYTES, PersistentConfig
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
-from gpuperf.kernels.device import capability, has_tma, interpreter_dot_operands, tuned_folder
+from gpuperf.kernels.device import capability, has_tma, tuned_folder
 from gpuperf.kernels.matmul_persistent import matmul_persistent
 from gpuperf.kernels.plans import planned
 from gpuperf.kernels.tiles import persistent_programs, tile_coords
@@ -539,7 +539,6 @@ def _forward(x, w_gate_up, config: PersistentConfig | None, *, plan: bool = Fals
     if k == 0:  # g = u = 0, and silu(0) * 0 = 0
         return x.new_zeros((m, n)), None
     out = x.new_empty((m, n))
-    x, w_gate_up = interpreter_dot_operands(x, w_gate_up)
     return out, _launch_forward(out, x, w_gate_up, launch_config(x, w_gate_up, config), plan=plan)
 
 
@@ -624,7 +623,7 @@ def _swiglu_op(
     if out.numel():
         tiles = (block_m, block_n, block_k, group_m)
         config = PersistentConfig(*tiles, num_warps, num_stages, tma, warp_specialize)
-        _launch_traced_forward(out, *interpreter_dot_operands(x, w_gate_up), config)
+        _launch_traced_forward(out, x, w_gate_up, config)
     return out
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gpuperf.bench.catalog import fp8_check_k
-from gpuperf.kernels import to_fp8
+from gpuperf.kernels import device, to_fp8
 from gpuperf.kernels.gluon import SCHEDULES, GluonFP8Config, matmul_fp8_promoted
 from gpuperf.reference import matmul_fp8_ref
 from gpuperf.testing import assert_close
@@ -197,7 +197,15 @@ def test_gpu_error_is_no_larger_than_cublaslt(axis):
 
 @pytest.mark.gpu
 def test_gpu_other_than_hopper_gets_a_clear_error(monkeypatch):
+    """An Ada GPU (8.9: FP8 tensor cores, no wgmma). The kernels keep a device's capability
+    and the plans of inputs already checked, so both are dropped before and after."""
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 9))
+    device.forget()
+    matmul_fp8_promoted.plans.clear()
     a, b, scale_a, scale_b = operands(8, 8, 32)
-    with pytest.raises(RuntimeError, match="written for Hopper"):
-        matmul_fp8_promoted(a, b, scale_a, scale_b)
+    try:
+        with pytest.raises(RuntimeError, match="written for Hopper"):
+            matmul_fp8_promoted(a, b, scale_a, scale_b)
+    finally:
+        monkeypatch.undo()
+        device.forget()

@@ -187,9 +187,10 @@ def undescribable(operands: dict) -> str | None:
 
 
 def rejected(name: str, t: torch.Tensor):
-    """``pytest.raises`` for :func:`gpuperf.kernels.tma.check_tma_operands`'s error on ``name``."""
+    """``pytest.raises`` for the error :func:`gpuperf.kernels.tma.check_tma_operands` (or the
+    Gluon FP8 matmul's K-major check) raises on ``name``."""
     shape = re.escape(str(tuple(t.shape)))
-    return pytest.raises(ValueError, match=rf"^{name} \(shape {shape}, .* cannot be loaded through TMA")
+    return pytest.raises(ValueError, match=rf"^{name} \(shape {shape}, .* cannot be (loaded|read K-major) through TMA")
 
 
 # --- 1. matmul_persistent ------------------------------------------------------------------

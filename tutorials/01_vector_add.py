@@ -150,7 +150,17 @@ print(page.launch_bound(result))
 
 from gpuperf.bench.catalog import HOST_OVERHEAD
 
-show(HOST_OVERHEAD)
+host = show(HOST_OVERHEAD)
+
+# %%
+# The ops a model calls in a loop have a target: at most 1.2 times the host time
+# of the PyTorch op a user would call instead, so that a decode step built of
+# these kernels is not host-bound where PyTorch's is not. ``attention_train`` is
+# one training step's attention, forward and backward:
+
+from gpuperf.pages.host import targets_table
+
+print(targets_table(host))
 
 # %%
 # ``kernel[grid](...)`` does a lot of Python on every call: it binds the

@@ -14,6 +14,19 @@ from gpuperf.bench.catalog.benchmark import Benchmark, Provider, call, kernels
 from gpuperf.bench.catalog.matmul import fp8_operands, matmul_operands
 from gpuperf.bench.catalog.memory_bound import SOFTMAX_ROWS, random_pair
 
+#: The most host time per call each op may take, as a multiple of the PyTorch op's in the
+#: same run (SDPA, ``torch._scaled_mm``, ``torch.softmax``): above it, a decode step or a
+#: short prompt made of our kernels would be host-bound where PyTorch's is not.
+HOST_TARGETS = {
+    "softmax": 1.2,
+    "matmul_fp8": 1.2,
+    "matmul_fp8_promoted": 1.2,
+    "attention": 1.2,
+    "attention_train": 1.2,
+    "attention_decode": 1.2,
+    "attention_fa3": 1.2,
+}
+
 #: Attention's host-time inputs: one head group of a short prompt, (B, H, S, D) in float16.
 ATTENTION_SHAPE = (1, 8, 128, 64)
 #: The decode step's: 8 sequences of 1024 cached tokens, Llama-3-8B's heads, bfloat16.
@@ -34,6 +47,10 @@ def _host_inputs(op: str, device):
         return (op, *fp8_operands((512, 512, 512), device)[:4])
     if op in ("attention", "attention_fa3"):
         return (op, *(torch.randn(ATTENTION_SHAPE, device=device, dtype=torch.float16) for _ in range(3)))
+    if op == "attention_train":  # q, k, v that need gradients, and the output's gradient
+        fp16 = {"device": device, "dtype": torch.float16}
+        qkv = (torch.randn(ATTENTION_SHAPE, **fp16).requires_grad_() for _ in range(3))
+        return (op, *qkv, torch.randn(ATTENTION_SHAPE, **fp16))
     if op == "attention_decode":
         bf16 = {"device": device, "dtype": torch.bfloat16}
         q = torch.randn(DECODE_BATCH, DECODE_HEADS, 1, DECODE_HEAD_DIM, **bf16)
@@ -45,9 +62,19 @@ def _host_inputs(op: str, device):
     return (op, a, b)
 
 
+def _forward_backward(attend, q, k, v, grad_out):
+    """``(dq, dk, dv)`` of ``attend(q, k, v)`` for the output gradient ``grad_out``: the
+    attention of one training step, forward and backward."""
+    return torch.autograd.grad(attend(q, k, v), (q, k, v), grad_out)
+
+
 def _op(op: str):
     """The public function of the op named ``op``: a kernel of :mod:`gpuperf.kernels`, or a
-    Gluon one (:mod:`gpuperf.kernels.gluon`, Hopper only)."""
+    Gluon one (:mod:`gpuperf.kernels.gluon`, Hopper only); for ``attention_train``, the
+    forward and backward of :func:`gpuperf.kernels.attention`."""
+    if op == "attention_train":
+        attend = kernels().attention
+        return lambda *tensors: _forward_backward(attend, *tensors)
     if op in ("attention_fa3", "matmul_fp8_promoted"):
         from gpuperf.kernels import gluon
 
@@ -87,6 +114,7 @@ _PYTORCH_OP = {
     "matmul_fp8": _scaled_mm,
     "matmul_fp8_promoted": _scaled_mm,
     "attention": _sdpa,
+    "attention_train": lambda *tensors: _forward_backward(_sdpa, *tensors),
     "attention_fa3": _sdpa,
     "attention_decode": _sdpa,
 }
@@ -101,6 +129,7 @@ _REFERENCE = {
     "matmul_fp8": reference.matmul_fp8_ref,
     "matmul_fp8_promoted": reference.matmul_fp8_ref,
     "attention": reference.attention_ref,
+    "attention_train": reference.attention_grads_ref,
     "attention_fa3": reference.attention_ref,
     "attention_decode": reference.attention_decode_ref,
 }
@@ -111,6 +140,7 @@ _REDUCTION = {
     "matmul_fp8": 512,
     "matmul_fp8_promoted": 512,
     "attention": ATTENTION_SHAPE[2],
+    "attention_train": ATTENTION_SHAPE[2],
     "attention_fa3": ATTENTION_SHAPE[2],
     "attention_decode": DECODE_KV_LEN,
 }
@@ -121,7 +151,8 @@ HOST_OVERHEAD = Benchmark(
     x_name="op",
     x_label=(
         "op (vector_add, gelu, add_relu_mul: 4096 fp32; softmax, row_mean: 4096 x 256 fp32; "
-        "matmuls: 512^3, fp16 or e4m3 with per-tensor scales; attention: 1 x 8 x 128 x 64 fp16; "
+        "matmuls: 512^3, fp16 or e4m3 with per-tensor scales; attention: 1 x 8 x 128 x 64 fp16, "
+        "attention_train: its forward and backward; "
         "decode: 8 x 32 heads over 1024 cached tokens, bf16)"
     ),
     x_values=(
@@ -135,6 +166,7 @@ HOST_OVERHEAD = Benchmark(
         "matmul_fp8",
         "matmul_fp8_promoted",
         "attention",
+        "attention_train",
         "attention_decode",
         "attention_fa3",
     ),

@@ -1,0 +1,58 @@
+"""The host-time table: each op's host time per call against its PyTorch op, and its target.
+
+Read from the ``host_overhead`` record (:data:`gpuperf.bench.catalog.HOST_OVERHEAD`), whose
+targets are :data:`gpuperf.bench.catalog.host.HOST_TARGETS`.
+"""
+
+from __future__ import annotations
+
+from gpuperf.bench.catalog import HOST_OVERHEAD
+from gpuperf.bench.catalog.host import HOST_TARGETS
+from gpuperf.pages.plotting import short_gpu_name
+from gpuperf.pages.profiling.checks import check_result
+from gpuperf.pages.report import Result
+from gpuperf.pages.tables import Cell, Section, render
+
+
+def _verdict(ratio: float, target: float) -> Cell:
+    if ratio <= target:
+        return Cell("met", 0)
+    return Cell(f"missed by {100 * (ratio / target - 1):.0f}%", ratio / target - 1)
+
+
+def targets_table(result: Result, targets: dict[str, float] | None = None) -> str:
+    """For each GPU of a ``host_overhead`` result, one row per op that has a target: our
+    wrapper's host time per call (cached launch), the PyTorch op's, their ratio, the target
+    ratio and whether the median met it. ``targets`` defaults to :data:`HOST_TARGETS`.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: it is not the ``host_overhead`` benchmark's.
+    """
+    check_result(result, HOST_OVERHEAD)
+    targets = HOST_TARGETS if targets is None else targets
+    sections = []
+    for gpu in result.gpus():
+        ours, theirs = gpu.values("triton"), gpu.values("torch")
+        header = ["op", "ours µs", "PyTorch µs", "ours / PyTorch", "target", ""]
+        section = Section(short_gpu_name(gpu.gpu) if len(result.gpus()) > 1 else "", header)
+        for op, target in targets.items():
+            if ours.get(op) is None or theirs.get(op) is None:
+                continue
+            ratio = ours[op] / theirs[op]
+            section.rows.append(
+                [
+                    Cell(op, op),
+                    Cell(f"{ours[op]:.1f}", ours[op]),
+                    Cell(f"{theirs[op]:.1f}", theirs[op]),
+                    Cell(f"{ratio:.2f}×", ratio),
+                    Cell(f"≤ {target:.1f}×", target),
+                    _verdict(ratio, target),
+                ]
+            )
+        sections.append(section)
+    footer = result.measured_on() if len(result.gpus()) == 1 else None
+    return render(sections, result.all_notes(), footer=footer)
+
+
+__all__ = ["targets_table"]

@@ -15,21 +15,21 @@ from gpuperf._runtime import enable_interpreter_without_gpu
 if enable_interpreter_without_gpu():
     fix_bfloat16_dot()
 
-from gpuperf.kernels.add_relu_mul import add_relu_mul  # noqa: E402
-from gpuperf.kernels.attention import attention  # noqa: E402
-from gpuperf.kernels.attention_decode import attention_decode  # noqa: E402
-from gpuperf.kernels.gelu import gelu  # noqa: E402
-from gpuperf.kernels.matmul import MatmulConfig, matmul  # noqa: E402
-from gpuperf.kernels.matmul_fp8 import matmul_fp8, to_fp8  # noqa: E402
-from gpuperf.kernels.matmul_persistent import PersistentConfig, matmul_persistent  # noqa: E402
-from gpuperf.kernels.matmul_splitk import matmul_splitk  # noqa: E402
-from gpuperf.kernels.rms_norm import rms_norm  # noqa: E402
-from gpuperf.kernels.rope import rope, rope_cos_sin  # noqa: E402
-from gpuperf.kernels.row_mean import row_mean  # noqa: E402
-from gpuperf.kernels.softmax import softmax  # noqa: E402
-from gpuperf.kernels.strided_copy import strided_copy  # noqa: E402
-from gpuperf.kernels.swiglu import swiglu  # noqa: E402
-from gpuperf.kernels.vector_add import vector_add  # noqa: E402
+from gpuperf.kernels.add_relu_mul import add_relu_mul
+from gpuperf.kernels.attention import attention
+from gpuperf.kernels.attention_decode import attention_decode
+from gpuperf.kernels.gelu import gelu
+from gpuperf.kernels.matmul import MatmulConfig, matmul
+from gpuperf.kernels.matmul_fp8 import matmul_fp8, to_fp8
+from gpuperf.kernels.matmul_persistent import PersistentConfig, matmul_persistent
+from gpuperf.kernels.matmul_splitk import matmul_splitk
+from gpuperf.kernels.rms_norm import rms_norm
+from gpuperf.kernels.rope import rope, rope_cos_sin
+from gpuperf.kernels.row_mean import row_mean
+from gpuperf.kernels.softmax import softmax
+from gpuperf.kernels.strided_copy import strided_copy
+from gpuperf.kernels.swiglu import swiglu
+from gpuperf.kernels.vector_add import vector_add
 
 __all__ = [
     "MatmulConfig",

@@ -275,7 +275,9 @@ def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
         # Rotated when all the labels together, or the widest one in its own slot, would
         # not fit: a few long labels collide as surely as many short ones.
         widest = max(_CHAR * len(s) for s in labels) + 0.15
-        rotate = sum(_CHAR * len(s) + 0.15 for s in labels) > 0.9 * panel_w or widest > 0.95 * panel_w / len(labels)
+        rotate = sum(_CHAR * len(s) + 0.15 for s in labels) > 0.9 * panel_w or widest > 0.95 * panel_w / len(
+            labels
+        )
     else:
         ax.set_xscale("log", base=2)
         ax.set_xticks(xs)

@@ -26,6 +26,7 @@ from gpuperf.kernels.matmul_splitk import matmul_splitk
 from gpuperf.kernels.rms_norm import rms_norm
 from gpuperf.kernels.rope import rope, rope_cos_sin
 from gpuperf.kernels.row_mean import row_mean
+from gpuperf.kernels.scale_shift import scale_shift
 from gpuperf.kernels.softmax import softmax
 from gpuperf.kernels.strided_copy import strided_copy
 from gpuperf.kernels.swiglu import swiglu
@@ -46,6 +47,7 @@ __all__ = [
     "rope",
     "rope_cos_sin",
     "row_mean",
+    "scale_shift",
     "softmax",
     "strided_copy",
     "swiglu",

@@ -456,14 +456,15 @@ def copied_undescribable(a, b) -> str | None:
 
 def k_major_undescribable(a, b) -> str | None:
     """Gluon's kernel reads ``a`` row-major and ``b`` column-major only (K-major, as
-    ``torch._scaled_mm``): the operand, if any, that TMA can read so neither in place nor as
-    a fresh copy in that layout (which needs K a multiple of 16)."""
-    (m, k), n = a.shape, b.shape[1]
-    a_copy = torch.empty((m, k), dtype=a.dtype, device=a.device)
-    b_copy = torch.empty((n, k), dtype=b.dtype, device=b.device).t()
-    if tma_layout(a) != "row" and tma_layout(a_copy) != "row":
+    ``torch._scaled_mm``), and its wrapper copies an operand TMA cannot read so
+    (``.contiguous()``, its docstring): the operand, if any, that no descriptor describes
+    after that. (A copy needs K a multiple of 16; a contiguous view at an unaligned
+    offset is returned as it is by ``.contiguous()``, so it stays unreadable.)"""
+    a = a if tma_layout(a) == "row" else a.contiguous()
+    b = b if tma_layout(b) == "col" else b.t().contiguous().t()
+    if tma_layout(a) != "row":
         return "a"
-    if tma_layout(b) != "col" and tma_layout(b_copy) != "col":
+    if tma_layout(b) != "col":
         return "b"
     return None
 

@@ -123,7 +123,7 @@ def run(
                         gib = peak_memory_bytes(fn) / metrics.GIB
                         row.update(value=gib, value_p20=gib, value_p80=gib)
                     else:
-                        t = timer(fn)
+                        t = timer(fn, **timer_options(benchmark, x, combo))
                 except AssertionError as err:
                     row.update(status="mismatch", message=str(err)[:500])
                 except Exception as err:  # a baseline that cannot run is reported, not fatal
@@ -148,6 +148,14 @@ def run(
     provenance = records.collect_provenance(benchmark.timer)
     wall_s = time.perf_counter() - started
     return records.build_record(benchmark, rows, ceilings, provenance, ran=ran, wall_s=wall_s)
+
+
+def timer_options(benchmark: Benchmark, x, combo: dict) -> dict:
+    """Keyword arguments of the benchmark's timer at ``x``: the host timer's ``calls``
+    where the benchmark declares them (:attr:`Benchmark.host_calls`), else none."""
+    if benchmark.timer == "host" and benchmark.host_calls is not None:
+        return {"calls": benchmark.host_calls(x, **combo)}
+    return {}
 
 
 #: The ``sys.monitoring`` tool id :func:`traced_sources` asks for (Python 3.12+), if free.

@@ -112,6 +112,10 @@ class Benchmark:
         runs_on: optional ``runs_on((major, minor)) -> bool``: the compute capabilities
             whose GPUs can run the kernel under study (Gluon's Hopper kernels: 9.x);
             ``python -m gpuperf.bench`` skips the benchmark elsewhere and says why.
+        host_calls: optional ``host_calls(x, **axes) -> int``, for ``timer="host"``: the
+            calls timed per round at ``x``, where the default
+            (:data:`gpuperf.bench.timing.HOST_CALLS`) times the kernels launched would fill
+            the GPU's launch queue (about a thousand), which would time the host waiting.
 
     Raises:
         ValueError: the declaration is inconsistent; the message names the field.
@@ -136,6 +140,7 @@ class Benchmark:
     reduction: Callable[..., int] | None = None
     norm_rtol: float | None = None
     runs_on: Callable[[tuple[int, int]], bool] | None = None
+    host_calls: Callable[..., int] | None = None
 
     def __post_init__(self):
         keys = [p.key for p in self.providers]

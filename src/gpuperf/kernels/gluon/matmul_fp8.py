@@ -378,7 +378,9 @@ def matmul_fp8_promoted(
             ``out_dtype`` unsupported, or ``config`` not a :class:`GluonFP8Config`.
         ValueError: shapes or devices do not match, a scale has the wrong shape, or an
             operand cannot be read K-major through TMA, even as a copy (its other stride,
-            ``K`` bytes for a contiguous copy, must be a multiple of 16; ``K = 1`` never is).
+            ``K`` bytes for a contiguous copy, must be a multiple of 16; ``K = 1`` never is),
+            or is a contiguous view whose base is not 16-byte aligned (a slice at an odd
+            offset, which ``.contiguous()`` returns as it is: pass ``a.clone()``).
         RuntimeError: Gluon cannot run here: Triton's interpreter is on, or the GPU is
             not a Hopper (compute capability 9.x).
 

@@ -200,6 +200,18 @@ def add_relu_mul_eager(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> tor
     return torch.relu(x + y) * z
 
 
+def scale_shift_ref(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """``x * scale + shift`` in float64, ``scale`` and ``shift`` broadcast over the rows.
+    ``x`` ``(..., N)``, ``scale`` and ``shift`` ``(N,)``; returns float64."""
+    return x.double() * scale.double() + shift.double()
+
+
+def scale_shift_eager(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """``x * scale + shift`` as written in eager PyTorch, in ``x``'s dtype: two kernels (the
+    product is written to memory, then read back by the addition), each rounding."""
+    return x * scale + shift
+
+
 def strided_copy_ref(x: torch.Tensor, stride: int) -> torch.Tensor:
     """``x[::stride]`` in float64. ``x`` 1-D; returns float64."""
     return x[::stride].double()

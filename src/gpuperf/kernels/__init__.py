@@ -26,6 +26,7 @@ from gpuperf.kernels.matmul_splitk import matmul_splitk  # noqa: E402
 from gpuperf.kernels.rms_norm import rms_norm  # noqa: E402
 from gpuperf.kernels.rope import rope, rope_cos_sin  # noqa: E402
 from gpuperf.kernels.row_mean import row_mean  # noqa: E402
+from gpuperf.kernels.scale_shift import scale_shift  # noqa: E402
 from gpuperf.kernels.softmax import softmax  # noqa: E402
 from gpuperf.kernels.strided_copy import strided_copy  # noqa: E402
 from gpuperf.kernels.swiglu import swiglu  # noqa: E402
@@ -46,6 +47,7 @@ __all__ = [
     "rope",
     "rope_cos_sin",
     "row_mean",
+    "scale_shift",
     "softmax",
     "strided_copy",
     "swiglu",

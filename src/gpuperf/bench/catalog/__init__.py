@@ -3,7 +3,7 @@
 * :mod:`~gpuperf.bench.catalog.benchmark`: :class:`Benchmark` and :class:`Provider`, the
   types that declare a benchmark.
 * :mod:`~gpuperf.bench.catalog.memory_bound`: vector add, softmax, row mean, RMSNorm,
-  RoPE (GB/s).
+  RoPE, and the scale and shift of the guide on benchmarking your own kernel (GB/s).
 * :mod:`~gpuperf.bench.catalog.matmul`: tutorial 03's matmul, its epilogue and program
   order, the persistent and FP8 matmuls, SwiGLU (TFLOP/s); the split-K matmul of a
   decode step's projections (GB/s).
@@ -91,6 +91,8 @@ from gpuperf.bench.catalog.memory_bound import (
     ROPE_HEADS,
     ROW_MEAN,
     ROW_MEAN_ROWS,
+    SCALE_SHIFT,
+    SCALE_SHIFT_COLS,
     SOFTMAX,
     SOFTMAX_LONG,
     SOFTMAX_LONG_ROWS,
@@ -128,6 +130,7 @@ ALL: tuple[Benchmark, ...] = (
     MATMUL_SMALL_M,
     GLUON_FP8,
     GLUON_ATTENTION,
+    SCALE_SHIFT,
 )
 
 
@@ -192,6 +195,8 @@ __all__ = [
     "ROPE_HEADS",
     "ROW_MEAN",
     "ROW_MEAN_ROWS",
+    "SCALE_SHIFT",
+    "SCALE_SHIFT_COLS",
     "SOFTMAX",
     "SOFTMAX_LONG",
     "SOFTMAX_LONG_ROWS",

@@ -1,6 +1,7 @@
 """Memory-bound benchmarks: vector add and softmax (tutorials 01 and 02), the row mean
-(the profiling guide), RMSNorm and RoPE (tutorial 07's decoder layer). Each is read in GB/s
-against the measured copy bandwidth."""
+(the profiling guide), RMSNorm and RoPE (tutorial 07's decoder layer), and the scale and
+shift of the guide on benchmarking your own kernel. Each is read in GB/s against the
+measured copy bandwidth."""
 
 from __future__ import annotations
 
@@ -217,4 +218,46 @@ ROPE = Benchmark(
     # bfloat16's eps * sqrt(32) = 0.044. The kernel, rounding once, is checked tightly
     # in tests/test_rope.py.
     reduction=lambda s: 32,
+)
+
+# --- scale and shift (the guide on benchmarking your own kernel) ----------------------
+
+#: Columns of every scale-and-shift input: a model's hidden size.
+SCALE_SHIFT_COLS = 4096
+
+
+def _scale_shift(x, scale, shift):
+    return kernels().scale_shift(x, scale, shift)
+
+
+def _scale_shift_inputs(n_rows: int, device) -> tuple[torch.Tensor, ...]:
+    """``x`` (n_rows, SCALE_SHIFT_COLS), ``scale`` and ``shift`` (SCALE_SHIFT_COLS,), float32."""
+    x = torch.randn(n_rows, SCALE_SHIFT_COLS, device=device)
+    scale = torch.randn(SCALE_SHIFT_COLS, device=device)
+    shift = torch.randn(SCALE_SHIFT_COLS, device=device)
+    return x, scale, shift
+
+
+# The declaration the guide shows, from here to the end of the file.
+SCALE_SHIFT = Benchmark(
+    name="scale_shift",
+    title=f"Scale and shift y = x * scale + shift, float32, {SCALE_SHIFT_COLS} columns",
+    x_name="n_rows",
+    x_label=f"rows of {SCALE_SHIFT_COLS} columns",
+    x_values=(512, 2048, 8192, 32768),
+    make_inputs=_scale_shift_inputs,
+    reference=reference.scale_shift_ref,
+    providers=(
+        Provider("triton", "Triton (gpuperf.kernels.scale_shift)", call(_scale_shift)),
+        Provider("eager", "eager x * scale + shift (2 kernels)", call(reference.scale_shift_eager)),
+        Provider("compile", "torch.compile(eager)", compiled(reference.scale_shift_eager)),
+    ),
+    baseline="eager",
+    metric="GB/s",
+    # The least one call must move: x read and y written, scale and shift read once.
+    bytes=lambda rows: (2 * rows * SCALE_SHIFT_COLS + 2 * SCALE_SHIFT_COLS) * 4,
+    # A multiply and an add per element of y.
+    flops=lambda rows: 2 * rows * SCALE_SHIFT_COLS,
+    ceiling="copy_gbps",
+    sources=("kernels/scale_shift.py",),
 )

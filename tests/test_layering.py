@@ -49,6 +49,7 @@ PRIVATE_NAME_ALLOWLIST: dict[tuple[str, str, str], str] = {
     ("scripts/explore_configs.py", "gpuperf.kernels.softmax", "_softmax_kernel"): _SWEEPS,
     ("scripts/explore_configs.py", "gpuperf.kernels.softmax", "_softmax_online_kernel"): _SWEEPS,
     ("scripts/profile_capture.py", "gpuperf.kernels.row_mean", "_row_mean_kernel"): _SWEEPS,
+    ("scripts/benchmark_guide_capture.py", "gpuperf.kernels.scale_shift", "_scale_shift_kernel"): _SWEEPS,
 }
 
 #: Rule (b): ``(importer, private module)`` -> why it is allowed for now.

@@ -36,6 +36,9 @@ COMMANDS = {
     **dict.fromkeys(
         ("kernels_per_call", "inductor_elementwise", "compile_modes"), "python scripts/strategy_captures.py"
     ),
+    **dict.fromkeys(
+        ("timing_scale_shift", "autotune_scale_shift"), "python scripts/benchmark_guide_capture.py"
+    ),
     "llama_time_breakdown": "python scripts/llama_capture.py",
     "ncu_gluon_fp8": "python scripts/gluon_capture.py fp8",
     "ncu_gluon_attention": "python scripts/gluon_capture.py attention",

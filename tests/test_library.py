@@ -63,9 +63,9 @@ def test_compile_fullgraph_traces_every_op_without_a_graph_break():
 
 def test_launch_key_follows_tritons_specialization():
     """Arguments that Triton compiles differently for must never share a cached binary."""
-    from gpuperf.kernels.vector_add import _vector_add_kernel
+    from gpuperf.kernels.vector_add import add_kernel
 
-    launcher = Launcher(_vector_add_kernel)
+    launcher = Launcher(add_kernel)
     x = torch.empty(64, dtype=torch.float32)
     key = lambda x, y, n, block: launcher.key((x, y, n), (block,), 4, 3, 0)
     assert key(x, x, 16, 8) == key(x, x, 32, 8)  # both multiples of 16
@@ -82,7 +82,7 @@ def test_launch_key_follows_tritons_specialization():
 
 @pytest.mark.gpu
 def test_cached_launches_use_the_binary_triton_would_pick():
-    from gpuperf.kernels.vector_add import _launch, _vector_add_kernel
+    from gpuperf.kernels.vector_add import _launch, add_kernel
 
     base = torch.randn(4096 + 8, device="cuda")
     for n, offset in [(4096, 0), (4096, 1), (4095, 0), (1, 0), (4096, 4)]:
@@ -91,7 +91,7 @@ def test_cached_launches_use_the_binary_triton_would_pick():
         out = vector_add(x, x)  # launches from it
         assert_close("vector_add", vector_add_ref(x, x), out)
         key = _launch.key((x, x, out, n), (1024,), 8, 3, torch.cuda.current_device())
-        expected = _vector_add_kernel[(1,)](x, x, out, n, 1024, num_warps=8, num_stages=3)
+        expected = add_kernel[(1,)](x, x, out, n, 1024, num_warps=8, num_stages=3)
         assert _launch._compiled[key][1] == expected.function, (n, offset)  # the same loaded binary
 
 

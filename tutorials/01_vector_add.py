@@ -63,21 +63,32 @@ print(f"lower bound on the {gpu.name} at {gpu.copy_gbps:.0f} GB/s: {floor_ms:.2f
 # This is the kernel exactly as it lives in ``src/gpuperf/kernels/vector_add.py``:
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/vector_add.py
-#    :pyobject: _vector_add_kernel
+#    :pyobject: add_kernel
 #
 # The offsets are computed in int64: ``pid * BLOCK_SIZE`` overflows 32 bits for
 # tensors of more than :math:`2^{31}` elements (8 GiB of float32), which fit on
 # these GPUs.
 #
-# The wrapper
-# -----------
+# Launching it
+# ------------
 #
-# The public function validates its inputs (a clear ``TypeError`` or
-# ``ValueError`` naming the argument, never a crash), allocates the output, and
-# launches ``cdiv(N, BLOCK_SIZE)`` programs:
-#
-# .. literalinclude:: ../../src/gpuperf/kernels/vector_add.py
-#    :pyobject: vector_add
+# A launch names the grid in square brackets and passes the arguments: tensors
+# become pointers to their first element, and ``BLOCK_SIZE`` is given by
+# keyword. One program per block, so the grid is ``cdiv(N, BLOCK_SIZE)``
+# programs. That is the whole wrapper:
+
+import torch
+import triton
+from gpuperf.kernels.vector_add import add_kernel
+
+
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    n = out.numel()
+    grid = (triton.cdiv(n, 1024),)
+    add_kernel[grid](x, y, out, n, BLOCK_SIZE=1024)
+    return out
+
 
 # %%
 # Is it right?
@@ -88,8 +99,6 @@ print(f"lower bound on the {gpu.name} at {gpu.copy_gbps:.0f} GB/s: {floor_ms:.2f
 # that are not powers of two, and several dimensions. Without a GPU this cell
 # runs the very same kernel through Triton's :term:`interpreter` on the CPU.
 
-import torch
-from gpuperf.kernels import vector_add
 from gpuperf.pages.report import can_measure
 from gpuperf.reference import vector_add_ref
 from gpuperf.testing import assert_close
@@ -98,11 +107,17 @@ device = "cuda" if can_measure() else "cpu"
 for shape in [(1,), (1000,), (1024,), (1025,), (98_449,), (3, 5, 7)]:
     x = torch.randn(shape, device=device)
     y = torch.randn(shape, device=device)
-    assert_close(f"vector_add {shape}", vector_add_ref(x, y), vector_add(x, y))
-print(f"vector_add matches the float64 reference on {device} for all shapes")
+    assert_close(f"add {shape}", vector_add_ref(x, y), add(x, y))
+print(f"add matches the float64 reference on {device} for all shapes")
 
 # %%
-# Bad input is refused with a message that says what was expected:
+# ``add`` trusts its caller: tensors of different sizes, or a strided view,
+# would read past the end or read the wrong elements. The library's
+# :func:`gpuperf.kernels.vector_add` launches the same kernel after checking
+# shapes, dtypes and devices, and copies strided inputs first; bad input is
+# refused with a message that says what was expected:
+
+from gpuperf.kernels import vector_add
 
 try:
     vector_add(torch.randn(4, device=device), torch.randn(5, device=device))
@@ -113,11 +128,23 @@ except ValueError as err:
 # Benchmark: Triton against ``x + y``
 # -----------------------------------
 #
-# The benchmark sweeps :math:`N` from :math:`2^{12}` to :math:`2^{28}` float32
-# elements, timing the Triton kernel and PyTorch's ``x + y`` in the same run with
-# :term:`do_bench` (median of many runs, L2 flushed before each). With a GPU
-# this cell measures live; without one it shows the committed measurements of
-# every GPU, named under the plot.
+# One timing is one call of :term:`do_bench`, which runs the function many
+# times, flushing the :term:`L2` cache before each run, and returns the median
+# in milliseconds; bytes moved over that time is the bandwidth:
+#
+# .. code-block:: python
+#
+#    from triton.testing import do_bench
+#
+#    x, y = torch.randn(2**24, device="cuda"), torch.randn(2**24, device="cuda")
+#    ms = do_bench(lambda: add(x, y))
+#    gbps = 3 * x.numel() * x.element_size() / (ms * 1e-3) / 1e9
+#
+# The benchmark below does exactly this for :math:`N` from :math:`2^{12}` to
+# :math:`2^{28}` float32 elements, for the Triton kernel and for PyTorch's
+# ``x + y`` in the same run, and keeps the 20th and 80th percentiles too. With a
+# GPU this cell measures live; without one it shows the committed measurements
+# of every GPU, named under the plot.
 
 from gpuperf.bench.catalog import VECTOR_ADD
 from gpuperf.pages import show
@@ -141,44 +168,13 @@ print(page.launch_bound(result))
 
 # %%
 # Those are GPU times: the timing keeps the host out of them (see
-# :doc:`../measuring`). The host pays its own cost for every launch, and a
-# kernel shorter than that cost leaves the GPU waiting on Python. The
-# :term:`host time per call` is a benchmark of its own, measured with the GPU
-# kept busy so that only the host's work is counted: our wrapper, the same
-# wrapper launching through Triton's own ``kernel[grid](...)``, and the PyTorch
-# op.
-
-from gpuperf.bench.catalog import HOST_OVERHEAD
-
-host = show(HOST_OVERHEAD)
-
-# %%
-# The ops a model calls in a loop have a target: at most 1.2 times the host time
-# of the PyTorch op a user would call instead, so that a decode step built of
-# these kernels is not host-bound where PyTorch's is not. ``attention_train`` is
-# one training step's attention, forward and backward:
-
-from gpuperf.pages.host import targets_table
-
-print(targets_table(host))
-
-# %%
-# ``kernel[grid](...)`` does a lot of Python on every call: it binds the
-# arguments to the kernel's signature, works out which specialized binary they
-# need (is each pointer 16-byte aligned? is each integer 1, or a multiple of
-# 16?), looks the binary up, and builds launch metadata. PyTorch's ``x + y``
-# does its equivalent in C++. Our wrappers keep the compiled kernels in a
-# dictionary keyed by exactly what Triton specializes on, computed in a few
-# lines of Python, and hand the arguments (tensors already turned into
-# addresses) straight to the compiled launcher; the first call with a new key
-# still goes through ``kernel[grid]``, so a binary never runs on arguments
-# Triton would have compiled differently. Tutorial 03 and the profiling guide
-# say more; the code is in ``src/gpuperf/kernels/_launch.py``. (Host times on
-# a shared virtual machine move by tens of percent from run to run; compare
-# the columns of one run.) Below a few tens of microseconds of GPU work per
-# call, the host is what bounds throughput, not the kernel. The cures are the
-# same as for launch latency: more work per launch, or capturing many launches
-# in a CUDA graph.
+# :doc:`../measuring`). The host pays its own cost for every launch, ten
+# microseconds or more of Python and driver work, and a kernel shorter than that cost
+# leaves the GPU waiting on Python. The :ref:`profiling guide
+# <sphx_glr_guides_01_profiling.py>` measures that :term:`host time per call`
+# for every kernel on the site against the PyTorch op it replaces. The cures
+# are the same as for launch latency: more work per launch, or capturing many
+# launches in a CUDA graph.
 #
 # **L2.** In the shaded region the three tensors together are smaller than the
 # :term:`L2 cache`. ``do_bench`` flushes L2 before each run, so inputs come from HBM,

@@ -19,7 +19,11 @@ from gpuperf.kernels._validation import check_same_shape, check_tensors
 
 
 @triton.jit
-def _vector_add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    """``out = x + y`` over ``n_elements`` contiguous elements, one ``BLOCK_SIZE`` block per
+    program: launch ``add_kernel[(cdiv(n_elements, BLOCK_SIZE),)](x, y, out, n_elements,
+    BLOCK_SIZE=...)`` on three contiguous tensors of one dtype (no checks: :func:`vector_add`
+    is the validating wrapper)."""
     pid = tl.program_id(axis=0)
     # int64 before the multiply: pid * BLOCK_SIZE passes 2**31 on tensors of 8 GB of fp32.
     block_start = pid.to(tl.int64) * BLOCK_SIZE
@@ -30,8 +34,8 @@ def _vector_add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constex
     tl.store(out_ptr + offsets, x + y, mask=mask)
 
 
-_launch = Launcher(_vector_add_kernel)
-_launch_traced = traced(_vector_add_kernel)
+_launch = Launcher(add_kernel)
+_launch_traced = traced(add_kernel)
 _plans = Plans()
 
 

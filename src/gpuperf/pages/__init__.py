@@ -28,8 +28,9 @@ records): :mod:`~gpuperf.pages.vector_add`, :mod:`~gpuperf.pages.softmax`,
 :mod:`~gpuperf.pages.fp8`, :mod:`~gpuperf.pages.persistent`,
 :mod:`~gpuperf.pages.llama`, :mod:`~gpuperf.pages.gluon`,
 :mod:`~gpuperf.pages.profiling`, :mod:`~gpuperf.pages.roofline_readings`,
-:mod:`~gpuperf.pages.strategy` and :mod:`~gpuperf.pages.benchmarking`. A new page helper goes into its page's topic module;
-one that two pages share goes into one of the modules above.
+:mod:`~gpuperf.pages.strategy` and :mod:`~gpuperf.pages.benchmarking`. A new page helper
+goes into its page's topic module; one that two pages share goes into one of the modules
+above.
 
 Nothing here measures: :mod:`gpuperf.bench` does (:func:`run_or_load` calls its
 runner on a GPU).

@@ -10,12 +10,13 @@ kernel for ``sm_90`` without a GPU (:mod:`gpuperf.kernels.gluon.offline`), readi
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 
 from gpuperf.bench.catalog import GLUON_ATTENTION, GLUON_FP8
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, times_span
+from gpuperf.pages.prose import WIDTH, Paragraph, paragraph, times_span
 from gpuperf.pages.report import Result, load
 from gpuperf.pages.tables import Cell, Section, render
 
@@ -279,10 +280,11 @@ def overlap_against_arithmetic(result: Result, hidden: float) -> str:
             for v in r.ratios("gluon_pingpong", over="gluon_drain", **c).values()
         ]
         if bought:
-            lines.append(
+            line = (
                 f"{short_gpu_name(r.gpu)}: overlapping the promotion bought {times_span(bought)}; "
                 f"hiding every addition would give {hidden:.2f}×"
             )
+            lines.append(textwrap.fill(line, WIDTH, subsequent_indent="  "))
     return "\n".join(lines) or "\n".join(result.all_notes())
 
 

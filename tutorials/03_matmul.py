@@ -452,7 +452,7 @@ result = show(MATMUL)
 # %%
 # Per dtype, from the records: the ceiling the percentages are taken of
 # (cuBLAS at 8192³, measured at the start of this benchmark's run and kept in
-# its record, not the one printed at the top of the page), the ratio to cuBLAS
+# its record, not the one printed with the ridge points), the ratio to cuBLAS
 # at the large squares, its geometric mean over the squares from 1024³ to 8192³,
 # and how close the kernel comes to that ceiling and to the datasheet's dense
 # peak.
@@ -462,8 +462,9 @@ print(page.against_cublas(result))
 # %%
 # Both ceilings are the same call, ``torch.matmul`` of two random
 # 8192 × 8192 matrices timed like every benchmark, measured in two runs: the
-# one that wrote the table at the top of the page and the matmul benchmark's
-# own. Side by side, with the 20th and 80th percentiles of each median:
+# one whose ceilings were printed with the ridge points, and the matmul
+# benchmark's own. Side by side, with the 20th and 80th percentiles of each
+# median:
 
 print(page.ceilings_by_run(result))
 

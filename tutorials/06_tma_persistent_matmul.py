@@ -61,13 +61,12 @@ for m, n, k in PERSISTENT_SHAPES:
 # tail. With this static round robin, program ``pid`` gets every ``P``-th tile:
 # when the tiles do not divide evenly, some programs get one tile more than
 # others, and in the last round the SMs whose programs have finished sit idle,
-# as in the last wave above.
-# :doc:`Tutorial 08 <08_gluon_hopper>` measures that on causal attention, whose
-# tiles also differ in length. Removing the tail takes dividing the work along
-# K, not just the tiles: stream-K (Osama et al., 2023) gives every program the
-# same number of K steps, splitting some tiles' K loops between programs, and
-# :term:`split-K` divides every tile's K loop; both then add up the partial
-# sums of each split tile.
+# as in the last wave above. :doc:`Tutorial 08 <08_gluon_hopper>` measures that
+# on causal attention, whose tiles also differ in length. Removing the tail
+# takes dividing the work along K, not just the tiles: stream-K (Osama et al.,
+# 2023) gives every program the same number of K steps, splitting some tiles'
+# K loops between programs, and :term:`split-K` divides every tile's K loop;
+# both then add up the partial sums of each split tile.
 #
 # The Tensor Memory Accelerator
 # -----------------------------
@@ -259,8 +258,8 @@ print(run_or_load(HOST_OVERHEAD).table())
 # * A one-program-per-tile launch runs in waves; a persistent grid of one
 #   program per SM starts each program once and overlaps the next tile's loads
 #   with this tile's epilogue, but with a static round robin it keeps the tail
-#   of the last round: only dividing the work along K (stream-K, split-K)
-#   removes it.
+#   of the last round: removing that takes dividing the work along K
+#   (stream-K, split-K).
 # * TMA moves whole boxes between global and shared memory from a descriptor:
 #   no address arithmetic or masks in the loop, at the price of 16-byte rules
 #   on the operands' layout. Compare the ``pointer`` and ``tma`` columns above

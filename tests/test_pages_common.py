@@ -41,6 +41,13 @@ def test_ceilings_read_the_committed_hardware_and_compute_ridge_points():
     assert "H100 80GB HBM3" in text and "ridge point" in text and c.provenance["date"][:10] in text
 
 
+def test_ceilings_keep_each_measured_ceilings_spread():
+    c = hardware.ceilings(H100)
+    hw = json.loads((records.measurements_dir() / H100 / "hardware.json").read_text())
+    for key, entry in hw["ceilings"].items():
+        assert c.spread[key] == (entry["value_p20"], entry["value_p80"])
+
+
 def test_ceilings_of_the_page_gpu_by_default_and_every_gpu_listed(monkeypatch):
     monkeypatch.setenv("GPUPERF_GPU", "nvidia-h200")
     assert hardware.page_gpu() == "nvidia-h200"
@@ -61,7 +68,7 @@ def test_ceilings_drop_what_was_not_measured_and_refuse_unknown_dtypes(tmp_path,
     _write_hardware(tmp_path, "test-gpu", "Test GPU")
     c = hardware.ceilings("test-gpu")
     assert c.tflops("bf16") == 500.0 and c.ridge_point() == pytest.approx(250.0)
-    assert c.datasheet == {}
+    assert c.datasheet == {} and c.spread == {}  # the file gives no percentiles
     with pytest.raises(ValueError, match="no measured fp8_tflops"):
         c.tflops("fp8")  # NaN in the file: not measured
     with pytest.raises(ValueError, match="dtype must be one of"):

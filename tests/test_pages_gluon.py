@@ -107,3 +107,35 @@ def test_each_attention_schedule_compiles_for_sm90_here(fields, waits):
     assert compiled.waits == waits
     assert not compiled.serialized and compiled.partition_registers == (240, 24)
     assert "(workers: 240 and 24)" in compiled.line()
+
+
+def test_the_clock_comes_from_the_measured_ceiling_and_the_sms_rate():
+    from gpuperf.pages import hardware
+
+    hw = hardware.ceilings()
+    sms = hw.provenance["sm_count"]
+    for key in ("fp8_tflops", "fp16_tflops"):
+        expected = hw.measured[key] * 1e12 / (sms * page.SM_PER_CLOCK[key]) / 1e9
+        assert page.clock_ghz(hw, key) == pytest.approx(expected)
+    # Below any boost clock: a lower bound, since no kernel keeps the tensor cores busy.
+    assert 0.5 < page.clock_ghz(hw, "fp8_tflops") < 1.98
+    with pytest.raises(ValueError, match="key must be"):
+        page.clock_ghz(hw, "exp2")
+    with pytest.raises(TypeError, match="ceilings must be"):
+        page.clock_ghz({"fp8_tflops": 1.0}, "fp8_tflops")
+
+
+def test_the_overlap_is_set_against_the_arithmetic():
+    result = load(catalog.GLUON_FP8)
+    text = " ".join(page.overlap_against_arithmetic(result, hidden=1.25).split())
+    bought = [
+        v
+        for c in catalog.GLUON_FP8.combos()
+        for v in result.ratios("gluon_pingpong", over="gluon_drain", **c).values()
+    ]
+    assert f"bought {min(bought):.2f}–{max(bought):.2f}×" in text
+    assert "would give 1.25×" in text
+    with pytest.raises(ValueError, match="hidden must be"):
+        page.overlap_against_arithmetic(result, hidden=0.5)
+    with pytest.raises(ValueError, match="expected the result of 'gluon_fp8'"):
+        page.overlap_against_arithmetic(load(catalog.GLUON_ATTENTION), hidden=1.25)

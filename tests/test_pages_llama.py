@@ -32,6 +32,16 @@ def test_the_paragraph_reads_every_phase_from_the_records():
     assert "training step" in text.lower()
 
 
+def test_the_paragraph_says_whether_torch_compile_trains_faster_than_ours():
+    text = " ".join(page.in_one_paragraph().text().split())
+    train = load(catalog.LLAMA_TRAIN)
+    batch = catalog.LLAMA_TRAIN.x_values[0]
+    ours, compiled = page._ms(train, "triton")[batch], page._ms(train, "compile")[batch]
+    faster = "faster than ours" if compiled < ours else "slower than ours"
+    assert f"torch.compile's is {faster}: {compiled:.1f} ms against our {ours:.1f} ms" in text
+    assert f"(ours {compiled / ours:.2f}× as fast)" in text
+
+
 def test_prefill_table_gives_time_tokens_per_second_and_the_ratio_to_eager():
     result = load(catalog.LLAMA_PREFILL)
     table = page.prefill_table(result)
@@ -68,6 +78,22 @@ def test_work_per_token_calls_prefill_compute_bound_and_decode_memory_bound():
     lines = table.splitlines()
     assert any("prefill" in line and "compute" in line for line in lines)
     assert all("memory" in line for line in lines if "decode" in line)
+
+
+def test_work_per_token_gives_the_kv_caches_share_of_the_bytes():
+    from gpuperf.bench import metrics
+    from gpuperf.models.llama import LLAMA_3_8B as config
+    from gpuperf.pages.prose import percent
+
+    table = page.work_per_token()
+    for batch in (1, 8, 64):
+        with_cache = metrics.llama_layer_bytes(config, tokens=batch, kv_len=4096, batch=batch)
+        # Every cached key and value read, and the new token's written, in bfloat16.
+        cache = 2 * batch * config.n_kv_heads * config.head_dim * (4096 + 1) * 2
+        line = next(row for row in table.splitlines() if f"decode, batch {batch}," in row)
+        assert f" {percent(cache / with_cache)} " in line
+    prefill = next(row for row in table.splitlines() if "prefill" in row)
+    assert " 0% " in prefill
 
 
 @pytest.mark.parametrize(

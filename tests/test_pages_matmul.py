@@ -32,6 +32,9 @@ def test_paragraph_names_every_gpu_with_its_numbers():
         fraction = plain.fraction_of_ceiling(dtype="bfloat16")[(4096,) * 3]
         squares = [plain.ratios(dtype="bfloat16")[(s,) * 3] for s in (1024, 2048, 4096, 8192)]
         assert f"{times(ratio)} cuBLAS's speed at 4096³ bf16, {percent(fraction)}" in text
+        # The ceiling the percentage is taken of is the one the sentence names.
+        ceiling = plain.record["ceilings"]["bf16_tflops"]["value"]
+        assert f"{percent(fraction)} of the {ceiling:.0f} TFLOP/s bf16 ceiling" in text
         assert f"{span(squares)}× cuBLAS over the squares" in text
         order_ratios = order.ratios()
         largest = max(order_ratios, key=math.prod)
@@ -141,3 +144,44 @@ def test_sweeps_and_figure():
 def test_graph_ops_refuses_what_is_not_a_graph():
     with pytest.raises(TypeError, match="GraphModule"):
         page.graph_ops(object())
+
+
+def test_against_cublas_names_the_ceiling_its_shares_are_of():
+    plain = report.run_or_load(MATMUL)
+    text = page.against_cublas(plain)
+    for res in plain.gpus():
+        for dtype, key in (("float16", "fp16_tflops"), ("bfloat16", "bf16_tflops")):
+            ceiling = res.record["ceilings"][key]
+            assert f"{dtype}, against the ceiling measured at the start of this run: " in text
+            assert f"{ceiling['value']:.0f} TFLOP/s ({ceiling['value_p20']:.0f}–" in text
+            share = res.values(dtype=dtype)[(4096,) * 3] / ceiling["value"]
+            assert f"= {percent(share)} of that ceiling" in text
+
+
+def test_ceilings_by_run_sets_both_runs_side_by_side_with_their_verdicts():
+    from gpuperf.pages import hardware
+
+    plain = report.run_or_load(MATMUL)
+    text = page.ceilings_by_run(plain)
+    for res in plain.gpus():
+        hw = hardware.ceilings(records.gpu_slug(res.gpu))
+        runs = {
+            "ceilings' run": {k: (hw.measured[k], *hw.spread[k]) for k in ("fp16_tflops", "bf16_tflops")},
+            "matmul's run": {
+                k: (e["value"], e["value_p20"], e["value_p80"]) for k, e in res.record["ceilings"].items()
+            },
+        }
+        for name, ceilings in runs.items():
+            (fp16, fp16_lo, fp16_hi), (bf16, bf16_lo, bf16_hi) = (
+                ceilings["fp16_tflops"],
+                ceilings["bf16_tflops"],
+            )
+            assert f"{fp16:.0f} ({fp16_lo:.0f}–{fp16_hi:.0f})" in text
+            assert f"{bf16:.0f} ({bf16_lo:.0f}–{bf16_hi:.0f})" in text
+            assert f"{fp16 / bf16:.2f}" in text
+            apart = fp16_hi < bf16_lo or fp16_lo > bf16_hi
+            side = "below" if fp16 < bf16 else "at or above"
+            verdict = f"in the {name} fp16 is {side} bf16, {'beyond' if apart else 'within'} their"
+            assert verdict in " ".join(text.lower().split())
+    with pytest.raises(ValueError, match="expected the result of 'matmul'"):
+        page.ceilings_by_run(report.run_or_load(ORDER))

@@ -81,9 +81,11 @@ print(page.config_sweep())
 # Rows too long for registers: the online softmax
 # -----------------------------------------------
 #
-# A row of 65,536 float32 values is 256 KB, more than the register file of a
-# whole :term:`SM`. The classic way out reads the row three times: once for the
-# maximum, once for the sum, once to write the output. Milakov and Gimelshein's
+# A row of 65,536 float32 values is 256 KiB, as large as the whole register
+# file of an H100 :term:`SM` (65,536 32-bit :term:`registers`), which must also
+# hold every thread's addresses, indices and partial results: no program can keep
+# such a row in registers. The classic way out reads the row three times: once
+# for the maximum, once for the sum, once to write the output. Milakov and Gimelshein's
 # *online softmax* (`arXiv:1805.02867 <https://arxiv.org/abs/1805.02867>`_)
 # merges the first two: walk the row in chunks keeping a running maximum
 # :math:`m` and a running sum :math:`s` of :math:`e^{x - m}`; when a chunk raises
@@ -202,7 +204,7 @@ long = show(SOFTMAX_LONG)
 # The online kernel reads each row twice and writes it once. If the second read
 # came entirely from HBM it would move 1.5 times the minimum traffic, capping it
 # at two thirds of the copy bandwidth; the reversed second walk and the L2 hints
-# win back part of that from L2, most at 65,536 columns (a 256 KB row per
+# win back part of that from L2, most at 65,536 columns (a 256 KiB row per
 # program) and less as rows outgrow their share of the cache.
 
 print(page.bandwidth_and_speedups(long))

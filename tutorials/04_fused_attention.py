@@ -104,7 +104,12 @@ print(page.naive_vs_fused(forward, memory))
 # long-row kernel, with a matrix product in each step: whenever the maximum
 # grows, what was summed so far is rescaled. At the end the program divides by
 # :math:`\ell` and writes :math:`O` once, and it writes one more number per row,
-# the log-sum-exp :math:`m + \log \ell`, for the backward pass. FlashAttention-2
+# the log-sum-exp, for the backward pass. The kernel works in base 2 (the first
+# detail below): it keeps the scores as :math:`t_{ij} = s_{ij} \log_2 e` and
+# its exponentials as :math:`2^{t_{ij} - m}`, so its :math:`m` is the maximum of
+# :math:`t` and the number it stores is :math:`m + \log_2 \ell`, the
+# log-sum-exp in base-2 units (the natural one times :math:`\log_2 e`), which
+# the backward uses as it is. FlashAttention-2
 # (Dao, 2023) puts the query tile in the outer loop, as here, so each program
 # writes its own rows and needs no synchronisation. The loop over one range of
 # key tiles:
@@ -279,15 +284,21 @@ print(page.speedups(forward, backward))
 # %%
 # Against FlashAttention-2 (the backend PyTorch picks by default for these
 # shapes in float16 and bfloat16), the fused Triton kernel is faster in every
-# case at these sizes. Against cuDNN it is not: cuDNN's Hopper kernels use what
-# FlashAttention-3 describes (Shah et al., 2024): :term:`warp specialization`
-# (producer warps loading tiles with :term:`TMA` while consumer
-# :term:`warpgroups <warpgroup>` compute), ping-pong scheduling of two
-# warpgroups so one's softmax overlaps the other's matrix products, and
-# asynchronous :term:`wgmma`. Our kernel is plain Triton: the compiler pipelines
-# its loads and issues ``wgmma``, but the softmax's exponentials and the
-# products still take turns. Closing that gap is tutorial 06's subject (tensor
-# descriptors, persistent and warp-specialized kernels).
+# case at these sizes. Against cuDNN it is not. cuDNN's kernels are closed
+# source, so what they do is an inference: :doc:`tutorial 08 <08_gluon_hopper>`'s
+# Nsight Compute counters show that its kernel's name includes ``wgmma`` and
+# that it launches one program per SM with as many registers a thread as
+# tutorial 08's own kernel of three warpgroups (a producer and two consumers).
+# That fits the schedule FlashAttention-3 describes (Shah et al., 2024):
+# :term:`warp specialization` (a producer warp loading tiles with :term:`TMA`
+# while consumer :term:`warpgroups <warpgroup>` compute), the softmax
+# overlapped with the matrix products (within a warpgroup, or ping-pong between
+# two), and asynchronous :term:`wgmma`. Which of those cuDNN uses, ping-pong
+# included, nothing measured here shows. Our kernel is plain Triton: the
+# compiler pipelines its loads and issues ``wgmma``, but the softmax's
+# exponentials and the products still take turns. Closing that gap is tutorial
+# 08's subject: it writes that schedule by hand in Gluon and measures each step
+# against cuDNN.
 #
 # Memory
 # ------
@@ -342,4 +353,4 @@ plt.show()  # run as a script: every figure of the page, in windows
 #   even with grouped-query attention.
 # * Tile sizes and warps, tuned per GPU, are half of the result; what separates
 #   plain Triton from cuDNN on Hopper is overlap (warp specialization, TMA,
-#   asynchronous wgmma), the subject of tutorial 06.
+#   asynchronous wgmma), the subject of tutorial 08.

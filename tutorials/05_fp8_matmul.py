@@ -113,20 +113,26 @@ print(errors)
 # under e4m3's smallest normal number, :math:`2^{-6}`, about 1/29000 of its
 # largest (448), into the subnormals, where each halving costs one more bit;
 # per-row scaling is untouched. On this data it halves the error only once the
-# outliers are between :math:`10^4` and :math:`10^5` times larger. (Scaling per
-# block of 128 elements, as the DeepSeek-V3 report does, goes further in the
-# same direction.) Either way FP8 stays an order of magnitude less accurate than
+# outliers are between :math:`10^4` and :math:`10^5` times larger. (The
+# DeepSeek-V3 report goes further in the same direction: a scale per
+# :math:`1 \times 128` tile of activations, 128 consecutive elements of a row
+# along K, and per :math:`128 \times 128` block of weights.) Either way FP8
+# stays an order of magnitude less accurate than
 # bfloat16: a trade of accuracy for speed, worth making where the model
 # tolerates it.
 #
 # The kernel
 # ----------
 #
-# ``matmul_fp8`` runs tutorial 06's :term:`persistent kernel` on FP8 operands,
-# and only its :term:`epilogue` knows about scales: the float32 accumulator of
-# each output :term:`tile` is multiplied by the scale of A (one number, or one
-# per row) and of B (one, or one per column), then rounded once to the output
-# dtype:
+# ``matmul_fp8`` is tutorial 03's tiled matmul made :term:`persistent
+# <persistent kernel>`: it launches one :term:`program` per :term:`SM`, each
+# looping over output tiles in tutorial 03's grouped order, and on Hopper it
+# loads its tiles through the :term:`TMA` copy engine instead of computed
+# pointers. :doc:`Tutorial 06 <06_tma_persistent_matmul>` builds that kernel up
+# step by step in bfloat16 and measures what each step buys; for FP8, only its
+# :term:`epilogue` knows about scales: the float32 accumulator of each output
+# :term:`tile` is multiplied by the scale of A (one number, or one per row) and
+# of B (one, or one per column), then rounded once to the output dtype:
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/matmul_persistent.py
 #    :pyobject: _store_tile
@@ -197,8 +203,10 @@ for bad in [
 # cuBLASLt through ``torch._scaled_mm`` with the same scales and the same
 # accumulation mode. :term:`TFLOP/s` counts :math:`2MNK`; the ceiling is
 # ``torch._scaled_mm`` at :math:`8192^3`, measured in the same run. The
-# ``pointer``, ``tma`` and ``tma_ws`` lines are the rungs of tutorial 06's
-# ladder, each at its own best config.
+# ``pointer``, ``tma`` and ``tma_ws`` lines are variants of the same persistent
+# kernel, each at its own best config: loading through computed pointers,
+# through TMA, and through TMA with the program's warps split into loaders and
+# multipliers (warp specialization); tutorial 06 explains each.
 
 from gpuperf.bench.catalog import MATMUL_FP8
 from gpuperf.pages import run_or_load
@@ -221,11 +229,14 @@ print(fp8.ratio_table(bench))
 # With fast accumulation, Triton's persistent TMA kernel keeps pace with
 # cuBLASLt. With promotion it falls behind: each promotion waits for the
 # asynchronous ``wgmma`` chain to finish before the float32 addition, so the
-# tensor cores idle while it runs, where cuBLASLt's hand-scheduled kernels
-# overlap the two with a second accumulator. Promoting less often helps, which
-# is why this mode has its own sweep: it favours steps 256 deep along K (one
-# promotion per 256 products; still within the float32-promoted error bound)
-# and smaller output tiles than fast accumulation does. (Promoting after every
+# tensor cores idle while it runs. cuBLASLt loses far less to promotion
+# (compare its TFLOP/s in the two plots), so its kernels, which are closed,
+# evidently hide most of that work; :doc:`tutorial 08 <08_gluon_hopper>` writes
+# one schedule that does, with a second partial accumulator filled by the
+# tensor cores while the CUDA cores add the first. Promoting less often helps,
+# which is why this mode has its own sweep: it favours steps 256 deep along K
+# (one promotion per 256 products; still within the float32-promoted error
+# bound) and smaller output tiles than fast accumulation does. (Promoting after every
 # instruction, ``max_num_imprecise_acc=0``, was slower still, at the same
 # error.) What remains is a scheduling gap, not arithmetic. The configs the
 # sweep chose for each mode, per shape:

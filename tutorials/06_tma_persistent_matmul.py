@@ -6,9 +6,9 @@ Persistent matmul with TMA on Hopper
 
 * what the Tensor Memory Accelerator (TMA) does, what a tensor descriptor is,
   and the 16-byte rules a tensor must follow to be loaded through one;
-* why a persistent grid (one program per SM looping over the output tiles)
-  helps: launch and tail effects, and the next tile's loads overlapping this
-  tile's epilogue;
+* what a persistent grid (one program per SM looping over the output tiles)
+  saves, program start-ups and the next tile's loads overlapping this tile's
+  epilogue, and what it does not: the tail of the last round;
 * what warp specialization asks of the compiler, and whether it pays here;
 * the ladder from tutorial 03's kernel to cuBLAS, measured rung by rung in
   bfloat16 and FP8, and which GPUs can run which rung.
@@ -52,12 +52,21 @@ for m, n, k in PERSISTENT_SHAPES:
 # A **persistent** kernel (:term:`persistent kernel`) launches exactly one
 # program per SM (or fewer, if there are fewer tiles) and lets each loop over
 # tiles ``pid, pid + P, pid + 2P, ...`` in the :term:`grouped order <grouped
-# ordering>` of tutorial 03. Each program sets up once, and Triton's software
-# pipeliner, given the two loops flattened into one (``tl.range(...,
-# flatten=True)``), issues the first loads of the next tile while the last
-# products and the stores of this one run: the :term:`epilogue` no longer
-# leaves the SM idle. The tail does not vanish (the tile count is what it
-# is) but it is paid once per program, not once per wave of fresh programs.
+# ordering>` of tutorial 03. What that saves: each program starts up once (its
+# set-up and the prologue that fills its pipeline), not once per tile, and
+# Triton's software pipeliner, given the two loops flattened into one
+# (``tl.range(..., flatten=True)``), issues the first loads of the next tile
+# while the last products and the stores of this one run, so the
+# :term:`epilogue` no longer leaves the SM idle. What it does not save is the
+# tail. With this static round robin, program ``pid`` gets every ``P``-th tile:
+# when the tiles do not divide evenly, some programs get one tile more than
+# others, and in the last round the SMs whose programs have finished sit idle,
+# as in the last wave above. :doc:`Tutorial 08 <08_gluon_hopper>` measures that
+# on causal attention, whose tiles also differ in length. Removing the tail
+# takes dividing the work along K, not just the tiles: stream-K (Osama et al.,
+# 2023) gives every program the same number of K steps, splitting some tiles'
+# K loops between programs, and :term:`split-K` divides every tile's K loop;
+# both then add up the partial sums of each split tile.
 #
 # The Tensor Memory Accelerator
 # -----------------------------
@@ -247,8 +256,10 @@ print(run_or_load(HOST_OVERHEAD).table())
 # -----------------
 #
 # * A one-program-per-tile launch runs in waves; a persistent grid of one
-#   program per SM pays the tail once per program and overlaps the next tile's
-#   loads with this tile's epilogue.
+#   program per SM starts each program once and overlaps the next tile's loads
+#   with this tile's epilogue, but with a static round robin it keeps the tail
+#   of the last round: removing that takes dividing the work along K
+#   (stream-K, split-K).
 # * TMA moves whole boxes between global and shared memory from a descriptor:
 #   no address arithmetic or masks in the loop, at the price of 16-byte rules
 #   on the operands' layout. Compare the ``pointer`` and ``tma`` columns above

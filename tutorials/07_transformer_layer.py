@@ -55,8 +55,13 @@ print(page.in_one_paragraph())
 # A token's pass through a layer multiplies it by every weight, two FLOPs per weight,
 # and in decode also reads every cached key and value of its sequence. In prefill
 # thousands of tokens share each weight read, so the :term:`arithmetic intensity` is
-# in the thousands; in decode a weight read serves one token per sequence, so the
-# intensity is about the batch size, far below the :term:`ridge point`:
+# in the thousands. In decode a weight read serves one token per sequence, so the
+# weights alone would give an intensity of the batch size; but each sequence's cached
+# keys and values serve only that sequence's query heads (four per key/value head
+# here), and they grow with the batch and the context. The intensity is therefore at
+# most about the batch size, and falls further below it as the KV cache takes over the
+# bytes (the KV-bound regime: the column "KV cache" is its share), far below the
+# :term:`ridge point` either way:
 
 print(page.work_per_token())
 
@@ -248,7 +253,8 @@ plt.show()  # run as a script: every figure of the page, in windows
 #   prefill, so fusing the rest can only gain what Amdahl's law allows, and the
 #   matmul's speed decides the remainder.
 # * Prefill is compute-bound (thousands of FLOPs per byte) and decode memory-bound
-#   (about the batch size): read each against its own roof.
+#   (at most about the batch size, less once KV-cache reads dominate the bytes):
+#   read each against its own roof.
 # * Fusion pays where eager code re-reads activations: RMSNorm, RoPE and the SwiGLU
 #   gate each become one pass, the gate inside its matmul's epilogue.
 # * Decode at batch 1 is launch-bound: capture the step in a CUDA graph, then make

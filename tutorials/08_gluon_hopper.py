@@ -33,23 +33,36 @@ print(gluon.in_one_paragraph())
 #
 # Hopper's :term:`FP8` :term:`tensor cores <tensor core>` add products in an
 # accumulator of about 14 significant bits. cuBLASLt, by default, hands that
-# partial sum to a float32 accumulator every 128 products along K
-# (:term:`promoted accumulation`). :doc:`Tutorial 05 <05_fp8_matmul>` measured
-# Triton's version of the same at about 0.8× cuBLASLt, and found why: for every
-# promotion, Triton waits until the chain of asynchronous :term:`wgmma`
-# instructions has finished, adds on the CUDA cores, and only then starts the
-# next multiply. How much that costs, for one program's 128 × 128 tile and one
-# step of 128 products, on the page's GPU:
+# partial sum to a float32 accumulator at intervals along K
+# (:term:`promoted accumulation`): :doc:`tutorial 05 <05_fp8_matmul>` found its
+# default results clearly closer to the float64 product than its fast ones.
+# NVIDIA does not document the interval; every 128 products is an inference from
+# three things. CUTLASS's Hopper FP8 kernels promote every four wgmma
+# instructions by default (``mma_promotion_interval = 4``: 128 products along
+# K); the DeepSeek-V3 report chose the same interval, :math:`N_C = 128`,
+# "equivalent to 4 WGMMAs", as the shortest that restores the precision without
+# much overhead; and this page's kernel, promoting every 128 products, comes out
+# no further from the float64 product than cuBLASLt on the same operands (a GPU
+# test checks it). Tutorial 05 measured Triton's promoted kernel at about 0.8×
+# cuBLASLt, and found why: for every promotion, Triton waits until the chain of
+# asynchronous :term:`wgmma` instructions has finished, adds on the CUDA cores,
+# and only then starts the next multiply. How much that costs, for one
+# program's 128 × 128 tile and one step of 128 products, counted in clocks of
+# one SM so that both units run at the same clock, then in nanoseconds at the
+# clock the page's measured FP8 ceiling implies (its FLOP/s over the SMs'
+# tensor-core FLOPs a clock: a lower bound of the real clock, since no kernel
+# keeps the tensor cores busy every clock):
 
 from gpuperf.pages import ceilings
+from gpuperf.pages.gluon import SM_PER_CLOCK, clock_ghz
 
 hw = ceilings()
-sms = hw.provenance["sm_count"]
-per_sm = hw.measured["fp8_tflops"] * 1e12 / sms  # FP8 FLOP/s of one SM's tensor cores
-mma_ns = 2 * 128 * 128 * 128 / per_sm * 1e9
-add_ns = 128 * 128 / 128 / 1.98  # an SM adds 128 floats a clock; 1.98 GHz boost
-print(f"one step's MMA: {mma_ns:.0f} ns; its 16,384 float32 additions: {add_ns:.0f} ns")
-print(f"idle tensor cores if the two take turns: {add_ns / (mma_ns + add_ns):.0%}")
+ghz = clock_ghz(hw, "fp8_tflops")
+mma = 2 * 128 * 128 * 128 / SM_PER_CLOCK["fp8_tflops"]  # clocks of the tensor cores
+add = 128 * 128 / SM_PER_CLOCK["fp32_add"]  # clocks of the CUDA cores
+print(f"one step's MMA: {mma:.0f} clocks; its 16,384 float32 adds: {add:.0f} clocks")
+print(f"at {ghz:.2f} GHz: {mma / ghz:.0f} ns and {add / ghz:.0f} ns")
+print(f"idle tensor cores if the two take turns: {add / (mma + add):.0%}")
 
 # %%
 # Plus the wait itself: the tensor cores' pipeline drains and refills at every
@@ -172,7 +185,8 @@ except RuntimeError as err:
 # %%
 # On a Hopper GPU the tests check it at odd shapes against the float64 product,
 # and check that its error is no larger than ``torch._scaled_mm``'s on the same
-# operands: both promote every 128 products, so they round alike.
+# operands: ours promotes every 128 products, as cuBLASLt does by the inference
+# above, so the two should round alike.
 #
 # The ladder, measured
 # --------------------
@@ -190,14 +204,17 @@ from gpuperf.pages import run_or_load
 ladder = run_or_load(GLUON_FP8)
 print(gluon.fp8_ladder_table(ladder))  # TFLOP/s, and × cuBLASLt (above 1: faster)
 ladder.plot()
+print(gluon.overlap_against_arithmetic(ladder, hidden=(mma + add) / mma))
 
 # %%
-# Overlapping the promotion bought what the arithmetic above predicted, a little
-# more than a tenth; persistence a few percent more; and the TMA store another
-# tenth: a tile stored from the registers kept every warp busy with scattered
-# writes while the tensor cores waited for the next tile. The kernel now runs
-# a tenth faster than Triton's tuned one (which promotes half as often, every
-# 256 products, so with more rounding error) and stays short of cuBLASLt.
+# Overlapping the promotion bought less than hiding every addition would by the
+# arithmetic above: the overlapped kernel's tensor pipe is still idle for part
+# of each step (the counters below). Persistence bought a few percent more, and
+# the TMA store about another tenth: a tile stored from the registers kept every
+# warp busy with scattered writes while the tensor cores waited for the next
+# tile. The kernel now runs a tenth faster than Triton's tuned one (which
+# promotes half as often, every 256 products, so with more rounding error) and
+# stays short of cuBLASLt.
 #
 # What the counters say
 # ---------------------
@@ -239,16 +256,19 @@ captures.show("ncu_gluon_fp8", gluon.ncu_table)
 # 128 queries and 128 keys, :doc:`tutorial 04 <04_fused_attention>`'s kernel
 # runs two GEMMs (:math:`QK^T` and :math:`PV`) and one softmax, whose
 # exponentials run on the :term:`SFU`, an SM's unit for ``exp2``, at 16 a clock.
-# How long each takes on one SM of the page's GPU, at both head dims:
+# How long each takes on one SM, at both head dims, in clocks and then in
+# nanoseconds at the clock the page's measured float16 ceiling implies (as for
+# the FP8 step above):
 
-per_sm16 = (
-    hw.measured["fp16_tflops"] * 1e12 / sms
-)  # float16 FLOP/s of one SM's tensor cores
-exp_ns = 128 * 128 / 16 / 1.98  # 16,384 exp2 at 16 a clock, 1.98 GHz
+ghz16 = clock_ghz(hw, "fp16_tflops")
+exp = 128 * 128 / SM_PER_CLOCK["exp2"]  # 16,384 exp2 on the SFUs
 for d in (128, 64):
-    gemm_ns = 2 * (2 * 128 * 128 * d) / per_sm16 * 1e9
-    idle = exp_ns / (gemm_ns + exp_ns)  # the tensor cores' share if the two take turns
-    print(f"D {d}: two GEMMs {gemm_ns:.0f} ns, exp2 {exp_ns:.0f} ns, idle {idle:.0%}")
+    gemm = 2 * (2 * 128 * 128 * d) / SM_PER_CLOCK["fp16_tflops"]
+    idle = exp / (gemm + exp)  # the tensor cores' share if the two take turns
+    print(
+        f"D {d}: two GEMMs {gemm:.0f} clocks ({gemm / ghz16:.0f} ns), exp2 {exp:.0f} "
+        f"clocks ({exp / ghz16:.0f} ns) at {ghz16:.2f} GHz; idle {idle:.0%}"
+    )
 
 # %%
 # Triton's compiler makes each program's warps take turns: wait for the scores,
@@ -355,7 +375,7 @@ attention_ladder.plot()
 # H100), so the default launches a program per tile there.
 #
 # At D 64 the GEMMs are half as long and the exponentials are not: the
-# arithmetic above gives them about two thirds of the GEMMs' time. The kernel
+# arithmetic above gives the exponentials as many clocks as the GEMMs. The kernel
 # stays short of cuDNN there except on the longest causal sequences; the
 # counters further down say why.
 #

@@ -10,12 +10,13 @@ kernel for ``sm_90`` without a GPU (:mod:`gpuperf.kernels.gluon.offline`), readi
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 
 from gpuperf.bench.catalog import GLUON_ATTENTION, GLUON_FP8
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, times_span
+from gpuperf.pages.prose import WIDTH, Paragraph, paragraph, times_span
 from gpuperf.pages.report import Result, load
 from gpuperf.pages.tables import Cell, Section, render
 
@@ -41,6 +42,44 @@ ATTENTION_RUNGS = {
 
 #: How the page names the scalings.
 SCALINGS = {"tensor": "per-tensor scales", "row": "per-row scales"}
+
+#: What one Hopper SM (compute capability 9.0) completes in a clock: dense tensor-core
+#: FLOPs in float16 or bfloat16 (``fp16_tflops``) and in FP8 (``fp8_tflops``), a
+#: multiply-add counted as two; float32 additions on its 128 CUDA cores (``fp32_add``);
+#: base-2 exponentials on its special function units (``exp2``). Sources: NVIDIA H100
+#: Tensor Core GPU Architecture whitepaper (four tensor cores an SM, 512 dense float16
+#: multiply-adds a clock each, FP8 twice that); CUDA C++ Programming Guide, arithmetic
+#: instruction throughput (compute capability 9.0: 128 float32 adds and 16 ``exp2`` a
+#: clock per SM).
+SM_PER_CLOCK = {"fp16_tflops": 4096, "fp8_tflops": 8192, "fp32_add": 128, "exp2": 16}
+
+
+def clock_ghz(ceilings: hardware.Ceilings, key: str) -> float:
+    """The SM clock, GHz, that a measured matmul ceiling implies on a Hopper GPU: its FLOP/s
+    over the tensor-core FLOPs all SMs complete in a clock (SMs x ``SM_PER_CLOCK[key]``).
+
+    It is the clock at which tensor cores busy every clock would deliver the measured rate,
+    so a lower bound of the clock the ceiling ran at (no library keeps them busy every
+    clock). Timing every unit in clocks, then converting at this one clock, keeps the
+    tensor cores and the other units on the same (measured, not datasheet) clock.
+
+    Args:
+        ceilings: the GPU's measured ceilings (:func:`gpuperf.pages.hardware.ceilings`).
+        key: ``"fp16_tflops"`` or ``"fp8_tflops"``.
+
+    Raises:
+        TypeError: ``ceilings`` is not a :class:`~gpuperf.pages.hardware.Ceilings`.
+        ValueError: ``key`` is not a tensor-core rate of :data:`SM_PER_CLOCK`, or the
+            ceilings lack it or the SM count.
+    """
+    if not isinstance(ceilings, hardware.Ceilings):
+        raise TypeError(f"ceilings must be a gpuperf.pages.hardware.Ceilings, got {type(ceilings).__name__}")
+    if key not in ("fp16_tflops", "fp8_tflops"):
+        raise ValueError(f"key must be 'fp16_tflops' or 'fp8_tflops', got {key!r}")
+    sms = ceilings.provenance.get("sm_count")
+    if key not in ceilings.measured or not sms:
+        raise ValueError(f"{ceilings.gpu} has no measured {key} or no SM count to derive a clock from")
+    return ceilings.measured[key] * 1e12 / (sms * SM_PER_CLOCK[key]) / 1e9
 
 
 @dataclass(frozen=True)
@@ -217,6 +256,38 @@ def fp8_ladder_table(result: Result) -> str:
     )
 
 
+def overlap_against_arithmetic(result: Result, hidden: float) -> str:
+    """Per GPU, what overlapping the promotion with the next MMA bought (the pingpong rung
+    over the drain rung, over every shape and scaling) beside ``hidden``, the speed-up that
+    hiding every float32 addition would give by the page's arithmetic.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: it is not the result of :data:`~gpuperf.bench.catalog.GLUON_FP8`, or
+            ``hidden`` is below 1.
+    """
+    if not isinstance(result, Result):
+        raise TypeError(f"expected a gpuperf.pages.Result, got {type(result).__name__}")
+    if result.benchmark.name != GLUON_FP8.name:
+        raise ValueError(f"expected the result of {GLUON_FP8.name!r}, got {result.benchmark.name!r}")
+    if not hidden >= 1:
+        raise ValueError(f"hidden must be a speed-up of at least 1, got {hidden!r}")
+    lines = []
+    for r in result.gpus():
+        bought = [
+            v
+            for c in GLUON_FP8.combos()
+            for v in r.ratios("gluon_pingpong", over="gluon_drain", **c).values()
+        ]
+        if bought:
+            line = (
+                f"{short_gpu_name(r.gpu)}: overlapping the promotion bought {times_span(bought)}; "
+                f"hiding every addition would give {hidden:.2f}×"
+            )
+            lines.append(textwrap.fill(line, WIDTH, subsequent_indent="  "))
+    return "\n".join(lines) or "\n".join(result.all_notes())
+
+
 def _ladder_table(result: Result, benchmark, rungs: dict, baseline: str, baseline_name: str, heading) -> str:
     """TFLOP/s of each of ``rungs`` (and of ``baseline``) per x, with the ratio to the baseline,
     one section per GPU and axis combination (``heading(combo)`` names it)."""
@@ -336,13 +407,16 @@ __all__ = [
     "ATTENTION_RUNGS",
     "FP8_RUNGS",
     "NCU_COLUMNS",
+    "SM_PER_CLOCK",
     "CompiledSchedule",
     "attention_ladder_table",
     "attention_sentence",
+    "clock_ghz",
     "compile_attention_schedule",
     "compile_fp8_schedule",
     "fp8_ladder_table",
     "fp8_sentence",
     "in_one_paragraph",
     "ncu_table",
+    "overlap_against_arithmetic",
 ]

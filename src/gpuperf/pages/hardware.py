@@ -56,12 +56,15 @@ class Ceilings:
             measured (``copy_gbps`` in GB/s, ``bf16_tflops`` and the others in TFLOP/s).
         datasheet: the datasheet's peaks under the same keys (empty for an unknown GPU).
         provenance: where, when and how they were measured (a record's provenance).
+        spread: ``{key: (20th percentile, 80th percentile)}`` of each measured ceiling,
+            in its unit (empty where the source gave none).
     """
 
     gpu: str
     measured: dict
     datasheet: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
+    spread: dict = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -142,20 +145,25 @@ def ceilings(gpu: str | None = None) -> Ceilings:
     path = records.measurements_dir() / gpu / "hardware.json"
     if path.is_file():
         hw = json.loads(path.read_text())
-        provenance = hw["provenance"]
-        measured = {k: c["value"] for k, c in hw["ceilings"].items() if _finite(c.get("value"))}
+        provenance, entries = hw["provenance"], hw["ceilings"]
     elif _can_measure() and gpu == page_gpu():
         from gpuperf.bench.hardware import measure_ceilings
 
-        provenance = records.collect_provenance()
-        measured = {k: c["value"] for k, c in measure_ceilings().items() if c and _finite(c.get("value"))}
+        provenance, entries = records.collect_provenance(), measure_ceilings()
     else:
         raise FileNotFoundError(
             f"no measured ceilings for {gpu} (expected {path}): run `nox -s bench` on that GPU "
             "and commit what it writes"
         )
+    entries = {k: c for k, c in entries.items() if c and _finite(c.get("value"))}
+    measured = {k: c["value"] for k, c in entries.items()}
+    spread = {
+        k: (c["value_p20"], c["value_p80"])
+        for k, c in entries.items()
+        if _finite(c.get("value_p20")) and _finite(c.get("value_p80"))
+    }
     name = provenance["gpu"]
-    return Ceilings(name, measured, dict(DATASHEET.get(name, {})), provenance)
+    return Ceilings(name, measured, dict(DATASHEET.get(name, {})), provenance, spread)
 
 
 def _finite(value) -> bool:

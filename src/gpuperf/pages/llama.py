@@ -97,18 +97,20 @@ def _ms(result: Result, provider: str, **axes) -> dict:
 
 def work_per_token(gpu: str | None = None) -> str:
     """A table of the layer's FLOPs and bytes per token in prefill (batch 4 of 2048-token
-    prompts) and in decode (one token per sequence, 4096 cached, batch 1, 8 and 64), their
-    ratio (the arithmetic intensity) and the GPU's bf16 ridge point beside it."""
+    prompts) and in decode (one token per sequence, 4096 cached, batch 1, 8 and 64), the
+    KV cache's share of those bytes, their ratio (the arithmetic intensity) and the GPU's
+    bf16 ridge point beside it."""
     c = _config()
     ridge = hardware.ceilings(gpu).ridge_point("bf16")
     cases = [("prefill, batch 4", 4, LLAMA_SEQ_LEN, LLAMA_SEQ_LEN, 0)]
     cases += [(f"decode, batch {b}, 4096 cached", b, 1, 4096, 4096) for b in (1, 8, 64)]
-    header = ["phase", "tokens", "GFLOP/token", "MB/token", "FLOP/byte", "ridge", "bound by"]
+    header = ["phase", "tokens", "GFLOP/token", "MB/token", "KV cache", "FLOP/byte", "ridge", "bound by"]
     section = Section("Work per token of one layer (bf16)", header)
     for name, batch, q_len, kv_len, cache in cases:
         tokens = batch * q_len
         flops = metrics.llama_layer_flops(c, batch=batch, q_len=q_len, kv_len=kv_len)
         n_bytes = metrics.llama_layer_bytes(c, tokens=tokens, kv_len=cache, batch=batch if cache else 0)
+        kv_share = 1 - metrics.llama_layer_bytes(c, tokens=tokens) / n_bytes
         intensity = flops / n_bytes
         section.rows.append(
             [
@@ -116,6 +118,7 @@ def work_per_token(gpu: str | None = None) -> str:
                 Cell(f"{tokens}", tokens),
                 Cell(f"{flops / tokens / 1e9:.2f}", flops / tokens),
                 Cell(f"{n_bytes / tokens / 1e6:.2f}", n_bytes / tokens),
+                Cell(prose.percent(kv_share), kv_share),
                 Cell(f"{intensity:.0f}", intensity),
                 Cell(f"{ridge:.0f}", ridge),
                 Cell("compute" if intensity > ridge else "memory"),
@@ -454,18 +457,26 @@ def in_one_paragraph() -> prose.Paragraph:
                 f"{prose.percent_span(frac.values())} of the copy bandwidth at batch 64."
             )
     if train.record is not None:
-        ours = _ms(train, "triton").get(LLAMA_TRAIN.x_values[0])
+        batch = LLAMA_TRAIN.x_values[0]
+        ours = _ms(train, "triton").get(batch)
         eager = _span_or_none(_speedups(train, "triton", "eager"))
         gib = {}
         if memory.record is not None:
-            gib = {p: memory.values(p).get(LLAMA_TRAIN.x_values[0]) for p in ("triton", "eager")}
-        if eager and gib and all(gib.values()):
-            sentences.append(
-                f"A training step runs {eager}× as fast as eager PyTorch, its peak memory "
-                f"{gib['triton']:.2f} GiB against eager's {gib['eager']:.2f}."
-            )
-        elif eager:
-            sentences.append(f"A training step runs {eager}× as fast as eager PyTorch.")
+            gib = {p: memory.values(p).get(batch) for p in ("triton", "eager")}
+        if eager:
+            sentence = f"A training step of ours runs {eager}× as fast as eager PyTorch"
+            compiled = _ms(train, "compile").get(batch)
+            if ours and compiled:
+                faster = "faster than ours" if compiled < ours else "slower than ours"
+                sentence += (
+                    f"; torch.compile's is {faster}: {compiled:.1f} ms against our {ours:.1f} ms "
+                    f"(ours {compiled / ours:.2f}× as fast)"
+                )
+            sentences.append(sentence + ".")
+            if gib and all(gib.values()):
+                sentences.append(
+                    f"Our step's peak memory is {gib['triton']:.2f} GiB against eager's {gib['eager']:.2f}."
+                )
         elif ours:
             sentences.append(
                 f"A training step of ours takes {ours:.1f} ms at batch 4; eager PyTorch's bf16 "

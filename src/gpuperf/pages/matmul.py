@@ -137,8 +137,12 @@ def _sentence(plain: Result, order: Result, epilogue: Result) -> str:
     squares = [ratios[s] for s in SQUARES if s in ratios]
     if HEADLINE_SHAPE in ratios:
         at = f"{times(ratios[HEADLINE_SHAPE])} cuBLAS's speed at {format_x(HEADLINE_SHAPE)} bf16"
-        if HEADLINE_SHAPE in fractions:
-            at += f", {percent(fractions[HEADLINE_SHAPE])} of the measured bf16 ceiling"
+        ceiling = plain.record["ceilings"].get("bf16_tflops")
+        if HEADLINE_SHAPE in fractions and ceiling:
+            at += (
+                f", {percent(fractions[HEADLINE_SHAPE])} of the {ceiling['value']:.0f} TFLOP/s bf16 "
+                "ceiling measured in the same run"
+            )
         if squares:
             at += f" ({span(squares)}× cuBLAS over the squares from 1024³ to 8192³)"
         parts.append(f"our matmul runs at {at}")
@@ -501,9 +505,11 @@ def sweep_drift(result: Result) -> str:
 
 
 def against_cublas(result: Result) -> str:
-    """Per GPU and dtype: the ratio to cuBLAS at 4096³ and 8192³ with the TFLOP/s and its
-    share of the measured ceiling and of the datasheet's peak, the geometric mean of the
-    ratio over the squares 1024³-8192³, and cuBLAS's own share of the ceiling at 8192³.
+    """Per GPU and dtype: the ceiling the shares are taken of (cuBLAS at 8192³, measured at
+    the start of the benchmark's run and kept in its record, with its 20th-80th
+    percentiles), the ratio to cuBLAS at 4096³ and 8192³ with the TFLOP/s and its share
+    of that ceiling and of the datasheet's peak, the geometric mean of the ratio over the
+    squares 1024³-8192³, and cuBLAS's own share of the ceiling at 8192³.
 
     Raises:
         TypeError, ValueError: ``result`` is not a result of ``MATMUL``.
@@ -516,14 +522,22 @@ def against_cublas(result: Result) -> str:
         for dtype, key in (("float16", "fp16_tflops"), ("bfloat16", "bf16_tflops")):
             ratios, values = res.ratios(dtype=dtype), res.values(dtype=dtype)
             fractions = res.fraction_of_ceiling(dtype=dtype)
-            out.append(f"{dtype}:")
+            ceiling = res.record["ceilings"].get(key)
+            if ceiling is None:
+                out.append(f"{dtype}: no measured ceiling in this record")
+            else:
+                out.append(
+                    _wrap(
+                        f"{dtype}, against the ceiling measured at the start of this run: "
+                        f"{ceiling['value']:.0f} TFLOP/s ({_spread(ceiling)}, 20th–80th percentile)"
+                    )
+                )
             for s in SQUARES[2:]:
                 if s not in ratios:
                     continue
-                line = (
-                    f"  {format_x(s)}: {times(ratios[s])} cuBLAS's speed, {values[s]:.0f} TFLOP/s"
-                    f" = {percent(fractions[s])} of the measured ceiling"
-                )
+                line = f"  {format_x(s)}: {times(ratios[s])} cuBLAS's speed, {values[s]:.0f} TFLOP/s"
+                if s in fractions:
+                    line += f" = {percent(fractions[s])} of that ceiling"
                 if key in sheet:
                     line += f", {percent(values[s] / sheet[key])} of the datasheet's {sheet[key]:.0f}"
                 out.append(_wrap(line, "  "))
@@ -541,6 +555,73 @@ def against_cublas(result: Result) -> str:
         return "\n".join(out)
 
     return _per_gpu(result.gpus(), lines) or "\n".join(result.all_notes())
+
+
+def _spread(entry: dict) -> str:
+    """``'784–792'``: a ceiling's 20th and 80th percentiles, TFLOP/s."""
+    return f"{entry['value_p20']:.0f}–{entry['value_p80']:.0f}"
+
+
+def ceilings_by_run(result: Result) -> str:
+    """Per GPU, the fp16 and bf16 ceilings (cuBLAS at 8192³ on random inputs) of the two
+    runs the page reads: the run whose ceilings the page prints first (the GPU's
+    ``hardware.json``) and the matmul benchmark's own run (its record), whose ceilings
+    :func:`against_cublas` takes shares of; each a median with its 20th-80th percentiles,
+    the datasheet's peak beside them, fp16 over bf16 in each run, and whether fp16's 80th
+    percentile lies below bf16's 20th in each (a gap wider than the runs' spread).
+
+    Raises:
+        TypeError, ValueError: ``result`` is not a result of ``MATMUL``.
+    """
+    _check(result, MATMUL)
+    keys = ("fp16_tflops", "bf16_tflops")
+
+    def block(res: Result) -> str:
+        hw = _ceilings(_slug(res))
+        runs = []  # (column name, {key: ceiling entry})
+        if hw is not None:
+            entries = {
+                k: {"value": hw.measured[k], "value_p20": hw.spread[k][0], "value_p80": hw.spread[k][1]}
+                for k in keys
+                if k in hw.measured and k in hw.spread
+            }
+            runs.append((f"ceilings' run, {hw.provenance['date'][:10]}", entries))
+        runs.append((f"matmul's run, {res.record['provenance']['date'][:10]}", res.record["ceilings"]))
+        sheet = DATASHEET.get(res.gpu, {})
+        header = ["TFLOP/s", *(name for name, _ in runs), *(["datasheet"] if sheet else [])]
+        heading = f"{short_gpu_name(res.gpu)}: cuBLAS at 8192³, median (20th–80th percentile)"
+        section = Section(heading, header)
+        for key in keys:
+            cells = [Cell(key.removesuffix("_tflops"))]
+            for _, entries in runs:
+                e = entries.get(key)
+                cells.append(Cell(f"{e['value']:.0f} ({_spread(e)})", e["value"]) if e else Cell("-"))
+            if sheet:
+                cells.append(Cell(f"{sheet[key]:.0f}", sheet[key]) if key in sheet else Cell("-"))
+            section.rows.append(cells)
+        verdicts = []
+        ratio_cells = [Cell("fp16 / bf16")]
+        for name, entries in runs:
+            fp16, bf16 = entries.get(keys[0]), entries.get(keys[1])
+            if not (fp16 and bf16):
+                ratio_cells.append(Cell("-"))
+                continue
+            ratio = fp16["value"] / bf16["value"]
+            ratio_cells.append(Cell(f"{ratio:.2f}", ratio))
+            apart = fp16["value_p80"] < bf16["value_p20"] or fp16["value_p20"] > bf16["value_p80"]
+            verdicts.append(
+                f"in the {name.split(',')[0]} fp16 is {'below' if ratio < 1 else 'at or above'} bf16, "
+                f"{'beyond' if apart else 'within'} their 20th–80th percentile spreads"
+            )
+        if sheet:
+            ratio_cells.append(Cell(f"{sheet[keys[0]] / sheet[keys[1]]:.2f}"))
+        section.rows.append(ratio_cells)
+        text = render([section])
+        if verdicts:
+            text += "\n" + _wrap("; ".join(verdicts).capitalize() + ".")
+        return text
+
+    return "\n\n".join(block(r) for r in result.gpus()) or "\n".join(result.all_notes())
 
 
 def smallest_product(result: Result) -> str:

@@ -14,6 +14,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # build from a checkout even without an install
 
+from gpuperf.caches import use_compile_caches
+
+# Before torch is imported: Triton's and Inductor's caches in one folder, kept between
+# pages and between builds (gpuperf.caches), wherever you have not set them.
+CACHES = use_compile_caches()
+
 import gpuperf.kernels  # noqa: F401  (importing the kernels turns the interpreter on without a GPU)
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
@@ -30,6 +36,8 @@ sys.path.insert(0, str(DOCS / "_ext"))
 import hardware_numbers
 import headlines_page
 import measurements_page
+
+from gpuperf.pages import can_measure, plan
 
 project = "gpuperf"
 author = "the gpuperf authors"
@@ -108,6 +116,16 @@ sphinx_gallery_conf = {
     "doc_module": ("gpuperf",),
     "thumbnail_size": (400, 280),
 }
+
+# Before the build: whether the pages measure live or load the records, on which GPU, and
+# how long each page's measuring took last time (gpuperf.pages.plan).
+PAGES = [
+    path
+    for folder in sphinx_gallery_conf["examples_dirs"]
+    for path in sorted((DOCS / folder).resolve().glob("*.py"))
+    if re.search(sphinx_gallery_conf["filename_pattern"], str(path))
+]
+plan.announce_site(PAGES, plan.current(can_measure()), caches=CACHES)
 
 # The H100's measured numbers (|h100-copy| and the others) for the prose that quotes them,
 # the glossary above all: read from the committed records, never typed by hand.

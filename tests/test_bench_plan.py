@@ -41,6 +41,30 @@ def test_describe_gives_each_benchmarks_points_and_last_wall_time(tmp_path):
     assert plan.describe([], gpu, tmp_path) == f"nothing to measure on {gpu}"
 
 
+def test_wall_times_are_read_from_the_records_and_never_guessed(tmp_path):
+    record = synthetic_record(n_x=99)
+    record["wall_s"] = 90.0
+    records.write(record, tmp_path)
+    records.write(synthetic_record(catalog.SOFTMAX, n_x=99), tmp_path)  # wall_s None
+    gpu = records.gpu_slug(record["provenance"]["gpu"])
+    assert plan.last_wall_s(catalog.VECTOR_ADD, gpu, tmp_path) == 90.0
+    assert plan.last_wall_s(catalog.SOFTMAX, gpu, tmp_path) is None
+    assert plan.last_wall_s(catalog.MATMUL, gpu, tmp_path) is None  # no record
+    assert plan.took(90.0) == "took 1.5 min last time" and plan.took(None) == "time not recorded"
+    assert plan.about([90.0, None, 30.0]) == "about 2.0 min for the 2 whose last wall time is recorded"
+    assert plan.about([None, None]) == "no wall time recorded"
+
+
+def test_the_progress_bar_names_each_point_on_the_stream_given(capsys):
+    import io
+
+    out = io.StringIO()
+    with plan.progress([catalog.VECTOR_ADD], "gpu", file=out) as bar:
+        bar.step("vector_add size=4096 triton")
+    assert "vector_add size=4096 triton" in out.getvalue()
+    assert "size=4096" not in capsys.readouterr().err
+
+
 def _slower(record, provider, factor):
     """A copy of ``record`` in which ``provider`` takes ``factor`` times as long."""
     out = copy.deepcopy(record)

@@ -131,6 +131,16 @@ def main(argv=None) -> int:
     print(plan.describe(runnable, gpu, root), flush=True)
     if not runnable:
         return 0
+    # Before anything compiles: Triton's and Inductor's caches (max-autotune's choices among
+    # them) in one folder that the docs build shares, wherever they are not set already.
+    from gpuperf.caches import use_compile_caches
+
+    caches = use_compile_caches()
+    print(
+        f"compiled kernels are kept in {caches['TRITON_CACHE_DIR']} (Triton) and "
+        f"{caches['TORCHINDUCTOR_CACHE_DIR']} (Inductor)",
+        flush=True,
+    )
 
     print("measuring ceilings ...", flush=True)
     ceilings = hardware.measure_ceilings()

@@ -2,7 +2,8 @@
 while it runs, and how a fresh run compares with the committed records.
 
 * :func:`stale`: the benchmarks whose record on a GPU is missing, malformed or stale.
-* :func:`describe`: the plan, one line per benchmark with its points and last wall time.
+* :func:`describe`: the plan, one line per benchmark with its points and last wall time
+  (:func:`last_wall_s`, :func:`took`, :func:`about`, which the pages' plan reads too).
 * :func:`progress`: a progress bar over every point of the run, with an ETA.
 * :func:`compare`: each provider's ratio to the baseline in a fresh record next to the
   committed one's, and the regressions beyond the committed spread.
@@ -52,6 +53,33 @@ def points(benchmark: Benchmark) -> int:
     return len(benchmark.combos()) * len(benchmark.x_values) * len(benchmark.providers)
 
 
+def last_wall_s(benchmark: Benchmark, gpu: str, root=None) -> float | None:
+    """Seconds the last measurement of ``benchmark`` on the GPU folder ``gpu`` took, as its
+    record stores it (``wall_s``); None when there is no record, it is malformed, or it
+    did not record its wall time (records older than schema 3 did not)."""
+    return _wall(committed(benchmark, gpu, root))
+
+
+def _wall(record: dict | None) -> float | None:
+    wall = record.get("wall_s") if record else None
+    return float(wall) if wall else None
+
+
+def took(wall_s: float | None) -> str:
+    """``'took 1.5 min last time'``, or ``'time not recorded'`` for None: never a guess."""
+    return f"took {wall_s / 60:.1f} min last time" if wall_s else "time not recorded"
+
+
+def about(walls) -> str:
+    """The sum of the recorded wall times among ``walls`` (seconds, None where not recorded):
+    ``'about 12.0 min for the 5 whose last wall time is recorded'``, or
+    ``'no wall time recorded'``."""
+    known = [w for w in walls if w]
+    if not known:
+        return "no wall time recorded"
+    return f"about {sum(known) / 60:.1f} min for the {len(known)} whose last wall time is recorded"
+
+
 def describe(benchmarks, gpu: str, root=None) -> str:
     """The plan as text: each benchmark with its points, why it is measured (when its record
     on ``gpu`` is missing or stale) and how long its last measurement took."""
@@ -61,22 +89,21 @@ def describe(benchmarks, gpu: str, root=None) -> str:
     walls = []
     for b in benchmarks:
         record, why = _read(b, gpu, root)
-        wall = record.get("wall_s") if record else None
-        walls += [wall] if wall else []
-        took = f"took {wall / 60:.1f} min last time" if wall else "time not recorded"
+        walls.append(_wall(record))
         reason = f"; {why[0]}" if why else ""
-        lines.append(f"  {b.name:<24} {points(b):>5} points, {took}{reason}")
-    lines.append(f"about {sum(walls) / 60:.0f} min for the {len(walls)} whose last wall time is recorded")
+        lines.append(f"  {b.name:<24} {points(b):>5} points, {took(walls[-1])}{reason}")
+    lines.append(about(walls))
     return "\n".join(lines)
 
 
 class _Bar:
     """A tqdm bar over points; :meth:`step` moves it and names the point being measured."""
 
-    def __init__(self, total: int):
+    def __init__(self, total: int, file=None):
         from tqdm import tqdm
 
-        self._tqdm = tqdm(total=total, unit="pt", file=sys.stderr, dynamic_ncols=True, smoothing=0.05)
+        file = file or sys.stderr
+        self._tqdm = tqdm(total=total, unit="pt", file=file, dynamic_ncols=True, smoothing=0.05)
         self._started = False
 
     def step(self, what: str) -> None:
@@ -95,10 +122,11 @@ class _Bar:
 
 
 @contextlib.contextmanager
-def progress(benchmarks, gpu: str, root=None) -> Iterator[_Bar]:
-    """A progress bar over every provider measurement of ``benchmarks`` (tqdm, on stderr): the
-    benchmark, the point and the provider being measured, the points done and an ETA."""
-    bar = _Bar(sum(points(b) for b in benchmarks))
+def progress(benchmarks, gpu: str, root=None, *, file=None) -> Iterator[_Bar]:
+    """A progress bar over every provider measurement of ``benchmarks`` (tqdm, on ``file``,
+    default stderr): the benchmark, the point and the provider being measured, the points
+    done and an ETA."""
+    bar = _Bar(sum(points(b) for b in benchmarks), file)
     try:
         yield bar
     finally:

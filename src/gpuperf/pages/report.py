@@ -3,13 +3,14 @@ and every other GPU's committed numbers beside them."""
 
 from __future__ import annotations
 
-import os
+import sys
 from dataclasses import dataclass, field
 
 from gpuperf._runtime import has_cuda, is_interpreter
 from gpuperf.bench import records
 from gpuperf.bench.catalog import Benchmark
 from gpuperf.bench.metrics import LOWER_IS_BETTER
+from gpuperf.pages import plan
 from gpuperf.pages.plotting import (
     combos,
     format_combo,
@@ -21,10 +22,6 @@ from gpuperf.pages.plotting import (
 )
 from gpuperf.pages.summary import headline
 from gpuperf.pages.tables import Cell, Section, render
-
-#: ``GPUPERF_BENCH=records`` renders committed records even where a GPU is present;
-#: ``live`` insists on measuring; ``auto`` (default) measures when it can.
-MODE_VAR = "GPUPERF_BENCH"
 
 
 @dataclass
@@ -319,14 +316,27 @@ def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result
     not drawn. The reference GPU's record is loaded whatever its state, and says so when
     it is stale or missing. ``GPUPERF_BENCH`` overrides the choice: ``records`` always
     loads, ``live`` always measures (and fails without a GPU).
-    """
-    mode = os.environ.get(MODE_VAR, "auto")
-    if mode not in ("auto", "live", "records"):
-        raise ValueError(f"{MODE_VAR} must be auto, live or records, got {mode!r}")
-    if mode == "live" or (mode == "auto" and can_measure()):
-        from gpuperf.bench.runner import run
 
-        record = run(benchmark, ceilings=ceilings, log=lambda line: None)
+    The first call of a page run as a script prints the page's plan (live or records,
+    the GPU, how long its measuring took last time: :func:`gpuperf.pages.plan.announce_page`).
+    Measuring live shows a progress bar (the size and the provider being timed) on the
+    process's own stderr, not on the page, and keeps compiled work in the folder of
+    :func:`gpuperf.caches.use_compile_caches`.
+
+    Raises:
+        ValueError: ``GPUPERF_BENCH`` is not auto, live or records.
+    """
+    build = plan.current(can_measure())
+    plan.announce_page(sys.argv[0], build)
+    if build.live:
+        from gpuperf.bench.plan import progress
+        from gpuperf.bench.runner import run
+        from gpuperf.caches import use_compile_caches
+
+        use_compile_caches()
+        gpu = records.gpu_slug(build.gpu) if build.gpu else records.reference_gpu()
+        with progress([benchmark], gpu, file=sys.__stderr__) as bar:
+            record = run(benchmark, ceilings=ceilings, log=lambda line: None, step=bar.step)
         here = records.gpu_slug(record["provenance"]["gpu"])
         return Result(benchmark, record, "live", others=current_others(benchmark, here))
     main = load(benchmark)

@@ -27,10 +27,9 @@ CAUSAL_SHAPES = [
     pytest.param((1, 4, 2, 50, 50, 16), id="gqa-S50"),
     pytest.param((1, 2, 1, 64, 64, 32), id="mqa-S64"),
 ]
-# bfloat16 tl.dot is wrong in the interpreter: checked on the GPU only.
 DTYPES = [
     pytest.param(torch.float16, id="fp16"),
-    pytest.param(torch.bfloat16, id="bf16", marks=pytest.mark.gpu),
+    pytest.param(torch.bfloat16, id="bf16"),
 ]
 
 

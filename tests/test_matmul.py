@@ -9,8 +9,7 @@ from tests._params import randn
 
 HALF_DTYPES = [
     pytest.param(torch.float16, id="fp16"),
-    # The interpreter's tl.dot multiplies bfloat16 as raw bits: checked on a GPU only.
-    pytest.param(torch.bfloat16, id="bf16", marks=pytest.mark.gpu),
+    pytest.param(torch.bfloat16, id="bf16"),
 ]
 
 # (M, N, K): one element; a row or a column; sizes off every tile edge; K past

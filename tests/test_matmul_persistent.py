@@ -14,8 +14,7 @@ from tests.conftest import DEVICE
 
 HALF_DTYPES = [
     pytest.param(torch.float16, id="fp16"),
-    # The interpreter's tl.dot multiplies bfloat16 as raw bits: checked on a GPU only.
-    pytest.param(torch.bfloat16, id="bf16", marks=pytest.mark.gpu),
+    pytest.param(torch.bfloat16, id="bf16"),
 ]
 
 # Interpreter-sized configs of each rung: computed pointers, TMA, TMA + warp specialization.
@@ -174,9 +173,9 @@ def test_planned_calls_compute_on_their_own_inputs():
 
 
 def test_bfloat16_is_right_wherever_it_runs():
-    """Triton 3.6's interpreter multiplies bfloat16's raw bits in tl.dot; the wrapper gives the
-    kernel's tl.dot float32 operands there (gpuperf._interpreter), so bfloat16 is
-    right on the CPU as on a GPU, and the output stays bfloat16."""
+    """Triton 3.6's interpreter multiplies bfloat16's raw bits in tl.dot; gpuperf._interpreter
+    widens them to float32 there, so bfloat16 is right on the CPU as on a GPU, and the output
+    stays bfloat16."""
     for m, n, k in ((37, 40, 48), (1, 24, 80)):
         a, b = randn((m, k), torch.bfloat16, seed=m), randn((k, n), torch.bfloat16, seed=n)
         out = matmul_persistent(a, b)

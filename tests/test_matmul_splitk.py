@@ -21,10 +21,9 @@ from gpuperf.testing import assert_close
 from tests._params import called_ops, randn, recording_backend, shape_id
 from tests.conftest import DEVICE
 
-# bfloat16 tl.dot is wrong in the interpreter: checked on the GPU only.
 DTYPES = [
     pytest.param(torch.float16, id="fp16"),
-    pytest.param(torch.bfloat16, id="bf16", marks=pytest.mark.gpu),
+    pytest.param(torch.bfloat16, id="bf16"),
 ]
 
 # gpuperf.kernels.matmul_splitk is the function; the module is looked up by name.

@@ -51,8 +51,8 @@ GPU_SETTINGS = settings(
 SMALL_SETTINGS = settings(max_examples=5, deadline=None, derandomize=True)
 
 HALF_DTYPES = (torch.float16, torch.bfloat16)
-# The interpreter's tl.dot multiplies bfloat16 as raw bits: float16 only on the small tests.
-SMALL_DTYPES = (torch.float16,)
+# The small tests run under the interpreter too, in both dtypes (gpuperf._interpreter).
+SMALL_DTYPES = HALF_DTYPES
 FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
 FP8_OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 # The head dims attention_fa3 is written for; any other must be a ValueError.

@@ -3,8 +3,8 @@
 Importing this package compiles nothing. When no CUDA device is present and
 ``TRITON_INTERPRET`` is unset, it turns Triton's interpreter on first, so the
 kernels run (slowly, on small shapes) on the CPU: ``@triton.jit`` reads that
-variable when each kernel is defined. Under the interpreter it also corrects
-``tl.dot`` of bfloat16 operands (:mod:`gpuperf._interpreter`). Each op is also registered with
+variable when each kernel is defined. Under the interpreter it also makes bfloat16
+compute as numbers, as on a GPU (:mod:`gpuperf._interpreter`). Each op is also registered with
 ``torch.library`` (``torch.ops.gpuperf.<op>``) so that ``torch.compile`` can
 keep a model that calls it in one graph.
 """

@@ -175,13 +175,14 @@ print(readings.memory_bound(places))
 print(readings.read_mix(places))
 
 # %%
-# The more a kernel reads per byte it writes, the further above the copy it
-# streams. A likely reason, inferred from that order rather than measured in the
-# memory itself: :term:`DRAM` loses cycles turning its bus around between reads
-# and writes, and a read-heavier stream turns it around less often. The copy is
-# then the roof of traffic that reads as much as it writes, and a few percent low
-# for read-heavier traffic: a kernel a few percent above it is on its roof (a
-# read-only stream, measured the same way, would give those kernels their own).
+# On the GPUs the last line counts, the more a kernel reads per byte it writes,
+# the further above the copy it streams. A likely reason, inferred from that
+# order rather than measured in the memory itself: :term:`DRAM` loses cycles
+# turning its bus around between reads and writes, and a read-heavier stream
+# turns it around less often. The copy is then the roof of traffic that reads as
+# much as it writes, and a few percent low for read-heavier traffic: a kernel a
+# few percent above it is on its roof (a read-heavy stream, timed like the copy,
+# would measure that roof).
 #
 # On its roof, tuning a kernel is wasted effort. What remains is to move the
 # point, not raise it: fewer bytes per FLOP (a lower-precision dtype halves the
@@ -213,9 +214,9 @@ print(readings.real_traffic(places))
 # The chart draws both orders at one intensity, the least traffic's. Counted
 # against the bytes it really read, the row-major order falls left of the ridge
 # (the lines above say where, GPU by GPU): the same kernel is then bound by
-# memory, its DRAM reads near or at the copy bandwidth, and it loses a large part
-# of its roof. Right of the ridge, bandwidth still matters whenever reuse fails;
-# only counters, not the chart, show it.
+# memory, its DRAM reads near or at the copy bandwidth, and it sits further below
+# its roof than in grouped order. Right of the ridge, bandwidth still matters
+# whenever reuse fails; only counters, not the chart, show it.
 #
 # When the order keeps the reuse, the distance left is time the tensor cores
 # wait: on loads not issued early enough, on the pipeline filling and draining

@@ -277,8 +277,8 @@ print(page.matmul_vs_cublas(matmul))
 # (:term:`coalescing`). When the 32 threads of a warp read 32 neighbouring
 # float32 values, four sectors carry 128 useful bytes; when they read every
 # eighth value, 32 sectors carry the same 128 useful bytes, and seven eighths of
-# what the read fetches is waste. Tutorial 01's kernel reads neighbours and reaches the
-# copy bandwidth:
+# what the read fetches is waste. Tutorial 01's kernel reads neighbours and
+# reaches the copy bandwidth:
 
 vector_add = run_or_load(cat.VECTOR_ADD)
 print(page.share_of_copy(vector_add))

@@ -311,6 +311,7 @@ def test_compile_reading_of_the_committed_captures():
     for gpu in hardware.gpus():
         capture = captures.load("compile_modes", gpu)
         text = " ".join(strategy.compile_reading(capture).split())
+        assert text.startswith(f"{short_gpu_name(capture['provenance']['gpu'])}: ")
         for results in capture["payload"]["results"].values():
             eager = results["eager"]
             for mode, e in results.items():

@@ -758,19 +758,20 @@ def _gemms(kernels: Sequence[str]) -> str:
 
 
 def compile_reading(capture: dict) -> str:
-    """What each mode of a ``compile_modes`` capture did, case by case, for the prose to
-    read: per mode, its GPU time against eager's, its host time, which of the two bounds
-    a loop of calls and its speed over eager, who wrote its GEMMs, and whether it copies
-    its input into a CUDA graph's buffer. Where a CUDA-graph mode (:data:`CUDA_GRAPH_MODES`)
-    is host-bound and spends at least eager's host time per call, a last line says what
-    that measurement asks (launching a recorded graph should cost the host a few µs)
-    without naming a cause it cannot show.
+    """What each mode of a ``compile_modes`` capture did, case by case under the GPU's
+    name, for the prose to read: per mode, its GPU time against eager's, its host time,
+    which of the two bounds a loop of calls and its speed over eager, who wrote its
+    GEMMs, and whether it copies its input into a CUDA graph's buffer. Where a
+    CUDA-graph mode (:data:`CUDA_GRAPH_MODES`) is host-bound and spends at least eager's
+    host time per call, a last line says what that measurement asks (launching a
+    recorded graph should cost the host a few µs) without naming a cause it cannot show.
 
     Raises:
         KeyError: the capture has no ``payload["cases"]`` or ``payload["results"]``.
     """
     payload = capture["payload"]
-    out = []
+    gpu = capture.get("provenance", {}).get("gpu")
+    out = [f"{short_gpu_name(gpu)}:"] if gpu else []
     for case in payload["cases"]:
         results = payload["results"][case]
         eager = results.get("eager", {})

@@ -382,8 +382,11 @@ ncu = captures.show("ncu_kernels", profiling.ncu_table)
 # * **Registers per thread** and **local-memory (spill) requests**: a kernel that needs
 #   more registers than it may have :term:`spills <spill>` to local memory, which is
 #   slow.
-# * **Waves per SM** (:term:`wave`): blocks over what the GPU holds at once. Below 1,
-#   some SMs have nothing to do.
+# * **Waves per SM** (:term:`wave`): blocks over what the GPU holds at once (the SMs
+#   times the blocks each can hold). Below 1, the grid does not fill the GPU: the
+#   SMs hold fewer blocks, so fewer warps, than they could, and occupancy is low
+#   whatever its theoretical value. Only when there are fewer blocks than SMs do
+#   some SMs get none.
 
 for capture in ncu.values():
     print(profiling.ncu_findings(capture))
@@ -391,14 +394,15 @@ for capture in ncu.values():
 # %%
 # **Reading it.** The three row means read the 64 MiB input once (DRAM read
 # matches it) and write almost nothing, so the differences are in how fast the
-# reads stream. PyTorch's mean launches few, large blocks, less than one wave:
-# some SMs get no block, and its DRAM throughput is the lowest. Our Triton row
-# mean streams a little below the CUDA one, at lower occupancy: its registers
-# (a 4096-element float32 tile of partial sums per program) cap how many
-# programs fit on an SM. A smaller tile would raise the occupancy, and ncu
-# would tell whether that pays. For the matmuls the question is the tensor
-# pipe's activity, and the gap between ours and cuBLAS is the one tutorial 03
-# measures.
+# reads stream. PyTorch's mean launches few, large blocks, less than one wave: its
+# blocks spread over the SMs as the line above says, each SM holding fewer than it
+# could, so its achieved occupancy is low, fewer loads are in flight to hide
+# DRAM's latency, and its DRAM throughput is the lowest. Our Triton row mean
+# streams a little below the CUDA one, at lower occupancy: its registers (a
+# 4096-element float32 tile of partial sums per program) cap how many programs fit
+# on an SM. A smaller tile would raise the occupancy, and ncu would tell whether
+# that pays. For the matmuls the question is the tensor pipe's activity, and the
+# gap between ours and cuBLAS is the one tutorial 03 measures.
 #
 # Registers and spills need no profiler: Triton's compiler reports them. Launching a
 # ``@triton.jit`` kernel returns the compiled kernel, whose ``n_regs`` and

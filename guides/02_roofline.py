@@ -110,9 +110,13 @@ print(readings.roofs(places))
 # The ridge points are high: a kernel must do hundreds of FLOPs per byte before
 # the tensor cores become its limit, and more than ten even for the CUDA cores;
 # almost everything but a large matmul or attention is memory-bound. The H200 has
-# the H100's chip with faster memory: the same compute roofs, a steeper slope, so
-# its ridges sit further left and a memory-bound kernel runs faster on it by the
-# ratio of the bandwidths, while a compute-bound one does not.
+# the H100's chip with faster memory: the datasheet gives both the same compute
+# peaks, and the H200 more bandwidth. On a log-log plot the bandwidth roof
+# :math:`I \cdot W` is a line of slope one whatever :math:`W` is: more bandwidth
+# does not make it steeper, it shifts it up by the ratio of the bandwidths. So it
+# meets a flat roof further left (the H200's ridges sit left of the H100's), a
+# memory-bound kernel runs faster on it by the ratio of the bandwidths, and a
+# compute-bound one does not.
 #
 # Every kernel on one chart per GPU
 # ---------------------------------
@@ -140,8 +144,13 @@ for place in places:
 
 # %%
 # The numbers behind the charts: every kernel under study and its baseline at
-# its largest size, sorted by intensity, with its roof, which side of that roof's
-# ridge it falls on, and its share of the roof (:math:`\text{rate} / \min(P,\ I W)`).
+# its largest size, sorted by intensity. Each is read against the roof of the unit
+# and dtype its arithmetic runs on: the CUDA cores' float32 for elementwise kernels
+# and reductions, whatever dtype they store; the tensor cores' roof of their dtype
+# for matmuls and attention, the skinny decode-time ones included. That roof's
+# ridge says which side the kernel falls on, and its share of the roof is
+# :math:`\text{rate} / \min(P,\ I W)`: left of the ridge, a share of
+# :math:`I W`, the bandwidth at the kernel's intensity.
 
 print(roofline.table(places))
 
@@ -156,13 +165,30 @@ print(roofline.table(places))
 print(readings.memory_bound(places))
 
 # %%
-# At or near 100%, the distance to the roof is nil (a little over 100% means the
-# kernel streams a little better than the copy that measured the roof, within
-# their spread). Tuning it is wasted effort. What remains is to move the point,
-# not raise it: fewer bytes per FLOP (a lower-precision dtype halves the traffic),
-# or more FLOPs per byte by :term:`fusion` with the kernel that produces or
-# consumes its operands. Moving to the H200 raises the slope itself, and the rate
-# follows the bandwidth, as the model predicts for a memory-bound kernel.
+# At or near 100%, the distance to the roof is nil. Some kernels sit above it by
+# more than the spread of the two measurements (the † in the table: the kernel's
+# slow end against the copy's fast end). That says something about the roof: the
+# copy that measured it reads one byte for each byte it writes, and the kernels
+# above it read more. The streaming kernels at their largest size, by bytes read
+# per byte written:
+
+print(readings.read_mix(places))
+
+# %%
+# On the GPUs the last line counts, the more a kernel reads per byte it writes,
+# the further above the copy it streams. A likely reason, inferred from that
+# order rather than measured in the memory itself: :term:`DRAM` loses cycles
+# turning its bus around between reads and writes, and a read-heavier stream
+# turns it around less often. The copy is then the roof of traffic that reads as
+# much as it writes, and a few percent low for read-heavier traffic: a kernel a
+# few percent above it is on its roof (a read-heavy stream, timed like the copy,
+# would measure that roof).
+#
+# On its roof, tuning a kernel is wasted effort. What remains is to move the
+# point, not raise it: fewer bytes per FLOP (a lower-precision dtype halves the
+# traffic), or more FLOPs per byte by :term:`fusion` with the kernel that produces
+# or consumes its operands. Moving to the H200 shifts the bandwidth roof up, and
+# the rate follows the bandwidth, as the model predicts for a memory-bound kernel.
 #
 # **B: compute-bound, close to its roof.** A square bf16 matmul of side
 # :math:`n` does :math:`n/3` FLOPs per byte; at the largest size that is an order
@@ -173,11 +199,28 @@ print(readings.memory_bound(places))
 print(readings.compute_bound(places))
 
 # %%
-# Right of the ridge, bandwidth no longer matters: each element loaded into
-# :term:`shared memory` is reused across a whole :term:`tile` of outputs, and the
-# :term:`L2` cache serves most repeated loads. The distance left is time the
-# tensor cores wait: on loads not issued early enough, on the pipeline filling and
-# draining around each tile, on the last :term:`wave` of tiles that leaves some
+# Right of the ridge, the *least* traffic no longer bounds the kernel: moved once,
+# the bytes take less time than the arithmetic. The traffic the kernel really
+# moves still can. Each element loaded into :term:`shared memory` is reused across
+# a whole :term:`tile` of outputs, and the :term:`L2` cache serves repeated loads,
+# if the order in which the programs run lets it; when it does not, the same
+# operands come from DRAM again and again. Tutorial 03's Nsight Compute counters
+# of one kernel launched in two program orders (fp16, its largest profiled shape)
+# count the bytes each read from DRAM:
+
+print(readings.real_traffic(places))
+
+# %%
+# The chart draws both orders at one intensity, the least traffic's. Counted
+# against the bytes it really read, the row-major order falls left of the ridge
+# (the lines above say where, GPU by GPU): the same kernel is then bound by
+# memory, its DRAM reads near or at the copy bandwidth, and it sits further below
+# its roof than in grouped order. Right of the ridge, bandwidth still matters
+# whenever reuse fails; only counters, not the chart, show it.
+#
+# When the order keeps the reuse, the distance left is time the tensor cores
+# wait: on loads not issued early enough, on the pipeline filling and draining
+# around each tile, on the last :term:`wave` of tiles that leaves some
 # :term:`SMs <SM>` idle. Tutorial 06 attacks it with a :term:`persistent kernel`,
 # :term:`TMA` loads and :term:`warp specialization`. The roof itself has a spread
 # (its percentiles above), so "on the roof" means within that band. Past it, only
@@ -185,9 +228,11 @@ print(readings.compute_bound(places))
 # <sphx_glr_tutorials_05_fp8_matmul.py>`) doubles the tensor cores' peak.
 #
 # The skinny matmuls do about as many FLOPs per byte as their small dimension is
-# long (:math:`2MNK` over about :math:`2NK` bytes of weights) and fall left of the
-# ridge: their time is the time to stream the weights, and what helps is what
-# helps any memory-bound kernel (FP8 weights, or more tokens per read).
+# long (:math:`2MNK` over about :math:`2NK` bytes of weights). Their products run
+# on the tensor cores, so the bf16 roof sets their ridge, and they fall left of
+# it: their share is of :math:`I W`, their time is the time to stream the weights,
+# and what helps is what helps any memory-bound kernel (FP8 weights, or more
+# tokens per read).
 #
 # **C: far below its roof.** Softmax written naively in eager PyTorch
 # (:ref:`tutorial 02 <sphx_glr_tutorials_02_fused_softmax.py>`), five kernels, on
@@ -269,8 +314,13 @@ print(readings.skipped(places))
 #   peak" may be on its real roof.
 # * Left of the ridge, count bytes: fuse, use smaller dtypes, keep data in L2.
 #   Right of it, keep the tensor cores fed: tiling, pipelining, persistence.
+# * Read each kernel against the roof of the unit and dtype it computes on; left
+#   of that roof's ridge its share is of intensity times bandwidth.
+# * Right of the ridge, bandwidth still bounds a kernel whose reuse fails: count
+#   the bytes it really reads (Nsight Compute), not only the least.
 # * Below the roof at small sizes is launch latency, not the kernel; above the
-#   HBM roof is L2.
+#   HBM roof is L2, or, by a few percent, a read-heavy stream against a copy that
+#   reads as much as it writes.
 # * The tutorials this chart draws on: :ref:`01 <sphx_glr_tutorials_01_vector_add.py>`,
 #   :ref:`02 <sphx_glr_tutorials_02_fused_softmax.py>`,
 #   :ref:`03 <sphx_glr_tutorials_03_matmul.py>`,

@@ -49,7 +49,8 @@ print(page.in_one_paragraph())
 # 8. :ref:`Autotune <strategy-autotune>`: the best configuration depends on the
 #    shape and the GPU.
 # 9. :ref:`Persistent kernels and TMA <strategy-persistent>`: on Hopper, fewer
-#    launches and cheaper loads.
+#    program start-ups (one program per SM loops over the tiles; both grids are
+#    one launch) and cheaper loads.
 # 10. :ref:`Know when to stop <strategy-stop>`: at the roof, only moving less work
 #     helps.
 #
@@ -105,19 +106,26 @@ for m, n, k in [(16, 14336, 4096), (8192, 8192, 8192)]:
     print(f"{m}x{n}x{k}: {flops / n_bytes:.0f} FLOP/byte, ridge {ridge:.0f}: {bound}")
 
 # %%
-# And a few kernels of the site, with the intensity taken from the byte and FLOP
-# counts every record stores and the ridge from the ceilings measured in the same
-# runs:
+# And a few kernels of the site, each read as the :ref:`roofline guide
+# <sphx_glr_guides_02_roofline.py>` reads it: the intensity from the byte and FLOP
+# counts every record stores; the roof of the unit and dtype its arithmetic runs on
+# (the CUDA cores' float32 for elementwise kernels and softmax, whatever they store;
+# the tensor cores' in the kernel's dtype for matmuls and attention, the skinny one
+# included), with that roof's ridge from the measured ceilings; and our kernel's
+# rate as a share of that roof at its intensity, :math:`\min(P,\ I W)`: left of
+# the ridge, a share of :math:`I W`.
 
 print(page.classify_table())
 
 # %%
-# Everything elementwise, and softmax, sits orders of magnitude below the
+# Everything elementwise, and softmax, sits far below even the CUDA cores'
 # ridge: for those kernels only bytes matter, and the FLOPs are free. The skinny
 # matmul (16 tokens, a decoding step) is memory-bound too, although it is a
-# matmul: it reads a whole weight matrix to do little with each element. Large
-# matmuls and attention sit far above the ridge. The strategy differs on the
-# two sides, which is why this step comes before any other.
+# matmul on the tensor cores: it reads a whole weight matrix to do little with
+# each element, so its yardstick is the bandwidth at its intensity, not the
+# tensor cores' peak. Large matmuls and attention sit far above the ridge. The
+# strategy differs on the two sides, which is why this step comes before any
+# other.
 
 # %%
 # .. _strategy-fuse:
@@ -269,8 +277,8 @@ print(page.matmul_vs_cublas(matmul))
 # (:term:`coalescing`). When the 32 threads of a warp read 32 neighbouring
 # float32 values, four sectors carry 128 useful bytes; when they read every
 # eighth value, 32 sectors carry the same 128 useful bytes, and seven eighths of
-# the traffic is waste. Tutorial 01's kernel reads neighbours and reaches the
-# copy bandwidth:
+# what the read fetches is waste. Tutorial 01's kernel reads neighbours and
+# reaches the copy bandwidth:
 
 vector_add = run_or_load(cat.VECTOR_ADD)
 print(page.share_of_copy(vector_add))
@@ -294,6 +302,17 @@ strided = show(cat.STRIDED_COPY)
 print(page.strided_table(strided))
 
 # %%
+# At a stride of 8, one sector per element read, the copy keeps more than an
+# eighth of the bandwidth, and less than the sector size alone predicts:
+
+print(page.strided_share(strided))
+
+# %%
+# The write is what keeps it above an eighth: each element written is contiguous
+# with its neighbours, so only half of the useful bytes pay the stride. The
+# measured time pays for more than one sector per read, which is the next
+# paragraph's point.
+#
 # Up to a stride of 4 (16 bytes) the cost of each element read is the bytes the
 # stride spans: the sectors are fetched whole and a stride of two uses half of
 # each. Past one 32-byte sector the cost keeps growing: the memory system fetches
@@ -379,7 +398,8 @@ page.matmul_sweep_figure("bfloat16")
 # ones, and a poor choice costs most of the speed. Tuning offline and keeping the
 # result as data (``src/gpuperf/kernels/tuned/<gpu>/``) costs nothing at run
 # time. How the tuned kernel compares with Inductor's own autotuner
-# (``max-autotune``, Triton templates only), from tutorial 03's benchmark, and
+# (``max-autotune-no-cudagraphs``, Triton templates only), from tutorial 03's
+# benchmark, and
 # how far apart each sweep's worst and best configs are:
 
 print(page.tuned_vs_max_autotune(matmul))
@@ -417,9 +437,12 @@ print(page.roof_table(done))
 # The elementwise kernels and the persistent matmuls stand at or near their
 # roofs: more tuning would buy little, and their next gains are elsewhere
 # (fusing them into their neighbours: the matmul :term:`epilogue` of tutorial 03).
-# Attention sits further below its roof, where a faster algorithm, not a better
-# configuration, is what is left (the :term:`cuDNN` backend of tutorial 04 shows
-# how much).
+# Attention sits further below its roof, and what is left there is a better
+# *schedule* of the same algorithm, not a better configuration: the same
+# FlashAttention arithmetic, with the softmax of one tile overlapped with the
+# tensor cores' work on the next (:term:`warp specialization`). The :term:`cuDNN`
+# backend of tutorial 04 shows how much that is worth, and :ref:`tutorial 08
+# <sphx_glr_tutorials_08_gluon_hopper.py>` writes that schedule by hand.
 
 # %%
 # .. _strategy-compile:
@@ -428,12 +451,15 @@ print(page.roof_table(done))
 # -------------------------------------
 #
 # ``torch.compile`` makes several of these moves for you: Inductor fuses
-# elementwise chains and reductions into Triton kernels (step 3),
-# ``max-autotune`` times GEMM configurations (step 8), and ``reduce-overhead``
-# records the whole call as a :term:`CUDA graph`, so the host launches one graph
-# instead of every kernel. What each costs to compile and what it buys, on a
-# pre-norm transformer MLP block in bfloat16 (``layer_norm``,
-# ``Linear(1024, 4096)``, GELU, ``Linear(4096, 1024)``, residual):
+# elementwise chains and reductions into Triton kernels (step 3);
+# ``reduce-overhead`` records the whole call as a :term:`CUDA graph`, so the host
+# launches one graph instead of every kernel; and ``max-autotune`` times GEMM
+# configurations (step 8), its Triton templates against cuBLAS, keeping the faster
+# for each GEMM alone, *and* records CUDA graphs as ``reduce-overhead`` does
+# (``max-autotune-no-cudagraphs`` is the mode without them). What each costs to
+# compile and what it buys, on a pre-norm transformer MLP block in bfloat16
+# (``layer_norm``, ``Linear(1024, 4096)``, GELU, ``Linear(4096, 1024)``,
+# residual):
 #
 # .. literalinclude:: ../../src/gpuperf/bench/strategy.py
 #    :pyobject: MLPBlock
@@ -446,7 +472,7 @@ print(page.roof_table(done))
 # excluded). A loop of calls runs at about the larger of the two, and the table
 # turns a gain into the number of calls needed before the compile time is repaid.
 
-_ = captures.show("compile_modes", page.compile_table)
+modes = captures.show("compile_modes", page.compile_table)
 
 # %%
 # Which modes paid for themselves, per GPU and case (time per call taken as the
@@ -455,29 +481,42 @@ _ = captures.show("compile_modes", page.compile_table)
 _ = captures.show("compile_modes", page.compile_winners)
 
 # %%
+# What each mode did, case by case, read from the tables: its GPU and host time
+# against eager's, which bounds a loop of its calls, who wrote its two GEMMs, and
+# whether it copies ``x`` into a CUDA graph's input buffer
+# (``multi_tensor_apply_kernel``, a kernel of its own on every call):
+
+for capture in modes.values():
+    print(page.compile_reading(capture))
+
+# %%
 # **At 4096 tokens** the GPU bounds eager PyTorch, and the two matmuls are most
-# of its time. The kernel lists show what Inductor did: it replaced the layer
-# norm, the GELU and the residual add by Triton kernels of its own, but left both
-# matmuls to cuBLAS (the same ``nvjet`` kernels as eager) and did not fuse the
-# GELU into the first one's epilogue, so there was little left to gain and the
-# GPU time barely moves. ``reduce-overhead`` adds a kernel: the copy of ``x`` into
-# the CUDA graph's own input buffer (``multi_tensor_apply_kernel``), paid on every
-# call. ``max-autotune`` replaced cuBLAS by its Triton GEMM templates
-# (``triton_tem_...``), which won its benchmark of each GEMM alone and still ran
-# slower in the block as timed here. For a block whose time is large GEMMs,
-# compiling buys little, and the measurement says so before any effort is spent.
+# of its time. Default mode replaced the layer norm, the GELU and the residual
+# add by Triton kernels of its own, but left both matmuls to cuBLAS (the same
+# ``nvjet`` kernels as eager) and did not fuse the GELU into the first one's
+# epilogue, so its GPU time stays close to eager's. Its host time per call went
+# up (each call runs Dynamo's guards, then Inductor's wrapper launches the
+# kernels from Python), and where it exceeds the GPU time a loop of calls is
+# bound by the host, and slower than eager by the factor printed above, however
+# little the GPU time moved. The CUDA-graph modes add the input copy to the
+# GPU's work. Where ``max-autotune``'s Triton templates won their benchmarks of
+# each GEMM alone, they replaced cuBLAS and ran slower in the block than cuBLAS
+# did; where cuBLAS won, it kept cuBLAS: the kernel lists say which happened on
+# which GPU. For a block whose time is large GEMMs there was little to gain, and
+# the measurement says so before any effort is spent.
 #
 # **At 8 tokens** every mode is bound by the host (:term:`host overhead`): the
-# GPU finishes the six tiny kernels well before Python has launched them all.
-# Default mode does not reduce the host's work (Dynamo's guards and Inductor's
-# launches cost about what eager's dispatch does). The CUDA-graph modes replace
-# the launches by one graph replay, but the replay has host bookkeeping of its
-# own (checking the graph's state, copying ``x`` in), so what they save depends
-# on how fast the host is: the runs above show it GPU by GPU. Host times on these
-# virtual machines move by tens of percent between runs (see
-# :doc:`../measuring`); compare the modes of one run. Compile times differ by an
-# order of magnitude: ``max-autotune`` times many GEMM configurations while it
-# compiles.
+# GPU finishes the tiny kernels well before Python has launched them all. Default
+# mode launches as many kernels as eager and adds its guards, and did not cut the
+# host time. The CUDA-graph modes launch one graph in place of the kernels, and
+# what they saved was not the same from GPU to GPU, nor from mode to mode: the
+# ratios above, and the winners line, are what was measured, not a rule that
+# small calls gain from CUDA graphs. Where a CUDA-graph mode's host time did not
+# drop below eager's, the reading above says what that number asks. Host times on
+# these virtual machines move by tens of percent between runs (see
+# :doc:`../measuring`); compare the modes of one run. ``max-autotune`` takes
+# several times longer to compile than the other modes (the table's first
+# column): it times GEMM configurations while it compiles.
 #
 # Graph breaks
 # ~~~~~~~~~~~~
@@ -569,9 +608,10 @@ hidden.__exit__(None, None, None)
 # * **Compute-bound kernel tiled?** Reuse each loaded tile many times, and order
 #   the programs for L2 (:ref:`step 4 <strategy-tile>`, :ref:`tutorial 03
 #   <sphx_glr_tutorials_03_matmul.py>`).
-# * **Contiguous access?** Neighbouring threads on neighbouring bytes; a stride of
-#   32 bytes leaves an eighth of the bandwidth (:ref:`step 5 <strategy-coalesce>`,
-#   :ref:`tutorial 01 <sphx_glr_tutorials_01_vector_add.py>`).
+# * **Contiguous access?** Neighbouring threads on neighbouring bytes; a read with
+#   a stride of 32 bytes wastes most of every sector it fetches, and a copy reading
+#   that way keeps the share of the bandwidth step 5 measures (:ref:`step 5
+#   <strategy-coalesce>`, :ref:`tutorial 01 <sphx_glr_tutorials_01_vector_add.py>`).
 # * **Tensor cores and the lowest precision that is accurate enough?**
 #   (:ref:`step 6 <strategy-precision>`, :ref:`tutorial 05
 #   <sphx_glr_tutorials_05_fp8_matmul.py>`).
@@ -582,8 +622,9 @@ hidden.__exit__(None, None, None)
 #   :ref:`tutorial 06 <sphx_glr_tutorials_06_tma_persistent_matmul.py>`).
 # * **At the roof?** Then stop tuning and move less work instead (:ref:`step 10
 #   <strategy-stop>`).
-# * **Launch-bound?** Small batches: CUDA graphs (``reduce-overhead``) or fewer,
-#   larger kernels (:ref:`torch.compile's modes <strategy-compile>`).
+# * **Launch-bound?** Small batches: fewer, larger kernels, or CUDA graphs
+#   (``reduce-overhead``, ``max-autotune``), with the host time per call measured
+#   before and after (:ref:`torch.compile's modes <strategy-compile>`).
 # * **One graph, no recompilations?** ``torch._dynamo.explain``,
 #   ``fullgraph=True``, ``TORCH_LOGS=recompiles`` (:ref:`graph breaks and
 #   recompilations <strategy-compile>`).
@@ -601,5 +642,6 @@ hidden.__exit__(None, None, None)
 #   Hopper) persistent TMA kernels close the gap to cuBLAS; at the roof, stop
 #   tuning and move less work.
 # * ``torch.compile`` makes several of these moves for you, but measure what it
-#   buys: large GEMMs gain little, and small launch-bound calls need CUDA graphs
-#   and one graph without recompilations.
+#   buys, GPU time and host time both: large GEMMs gain little, default mode can
+#   make a call host-bound, and for small launch-bound calls what the CUDA-graph
+#   modes saved differed by GPU and mode. Keep one graph without recompilations.

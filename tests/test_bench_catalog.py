@@ -34,6 +34,12 @@ _TRITON = catalog.VECTOR_ADD.providers[0]
             {"axes": (("dtype", ("float32",)),), "ceiling": lambda: "copy_gbps"},
             r"ceiling\(dtype='float32'\) failed",
         ),
+        ({"compute_roof": "copy_gbps"}, "compute_roof must be one of"),
+        ({"compute_roof": "tf32_tflops"}, "compute_roof must be one of"),
+        (
+            {"axes": (("dtype", ("float32",)),), "compute_roof": lambda: "bf16_tflops"},
+            r"compute_roof\(dtype='float32'\) failed",
+        ),
     ],
     ids=lambda v: next(iter(v)) if isinstance(v, dict) else None,
 )
@@ -65,6 +71,26 @@ def test_combos_cover_every_combination_in_declared_order():
 def test_ceiling_key_follows_the_axes():
     assert MATMUL_LIKE.ceiling_key(dtype="float16") == "fp16_tflops"
     assert MATMUL_LIKE.ceiling_key(dtype="bfloat16") == "bf16_tflops"
+
+
+def test_compute_roof_names_the_engine_of_a_benchmark_read_against_a_bandwidth():
+    # An elementwise kernel computes on the CUDA cores in float32, whatever it stores.
+    assert catalog.VECTOR_ADD.compute_roof is None
+    assert catalog.VECTOR_ADD.compute_roof_key() == "fp32_tflops"
+    # A bfloat16 matmul with a small dimension is read in GB/s, but computes on the tensor cores.
+    assert catalog.MATMUL_SMALL_M.ceiling_key() == "copy_gbps"
+    assert catalog.MATMUL_SMALL_M.compute_roof_key() == "bf16_tflops"
+    for bench in (catalog.ATTENTION_DECODE, catalog.LLAMA_DECODE):
+        assert {bench.compute_roof_key(**c) for c in bench.combos()} == {"bf16_tflops"}
+    # A benchmark read in TFLOP/s is bounded by its own ceiling, whatever compute_roof says.
+    both = dataclasses.replace(MATMUL_LIKE, compute_roof="fp32_tflops")
+    assert both.compute_roof_key(dtype="float16") == "fp16_tflops"
+    by_axes = dataclasses.replace(
+        catalog.VECTOR_ADD,
+        axes=(("dtype", ("float32", "bfloat16")),),
+        compute_roof=lambda dtype: "bf16_tflops",
+    )
+    assert by_axes.compute_roof_key(dtype="float32") == "bf16_tflops"
 
 
 def test_subject_is_the_first_provider():

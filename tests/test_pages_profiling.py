@@ -288,6 +288,35 @@ def test_committed_trace_is_small_and_matches_its_capture():
     assert summary["kernels"] > 0 and 0 < summary["busy_fraction"] <= 1
 
 
+def test_blocks_per_sm_spreads_a_grid_over_the_sms():
+    from gpuperf.pages.profiling.sentences import blocks_per_sm
+
+    # 256 blocks of 512 threads on 132 SMs that hold 4 each: 0.48 waves, 1 or 2 blocks an SM.
+    assert blocks_per_sm(256, 132, 256 / (132 * 4)) == (1, 2, 4)
+    assert blocks_per_sm(264, 132, 0.5) == (2, 2, 4)
+    # Fewer blocks than SMs: some get none.
+    assert blocks_per_sm(100, 132, 100 / 132) == (0, 1, 1)
+    with pytest.raises(ValueError, match="must be positive"):
+        blocks_per_sm(0, 132, 0.5)
+
+
+def test_ncu_findings_say_how_pytorchs_blocks_fill_the_sms():
+    cap, _ = pages_captures.load("ncu_kernels")
+    launch = profiling.ncu_launch(cap, "x.mean(dim=-1) (PyTorch)")
+    blocks, waves = profiling.ncu_value(launch, "Grid Size"), profiling.ncu_value(launch, "Waves Per SM")
+    sms = cap["provenance"]["sm_count"]
+    text = " ".join(profiling.ncu_findings(cap).split())
+    fewest, most = int(blocks) // sms, -(-int(blocks) // sms)
+    room = round(blocks / (waves * sms))
+    gets = f"{fewest}" if fewest == most else f"{fewest} or {most}"
+    assert f"each of the {sms} SMs gets {gets} blocks of" in text
+    assert f"where it could hold {room}, " in text
+    occupancy = profiling.ncu_value(launch, "Achieved Occupancy")
+    assert f"{occupancy:.0f}% achieved occupancy" in text
+    # Under one wave, yet no SM without a block: the SMs are under-filled, not idle.
+    assert waves < 1 and fewest >= 1 and most < room
+
+
 def test_committed_ncu_capture_profiled_every_op_once():
     cap, _ = pages_captures.load("ncu_kernels")
     payload = cap["payload"]

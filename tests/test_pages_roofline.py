@@ -1,6 +1,7 @@
 """The roofline: its arithmetic, the placing of record rows, and the chart, on the committed records."""
 
 import copy
+import dataclasses
 import json
 import math
 
@@ -11,6 +12,8 @@ from gpuperf.bench.catalog import Benchmark, Provider, call
 from gpuperf.pages import roofline, roofline_plot
 from gpuperf.pages.plotting import short_gpu_name
 from gpuperf.pages.roofline import (
+    Placement,
+    Point,
     Roof,
     arithmetic_intensity,
     attainable_tflops,
@@ -245,6 +248,50 @@ def test_a_record_of_any_benchmark_is_placed_without_code(tmp_path):
     ]
 
 
+#: A kernel read in GB/s whose 50 FLOP/B run on the tensor cores in float16: right of
+#: HARDWARE's float32 ridge (10) but left of its float16 one (100).
+GEMV_LIKE = dataclasses.replace(
+    NEW_KERNEL, name="new_gemv", flops=lambda n: 200 * n, compute_roof="fp16_tflops"
+)
+
+
+def test_rows_read_against_a_bandwidth_take_the_roof_of_their_engine():
+    record = synthetic_record(GEMV_LIKE, n_x=3)
+    tensor_cores, _ = place_record(record, roofline.roofs(HARDWARE), benchmark=GEMV_LIKE)
+    assert {p.roof for p in tensor_cores} == {"fp16_tflops"}
+    placement = Placement("Test GPU 80GB", "test", HARDWARE, roofline.roofs(HARDWARE), {}, tensor_cores)
+    for p in tensor_cores:
+        # Left of the float16 ridge: a share of intensity x bandwidth, the traffic's share of the copy.
+        assert p.intensity == 50 and roofline.bound_by(placement, p) == "memory"
+        assert placement.fraction(p) == pytest.approx(p.gbps / 1000.0)
+    # Without its declaration the same rows land right of the float32 ridge, read against
+    # a peak their arithmetic never runs on.
+    cuda_cores, _ = _place(record)
+    placement.points = cuda_cores
+    assert {p.roof for p in cuda_cores} == {"fp32_tflops"}
+    assert all(roofline.bound_by(placement, p) == "compute" for p in cuda_cores)
+
+
+def _point(ms, ms_p80=None, flops=1e9, roof="fp32_tflops"):
+    return Point("b", "t", "triton", "Triton", "subject", 1, {}, 1e9, flops, ms, roof, False, ms_p80)
+
+
+def test_beyond_roof_counts_the_spread_of_both_measurements():
+    placement = Placement("Test GPU 80GB", "test", HARDWARE, roofline.roofs(HARDWARE), {})
+    # 1 GB and 1 GFLOP a call: 1 FLOP/B, memory-bound; the copy's fast end is 1010 GB/s.
+    assert placement.fraction(_point(1.0, 1.1)) == pytest.approx(1.0)
+    assert not placement.beyond_roof(_point(1.0, 1.1))
+    # 3% above the median roof, but its slow end (1005 GB/s) within the copy's spread.
+    assert not placement.beyond_roof(_point(0.97, 0.995))
+    # Its slow end (1015 GB/s) above the copy's fast end.
+    assert placement.beyond_roof(_point(0.97, 0.985))
+    # A row without percentiles is taken at its median.
+    assert placement.beyond_roof(_point(0.97))
+    # Compute-bound: 10 FLOP/B against float32's 10.1 TFLOP/s fast end.
+    assert not placement.beyond_roof(_point(1.0, 0.995, flops=1e10))
+    assert placement.beyond_roof(_point(0.97, 0.985, flops=1e10))
+
+
 #: The same kernel in two storage dtypes: half the bytes in bfloat16, so twice the intensity.
 TWO_DTYPES = Benchmark(
     **{
@@ -337,6 +384,50 @@ def test_committed_records_fall_where_the_model_says(gpu):
     # The smallest vector add is the shortest kernel there is: launch-bound.
     assert placement.launch_bound(min(placement.find("vector_add", "triton"), key=lambda p: p.x))
     assert not placement.launch_bound(vector_add)
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+def test_tensor_core_kernels_read_in_gb_s_are_read_against_the_bf16_roof(gpu):
+    placement = load_gpu(gpu)
+    found = 0
+    for name in ("matmul_small_m", "attention_decode", "llama_decode"):
+        for p in placement.find(name):
+            found += 1
+            assert p.roof == "bf16_tflops"
+            assert roofline.bound_by(placement, p) == "memory"
+            assert placement.fraction(p) == pytest.approx(p.gbps / placement.bandwidth_gbps)
+    assert found or gpu != records.reference_gpu()
+
+
+#: Table rows whose kernels read more bytes than they write, and how many per byte written.
+#: The copy that measures the bandwidth roof reads one byte per byte written; these
+#: stream a few percent faster (the roofline guide's reading A shows the order).
+READ_HEAVY = {
+    "vector_add": "two inputs per output",
+    "add_relu_mul": "three inputs per output",
+    "attention_decode": "reads the KV cache, writes one token per head",
+}
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+def test_no_table_row_is_above_its_roof_beyond_the_spread_but_read_heavy_streams(gpu, monkeypatch):
+    placement = load_gpu(gpu)
+    shown = [s.largest for s in chart_series(placement) if s.role != "other"]
+    beyond = [p for p in shown if placement.beyond_roof(p)]
+    # Every row read against a compute peak is within its roof and the spreads; only
+    # streams that read more than they write are above the copy roof beyond them.
+    for p in beyond:
+        assert roofline.bound_by(placement, p) == "memory", p
+        assert p.benchmark in READ_HEAVY, p
+    # A stream that reads as much as it writes, like the copy, is within it.
+    gelu = placement.largest("gelu", "triton", dtype="float32")
+    assert gelu is not None and not placement.beyond_roof(gelu)
+    # The table marks exactly those rows.
+    monkeypatch.setenv("GPUPERF_TABLES", "text")
+    lines = roofline.table([placement]).splitlines()
+    marked = [line for line in lines if line.rstrip().endswith(roofline.BEYOND_MARK)]
+    assert len(marked) == len(beyond)
+    assert (roofline.BEYOND_MARK in lines[-1]) == bool(beyond)
 
 
 @pytest.mark.parametrize("gpu", GPUS)

@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 
+from gpuperf.pages import matmul, roofline
 from gpuperf.pages import roofline_readings as readings
 from gpuperf.pages.plotting import short_gpu_name
 
@@ -35,7 +36,9 @@ def test_a_gpu_without_the_marked_records_gets_a_note_not_a_sentence():
 def test_each_reading_names_every_gpu():
     for reading in (
         readings.memory_bound,
+        readings.read_mix,
         readings.compute_bound,
+        readings.real_traffic,
         readings.far_below,
         readings.launch_bound,
         readings.l2_resident,
@@ -67,3 +70,42 @@ def test_roofs_list_every_measured_roof():
 def test_an_unknown_letter_is_refused():
     with pytest.raises(ValueError, match="letter must be one of"):
         readings.marked(PLACES[0], "Z")
+
+
+def test_read_mix_gives_each_streams_share_of_the_copy_roof_and_marks_those_beyond_it():
+    text = " ".join(readings.read_mix(PLACES).split())
+    rising = 0
+    for p in PLACES:
+        shares = []
+        for bench, axes, reads in readings.READ_MIX:
+            point = p.largest(bench, "triton", **axes)
+            mark = roofline.BEYOND_MARK if p.beyond_roof(point) else ""
+            assert f"{bench} {reads}:1 {100 * p.fraction(point):.0f}%{mark}" in text
+            shares.append(p.fraction(point))
+        rising += shares == sorted(shares)
+    assert f"rises with the bytes read per byte written on {rising} of {len(PLACES)} GPUs" in text
+
+
+def test_real_traffic_counts_flops_per_byte_read_from_dram_against_the_ridge():
+    text = " ".join(readings.real_traffic(PLACES).split())
+    for p in PLACES:
+        rows = matmul.counter_rows(matmul.ncu_record(p.slug), p.bandwidth_gbps)
+        for r in (r for r in rows if r["shape"] == (16384,) * 3):
+            provider = "triton" if r["order"] == "grouped" else "triton_rowmajor"
+            (point,) = p.find("matmul_order", provider, x=r["shape"])
+            real = point.flops / r["dram"]
+            side = "right" if real >= p.roof_of(point).ridge else "left"
+            assert f"{real:.0f} FLOP per byte read, {side} of the fp16 ridge" in text
+            assert f"{100 * p.fraction(point):.0f}% of the roof" in text
+    # The row-major order re-reads its operands: it reads more from DRAM than grouped order.
+    assert "row-major" in text and "grouped" in text
+
+
+def test_the_skinny_matmuls_are_read_against_the_tensor_cores_ridge():
+    text = " ".join(readings.compute_bound(PLACES).split())
+    for p in PLACES:
+        for s in p.find("matmul", "triton", dtype="bfloat16"):
+            if min(s.x) < 64:
+                ridge = p.roofs["bf16_tflops"].ridge
+                assert f"memory-bound (the cuBLAS bf16 matmul roof's ridge is at {ridge:.0f})" in text
+                assert f"= {100 * p.fraction(s):.0f}% of its roof" in text

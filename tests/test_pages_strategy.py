@@ -112,18 +112,46 @@ def test_kernels_table_counts_each_providers_kernels():
         strategy.kernels_table({"payload": {}})
 
 
-def test_classify_table_reads_the_intensity_and_the_bound_from_the_records():
+def test_classify_table_reads_each_kernel_against_the_roof_of_its_engine():
     gpu = hardware.gpus()[0]
     row = next(
         r for r in load(cat.VECTOR_ADD, gpu).record["rows"] if r["x"] == 2**28 and r["provider"] == "triton"
     )
     text = strategy.classify_table([(cat.VECTOR_ADD, 2**28, {})])
-    ridge = hardware.ceilings(gpu).ridge_point("bf16")
-    assert f"{ridge:.0f} FLOP/byte" in text
+    # Elementwise: the CUDA cores' float32 roof and its ridge.
+    ridge = hardware.ceilings(gpu).ridge_point("fp32")
     line = next(line for line in text.splitlines() if line.strip().startswith("vector_add"))
-    assert line.split()[2:4] == [f"{row['flops'] / row['bytes']:.1f}", "memory"]
+    assert line.split()[2:6] == [f"{row['flops'] / row['bytes']:.1f}", "fp32", f"({ridge:.0f})", "memory"]
     with pytest.raises(TypeError, match=r"\(Benchmark, x, axes\)"):
         strategy.classify_table([("vector_add", 2**28, {})])
+
+
+def test_classify_table_and_the_roofline_guide_agree_on_every_kernel():
+    from gpuperf.pages import roofline
+
+    text = strategy.classify_table()
+    sections = text.split("\n\n")
+    for gpu, section in zip(hardware.gpus(), sections, strict=True):
+        placement = roofline.load_gpu(gpu)
+        lines = section.splitlines()[3:]
+        for (bench, x, axes), line in zip(strategy.CLASSIFY, lines, strict=True):
+            (point,) = placement.find(bench.name, bench.subject.key, x, **axes)
+            roof = placement.roof_of(point)
+            cells = line.split()
+            assert cells[-4:] == [
+                roof.key.removesuffix("_tflops"),
+                f"({roof.ridge:.0f})",
+                roofline.bound_by(placement, point),
+                percent(placement.fraction(point)),
+            ], (gpu, bench.name, x)
+    # The decode-time matmul: a bf16 matmul on the tensor cores, left of their ridge, read
+    # as a share of intensity x bandwidth (not of the tensor cores' peak).
+    first = sections[0].splitlines()
+    decode = next(line for line in first if "16×14336×4096" in line)
+    assert decode.split()[3:5] == [
+        "bf16",
+        f"({hardware.ceilings(hardware.gpus()[0]).ridge_point('bf16'):.0f})",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -167,6 +195,22 @@ def test_strided_table_derives_the_bytes_fetched_from_the_time():
     fetched = copy * row["ms"] * 1e-3 / cat.STRIDED_COPY_ELEMENTS - 4
     line = next(line for line in strategy.strided_table(result).splitlines() if line.split()[:1] == ["8"])
     assert line.split()[1:3] == [percent(result.fraction_of_ceiling()[8]), f"{fetched:.0f}"]
+
+
+def test_strided_share_explains_its_share_from_the_bytes_fetched():
+    result = load(cat.STRIDED_COPY)
+    text = " ".join(strategy.strided_share(result).split())
+    for r in result.gpus():
+        copy = r.record["ceilings"]["copy_gbps"]["value"] * 1e9
+        row = next(x for x in r.record["rows"] if x["x"] == 8 and x["provider"] == "triton")
+        fetched = copy * row["ms"] * 1e-3 / cat.STRIDED_COPY_ELEMENTS - 4
+        share = r.fraction_of_ceiling()[8]
+        # The share is the 8 useful bytes over what the time paid for: above an eighth.
+        assert share == pytest.approx(8 / (fetched + 4))
+        assert share > 1 / 8
+        assert f"stride 8 (32 bytes), {percent(share)} of the copy bandwidth, not 1/8" in text
+        assert f"8 / ({fetched:.0f} + 4) = {percent(8 / (fetched + 4))}" in text
+    assert f"8 / (32 + 4) = {percent(8 / 36)}" in text
 
 
 def test_roof_table_gives_each_gpus_best_share_of_its_roof():
@@ -223,6 +267,66 @@ def test_compile_table_gives_the_speedup_and_the_calls_that_repay_the_compile_ti
     assert winners == "small: faster than eager: reduce-overhead (1.43x)"
     with pytest.raises(KeyError):
         strategy.compile_table({"payload": {"modes": []}})
+
+
+def test_gemm_kernels_tells_cublas_from_inductors_templates():
+    assert strategy.gemm_kernels(
+        ["nvjet_sm90_tst_64x8", "splitKreduce_kernel", "triton_poi_fused_add_2"]
+    ) == {"cuBLAS": 1}
+    assert strategy.gemm_kernels(["triton_tem_fused_addmm_1", "triton_tem_fused_addmm_2"]) == {
+        "Triton templates": 2
+    }
+    assert strategy.gemm_kernels(["triton_per_fused_native_layer_norm_0"]) == {}
+
+
+def test_compile_reading_states_what_each_mode_did():
+    text = " ".join(strategy.compile_reading(_compile_capture()).split())
+    assert text.startswith("small: eager GPU 30 µs, host 100 µs (host-bound), 1 kernels, GEMMs: none")
+    assert (
+        "default: GPU 30 µs (1.00x eager's), host 120 µs (1.20x): host-bound, 0.83x eager; GEMMs: none"
+        in text
+    )
+    # No kernel list recorded: no GEMM count, and no claim about a graph's input copy.
+    assert text.endswith(
+        "reduce-overhead: GPU 30 µs (1.00x eager's), host 70 µs (0.70x): host-bound, 1.43x eager"
+    )
+    # Its host time dropped below eager's: no question raised.
+    assert "asks" not in text
+
+
+def test_compile_reading_asks_about_a_cuda_graph_mode_no_cheaper_for_the_host():
+    capture = _compile_capture()
+    slow = capture["payload"]["results"]["small"]["reduce-overhead"]
+    slow.update(
+        host_ms=0.109, kernels=["void at::native::multi_tensor_apply_kernel<Copy>(x)", "nvjet_sm90_a"]
+    )
+    text = " ".join(strategy.compile_reading(capture).split())
+    assert "reduce-overhead: GPU 30 µs (1.00x eager's), host 109 µs (1.09x): host-bound, 0.92x eager" in text
+    assert "GEMMs: cuBLAS 1; copies x into the graph's buffer" in text
+    assert "its host time per call (109 µs) is not below eager's (100 µs for 1 launches" in text
+    assert "it does not show which" in text
+
+
+def test_compile_reading_of_the_committed_captures():
+    for gpu in hardware.gpus():
+        capture = captures.load("compile_modes", gpu)
+        text = " ".join(strategy.compile_reading(capture).split())
+        assert text.startswith(f"{short_gpu_name(capture['provenance']['gpu'])}: ")
+        for results in capture["payload"]["results"].values():
+            eager = results["eager"]
+            for mode, e in results.items():
+                if mode == "eager" or e["status"] != "ok":
+                    continue
+                bound = "host" if e["host_ms"] > e["gpu_ms"] else "GPU"
+                ratio = max(eager["gpu_ms"], eager["host_ms"]) / max(e["gpu_ms"], e["host_ms"])
+                gemms = strategy.gemm_kernels([strategy.short_kernel(k) for k in e["kernels"]])
+                expected = (
+                    f"{mode}: GPU {e['gpu_ms'] * 1e3:.0f} µs ({e['gpu_ms'] / eager['gpu_ms']:.2f}x eager's), "
+                    f"host {e['host_ms'] * 1e3:.0f} µs ({e['host_ms'] / eager['host_ms']:.2f}x): "
+                    f"{bound}-bound, {ratio:.2f}x eager; GEMMs: "
+                    + ", ".join(f"{who} {n}" for who, n in gemms.items())
+                )
+                assert expected in text, (gpu, mode)
 
 
 def test_matmul_sweep_figure_refuses_a_dtype_the_sweep_did_not_time():

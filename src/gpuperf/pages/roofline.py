@@ -17,11 +17,15 @@ benchmark's metric: its ``bytes`` and ``flops`` (the least traffic and the work
 of one call, from :mod:`gpuperf.bench.metrics`) and its median time ``ms``. So a
 new benchmark's record lands on the chart without code here.
 
-Which roof a row is read against: its own ceiling when that is a compute ceiling
-(a matmul's ``bf16_tflops``); otherwise (a memory-bound kernel read against the
-copy bandwidth) the float32 roof, ``fp32_tflops``, because kernels that are not
-matrix products do their arithmetic on the CUDA cores in float32 whatever
-their storage dtype. Rows that cannot be placed (a failed provider, host time,
+Which roof a row is read against: the roof of the engine and dtype its FLOPs run on.
+That is its own ceiling when that is a compute ceiling (a matmul's ``bf16_tflops``);
+otherwise (a kernel read against the copy bandwidth) the benchmark's declared
+:attr:`~gpuperf.bench.catalog.Benchmark.compute_roof` (a bfloat16 matmul with a
+small dimension runs on the tensor cores: ``bf16_tflops``), and by default the
+float32 roof, ``fp32_tflops``, because kernels that are not matrix products do
+their arithmetic on the CUDA cores in float32 whatever their storage dtype. The
+compute roof sets where the ridge is; left of it a row's share of the roof is its
+rate over ``I * W``. Rows that cannot be placed (a failed provider, host time,
 peak memory, zero FLOPs or bytes) are listed in :attr:`Placement.skipped`.
 """
 
@@ -189,6 +193,8 @@ class Point:
         ms: median time of one call, milliseconds.
         roof: the compute ceiling it is read against (see the module's docstring).
         l2_resident: its traffic fits in the GPU's L2 cache (``l2_bytes`` of the provenance).
+        ms_p80: the 80th percentile of its time, milliseconds (the slow end of its
+            spread; None when the row has none).
     """
 
     benchmark: str
@@ -203,6 +209,7 @@ class Point:
     ms: float
     roof: str
     l2_resident: bool
+    ms_p80: float | None = None
 
     @property
     def intensity(self) -> float:
@@ -259,6 +266,19 @@ class Placement:
         """``point``'s attained rate over its roof at its intensity (1.0: on the roof)."""
         return point.tflops / self.roof_of(point).attainable(point.intensity)
 
+    def beyond_roof(self, point: Point) -> bool:
+        """Whether ``point`` is above its roof by more than the spread of both
+        measurements: its rate at the slow end of its time (80th percentile) is above
+        its roof built from the fast ends of the ceilings (their 80th percentiles of
+        rate). A row or ceiling without percentiles is taken at its median."""
+        ceilings = self.hardware["ceilings"]
+        peak, copy = ceilings[point.roof], ceilings[BANDWIDTH_KEY]
+        high = attainable_tflops(
+            point.intensity, peak.get("value_p80", peak["value"]), copy.get("value_p80", copy["value"])
+        )
+        slow_ms = point.ms_p80 if point.ms_p80 else point.ms
+        return point.flops / (slow_ms * 1e-3) / 1e12 > high
+
     def launch_floor_ms(self) -> float | None:
         """The shortest kernel time among the points, ms (None without points): launching
         and draining a kernel that does almost nothing."""
@@ -286,10 +306,13 @@ class Placement:
         return max(found, key=lambda p: (p.flops, p.n_bytes), default=None)
 
 
-def _roof_key(row: dict, record: dict) -> str:
+def _roof_key(row: dict, record: dict, benchmark=None) -> str:
+    """The compute roof ``row`` is read against (see the module's docstring)."""
     key = row["ceiling"]
     if key is not None and record["ceilings"].get(key, {}).get("unit") == "TFLOP/s":
         return key
+    if benchmark is not None:
+        return benchmark.compute_roof_key(**row["axes"])
     return DEFAULT_ROOF
 
 
@@ -301,7 +324,9 @@ def _skip(skipped: list, benchmark: str, reason: str) -> None:
     skipped.append((benchmark, reason, 1))
 
 
-def place_record(record: dict, roof_keys, l2_bytes: int | None = None) -> tuple[list[Point], list]:
+def place_record(
+    record: dict, roof_keys, l2_bytes: int | None = None, benchmark=None
+) -> tuple[list[Point], list]:
     """Place one record's rows: ``(points, skipped)``, ``skipped`` as in :attr:`Placement.skipped`.
 
     Args:
@@ -309,6 +334,9 @@ def place_record(record: dict, roof_keys, l2_bytes: int | None = None) -> tuple[
         roof_keys: the compute ceilings the GPU has roofs for; a row read against
             another is skipped.
         l2_bytes: the GPU's L2 size, bytes (None: no row is marked L2-resident).
+        benchmark: the record's :class:`~gpuperf.bench.catalog.Benchmark`, whose
+            ``compute_roof`` names the roof of rows read against a bandwidth (None: a
+            benchmark no catalog declares; such rows get :data:`DEFAULT_ROOF`).
     """
     name = record["benchmark"]
     skipped: list = []
@@ -327,7 +355,7 @@ def place_record(record: dict, roof_keys, l2_bytes: int | None = None) -> tuple[
         if not row["ms"] or row["ms"] <= 0:
             _skip(skipped, name, "no time")
             continue
-        roof = _roof_key(row, record)
+        roof = _roof_key(row, record, benchmark)
         if roof not in roof_keys:
             _skip(skipped, name, f"no roof {roof!r} measured on this GPU")
             continue
@@ -350,6 +378,7 @@ def place_record(record: dict, roof_keys, l2_bytes: int | None = None) -> tuple[
                 ms=row["ms"],
                 roof=roof,
                 l2_resident=bool(l2_bytes) and row["bytes"] <= l2_bytes,
+                ms_p80=row.get("ms_p80"),
             )
         )
     return points, skipped
@@ -385,14 +414,15 @@ def load_gpu(gpu: str, root: Path | None = None) -> Placement:
             _skip(placement.skipped, path.stem, f"malformed record ({str(err)[:80]})")
             continue
         try:
-            stale = records.staleness(record, catalog.by_name(record["benchmark"]))
+            benchmark = catalog.by_name(record["benchmark"])
         except KeyError:
-            stale = []
+            benchmark = None
+        stale = [] if benchmark is None else records.staleness(record, benchmark)
         if stale and gpu != records.reference_gpu():
             # Another GPU's record of code that has changed since: it no longer describes it.
             placement.skipped.append((path.stem, "measured before its code changed", len(record["rows"])))
             continue
-        points, skipped = place_record(record, placement.roofs, l2)
+        points, skipped = place_record(record, placement.roofs, l2, benchmark)
         placement.points += points
         placement.skipped += skipped
         if not points:
@@ -512,17 +542,25 @@ def bound_by(placement: Placement, point: Point) -> str:
     return "memory" if point.intensity < placement.roof_of(point).ridge else "compute"
 
 
+#: Marks a share of the roof that is above it by more than the spread of the measurements.
+BEYOND_MARK = "†"
+
+
 def table(placements: list[Placement]) -> str:
     """The numbers behind the chart: for each GPU, the kernel under study and the baseline
     of every drawn series at its largest size, by intensity: FLOP/B, TFLOP/s, GB/s, the
-    roof it is read against, what bounds it there, and its share of the roof.
+    compute roof of the engine and dtype it runs on with that roof's ridge point, what
+    bounds it there, and its share of the roof at its intensity (its rate over
+    ``min(P, I * W)``: over ``I * W`` when memory-bound). A share above the roof by more
+    than the spread of both measurements (:meth:`Placement.beyond_roof`) is marked
+    :data:`BEYOND_MARK`, and a line under the table says what that means.
 
     Fixed-width text, or HTML when ``GPUPERF_TABLES=html`` (:mod:`gpuperf.pages.tables`).
     """
     from gpuperf.pages.plotting import format_combo, format_x, short_gpu_name
     from gpuperf.pages.tables import Cell, Section, render
 
-    sections = []
+    sections, beyond = [], []
     for placement in placements:
         section = Section(
             short_gpu_name(placement.gpu),
@@ -534,7 +572,7 @@ def table(placements: list[Placement]) -> str:
                 "FLOP/B",
                 "TFLOP/s",
                 "GB/s",
-                "roof",
+                "roof (ridge FLOP/B)",
                 "bound by",
                 "% of roof",
             ],
@@ -542,6 +580,11 @@ def table(placements: list[Placement]) -> str:
         shown = [s.largest for s in chart_series(placement) if s.role != "other"]
         for p in sorted(shown, key=lambda p: (p.intensity, p.benchmark, p.role != "subject")):
             frac = placement.fraction(p)
+            mark = ""
+            if placement.beyond_roof(p):
+                mark = f" {BEYOND_MARK}"
+                beyond.append(bound_by(placement, p))
+            roof = placement.roof_of(p)
             section.rows.append(
                 [
                     Cell(p.benchmark, p.benchmark),
@@ -551,12 +594,30 @@ def table(placements: list[Placement]) -> str:
                     Cell(f"{p.intensity:.3g}", p.intensity),
                     Cell(f"{p.tflops:.3g}", p.tflops),
                     Cell(f"{p.gbps:.0f}", p.gbps),
-                    Cell(p.roof.removesuffix("_tflops"), p.roof),
+                    Cell(f"{p.roof.removesuffix('_tflops')} ({roof.ridge:.0f})", p.roof),
                     Cell(bound_by(placement, p)),
-                    Cell(f"{100 * frac:.0f}%", frac),
+                    Cell(f"{100 * frac:.0f}%{mark}", frac),
                 ]
             )
         if section.rows:
             sections.append(section)
     notes = [note for p in placements for note in p.notes]
-    return render(sections, notes)
+    if not sections:
+        return render(sections, notes)
+    footer = (
+        "roof: the compute roof of the unit and dtype the kernel's arithmetic runs on "
+        "(fp32: the CUDA cores; bf16, fp16, fp8: the tensor cores); % of roof: the rate "
+        "over min(peak, intensity x copy bandwidth)."
+    )
+    if beyond:
+        footer += (
+            f" {BEYOND_MARK}: above the roof by more than the spread of both measurements "
+            "(the row's 80th-percentile time against the ceilings' 80th-percentile rates)"
+        )
+        if "memory" in beyond:
+            footer += (
+                "; a memory-bound one streams faster than the copy that measured the "
+                "bandwidth roof (reading A says which traffic does)"
+            )
+        footer += "."
+    return render(sections, notes, footer)

@@ -10,6 +10,7 @@ here is typed by hand: every number comes from a record.
 
 from __future__ import annotations
 
+import itertools
 import textwrap
 
 from gpuperf.bench import catalog
@@ -17,6 +18,16 @@ from gpuperf.pages import roofline
 from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, percent
 from gpuperf.pages.roofline import Placement
+
+#: Streaming kernels by how many bytes they read per byte they write (the tensors each
+#: reads per tensor it writes: ``n_inputs`` of their byte counts in the catalog):
+#: ``(benchmark, axes, reads per write)``. The copy that measures the bandwidth roof
+#: reads one byte per byte written.
+READ_MIX = (
+    ("gelu", {"dtype": "float32"}, 1),
+    ("vector_add", {}, 2),
+    ("add_relu_mul", {"dtype": "float32"}, 3),
+)
 
 #: The kernels the guide rings and reads: ``{letter: (benchmark, provider, axes)}``.
 MARKS = {
@@ -126,6 +137,44 @@ def memory_bound(places: list[Placement]) -> str:
     return _lines(out)
 
 
+def read_mix(places: list[Placement]) -> str:
+    """The streaming kernels of :data:`READ_MIX` at their largest size, per GPU: bytes
+    read per byte written against the share of the bandwidth roof, each share marked
+    :data:`~gpuperf.pages.roofline.BEYOND_MARK` when it is above the roof by more than
+    the spread of both measurements."""
+    out = []
+    for p in places:
+        parts = []
+        for bench, axes, reads in READ_MIX:
+            point = p.largest(bench, "triton", **axes)
+            if point is None:
+                continue
+            mark = roofline.BEYOND_MARK if p.beyond_roof(point) else ""
+            parts.append(f"{bench} {reads}:1 {percent(p.fraction(point))}{mark}")
+        if parts:
+            out.append(f"{_name(p)} read:write, share of the copy roof: " + ", ".join(parts))
+    rising = [_rises_with_reads(p) for p in places]
+    rising = [r for r in rising if r is not None]
+    if rising:
+        out.append(
+            f"the share rises with the bytes read per byte written on {sum(rising)} of {len(rising)} GPUs"
+        )
+    return _lines(out)
+
+
+def _rises_with_reads(placement: Placement) -> bool | None:
+    """Whether the :data:`READ_MIX` kernels' shares of the copy roof rise with their reads
+    per write on ``placement`` (None without at least two of them)."""
+    shares = []
+    for bench, axes, _ in READ_MIX:
+        point = placement.largest(bench, "triton", **axes)
+        if point is not None:
+            shares.append(placement.fraction(point))
+    if len(shares) < 2:
+        return None
+    return all(a < b for a, b in itertools.pairwise(shares))
+
+
 def compute_bound(places: list[Placement]) -> str:
     """Reading B: the bf16 matmul at its largest size against its roof (and the roof's own
     spread), cuBLAS in the same run and tutorial 06's persistent kernel; then the matmuls
@@ -153,11 +202,45 @@ def compute_bound(places: list[Placement]) -> str:
     for p in places:
         for s in p.find("matmul", "triton", dtype="bfloat16"):
             if min(s.x) < 64:
+                roof = p.roof_of(s)
                 out.append(
                     f"{_name(p)} matmul bf16 {format_x(s.x)}: {s.intensity:.1f} FLOP/B, "
-                    f"{roofline.bound_by(p, s)}-bound, {s.gbps:,.0f} GB/s = "
-                    f"{percent(p.fraction(s))} of its roof"
+                    f"{roofline.bound_by(p, s)}-bound (the {roof.label} roof's ridge is at "
+                    f"{roof.ridge:.0f}), {s.gbps:,.0f} GB/s = {percent(p.fraction(s))} of its roof"
                 )
+    return _lines(out)
+
+
+def real_traffic(places: list[Placement]) -> str:
+    """Tutorial 03's program-order matmul (fp16) at its largest profiled shape, per GPU
+    with Nsight Compute counters: the bytes each order really read from DRAM, the FLOPs
+    per byte read against the ridge of the roof the matmul is read against, the DRAM
+    read rate as a share of the copy bandwidth, and the share of the roof each reached
+    (:func:`gpuperf.pages.matmul.counter_rows`)."""
+    from gpuperf.pages import matmul
+
+    out = []
+    for p in places:
+        ncu = matmul.ncu_record(p.slug)
+        if ncu is None:
+            continue
+        rows = {(r["shape"], r["order"]): r for r in matmul.counter_rows(ncu, p.bandwidth_gbps)}
+        shape = max({s for s, _ in rows}, key=lambda s: s[0] * s[1] * s[2])
+        for order, provider in (("grouped", "triton"), ("row-major", "triton_rowmajor")):
+            counted, found = rows.get((shape, order)), p.find("matmul_order", provider, x=shape)
+            if counted is None or not found:
+                continue
+            point = found[0]
+            roof = p.roof_of(point)
+            real = point.flops / counted["dram"]
+            side = "right" if real >= roof.ridge else "left"
+            out.append(
+                f"{_name(p)} {format_x(shape)} {order:<9}: {counted['dram'] / 1e9:.1f} GB read from "
+                f"DRAM ({counted['times_minimum']:.0f}x the least), {real:.0f} FLOP per byte read, "
+                f"{side} of the {roof.key.removesuffix('_tflops')} ridge ({roof.ridge:.0f}); "
+                f"DRAM reads at {percent(counted['of_copy'])} of the copy bandwidth; "
+                f"{percent(p.fraction(point))} of the roof"
+            )
     return _lines(out)
 
 

@@ -11,6 +11,7 @@ breaks, recompilations); nothing here measures.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable, Sequence
 
 from gpuperf.bench import catalog as cat
@@ -35,6 +36,8 @@ CLASSIFY = (
 )
 #: Square matmul shapes the steps on tiling, precision and persistence quote.
 SQUARES = ((4096, 4096, 4096), (8192, 8192, 8192))
+#: Bytes of one float32 element, and of one sector: the unit a warp's loads are served in.
+ELEMENT_BYTES, SECTOR_BYTES = 4, 32
 #: Words of a C++ kernel name that are not its name (namespaces, templates, types).
 _NOT_NAMES = frozenset(
     {"void", "at", "native", "anonymous", "namespace", "vectorized_elementwise_kernel"}
@@ -165,23 +168,31 @@ def kernels_table(capture: dict) -> str:
 
 
 def classify_table(cases: Sequence[tuple] = CLASSIFY) -> str:
-    """Each kernel of ``cases`` (``(benchmark, x, axes)``) on every GPU with ceilings: its
-    arithmetic intensity (FLOPs over bytes, from its record), whether it sits below
-    (memory-bound) or above (compute-bound) the GPU's bf16 ridge point, and what share of
-    that roof our kernel reaches. One table per GPU, the ridge point in its heading.
+    """Each kernel of ``cases`` (``(benchmark, x, axes)``) on every GPU with ceilings, read
+    as the roofline guide reads it (:mod:`gpuperf.pages.roofline`): its arithmetic
+    intensity (FLOPs over bytes, from its record), the compute roof of the unit and dtype
+    its arithmetic runs on with that roof's ridge point, whether it sits below the ridge
+    (memory-bound) or above it (compute-bound), and the share of that roof our kernel
+    reaches at its intensity: its rate over ``min(peak, intensity x copy bandwidth)``.
+    One table per GPU.
 
     Raises:
         TypeError: a case is not ``(Benchmark, x, dict)``.
     """
+    from gpuperf.bench.hardware import CEILINGS
+    from gpuperf.pages import roofline
+
     for case in cases:
         if not (isinstance(case, tuple) and len(case) == 3 and isinstance(case[0], Benchmark)):
             raise TypeError(f"each case must be (Benchmark, x, axes), got {case!r}")
     sections, notes = [], []
     for gpu in hardware.gpus():
         ceilings = hardware.ceilings(gpu)
-        ridge = ceilings.ridge_point("bf16")
-        heading = f"{ceilings.name}: ridge point (bf16 cuBLAS / copy bandwidth) {ridge:.0f} FLOP/byte"
-        section = Section(heading, ["kernel", "x", "FLOP/byte", "bound by", "ours, % of that roof"])
+        roofs = roofline.roofs(
+            {"ceilings": {k: {"value": v, "unit": CEILINGS[k][1]} for k, v in ceilings.measured.items()}}
+        )
+        header = ["kernel", "x", "FLOP/byte", "roof (ridge FLOP/byte)", "bound by", "ours, % of that roof"]
+        section = Section(ceilings.name, header)
         for bench, x, axes in cases:
             result = load(bench, gpu)
             notes += [f"{ceilings.name}: {n}" for n in result.notes]
@@ -189,17 +200,21 @@ def classify_table(cases: Sequence[tuple] = CLASSIFY) -> str:
             if r is None:
                 continue
             intensity = r["flops"] / r["bytes"]
-            roof = r["status"]
-            if r["status"] == "ok" and r["ceiling"]:
-                share = r["value"] / result.record["ceilings"][r["ceiling"]]["value"]
-                roof = f"{percent(share)} of {r['ceiling'].split('_')[0]}"
+            roof = roofs.get(bench.compute_roof_key(**axes))
+            if roof is None:
+                continue
+            share = r["status"]
+            if r["status"] == "ok":
+                rate = r["flops"] / (r["ms"] * 1e-3) / 1e12
+                share = percent(rate / roof.attainable(intensity))
             section.rows.append(
                 [
                     Cell(bench.name),
                     Cell(format_x(x)),
                     Cell(f"{intensity:.1f}", intensity),
-                    Cell("memory" if intensity < ridge else "compute"),
-                    Cell(roof),
+                    Cell(f"{roof.key.removesuffix('_tflops')} ({roof.ridge:.0f})", roof.ridge),
+                    Cell("memory" if intensity < roof.ridge else "compute"),
+                    Cell(share),
                 ]
             )
         sections.append(section)
@@ -367,6 +382,46 @@ def share_of_copy(result: Result, x=LARGEST) -> str:
     return "\n".join(lines + result.all_notes())
 
 
+def _fetched_per_read(result: Result, stride: int, copy_gbps: float) -> float:
+    """Bytes the memory system fetched per float32 element the strided copy read, at
+    ``stride``: at the copy bandwidth, its time pays for each element's 4-byte write and
+    for what serving its read fetched, ``copy GB/s x time / elements - 4``."""
+    ms = _row(result, "triton", stride)["ms"]
+    return copy_gbps * 1e9 * ms * 1e-3 / cat.STRIDED_COPY_ELEMENTS - ELEMENT_BYTES
+
+
+def strided_share(result: Result, stride: int = SECTOR_BYTES // ELEMENT_BYTES) -> str:
+    """Per GPU: the strided copy at ``stride`` (default: one 32-byte sector per 4-byte
+    read) as a share of the copy bandwidth, and why that share is above
+    ``ELEMENT_BYTES / (stride x ELEMENT_BYTES)``: GB/s counts each element's read and its
+    write, and only the read is strided. The bytes fetched per read come from the
+    measured time (:func:`strided_table`'s column); a whole sector per read is the share
+    the sector size alone predicts.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+    """
+    _check_result(result)
+    useful = 2 * ELEMENT_BYTES  # the element read, and the element written
+    sector = min(stride * ELEMENT_BYTES, SECTOR_BYTES)
+    lines = []
+    for r in result.gpus():
+        share = r.fraction_of_ceiling().get(stride)
+        if share is None:
+            continue
+        fetched = _fetched_per_read(r, stride, r.record["ceilings"]["copy_gbps"]["value"])
+        lines.append(
+            f"{_gpu(r)}: stride {stride} ({stride * ELEMENT_BYTES} bytes), {percent(share)} of the copy "
+            f"bandwidth, not 1/{stride}: of the {useful} useful bytes per element, only the "
+            f"{ELEMENT_BYTES}-byte read is strided; the {ELEMENT_BYTES}-byte write stays contiguous. "
+            f"The time pays for {fetched:.0f} bytes fetched per read plus the write: "
+            f"{useful} / ({fetched:.0f} + {ELEMENT_BYTES}) = {percent(useful / (fetched + ELEMENT_BYTES))}; "
+            f"one {sector}-byte sector per read would leave "
+            f"{useful} / ({sector} + {ELEMENT_BYTES}) = {percent(useful / (sector + ELEMENT_BYTES))}"
+        )
+    return "\n".join(textwrap.fill(line, 88, subsequent_indent="  ") for line in lines + result.all_notes())
+
+
 def strided_table(result: Result) -> str:
     """The strided copy per GPU and stride: the useful bytes as a share of the copy
     bandwidth, the bytes the memory system fetched per 4-byte element read (at the copy
@@ -379,12 +434,12 @@ def strided_table(result: Result) -> str:
     _check_result(result)
     sections = []
     for r in result.gpus():
-        copy = r.record["ceilings"]["copy_gbps"]["value"] * 1e9
+        copy = r.record["ceilings"]["copy_gbps"]["value"]
         ratios = r.ratios()
         header = ["stride", "useful % of copy", "bytes fetched per float32 read", "ours / PyTorch"]
         section = Section(_gpu(r), header)
         for stride, share in sorted(r.fraction_of_ceiling().items()):
-            fetched = copy * _row(r, "triton", stride)["ms"] * 1e-3 / cat.STRIDED_COPY_ELEMENTS - 4
+            fetched = _fetched_per_read(r, stride, copy)
             ratio = ratios.get(stride)
             section.rows.append(
                 [
@@ -676,6 +731,88 @@ def compile_table(capture: dict) -> str:
             )
         parts += [render([section]), "kernels per call:", *(f"  {line}" for line in names)]
     return "\n".join(parts)
+
+
+#: The ``torch.compile`` modes that record CUDA graphs on a GPU (``max-autotune`` does too;
+#: ``max-autotune-no-cudagraphs`` is the mode without them).
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+#: The kernel that copies a call's input into a CUDA graph's own buffer (``torch._foreach_copy_``).
+INPUT_COPY_KERNEL = "multi_tensor_apply_kernel"
+
+
+def gemm_kernels(kernels: Sequence[str]) -> dict[str, int]:
+    """How many of ``kernels`` (short names, :func:`short_kernel`) are GEMMs, by who wrote
+    them: ``{"cuBLAS": n, "Triton templates": m}`` (cuBLAS's ``nvjet_...`` and
+    ``...gemm...`` kernels, its split-K reduction not counted; Inductor's
+    ``triton_tem_...`` templates), zero counts left out."""
+    counts = {
+        "cuBLAS": sum(k.startswith("nvjet") or "gemm" in k.lower() for k in kernels),
+        "Triton templates": sum(k.startswith("triton_tem_") for k in kernels),
+    }
+    return {who: n for who, n in counts.items() if n}
+
+
+def _gemms(kernels: Sequence[str]) -> str:
+    """``'cuBLAS 2'``, ``'Triton templates 2'`` or ``'none'``: :func:`gemm_kernels` in words."""
+    return ", ".join(f"{who} {n}" for who, n in gemm_kernels(kernels).items()) or "none"
+
+
+def compile_reading(capture: dict) -> str:
+    """What each mode of a ``compile_modes`` capture did, case by case under the GPU's
+    name, for the prose to read: per mode, its GPU time against eager's, its host time,
+    which of the two bounds a loop of calls and its speed over eager, who wrote its
+    GEMMs, and whether it copies its input into a CUDA graph's buffer. Where a
+    CUDA-graph mode (:data:`CUDA_GRAPH_MODES`) is host-bound and spends at least eager's
+    host time per call, a last line says what that measurement asks (launching a
+    recorded graph should cost the host a few µs) without naming a cause it cannot show.
+
+    Raises:
+        KeyError: the capture has no ``payload["cases"]`` or ``payload["results"]``.
+    """
+    payload = capture["payload"]
+    gpu = capture.get("provenance", {}).get("gpu")
+    out = [f"{short_gpu_name(gpu)}:"] if gpu else []
+    for case in payload["cases"]:
+        results = payload["results"][case]
+        eager = results.get("eager", {})
+        if eager.get("status") != "ok":
+            out.append(f"{case}: no eager measurement to compare with")
+            continue
+        base = _per_call(eager)
+        out.append(
+            f"{case}: eager GPU {eager['gpu_ms'] * 1e3:.0f} µs, host {eager['host_ms'] * 1e3:.0f} µs "
+            f"({'host' if eager['host_ms'] > eager['gpu_ms'] else 'GPU'}-bound), "
+            f"{len(eager['kernels'] or ())} kernels, GEMMs: "
+            + _gemms([short_kernel(k) for k in eager["kernels"] or ()])
+        )
+        questions = []
+        for mode in payload["modes"]:
+            e = results.get(mode, {"status": "missing"})
+            if mode == "eager" or e["status"] != "ok":
+                continue
+            kernels = [short_kernel(k) for k in e["kernels"] or ()]
+            host_bound = e["host_ms"] > e["gpu_ms"]
+            line = (
+                f"  {mode}: GPU {e['gpu_ms'] * 1e3:.0f} µs ({e['gpu_ms'] / eager['gpu_ms']:.2f}x eager's), "
+                f"host {e['host_ms'] * 1e3:.0f} µs ({e['host_ms'] / eager['host_ms']:.2f}x): "
+                f"{'host' if host_bound else 'GPU'}-bound, {base / _per_call(e):.2f}x eager"
+            )
+            if e["kernels"] is not None:
+                line += f"; GEMMs: {_gemms(kernels)}"
+                if INPUT_COPY_KERNEL in kernels:
+                    line += "; copies x into the graph's buffer"
+            out.append(line)
+            if mode in CUDA_GRAPH_MODES and host_bound and e["host_ms"] >= eager["host_ms"]:
+                questions.append(
+                    f"  {mode} launches its kernels as one recorded CUDA graph, yet its host "
+                    f"time per call ({e['host_ms'] * 1e3:.0f} µs) is not below eager's "
+                    f"({eager['host_ms'] * 1e3:.0f} µs for {len(eager['kernels'] or ())} launches "
+                    "one by one), where launching a graph should cost the host a few µs. The "
+                    "measurement asks whether the graph was replayed on each call, or what "
+                    "else took the host's time; it does not show which."
+                )
+        out += questions
+    return "\n".join(textwrap.fill(line, 88, subsequent_indent="      ") for line in out)
 
 
 def compile_winners(capture: dict) -> str:

@@ -286,6 +286,8 @@ ATTENTION_DECODE = Benchmark(
         batch, ATTENTION_DECODE_HEADS, 1, kv_len, ATTENTION_DECODE_HEAD_DIM
     ),
     ceiling="copy_gbps",
+    # Q K^T and P V are bfloat16 tl.dot products, on the tensor cores.
+    compute_roof="bf16_tflops",
     sources=("kernels/attention_decode.py",),
     axes=(("batch", ATTENTION_DECODE_BATCHES),),
     # Every provider rounds the probabilities to bfloat16 before P @ V (FlashAttention

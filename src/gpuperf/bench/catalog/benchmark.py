@@ -90,6 +90,13 @@ class Benchmark:
             e.g. ``"copy_gbps"``), or ``ceiling(**axes) -> key`` when it depends
             on the axes (``"bf16_tflops"`` for bfloat16, ...), or None: no
             ceiling line and no % of it.
+        compute_roof: for a benchmark read against a bandwidth (its ``ceiling`` is not a
+            TFLOP/s ceiling), the compute ceiling whose flat part bounds its arithmetic on
+            a roofline: the engine and dtype its FLOPs run on (``"bf16_tflops"``: a
+            bfloat16 matmul with a small dimension, on the tensor cores), or
+            ``compute_roof(**axes) -> key``. None (the default): the CUDA cores' float32
+            matmul (``"fp32_tflops"``), where elementwise kernels and reductions compute
+            whatever their storage dtype. Unused when ``ceiling`` is a TFLOP/s ceiling.
         sources: the modules under ``src/gpuperf`` that the providers call (the kernel
             under study, the model); the record hashes their code and that of every
             module they import (:mod:`gpuperf.bench.sources`), and is stale once that
@@ -141,6 +148,7 @@ class Benchmark:
     norm_rtol: float | None = None
     runs_on: Callable[[tuple[int, int]], bool] | None = None
     host_calls: Callable[..., int] | None = None
+    compute_roof: str | Callable[..., str] | None = None
 
     def __post_init__(self):
         keys = [p.key for p in self.providers]
@@ -184,6 +192,15 @@ class Benchmark:
                 raise ValueError(
                     f"ceiling {key!r} is in {hardware.CEILINGS[key][1]}, not in the metric {self.metric}"
                 )
+        compute = [k for k, (_, unit) in hardware.CEILINGS.items() if unit == "TFLOP/s"]
+        for combo in self.combos() if self.compute_roof is not None else ():
+            try:
+                key = self.compute_roof_key(**combo)
+            except TypeError as err:
+                shown = ", ".join(f"{k}={v!r}" for k, v in combo.items())
+                raise ValueError(f"compute_roof({shown}) failed: {err}") from None
+            if key not in compute:
+                raise ValueError(f"compute_roof must be one of {compute}, got {key!r}")
 
     @property
     def subject(self) -> Provider:
@@ -201,6 +218,17 @@ class Benchmark:
     def ceiling_key(self, **axes) -> str | None:
         """The ceiling that the combination ``axes`` is read against (None: no ceiling)."""
         return self.ceiling(**axes) if callable(self.ceiling) else self.ceiling
+
+    def compute_roof_key(self, **axes) -> str:
+        """The compute ceiling whose flat part bounds the combination ``axes`` on a
+        roofline: its own ceiling when that is in TFLOP/s, else :attr:`compute_roof`
+        (``"fp32_tflops"`` when that is None)."""
+        own = self.ceiling_key(**axes)
+        if own is not None and hardware.CEILINGS[own][1] == "TFLOP/s":
+            return own
+        if self.compute_roof is None:
+            return "fp32_tflops"
+        return self.compute_roof(**axes) if callable(self.compute_roof) else self.compute_roof
 
 
 def kernels():

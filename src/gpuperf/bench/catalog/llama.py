@@ -275,6 +275,8 @@ LLAMA_DECODE = Benchmark(
     bytes=lambda n, batch: _layer_bytes(batch, kv_len=n, batch=batch),
     flops=lambda n, batch: _layer_flops(batch, 1, n),
     ceiling="copy_gbps",
+    # A bfloat16 layer: nearly all its FLOPs are matmuls, on the tensor cores.
+    compute_roof="bf16_tflops",
     sources=LLAMA_SOURCES,
     axes=(("batch", DECODE_BATCHES),),
     timer="loop",

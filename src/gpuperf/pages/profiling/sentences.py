@@ -223,10 +223,24 @@ def extension_summary(capture: dict) -> str:
     )
 
 
+def blocks_per_sm(blocks: int, sms: int, waves: float) -> tuple[int, int, int]:
+    """How a grid of ``blocks`` spreads over ``sms`` SMs in one wave: ``(fewest, most,
+    room)``, the fewest and the most blocks an SM gets and how many it could hold at once
+    (Nsight Compute's *waves per SM* is ``blocks / (sms x room)``).
+
+    Raises:
+        ValueError: an argument is not positive.
+    """
+    if not (blocks > 0 and sms > 0 and waves > 0):
+        raise ValueError(f"blocks, sms and waves must be positive, got {blocks}, {sms} and {waves}")
+    return blocks // sms, -(-blocks // sms), round(blocks / (waves * sms))
+
+
 def ncu_findings(capture: dict) -> str:
     """What the counters of an ``ncu_kernels`` capture say about the row means (DRAM
-    throughput, achieved occupancy, registers, PyTorch's blocks and waves) and the two
-    bf16 matmuls (duration in µs, tensor pipe % busy).
+    throughput, achieved occupancy, registers; for PyTorch's, its blocks and waves and
+    how they spread over the SMs: :func:`blocks_per_sm`) and the two bf16 matmuls
+    (duration in µs, tensor pipe % busy).
 
     Raises:
         TypeError, ValueError: ``capture`` is not an ``ncu_kernels`` capture.
@@ -242,14 +256,24 @@ def ncu_findings(capture: dict) -> str:
         value = ncu_value(launch, metric, scale)
         return float("nan") if value is None else value
 
+    blocks, waves = v(torch_mean, "Grid Size"), v(torch_mean, "Waves Per SM")
+    spread = f"{blocks:.0f} blocks ({waves:.2f} waves)"
+    sms = capture["provenance"].get("sm_count")
+    if sms and blocks > 0 and waves > 0:
+        fewest, most, room = blocks_per_sm(int(blocks), sms, waves)
+        gets = f"{fewest}" if fewest == most else f"{fewest} or {most}"
+        spread += (
+            f": each of the {sms} SMs gets {gets} blocks of {v(torch_mean, 'Block Size'):.0f} "
+            f"threads where it could hold {room}, {v(torch_mean, 'Achieved Occupancy'):.0f}% "
+            "achieved occupancy"
+        )
     return _wrap(
         [
             f"row mean: Triton {v(ours, 'DRAM Throughput'):.0f}% of DRAM peak at "
             f"{v(ours, 'Achieved Occupancy'):.0f}% occupancy "
             f"({v(ours, 'Registers Per Thread'):.0f} registers a thread), CUDA C++ "
             f"{v(cuda, 'DRAM Throughput'):.0f}% at {v(cuda, 'Achieved Occupancy'):.0f}%, "
-            f"PyTorch {v(torch_mean, 'DRAM Throughput'):.0f}% with "
-            f"{v(torch_mean, 'Grid Size'):.0f} blocks ({v(torch_mean, 'Waves Per SM'):.2f} waves)",
+            f"PyTorch {v(torch_mean, 'DRAM Throughput'):.0f}% with {spread}",
             f"matmul bf16 {capture['payload']['matmul']}^3: Triton "
             f"{v(mm, 'Duration', 1e-3):.0f} µs, tensor pipe {v(mm, TENSOR_PIPE):.0f}% busy; "
             f"cuBLAS {v(cublas, 'Duration', 1e-3):.0f} µs, {v(cublas, TENSOR_PIPE):.0f}%",

@@ -227,8 +227,8 @@ print(page.against_the_roof(result))
 # does: the eager formula moves twice the bytes (the product is written and read
 # back), so a fused kernel should beat it whether or not it is any good. Where
 # ``torch.compile``'s generated kernel comes closer to the roof than yours, the two
-# compute the same thing: the difference is in the tiles and the launch, which is what
-# section 5 lets the autotuner search. Your own
+# compute the same thing: the difference is in how the work is split over programs
+# (the tile, the warps), which section 5 lets the autotuner search. Your own
 # benchmark needs no catalog entry: declare a ``Benchmark`` in your script and pass it
 # to :func:`gpuperf.pages.show` on a GPU.
 #

@@ -87,7 +87,7 @@ for rows in SCALE_SHIFT.x_values:
 
 # %%
 # 1. ``triton.testing.do_bench``, with the L2 flush
-# ------------------------------------------------
+# -------------------------------------------------
 #
 # ``do_bench(fn)`` calls ``fn`` once and waits (so a first, compiling call is never
 # timed), estimates its time from five more calls, then runs ``fn`` for about
@@ -225,7 +225,10 @@ print(page.against_the_roof(result))
 # in the shaded region the data fit in L2. From 8192 rows (268 MB) up, the share of the
 # roof says whether anything is left to gain, more than a speed-up over eager PyTorch
 # does: the eager formula moves twice the bytes (the product is written and read
-# back), so a fused kernel should beat it whether or not it is any good. Your own
+# back), so a fused kernel should beat it whether or not it is any good. Where
+# ``torch.compile``'s generated kernel comes closer to the roof than yours, the two
+# compute the same thing: the difference is in how the work is split over programs
+# (the tile, the warps), which section 5 lets the autotuner search. Your own
 # benchmark needs no catalog entry: declare a ``Benchmark`` in your script and pass it
 # to :func:`gpuperf.pages.show` on a GPU.
 #

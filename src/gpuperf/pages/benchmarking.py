@@ -127,10 +127,9 @@ def flush_effect(shown: Mapping[str, dict]) -> str:
         for entry in capture["payload"]["sizes"]:
             bench, warm = _reading(entry, "do_bench"), _reading(entry, "do_bench_no_flush")
             lines.append(
-                f"{entry['rows']:>6,} rows ({entry['bytes'] / 1e6:,.1f} MB): a warm L2 reads "
-                f"{times(bench['median'] / warm['median'])} faster; the flushed runs spread "
-                f"{times(bench['p80'] / bench['p20'])} from p20 to p80; the mean is "
-                f"{times(bench['mean'] / bench['median'])} the median"
+                f"{entry['rows']:>6,} rows ({entry['bytes'] / 1e6:,.1f} MB): warm L2 reads "
+                f"{times(bench['median'] / warm['median'])} faster; flushed runs: p80/p20 "
+                f"{times(bench['p80'] / bench['p20'])}, mean/median {times(bench['mean'] / bench['median'])}"
             )
         return lines
 
@@ -200,8 +199,8 @@ def launch_share(shown: Mapping[str, dict]) -> str:
             one = _reading(entry, "one_call")["median"]
             graph = _reading(entry, "cuda_graph")["median"]
             lines.append(
-                f"{entry['rows']:>6,} rows: one call reads {one * 1e3:,.1f} µs, the kernel alone "
-                f"{graph * 1e3:,.1f} µs: {100 * (one - graph) / one:.0f}% of the reading is not the kernel"
+                f"{entry['rows']:>6,} rows: one call reads {one * 1e3:,.1f} µs, the kernel "
+                f"{graph * 1e3:,.1f} µs: {100 * (one - graph) / one:.0f}% is not the kernel"
             )
         return lines
 
@@ -218,8 +217,8 @@ def graph_gain(shown: Mapping[str, dict]) -> str:
             loop = _reading(entry, "many_calls")["median"]
             graph = _reading(entry, "cuda_graph")["median"]
             lines.append(
-                f"{entry['rows']:>6,} rows: {loop * 1e3:,.1f} µs per call launched from Python, "
-                f"{graph * 1e3:,.1f} µs replayed from a graph ({times(loop / graph)})"
+                f"{entry['rows']:>6,} rows: {loop * 1e3:,.1f} µs per call from Python, "
+                f"{graph * 1e3:,.1f} µs from a graph ({times(loop / graph)})"
             )
         return lines
 
@@ -319,12 +318,12 @@ def autotune_findings(shown: Mapping[str, dict]) -> str:
             same = "the same tile" if len(set(winners)) == 1 else "different tiles"
             best = min(c["ms"] for c in first["timings"])
             mine = next((c["ms"] for c in first["timings"] if _tile(c) == default), None)
-            gap = "" if mine is None else f"; the default tile is {times(mine / best)} the best time"
+            gap = "" if mine is None else f"; the default takes {times(mine / best)} the best time"
             lines.append(
                 f"{rows:>6,} rows: first call {first['first_call_s']:.2f} s (tuning "
-                f"{len(first['timings'])} configs), second call {first['second_call_s'] * 1e3:.2f} ms; "
-                f"the tunings picked {same} ({', '.join(winners)}){gap}"
+                f"{len(first['timings'])} configs), second call {first['second_call_s'] * 1e3:.2f} ms"
             )
+            lines.append(f"{'':>12}the tunings picked {same}: {'; '.join(winners)}{gap}")
         return lines
 
     return _each(shown, write)

@@ -63,7 +63,7 @@ for m, n, k in PERSISTENT_SHAPES:
 # others, and in the last round the SMs whose programs have finished sit idle,
 # as in the last wave above. :doc:`Tutorial 08 <08_gluon_hopper>` measures that
 # on causal attention, whose tiles also differ in length. Removing the tail
-# takes dividing the work along K, not just the tiles: stream-K (Osama et al.,
+# takes dividing the work along K, not just the tiles: :term:`stream-K` (Osama et al.,
 # 2023) gives every program the same number of K steps, splitting some tiles'
 # K loops between programs, and :term:`split-K` divides every tile's K loop;
 # both then add up the partial sums of each split tile.

@@ -304,7 +304,14 @@ def test_compile_reading_asks_about_a_cuda_graph_mode_no_cheaper_for_the_host():
     assert "reduce-overhead: GPU 30 µs (1.00x eager's), host 109 µs (1.09x): host-bound, 0.92x eager" in text
     assert "GEMMs: cuBLAS 1; copies x into the graph's buffer" in text
     assert "its host time per call (109 µs) is not below eager's (100 µs for 1 launches" in text
-    assert "it does not show which" in text
+    # The input's copy into the graph's buffer shows the graph replayed: the host's time is
+    # torch.compile's own around the replay.
+    assert "The graph did replay on each call" in text and "not to launching kernels" in text
+    assert "it does not show which" not in text
+    # Without that copy among its kernels, the reading cannot tell, and says so.
+    slow.update(kernels=["nvjet_sm90_a"])
+    text = " ".join(strategy.compile_reading(capture).split())
+    assert "it does not show which" in text and "did replay" not in text
 
 
 def test_compile_reading_of_the_committed_captures():

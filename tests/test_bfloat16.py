@@ -1,7 +1,8 @@
 """Every public kernel in bfloat16 against its float32 (or float64) reference.
 
 On a GPU these check the compiled kernels; on the CPU they check Triton's interpreter,
-whose ``tl.dot`` needs :mod:`gpuperf._interpreter` to multiply bfloat16 right. Shapes are
+which needs :mod:`gpuperf._interpreter` to compute bfloat16 as numbers (``tl.dot``,
+``+``, rounding to nearest). Shapes are
 small (the interpreter runs each program in Python) but cross a tile edge where a kernel
 tiles. Tolerances are :func:`gpuperf.testing.assert_close`'s for bfloat16 (an output
 rounded once, about two units in the last place), widened with ``k`` for outputs that

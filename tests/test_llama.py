@@ -30,9 +30,10 @@ def _close(actual, expected, scale=None):
     assert err <= 2e-2 * scale, f"max |error| {err:.3g} over {2e-2 * scale:.3g}"
 
 
-def test_prefill_agrees_between_pytorch_and_gpuperf():
-    layer = _layer()
-    x, cos, sin = _inputs(SMALL, 2, 19)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_prefill_agrees_between_pytorch_and_gpuperf(dtype):
+    layer = _layer(dtype=dtype)
+    x, cos, sin = _inputs(SMALL, 2, 19, dtype=dtype)
     with torch.no_grad():
         expected = layer(x, cos, sin)
         layer.ops = "gpuperf"

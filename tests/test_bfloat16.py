@@ -25,6 +25,7 @@ from gpuperf.reference import (
     rms_norm_ref,
     rope_ref,
     row_mean_ref,
+    scale_shift_ref,
     softmax_ref,
     strided_copy_ref,
     swiglu_ref,
@@ -67,6 +68,11 @@ def add_relu_mul_case():
 def gelu_case():
     x = bf16((3, 70), 1, scale=3.0)
     check("gelu", gelu_ref(x), kernels.gelu(x))
+
+
+def scale_shift_case():
+    x, scale, shift = bf16((5, 300), 1), bf16((300,), 2), bf16((300,), 3)
+    check("scale_shift", scale_shift_ref(x, scale, shift), kernels.scale_shift(x, scale, shift))
 
 
 def strided_copy_case():
@@ -240,6 +246,7 @@ CASES = [
     pytest.param("vector_add", vector_add_case, id="vector_add"),
     pytest.param("add_relu_mul", add_relu_mul_case, id="add_relu_mul"),
     pytest.param("gelu", gelu_case, id="gelu"),
+    pytest.param("scale_shift", scale_shift_case, id="scale_shift"),
     pytest.param("strided_copy", strided_copy_case, id="strided_copy"),
     pytest.param("row_mean", row_mean_case, id="row_mean"),
     pytest.param("softmax", softmax_case, id="softmax"),

@@ -14,7 +14,7 @@ from triton.runtime import interpreter
 
 import gpuperf.kernels  # noqa: F401  (installs the fix under the interpreter, as for every user)
 from gpuperf import _interpreter
-from gpuperf._interpreter import fix_bfloat16, fix_bfloat16_dot, to_bfloat16_bits, to_float32
+from gpuperf._interpreter import fix_bfloat16, to_bfloat16_bits, to_float32
 from gpuperf._runtime import is_interpreter
 from gpuperf.testing import assert_close
 from tests._params import randn
@@ -87,10 +87,10 @@ def test_fixing_twice_wraps_each_method_once(monkeypatch):
     originals(monkeypatch)
     targets = _interpreter._targets(interpreter)
     unwrapped = {(owner, name): getattr(owner, name) for owner, name, _ in targets}
-    assert fix_bfloat16_dot() is True
+    assert fix_bfloat16() is True
     first = {(owner, name): getattr(owner, name) for owner, name, _ in targets}
     get_bf16 = Builder.get_bf16
-    assert fix_bfloat16_dot() is True
+    assert fix_bfloat16() is True
     for owner, name, _ in targets:
         method = getattr(owner, name)
         assert method is first[owner, name], f"{name} wrapped again"

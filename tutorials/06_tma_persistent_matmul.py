@@ -126,7 +126,8 @@ except ValueError as err:
 #
 # The rung below it, ``_matmul_persistent_kernel``, is the same loop with
 # tutorial 03's computed pointers. Each rung matches the reference (here in
-# float16, which Triton's :term:`interpreter` computes correctly without a GPU):
+# float16; the tests check bfloat16 too, on the GPU and in Triton's
+# :term:`interpreter`):
 
 from gpuperf.kernels import PersistentConfig
 from gpuperf.pages import can_measure

@@ -112,7 +112,7 @@ from gpuperf.pages import can_measure
 
 device = "cuda" if can_measure() else "cpu"
 config = LlamaConfig() if device == "cuda" else LlamaConfig(64, 4, 2, 16, 96)
-dtype = torch.bfloat16 if device == "cuda" else torch.float16
+dtype = torch.bfloat16
 layer = DecoderLayer(config, device=device, dtype=dtype)
 b, s, h_kv, d = 2, 12, config.n_kv_heads, config.head_dim
 x = torch.randn(b, s + 1, config.hidden, device=device, dtype=dtype)
@@ -132,7 +132,7 @@ err = (out["gpuperf"] - out["pytorch"]).abs().max() / out["pytorch"].abs().max()
 print(f"ours vs PyTorch's prefill: largest difference {err:.4f} of the largest output")
 
 # %%
-# Both differ by the rounding of bfloat16 intermediates (float16 on the CPU): the
+# Both differ by the rounding of bfloat16 intermediates: the
 # tests (``tests/test_llama.py``) hold them to 2% of the output's scale, training
 # gradients included.
 #

@@ -219,7 +219,3 @@ def fix_bfloat16() -> bool:
     if not hasattr(interpreter.InterpreterBuilder, "get_bf16"):
         interpreter.InterpreterBuilder.get_bf16 = _get_bf16(interpreter, tl)
     return True
-
-
-#: The name :mod:`gpuperf.kernels` calls: the same function.
-fix_bfloat16_dot = fix_bfloat16

@@ -9,11 +9,11 @@ compute as numbers, as on a GPU (:mod:`gpuperf._interpreter`). Each op is also r
 keep a model that calls it in one graph.
 """
 
-from gpuperf._interpreter import fix_bfloat16_dot
+from gpuperf._interpreter import fix_bfloat16
 from gpuperf._runtime import enable_interpreter_without_gpu
 
 if enable_interpreter_without_gpu():
-    fix_bfloat16_dot()
+    fix_bfloat16()
 
 from gpuperf.kernels.add_relu_mul import add_relu_mul
 from gpuperf.kernels.attention import attention

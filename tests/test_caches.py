@@ -17,7 +17,9 @@ def test_the_folder_is_gpuperf_cache_dir_else_xdg_else_home(monkeypatch, tmp_pat
     assert caches.cache_root({"XDG_CACHE_HOME": "/x"}) == Path("/x/gpuperf")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert caches.cache_root({}) == tmp_path / ".cache" / "gpuperf"
-    assert caches.cache_root({"GPUPERF_CACHE_DIR": "", "XDG_CACHE_HOME": ""}) == tmp_path / ".cache" / "gpuperf"
+    assert (
+        caches.cache_root({"GPUPERF_CACHE_DIR": "", "XDG_CACHE_HOME": ""}) == tmp_path / ".cache" / "gpuperf"
+    )
 
 
 def test_it_sets_every_cache_under_the_folder_where_nothing_is_set():
@@ -67,7 +69,9 @@ print(json.dumps({
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRITON_CACHE", "TORCHINDUCTOR_"))}
     env |= {"GPUPERF_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(SRC)}
     env["TORCHINDUCTOR_FX_GRAPH_CACHE_DEFAULT"] = "0"  # a site-wide default that turns it off
-    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", program], env=env, capture_output=True, text=True, check=True
+    )
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got == {
         "torch_before": False,

@@ -93,7 +93,9 @@ def test_benchmarks_of_refuses_a_call_it_cannot_read(tmp_path):
     script = _script(tmp_path, "01_a.py", "from gpuperf.pages import show\nbench = 1\n\nshow(bench)\n")
     with pytest.raises(ValueError, match=r"01_a.py:4: show\(\) is passed bench"):
         plan.benchmarks_of(script)
-    script = _script(tmp_path, "02_b.py", "from gpuperf.bench import catalog\nfrom gpuperf.pages import show\n")
+    script = _script(
+        tmp_path, "02_b.py", "from gpuperf.bench import catalog\nfrom gpuperf.pages import show\n"
+    )
     script.write_text(script.read_text() + "show(catalog.NO_SUCH)\n")
     with pytest.raises(ValueError, match="no benchmark named 'NO_SUCH'"):
         plan.benchmarks_of(script)
@@ -125,9 +127,7 @@ def pages(tmp_path):
     return [first, _script(tmp_path, "02_b.py", "print('no benchmark here')\n")]
 
 
-def test_a_live_plan_gives_each_pages_time_from_its_records_and_says_which_are_not_recorded(
-    measured, pages
-):
+def test_a_live_plan_gives_each_pages_time_from_its_records_and_says_which_are_not_recorded(measured, pages):
     text = plan.describe(pages, plan.Build("auto", GPU), measured, caches={"TRITON_CACHE_DIR": "/c/triton"})
     lines = text.splitlines()
     assert lines[0] == "gpuperf: the pages measure live on Test GPU 80GB (GPUPERF_BENCH=auto)."
@@ -137,12 +137,17 @@ def test_a_live_plan_gives_each_pages_time_from_its_records_and_says_which_are_n
     assert first.endswith("about 1.5 min (time not recorded for softmax)")
     assert any("tutorials/02_b.py" in line and line.endswith("nothing to measure") for line in lines)
     assert "2 measurements on 2 pages: about 1.5 min for the 1 whose last wall time is recorded" in text
-    assert lines[-1] == "Compiled kernels and max-autotune choices are kept between runs: TRITON_CACHE_DIR=/c/triton."
+    assert (
+        lines[-1]
+        == "Compiled kernels and max-autotune choices are kept between runs: TRITON_CACHE_DIR=/c/triton."
+    )
 
 
 def test_a_plan_never_puts_a_time_on_a_page_whose_records_have_none(measured, pages, tmp_path):
     only_untimed = _script(
-        tmp_path, "03_c.py", "from gpuperf.bench.catalog import SOFTMAX\nfrom gpuperf.pages import show\nshow(SOFTMAX)\n"
+        tmp_path,
+        "03_c.py",
+        "from gpuperf.bench.catalog import SOFTMAX\nfrom gpuperf.pages import show\nshow(SOFTMAX)\n",
     )
     text = plan.describe([only_untimed], plan.Build("auto", GPU), measured)
     assert "tutorials/03_c.py  time not recorded" in text
@@ -188,7 +193,9 @@ def test_a_pages_own_plan(measured, pages):
     assert "softmax" in live[2] and live[2].endswith("points, time not recorded")
     assert live[3] == f"  about 1.5 min for the 1 whose last wall time is recorded (on {SLUG})"
     loads = plan.describe_page(pages[0], plan.Build("records", GPU), measured)
-    assert loads.startswith(f"tutorials/01_a.py loads the committed records of {SLUG} (GPUPERF_BENCH=records)")
+    assert loads.startswith(
+        f"tutorials/01_a.py loads the committed records of {SLUG} (GPUPERF_BENCH=records)"
+    )
     assert loads.endswith("it shows vector_add, softmax.")
 
 

@@ -151,8 +151,8 @@ def ceilings(gpu: str | None = None) -> Ceilings:
         measured = {k: c["value"] for k, c in measure_ceilings().items() if c and _finite(c.get("value"))}
     else:
         raise FileNotFoundError(
-            f"no measured ceilings for {gpu} (expected {path}): run `nox -s bench` on that GPU "
-            "and commit what it writes"
+            f"no measured ceilings for {gpu} (expected {path}): "
+            f"{records.advice(records.bench_command(), 'that GPU')}"
         )
     name = provenance["gpu"]
     return Ceilings(name, measured, dict(DATASHEET.get(name, {})), provenance)

@@ -190,9 +190,7 @@ def rejected(name: str, t: torch.Tensor):
     """``pytest.raises`` for the error :func:`gpuperf.kernels.tma.check_tma_operands` (or the
     Gluon FP8 matmul's K-major check) raises on ``name``."""
     shape = re.escape(str(tuple(t.shape)))
-    return pytest.raises(
-        ValueError, match=rf"^{name} \(shape {shape}, .* cannot be (loaded|read K-major) through TMA"
-    )
+    return pytest.raises(ValueError, match=rf"^{name} \(shape {shape}, .* cannot be (loaded|read K-major) through TMA")
 
 
 # --- 1. matmul_persistent ------------------------------------------------------------------

@@ -133,3 +133,22 @@ def test_the_bench_command_of_an_installed_package_refuses_without_out(
     assert measured == []
     assert command.main(["--no-tune", "--out", str(tmp_path), "softmax"]) == 0
     assert measured == ["softmax"]
+
+
+def test_a_copied_tutorial_on_a_gpu_draws_the_shipped_gpus_beside_its_live_run(installed, monkeypatch):
+    """``show(SOFTMAX)`` on a GPU with no committed record (an A100 here, mocked): the run
+    is live, and every GPU whose shipped record is current is drawn beside it."""
+    from gpuperf.bench import catalog, runner
+    from gpuperf.pages import report
+
+    committed = records.read(records.record_path("softmax", records.REFERENCE_GPU))
+    live = {**committed, "provenance": {**committed["provenance"], "gpu": "NVIDIA A100-SXM4-80GB"}}
+    monkeypatch.setattr(report, "can_measure", lambda: True)
+    monkeypatch.setattr(runner, "run", lambda benchmark, **kw: live)
+    result = report.run_or_load(catalog.SOFTMAX)
+    assert result.source == "live" and result.gpu == "NVIDIA A100-SXM4-80GB"
+    shipped = records.gpus_with_record("softmax")
+    assert records.REFERENCE_GPU in shipped and len(shipped) >= 2
+    assert [records.gpu_slug(r.gpu) for r in result.others] == shipped
+    assert all(r.source == "committed" and not r.notes for r in result.others)
+    assert len(result.gpus()) == len(shipped) + 1

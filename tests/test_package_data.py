@@ -144,6 +144,8 @@ def test_a_copied_tutorial_on_a_gpu_draws_the_shipped_gpus_beside_its_live_run(i
     committed = records.read(records.record_path("softmax", records.REFERENCE_GPU))
     live = {**committed, "provenance": {**committed["provenance"], "gpu": "NVIDIA A100-SXM4-80GB"}}
     monkeypatch.setattr(report, "can_measure", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA A100-SXM4-80GB")
     monkeypatch.setattr(runner, "run", lambda benchmark, **kw: live)
     result = report.run_or_load(catalog.SOFTMAX)
     assert result.source == "live" and result.gpu == "NVIDIA A100-SXM4-80GB"

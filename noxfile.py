@@ -87,7 +87,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Re-measure every benchmark and the ceilings on this GPU; write docs/measurements/<gpu>/."""
+    """Re-measure every benchmark and the ceilings on this GPU; write src/gpuperf/measurements/<gpu>/."""
     if not _gpu_present():
         session.error(
             "nox -s bench measures on an NVIDIA GPU and none was found (nvidia-smi -L failed). "

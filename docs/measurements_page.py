@@ -1,7 +1,8 @@
 """Writes ``docs/generated/measurements.rst``: which GPUs the committed numbers come from.
 
-Every folder under ``docs/measurements`` with a ``hardware.json`` is listed, a
-reader's own ``nox -s bench`` run included.
+Every GPU folder of the committed records (``src/gpuperf/measurements``, which ships with
+the package: :func:`gpuperf.bench.records.measurements_dir`) with a ``hardware.json`` is
+listed, a reader's own ``nox -s bench`` run included.
 """
 
 from __future__ import annotations

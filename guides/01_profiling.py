@@ -227,7 +227,8 @@ for capture in prof.values():
 # ``prof.export_chrome_trace("trace.json")`` writes every event with its start
 # and duration. The one from this run is committed, gzipped:
 # :download:`the trace
-# </measurements/nvidia-h100-80gb-hbm3/captures/torch_profiler_trace.json.gz>`.
+# </../src/gpuperf/measurements/\
+# nvidia-h100-80gb-hbm3/captures/torch_profiler_trace.json.gz>`.
 # Open https://ui.perfetto.dev in a browser, choose *Open trace file* and pick the
 # downloaded file (Perfetto reads it gzipped, and the file never leaves your
 # machine; ``chrome://tracing`` in Chrome works too). Press ``W``/``S`` to zoom

@@ -48,7 +48,7 @@
 #                                        (python -m gpuperf.bench --stale --no-tune), then the stale captures listed
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
 # Set GPUPERF_COMMIT to the commit being measured when the tree has no .git.
-# Writes $OUT/<mode>.log and $OUT/results.tgz (docs/measurements and kernels/tuned as measured).
+# Writes $OUT/<mode>.log and $OUT/results.tgz (src/gpuperf/measurements and kernels/tuned as measured).
 set -uo pipefail
 OUT=${OUT:-/tmp/gpuperf-out}
 mkdir -p "$OUT"
@@ -117,7 +117,7 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
           tests/test_add_relu_mul.py tests/test_strided_copy.py tests/test_strategy.py tests/test_validation.py \
           2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
         time python3 -m gpuperf.bench --no-tune ${STRATEGY_BENCH:-gelu add_relu_mul strided_copy}
-        tar -czf "$OUT/results.tgz" docs/measurements  # kept if the compile modes run out of time
+        tar -czf "$OUT/results.tgz" src/gpuperf/measurements  # kept if the compile modes run out of time
         time python3 scripts/strategy_captures.py ;;
       rmsnorm)
         python3 -m pytest -q -p no:cacheprovider tests/test_rms_norm.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
@@ -170,5 +170,5 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
     esac
   } 2>&1 | tee "$OUT/$mode.log"
   # After every mode, so a later one that runs out of time loses nothing measured before it.
-  tar -czf "$OUT/results.tgz" docs/measurements $(ls -d src/gpuperf/kernels/tuned 2>/dev/null)
+  tar -czf "$OUT/results.tgz" src/gpuperf/measurements $(ls -d src/gpuperf/kernels/tuned 2>/dev/null)
 done

@@ -5,12 +5,11 @@
   elements per thread, per benchmarked row length, beside the default rule's pick;
 * softmax, online: every (chunk, warps), with the second pass reversed or not;
 
-Usage: ``python scripts/explore_configs.py [--out docs/measurements]``; the output
+Usage: ``python scripts/explore_configs.py [--out FOLDER]``; the output
 is also written to ``<out>/<gpu>/explore_configs.log`` under a provenance line.
 """
 
 import argparse
-from pathlib import Path
 
 import torch
 import triton
@@ -94,14 +93,14 @@ def online_sweep():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None, help="measurements folder (default: docs/measurements)")
+    parser.add_argument("--out", default=None, help="measurements folder (default: src/gpuperf/measurements)")
     args = parser.parse_args()
     about = records.collect_provenance()
     emit(records.caption(about))
     vector_add_sweep()
     fused_sweep()
     online_sweep()
-    root = records.measurements_dir() if args.out is None else Path(args.out)
+    root = records.output_dir(args.out)
     path = root / records.gpu_slug(about["gpu"]) / "explore_configs.log"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(LINES) + "\n")

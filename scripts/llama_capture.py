@@ -1,6 +1,6 @@
 """Tutorial 07's GPU capture: where the time of one Llama decoder layer goes, part by part.
 
-Usage (on a machine with an NVIDIA GPU): ``python scripts/llama_capture.py [--out docs/measurements]``.
+Usage (on a machine with an NVIDIA GPU): ``python scripts/llama_capture.py [--out FOLDER]``.
 Writes ``<out>/<gpu>/captures/llama_time_breakdown.json``: for a prefill (batch 4 x 2048
 tokens) and a decode step (batch 1 and 64, 4096 cached tokens), with PyTorch's operations
 and with gpuperf's, the GPU time of each part of the layer (the norms, each projection,
@@ -97,7 +97,7 @@ def event_breakdown(step, llama_module) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--out", type=Path, default=None, help="measurements folder (default: docs/measurements)"
+        "--out", type=Path, default=None, help="measurements folder (default: src/gpuperf/measurements)"
     )
     args = parser.parse_args(argv)
 

@@ -1,6 +1,6 @@
 """L2 hit rate and DRAM traffic of the matmul in grouped and row-major order, from Nsight Compute.
 
-Usage (GPU with ``ncu`` on the PATH): ``python scripts/ncu_matmul_order.py [--out docs/measurements]``.
+Usage (GPU with ``ncu`` on the PATH): ``python scripts/ncu_matmul_order.py [--out FOLDER]``.
 It runs itself under ``ncu`` with ``--inner``, which launches the kernel once per
 (shape, order), reads ncu's CSV and writes ``<out>/<gpu>/ncu/matmul_order.json``
 (provenance, the metrics, one row per launch). ``--clock-control none`` leaves the
@@ -58,7 +58,7 @@ def outer(out: Path | None):
         "metrics": list(METRICS),
         "rows": rows,
     }
-    root = out or records.measurements_dir()
+    root = records.output_dir(out)
     path = root / records.gpu_slug(record["provenance"]["gpu"]) / "ncu" / "matmul_order.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1) + "\n")

@@ -1,7 +1,7 @@
 """Everything the profiling guide shows, captured in one run on a GPU.
 
 Usage (GPU with ``nvcc``, ``ninja`` and ``ncu``): ``python scripts/profile_capture.py [--out DIR]``.
-Writes, under ``<out>/<gpu>/`` (default ``docs/measurements``):
+Writes, under ``<out>/<gpu>/`` (default ``src/gpuperf/measurements``):
 
 * ``row_mean.json``: the row-mean benchmark (Triton, CUDA C++ via ``load_inline``, PyTorch);
 * ``captures/cuda_extension.json``: the build of the CUDA row mean (time, nvcc) and its checks;
@@ -462,7 +462,7 @@ def part_torch_profiler(out: Path | None) -> None:
     )[:12]
 
     gpu = records.gpu_slug(torch.cuda.get_device_name())
-    trace_path = captures.artifact_path("torch_profiler_trace", gpu, ".json.gz", out)
+    trace_path = captures.artifact_path("torch_profiler_trace", gpu, ".json.gz", records.output_dir(out))
     trace_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "trace.json"
@@ -809,7 +809,7 @@ PARTS = {
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--out", type=Path, default=None, help="measurements folder (default: docs/measurements)"
+        "--out", type=Path, default=None, help="measurements folder (default: src/gpuperf/measurements)"
     )
     parser.add_argument("--part", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--proton-path", type=Path, default=None, help=argparse.SUPPRESS)

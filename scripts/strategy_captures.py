@@ -1,6 +1,6 @@
 """The optimization-strategy guide's GPU captures: kernels per call, Inductor's code, compile modes.
 
-Usage (on a machine with an NVIDIA GPU): ``python scripts/strategy_captures.py [--out docs/measurements]``.
+Usage (on a machine with an NVIDIA GPU): ``python scripts/strategy_captures.py [--out FOLDER]``.
 Writes, under ``<out>/<gpu>/captures/``:
 
 * ``kernels_per_call.json``: the GPU kernels one call of each provider of the GELU and
@@ -28,7 +28,7 @@ N_ELEMENTS = 2**24
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--out", type=Path, default=None, help="measurements folder (default: docs/measurements)"
+        "--out", type=Path, default=None, help="measurements folder (default: src/gpuperf/measurements)"
     )
     parser.add_argument("--skip-compile-modes", action="store_true", help="only the two quick captures")
     args = parser.parse_args(argv)

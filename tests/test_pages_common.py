@@ -57,7 +57,8 @@ def test_ceilings_of_the_page_gpu_by_default_and_every_gpu_listed(monkeypatch):
 
 def test_ceilings_of_an_unknown_gpu_say_how_to_make_them(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
-    with pytest.raises(FileNotFoundError, match="nox -s bench"):
+    advice = "run `python -m gpuperf.bench` on that GPU"
+    with pytest.raises(FileNotFoundError, match=advice):
         hardware.ceilings("nvidia-nothing")
     with pytest.raises(TypeError, match="gpu must be"):
         hardware.ceilings(3)

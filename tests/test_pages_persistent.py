@@ -89,7 +89,8 @@ def test_tuned_tile_is_the_sweeps_most_chosen_tile(tmp_path):
 def test_read_sweep_refuses_unknown_kernels_and_missing_sweeps(tmp_path):
     with pytest.raises(ValueError, match="kernel must be one of"):
         persistent.read_sweep("attention", H100)
-    with pytest.raises(FileNotFoundError, match="nox -s bench"):
+    advice = "run `python -m gpuperf.bench matmul_fp8` on that GPU"
+    with pytest.raises(FileNotFoundError, match=advice):
         persistent.read_sweep("matmul_fp8", "test-gpu", root=tmp_path)
     with pytest.raises(FileNotFoundError, match="no matmul_persistent sweep"):
         persistent.tuned_tile("test-gpu", root=tmp_path)

@@ -69,7 +69,7 @@ def test_paragraph_without_any_record_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
     paragraph = page.in_one_paragraph()
     assert paragraph.sentences == ()
-    assert any("nox -s bench" in n for n in paragraph.notes)
+    assert any("run `python -m gpuperf.bench softmax` on a GPU" in n for n in paragraph.notes)
 
 
 @pytest.mark.parametrize("bench", [SOFTMAX, LONG])

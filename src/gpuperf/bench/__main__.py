@@ -13,8 +13,10 @@ from pathlib import Path
 
 DESCRIPTION = """\
 Measure benchmarks on this machine's GPU and write their records (one JSON file per
-benchmark under docs/measurements/<gpu>/), or compare a fresh measurement with the
-committed records.
+benchmark under <gpu>/ in the measurements folder), or compare a fresh measurement with
+the committed records. In a checkout of gpuperf the records go beside the committed ones
+(src/gpuperf/measurements/); where gpuperf is installed as a package, its records are
+read-only: pass --out FOLDER.
 
 examples:
   python -m gpuperf.bench                 every benchmark (tunes the matmuls and attention first)
@@ -27,6 +29,8 @@ examples:
   python -m gpuperf.bench --compare softmax
                                           measure, write nothing, print each provider's ratio
                                           next to the committed one; exit 1 on a regression
+  python -m gpuperf.bench --out my-records
+                                          write the records into my-records/<gpu>/
 """
 
 
@@ -64,7 +68,11 @@ def _parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         default=None,
-        help="measurements folder (default: docs/measurements in the checkout)",
+        help=(
+            "measurements folder to write into, and to read with --stale, --compare and "
+            "--dry-run (default: the committed records, src/gpuperf/measurements in a checkout; "
+            "needed where gpuperf is installed as a package)"
+        ),
     )
     tune = parser.add_mutually_exclusive_group()
     tune.add_argument(
@@ -112,6 +120,12 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return 2
+    if not args.compare:
+        try:
+            root = records.output_dir(args.out)
+        except RuntimeError as err:  # an installed package's records are read-only
+            print(f"gpuperf.bench: {err}", file=sys.stderr)
+            return 2
 
     from gpuperf.bench import hardware
     from gpuperf.bench.runner import run

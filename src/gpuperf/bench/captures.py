@@ -26,8 +26,9 @@ KEYS = ("schema_version", "name", "tool", "provenance", "sources", "sources_sha2
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
 
-#: The command (run from the repository's root on a GPU machine) that takes each capture the
-#: pages show; :func:`command` answers for any name.
+#: The script (run from the root of gpuperf's git checkout on a GPU machine: scripts do
+#: not ship with the package) that takes each capture the pages show; :func:`command`
+#: answers for any name.
 COMMANDS = {
     **dict.fromkeys(
         ("timing_methods", "launch_bound", "torch_profiler", "cuda_extension", "ncu_kernels", "proton"),
@@ -47,9 +48,10 @@ COMMANDS = {
 
 
 def command(name: str) -> str:
-    """The command that takes the capture ``name`` on a GPU machine (:data:`COMMANDS`; others
-    come from ``python -m gpuperf.bench``'s session, ``nox -s bench``)."""
-    return COMMANDS.get(name, "nox -s bench")
+    """The command that takes the capture ``name`` on a GPU machine: its script
+    (:data:`COMMANDS`), or for any other capture :func:`gpuperf.bench.records.bench_command`.
+    A notice names it through :func:`gpuperf.bench.records.advice`."""
+    return COMMANDS.get(name) or records.bench_command()
 
 
 def _check_name(name) -> None:
@@ -137,15 +139,18 @@ def artifact_path(name: str, gpu: str, suffix: str, root: Path | None = None) ->
 
 
 def write(capture: dict, root: Path | None = None) -> Path:
-    """Write ``capture`` into its GPU's folder; returns the path.
+    """Write ``capture`` into its GPU's folder in ``root`` (default
+    :func:`gpuperf.bench.records.output_dir`); returns the path.
 
     Raises:
         ValueError: the capture is malformed (the message lists what is wrong).
+        RuntimeError: no ``root`` and gpuperf is installed as a package (read-only records).
     """
     problems = validate(capture)
     if problems:
         raise ValueError(f"capture is malformed: {problems}")
-    path = capture_path(capture["name"], records.gpu_slug(capture["provenance"]["gpu"]), root)
+    gpu = records.gpu_slug(capture["provenance"]["gpu"])
+    path = capture_path(capture["name"], gpu, records.output_dir(root))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(capture, indent=1) + "\n")
     return path
@@ -165,7 +170,8 @@ def load(name: str, gpu: str | None = None, root: Path | None = None, *, how: st
     """Read the capture ``name`` of ``gpu`` (default: the reference GPU).
 
     Args:
-        how: the command that writes this capture, quoted in the error when it is missing.
+        how: the command that writes this capture, quoted in the error when it is missing
+            (:func:`gpuperf.bench.records.advice`).
 
     Raises:
         FileNotFoundError: no such capture; the message says how to make one.
@@ -174,7 +180,7 @@ def load(name: str, gpu: str | None = None, root: Path | None = None, *, how: st
     gpu = gpu or records.reference_gpu()
     path = capture_path(name, gpu, root)
     if not path.is_file():
-        hint = f" Run `{how}` on that GPU and commit what it writes." if how else ""
+        hint = f" R{records.advice(how, 'that GPU')[1:]}." if how else ""
         raise FileNotFoundError(f"no capture {name!r} for {gpu} (expected {path}).{hint}")
     capture = json.loads(path.read_text())
     problems = validate(capture)

@@ -1,9 +1,10 @@
 """Measurement records: one JSON file per benchmark per GPU, each saying where it came from.
 
-Layout: ``docs/measurements/<gpu-slug>/<benchmark>.json`` and, beside them,
-``hardware.json`` with the ceilings measured in the same run. A record is tidy:
-one row per (axis combination, x, provider), so a reader can diff two runs line
-by line.
+Layout: ``<measurements>/<gpu-slug>/<benchmark>.json`` and, beside them,
+``hardware.json`` with the ceilings measured in the same run. ``<measurements>`` is the
+folder of committed records that ships inside the package (:func:`measurements_dir`).
+A record is tidy: one row per (axis combination, x, provider), so a reader can diff two
+runs line by line.
 
 A record (schema version 3) holds ``schema_version``, ``benchmark``, ``title``,
 ``x_name``, ``x_label``, ``metric``, ``baseline``, ``axes`` (``{name: [values]}``),
@@ -24,12 +25,16 @@ times ``ms``, ``ms_p20``, ``ms_p80``, the metric ``value``, ``value_p20``, ``val
 
 from __future__ import annotations
 
+import atexit
 import datetime as _dt
 import json
 import os
 import platform
 import re
+import shutil
 import subprocess
+import tempfile
+from importlib import resources
 from pathlib import Path
 
 from gpuperf._runtime import gpu_slug
@@ -39,8 +44,6 @@ from gpuperf.bench.timing import TIMING_METHODS
 SCHEMA_VERSION = 3
 #: ``hardware.json`` (provenance and ceilings) has its own, unchanged, format.
 HARDWARE_SCHEMA_VERSION = 1
-
-REPO_ROOT = Path(__file__).resolve().parents[3]
 
 #: GPU whose committed records render when no GPU is present (override: ``GPUPERF_GPU``).
 REFERENCE_GPU = "nvidia-h100-80gb-hbm3"
@@ -113,13 +116,15 @@ def _run(cmd: list[str], cwd: Path | None = None) -> str | None:
 
 def gpuperf_commit() -> str:
     """The commit the code was measured at: ``GPUPERF_COMMIT`` if set, else git's
-    HEAD with ``-dirty`` when the tree has changes, else ``'unknown'``."""
+    HEAD of the checkout gpuperf runs from (:func:`checkout_root`) with ``-dirty`` when
+    the tree has changes, else ``'unknown'`` (an installed package)."""
     if os.environ.get("GPUPERF_COMMIT"):
         return os.environ["GPUPERF_COMMIT"]
-    head = _run(["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO_ROOT)
+    root = checkout_root()
+    head = None if root is None else _run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root)
     if head is None:
         return "unknown"
-    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT)
+    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root)
     return head + ("-dirty" if dirty else "")
 
 
@@ -170,10 +175,115 @@ def caption(provenance: dict) -> str:
 # Files -------------------------------------------------------------------------------
 
 
+#: Names a folder of records to read and write instead of the package's own: a copy of
+#: them with a reader's own GPU added, say.
+MEASUREMENTS_VAR = "GPUPERF_MEASUREMENTS"
+
+#: The package whose data the committed records are, and their folder in it.
+_PACKAGE, _FOLDER = "gpuperf", "measurements"
+
+#: Copies on disk of record folders that were not on the file system (:func:`_on_disk`).
+_EXTRACTED: dict[str, Path] = {}
+
+
+def checkout_root() -> Path | None:
+    """The source checkout gpuperf runs from (the folder that holds ``pyproject.toml`` and
+    ``src/gpuperf``, an editable install's included), or None where gpuperf is installed
+    as a package (``pip install``)."""
+    package = Path(__file__).resolve().parents[1]
+    root = package.parents[1]
+    if package.parent.name == "src" and (root / "pyproject.toml").is_file():
+        return root
+    return None
+
+
 def measurements_dir() -> Path:
-    """Where records live: ``GPUPERF_MEASUREMENTS`` if set, else ``docs/measurements`` in the checkout."""
-    env = os.environ.get("GPUPERF_MEASUREMENTS")
-    return Path(env) if env else REPO_ROOT / "docs" / "measurements"
+    """The folder of the committed records: ``<gpu>/<benchmark>.json``, each GPU's
+    ``hardware.json`` (its ceilings), and its ``captures/`` and ``ncu/`` folders.
+
+    The records ship inside the package (``gpuperf/measurements``, package data read
+    through :mod:`importlib.resources`): a tutorial copied to any folder finds them after
+    ``pip install``, with no setting. ``GPUPERF_MEASUREMENTS`` names another folder to
+    read instead. Where to *write* a measurement is :func:`output_dir`.
+    """
+    env = os.environ.get(MEASUREMENTS_VAR)
+    if env:
+        return Path(env)
+    return _on_disk(resources.files(_PACKAGE) / _FOLDER)
+
+
+def _on_disk(folder) -> Path:
+    """``folder`` (an :mod:`importlib.resources` traversable) as a path: itself where the
+    package lies on the file system, else a copy made once in a temporary folder (a
+    zipped install), removed when Python exits."""
+    if isinstance(folder, Path):
+        return folder
+    key = str(folder)
+    if key not in _EXTRACTED:
+        copy = Path(tempfile.mkdtemp(prefix="gpuperf-measurements-"))
+        atexit.register(shutil.rmtree, copy, True)
+        if folder.is_dir():
+            _copy_tree(folder, copy)
+        _EXTRACTED[key] = copy
+    return _EXTRACTED[key]
+
+
+def _copy_tree(folder, target: Path) -> None:
+    for item in folder.iterdir():
+        if item.is_dir():
+            (target / item.name).mkdir()
+            _copy_tree(item, target / item.name)
+        else:
+            (target / item.name).write_bytes(item.read_bytes())
+
+
+def output_dir(out: Path | str | None = None) -> Path:
+    """The folder a measurement is written into: ``out`` when given, else
+    ``GPUPERF_MEASUREMENTS`` when set, else the committed records' folder
+    (:func:`measurements_dir`) of the checkout gpuperf runs from.
+
+    Raises:
+        RuntimeError: neither is given and gpuperf is installed as a package, whose
+            records are read-only (a reinstall puts them back); the message says how to
+            write elsewhere.
+    """
+    if out is not None:
+        return Path(out)
+    env = os.environ.get(MEASUREMENTS_VAR)
+    if env:
+        return Path(env)
+    if checkout_root() is None:
+        raise RuntimeError(
+            f"gpuperf is installed as a package, and the records it ships ({measurements_dir()}) "
+            "are read-only: pass --out FOLDER to `python -m gpuperf.bench` to write this GPU's "
+            f"records into FOLDER, and set {MEASUREMENTS_VAR}=FOLDER for the pages to read that "
+            "folder (copy the shipped records into it first to keep them beside yours); or measure "
+            "from a git checkout of gpuperf, where the records go beside the committed ones"
+        )
+    return measurements_dir()
+
+
+def bench_command(*args: str) -> str:
+    """The ``python -m gpuperf.bench`` command line, with ``args``, that measures and
+    writes records where gpuperf runs, for a notice to name: in a checkout (or with
+    ``GPUPERF_MEASUREMENTS`` set) the records go where the pages read them; where gpuperf
+    is installed as a package, with ``--out FOLDER`` (:func:`output_dir`)."""
+    words = ["python -m gpuperf.bench", *args]
+    if checkout_root() is None and not os.environ.get(MEASUREMENTS_VAR):
+        words.append("--out FOLDER")
+    return " ".join(words)
+
+
+def advice(command: str, on: str = "a GPU") -> str:
+    """What a notice says to measure what is missing, true where gpuperf runs:
+    ``"run `python -m gpuperf.bench` on a GPU"`` (``command`` from :func:`bench_command`,
+    or a capture's). One of gpuperf's scripts (``python scripts/...``) ships only with its
+    source, so where gpuperf is installed as a package the notice adds ``"(from a git
+    checkout of gpuperf)"``. ``on`` names the machine (``"that GPU"``)."""
+    text = f"run `{command}` on {on}"
+    if command.startswith("python scripts/") and checkout_root() is None:
+        text += " (from a git checkout of gpuperf)"
+    return text
 
 
 def reference_gpu() -> str:
@@ -190,7 +300,7 @@ def gpus_with_record(benchmark_name: str, root: Path | None = None) -> list[str]
     GPU first (:func:`reference_gpu`), then the others by name.
 
     Any folder under the measurements directory counts, so a reader's own
-    ``nox -s bench`` run is drawn beside the committed GPUs.
+    ``python -m gpuperf.bench`` run is drawn beside the committed GPUs.
     """
     root = root or measurements_dir()
     if not root.is_dir():
@@ -291,15 +401,17 @@ def validate(record: dict) -> list[str]:
 
 
 def write(record: dict, root: Path | None = None) -> Path:
-    """Validate and write ``record`` under its GPU's folder; return the path.
+    """Validate and write ``record`` under its GPU's folder in ``root`` (default
+    :func:`output_dir`); return the path.
 
     Raises:
         ValueError: the record does not follow the schema.
+        RuntimeError: no ``root`` and gpuperf is installed as a package (:func:`output_dir`).
     """
     problems = validate(record)
     if problems:
         raise ValueError(f"record {record.get('benchmark')!r} is malformed: {problems}")
-    path = record_path(record["benchmark"], gpu_slug(record["provenance"]["gpu"]), root)
+    path = record_path(record["benchmark"], gpu_slug(record["provenance"]["gpu"]), output_dir(root))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1) + "\n")
     return path

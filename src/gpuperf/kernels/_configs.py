@@ -29,7 +29,7 @@ VECTOR_ADD_NUM_WARPS = 8
 # --- softmax -----------------------------------------------------------------------
 # Chosen from a sweep of every (rows per program, warps) and (chunk, warps) on an
 # H100 (scripts/explore_configs.py; its output is committed as
-# docs/measurements/nvidia-h100-80gb-hbm3/explore_configs.log): the best few
+# src/gpuperf/measurements/nvidia-h100-80gb-hbm3/explore_configs.log): the best few
 # configs of each row length lie within 1-2% of each other, and these rules land
 # among them. Fixed rules rather than the autotuner keep every run on the same
 # code and cost no tuning time on the first call (an autotuned version picked

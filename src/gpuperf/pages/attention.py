@@ -146,7 +146,7 @@ def in_one_paragraph() -> prose.Paragraph:
         sentences.append(_gpu_sentence(name, *loaded))
         notes += [f"{name}: {note}" for r in loaded for note in r.notes]
     if not any(sentences):
-        notes.append("No GPU has a committed attention record; run `nox -s bench` on a GPU.")
+        notes.append(f"No GPU has a committed attention record; {records.advice(records.bench_command())}.")
     return prose.paragraph(*sentences, notes=notes)
 
 
@@ -323,7 +323,8 @@ def tuning_table(root: Path | None = None) -> str:
     gpus, notes, sections = _sweep_gpus(root), [], []
     if hardware.page_gpu() not in gpus:
         notes.append(
-            f"MISSING: no attention tuning sweep for {hardware.page_gpu()}; run `nox -s bench` on that GPU."
+            f"MISSING: no attention tuning sweep for {hardware.page_gpu()}; "
+            f"{records.advice(records.bench_command('attention_forward'), 'that GPU')} (it tunes first)."
         )
     header = ["D", "causal", "kernel", "configs", "winner", "best TFLOP/s", "worst TFLOP/s"]
     for gpu in gpus:

@@ -37,7 +37,8 @@ def load(name: str, gpu: str | None = None, root: Path | None = None) -> tuple[d
     reasons = captures.staleness(capture)
     if reasons and not reference:
         return None, []
-    return capture, [f"STALE: {reason}; `{command}` on a GPU takes it again." for reason in reasons]
+    again = records.advice(command)
+    return capture, [f"STALE: {reason}; {again} to take it again." for reason in reasons]
 
 
 def gpus(name: str) -> list[str]:
@@ -70,7 +71,7 @@ def show(name: str, render: Callable[[dict], object] | None = None) -> Shown:
     shown = Shown()
     folders = gpus(name)
     if not folders:
-        print(f"MISSING: no capture {name!r} on any GPU; `{captures.command(name)}` on a GPU takes it")
+        print(f"MISSING: no capture {name!r} on any GPU; {records.advice(captures.command(name))} to take it")
     for gpu in folders:
         capture, notes = load(name, gpu)
         if capture is None:

@@ -152,8 +152,8 @@ def ceilings(gpu: str | None = None) -> Ceilings:
         provenance, entries = records.collect_provenance(), measure_ceilings()
     else:
         raise FileNotFoundError(
-            f"no measured ceilings for {gpu} (expected {path}): run `nox -s bench` on that GPU "
-            "and commit what it writes"
+            f"no measured ceilings for {gpu} (expected {path}): "
+            f"{records.advice(records.bench_command(), 'that GPU')}"
         )
     entries = {k: c for k, c in entries.items() if c and _finite(c.get("value"))}
     measured = {k: c["value"] for k, c in entries.items()}

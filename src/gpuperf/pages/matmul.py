@@ -177,7 +177,7 @@ def in_one_paragraph() -> Paragraph:
         if results[0].record is not None:
             sentences.append(_sentence(*results))
     if not sentences:
-        notes.append(f"No GPU has a record of {MATMUL.name!r}: run `nox -s bench` on a GPU.")
+        notes.append(f"No GPU has a record of {MATMUL.name!r}: {records.advice(records.bench_command())}.")
     return paragraph(*sentences, notes=notes)
 
 
@@ -329,13 +329,14 @@ def counters() -> str:
     its share of the copy bandwidth, with the tool line and provenance."""
     gpus = _ncu_gpus()
     if not gpus:
-        return f"MISSING: no Nsight Compute counters on any GPU; run `{NCU_HOW}` on a GPU."
+        return f"MISSING: no Nsight Compute counters on any GPU; {records.advice(NCU_HOW)}."
     header = ["shape", "order", "L2 hit", "DRAM read", "x minimum", "time", "DRAM GB/s", "% of copy"]
     blocks = []
     for gpu in gpus:
         ncu, hw = ncu_record(gpu), _ceilings(gpu)
         if hw is None:
-            blocks.append(f"MISSING: no measured ceilings for {gpu}; run `nox -s bench` on it.")
+            how = records.advice(records.bench_command(), "that GPU")
+            blocks.append(f"MISSING: no measured ceilings for {gpu}; {how}.")
             continue
         section = Section(short_gpu_name(hw.gpu) if len(gpus) > 1 else "", header)
         for r in counter_rows(ncu, hw.copy_gbps):
@@ -380,7 +381,7 @@ def row_major_verdict() -> str:
                 f"order, at {percent(slow['of_copy'])} of the copy bandwidth: {verdict}"
             )
         )
-    return "\n".join(out) or f"MISSING: no Nsight Compute counters; run `{NCU_HOW}` on a GPU."
+    return "\n".join(out) or f"MISSING: no Nsight Compute counters; {records.advice(NCU_HOW)}."
 
 
 # Tuning sweeps ------------------------------------------------------------------------
@@ -444,7 +445,8 @@ def sweep_tables() -> str:
         sweep = tuning.read_tuning(gpu)
         head = f"{sweeps.sweep_caption(sweep)}; {len(sweep['candidates'])} candidate configs"
         blocks.append(f"{_wrap(head)}\n{render(sweep_sections(sweep))}")
-    return "\n\n".join(blocks) or "MISSING: no matmul tuning sweep; run `nox -s bench` on a GPU."
+    tune = records.advice(records.bench_command("matmul"))
+    return "\n\n".join(blocks) or f"MISSING: no matmul tuning sweep; {tune} (it tunes first)."
 
 
 def sweep_figure(dtype: str = "float16", gpu: str | None = None):
@@ -461,7 +463,8 @@ def sweep_figure(dtype: str = "float16", gpu: str | None = None):
     gpu = gpu or hardware.page_gpu()
     sweep = tuning.read_tuning(gpu)
     if sweep is None:
-        return plot_missing("Matmul tuning sweep", f"no tuning sweep for {gpu}; run `nox -s bench`")
+        tune = records.advice(records.bench_command("matmul"), "that GPU")
+        return plot_missing("Matmul tuning sweep", f"no tuning sweep for {gpu}; {tune}")
     dtypes = sorted({t["dtype"] for t in sweep["trials"]})
     if dtype not in dtypes:
         raise ValueError(f"dtype must be one of the sweep's {dtypes}, got {dtype!r}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from gpuperf.bench import records
 from gpuperf.bench.catalog import MATMUL_PERSISTENT
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
@@ -116,7 +117,8 @@ def read_sweep(kernel: str = "matmul_persistent", gpu: str | None = None, root: 
     if sweep is None:
         where = (root or TUNED_DIR) / gpu / f"{kernel}.json"
         raise FileNotFoundError(
-            f"no {kernel} sweep for {gpu} (expected {where}): run `nox -s bench` on that GPU"
+            f"no {kernel} sweep for {gpu} (expected {where}): "
+            f"{records.advice(records.bench_command(kernel), 'that GPU')} (it tunes first)"
         )
     return sweep
 

@@ -283,7 +283,7 @@ def load(benchmark: Benchmark, gpu: str | None = None) -> Result:
     if not path.exists():
         missing = (
             f"MISSING: no measurement of {benchmark.name} on {gpu} (expected {path}); "
-            f"`python -m gpuperf.bench {benchmark.name}` on that GPU writes it."
+            f"{records.advice(records.bench_command(benchmark.name), 'that GPU')} to write it."
         )
         return Result(benchmark, None, "missing", [missing] if gpu == first else [])
     try:
@@ -293,7 +293,8 @@ def load(benchmark: Benchmark, gpu: str | None = None) -> Result:
     reasons = records.staleness(record, benchmark)
     if reasons and gpu != first:
         return Result(benchmark, None, "stale")
-    notes = [f"STALE: {r}; `python -m gpuperf.bench --stale` on a GPU measures it again." for r in reasons]
+    again = records.advice(records.bench_command("--stale"))
+    notes = [f"STALE: {r}; {again} to measure it again." for r in reasons]
     return Result(benchmark, record, "committed", notes)
 
 
@@ -310,9 +311,10 @@ def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result
     either way, with every other GPU's current committed record of it in
     :attr:`Result.others` (:func:`current_others`).
 
-    The GPUs are the folders under ``docs/measurements`` that hold a record of the
+    The GPUs are the folders of the measurements folder
+    (:func:`gpuperf.bench.records.measurements_dir`) that hold a record of the
     benchmark (:func:`gpuperf.bench.records.gpus_with_record`), a reader's own
-    ``nox -s bench`` run included; a record whose code changed since it was measured is
+    ``python -m gpuperf.bench`` run included; a record whose code changed since it was measured is
     not drawn. The reference GPU's record is loaded whatever its state, and says so when
     it is stale or missing. ``GPUPERF_BENCH`` overrides the choice: ``records`` always
     loads, ``live`` always measures (and fails without a GPU).

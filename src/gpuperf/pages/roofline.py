@@ -233,7 +233,7 @@ class Placement:
 
     Attributes:
         gpu: the GPU's name (``'NVIDIA H100 80GB HBM3'``).
-        slug: its folder under ``docs/measurements``.
+        slug: its folder of the measurements folder (:func:`gpuperf.bench.records.measurements_dir`).
         hardware: its ``hardware.json``.
         roofs: measured roofs by ceiling key (:func:`roofs`).
         datasheet: datasheet roofs by ceiling key (:func:`datasheet_roofs`).

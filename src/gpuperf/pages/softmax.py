@@ -148,9 +148,8 @@ def config_sweep(gpu: str | None = None) -> str:
         rows = _sweep_rows(path.read_text()) if path.is_file() else []
         if not rows:
             notes.append(
-                f"MISSING: no softmax sweep in {folder}/{SWEEP_LOG}: run "
-                "`python scripts/explore_configs.py` "
-                "on that GPU and commit what it writes."
+                f"MISSING: no softmax sweep in {folder}/{SWEEP_LOG}: "
+                f"{records.advice('python scripts/explore_configs.py', 'that GPU')}."
             )
             continue
         header = ["n_cols", "default", "rank", "best", "best GB/s", "worst", "worst loses"]
@@ -171,7 +170,10 @@ def config_sweep(gpu: str | None = None) -> str:
             )
         sections.append(section)
     if not folders:
-        notes.append(f"MISSING: no GPU folder under {root} holds {SWEEP_LOG}.")
+        notes.append(
+            f"MISSING: no GPU folder under {root} holds {SWEEP_LOG}: "
+            f"{records.advice('python scripts/explore_configs.py')}."
+        )
     return render(sections, notes)
 
 
@@ -232,7 +234,7 @@ def in_one_paragraph() -> Paragraph:
         sentences.append(_sentence(short, long))
     if not any(sentences):
         notes.append(
-            f"MISSING: no GPU has a record of {SOFTMAX.name!r}: run `nox -s bench` on a GPU "
-            "and commit what it writes."
+            f"MISSING: no GPU has a record of {SOFTMAX.name!r}: "
+            f"{records.advice(records.bench_command(SOFTMAX.name))}."
         )
     return paragraph(*sentences, notes=notes)

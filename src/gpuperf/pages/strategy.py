@@ -115,7 +115,10 @@ def in_one_paragraph() -> Paragraph:
         sentences.append(sentence)
         notes += gpu_notes
     if not any(sentences):
-        notes.append("MISSING: no GPU has records of this guide's benchmarks; run `nox -s bench` on a GPU.")
+        notes.append(
+            "MISSING: no GPU has records of this guide's benchmarks; "
+            f"{records.advice(records.bench_command())}."
+        )
     lead = (
         "Measure, classify with the roofline, then move less data before doing faster "
         "arithmetic: each step below is worth what its measurement says."
@@ -555,7 +558,8 @@ def attention_sweep_spread() -> str:
                     f"{name}: tile {tile[0]}x{tile[1]}, {len(tried)} (warps, stages) tried: "
                     f"worst / best = {min(tried) / max(tried):.2f}"
                 )
-    return "\n".join(lines) or "MISSING: no attention tuning sweep; run `nox -s tune` on a GPU."
+    tune = records.advice(records.bench_command("attention_forward"))
+    return "\n".join(lines) or f"MISSING: no attention tuning sweep; {tune} (it tunes first)."
 
 
 # Step 8: autotune ----------------------------------------------------------------------

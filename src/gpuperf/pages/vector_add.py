@@ -152,7 +152,7 @@ def in_one_paragraph() -> Paragraph:
             sentences.append(_sentence(result))
     if not any(sentences):
         notes.append(
-            f"MISSING: no GPU has a record of {VECTOR_ADD.name!r}: run `nox -s bench` on a GPU "
-            "and commit what it writes."
+            f"MISSING: no GPU has a record of {VECTOR_ADD.name!r}: "
+            f"{records.advice(records.bench_command(VECTOR_ADD.name))}."
         )
     return paragraph(*sentences, notes=notes)

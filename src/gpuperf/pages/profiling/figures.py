@@ -4,7 +4,7 @@ capture's trace), each with the render that draws it on the page."""
 
 from __future__ import annotations
 
-from gpuperf.bench import captures
+from gpuperf.bench import captures, records
 from gpuperf.pages.profiling.checks import capture_payload
 from gpuperf.pages.profiling.sentences import step_summary
 from gpuperf.pages.profiling.timings import launch_bound_rows
@@ -138,7 +138,7 @@ def timeline(capture: dict) -> str:
     """
     path = trace_path(capture)
     if not path.is_file():
-        return f"MISSING: no trace at {path}; run `{captures.command('torch_profiler')}` on a GPU"
+        return f"MISSING: no trace at {path}; {records.advice(captures.command('torch_profiler'))}"
     trace = read_trace(path)
     timeline_figure(
         trace,

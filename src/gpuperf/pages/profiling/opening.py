@@ -161,7 +161,7 @@ def in_one_paragraph() -> Paragraph:
         if missing:
             notes.append(
                 f"No {', '.join(missing)} capture for the {label}: "
-                f"`{captures.command(missing[0])}` on a GPU takes it."
+                f"{records.advice(captures.command(missing[0]))} to take it."
             )
     if not sentences:
         notes.append("MISSING: no captures or records of the profiling guide on any GPU.")

@@ -1,7 +1,7 @@
 """What the guide on benchmarking your own kernel shows from a GPU, captured in one run.
 
 Usage (a CUDA GPU): ``python scripts/benchmark_guide_capture.py [--out DIR]``. Writes, under
-``<out>/<gpu>/captures/`` (default ``docs/measurements``):
+``<out>/<gpu>/captures/`` (default ``src/gpuperf/measurements``):
 
 * ``timing_scale_shift.json``: :func:`gpuperf.kernels.scale_shift` at three sizes, timed
   each way the guide teaches: ``do_bench`` (its quantiles and return modes, with and
@@ -283,7 +283,7 @@ PARTS = {"timing": part_timing, "autotune": part_autotune}
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--out", type=Path, default=None, help="measurements directory (default: docs/measurements)"
+        "--out", type=Path, default=None, help="measurements directory (default: src/gpuperf/measurements)"
     )
     parser.add_argument("--part", choices=sorted(PARTS), action="append", help="run only these parts")
     args = parser.parse_args(argv)

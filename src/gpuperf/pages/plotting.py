@@ -178,7 +178,7 @@ def may_join(a, b) -> bool:
 def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
     """Draw one axis combination's rows on ``ax``; return the inches its x tick labels
     and x label need below it."""
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     metric = record["metric"]
     xs = x_order(r["x"] for r in rows)
@@ -301,6 +301,9 @@ def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
         ax.set_ylim(min(lows, default=0.01) / 2, (ymax or 1.0) * 2)
     else:
         ax.set_ylim(0, (ymax or 1.0) * 1.08)
+        if ceiling is not None:  # the % ticks inside the view only: none past the top
+            top = 100 * ax.get_ylim()[1] / ceiling["value"]
+            secondary.set_yticks([p for p in MaxNLocator(nbins=6).tick_values(0, top) if 0 <= p <= top])
     # Tick labels are made at draw time, outside any rc_context: size them here.
     ax.tick_params(labelsize=PLOT_STYLE["xtick.labelsize"])
     ax.set_facecolor("white")

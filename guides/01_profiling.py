@@ -168,6 +168,24 @@ host = show(HOST_OVERHEAD)
 print(profiling.host_time_per_call(host))
 
 # %%
+# The ops a model calls in a loop have a target: at most 1.2 times the host time
+# of the PyTorch op a user would call instead, so that a decode step or a short
+# prompt built of these kernels is not host-bound where PyTorch's is not.
+# ``attention_train`` is one training step's attention, forward and backward,
+# against SDPA's. Host times on a shared virtual machine move by tens of percent
+# from run to run, so read the ratios within one run, never across runs:
+
+from gpuperf.pages.host import targets_table
+
+print(targets_table(host))
+
+# %%
+# The attention rows miss by the most. The matmuls and softmax launch from a
+# plan for inputs like ones already checked; ``attention`` still checks its
+# inputs and picks its launch on every call, and a training step adds
+# autograd's bookkeeping on top.
+
+# %%
 # 3. ``torch.profiler`` on a training step
 # ----------------------------------------
 #

@@ -104,7 +104,8 @@ for rows in SCALE_SHIFT.x_values:
 #    :pyobject: do_bench_readings
 #
 # What it read on the kernel at three sizes (``no flush``: the same with the buffer
-# shrunk to nothing, so the runs find their data in L2):
+# shrunk to nothing, so the runs can find their data in L2, and nothing runs on the
+# GPU between them):
 
 from gpuperf.pages import captures
 
@@ -117,12 +118,17 @@ print(page.flush_effect(timing))
 # %%
 # **Reading it.** Report the median with the 20th and 80th percentiles: a mean is
 # pulled up by any slow run (a clock change, the host late with a launch), and a
-# minimum is the luckiest run, which a real program rarely gets. The flush can only
-# matter where the data fit in L2, as the 512-row input's 16 MB do: a run that finds
-# its inputs in L2 reads faster than the kernel will run in a model, and the lines
-# above say by how much. A 1 GiB input fits in no cache, with or without the flush. The
-# 16-row input moves so few bytes that its time is mostly the fixed cost of any
-# launch on the GPU (its :term:`launch latency`). The site's own timing
+# minimum is the luckiest run, which a real program rarely gets. The flush does two
+# things. It evicts L2, which can only matter where the data fit in L2, as the
+# 512-row input's 16 MB do. And it keeps the GPU busy between runs: while the GPU
+# clears the buffer, Python queues the next launch. Without it, a kernel shorter
+# than a launch takes from Python finishes, the GPU idles until the next launch
+# arrives, and the events bracket that wait: where the lines above say "slower
+# without the flush", the unflushed median is the host's launch rate, not the
+# kernel, and hides whatever L2 gains. A 1 GiB input fits in no cache and outlasts
+# any launch, so there the two agree. The 16-row input moves so few bytes that its
+# flushed time is mostly the fixed cost of any launch on the GPU (its
+# :term:`launch latency`). The site's own timing
 # (:func:`gpuperf.bench.timing.time_ms`) flushes 1 GiB and keeps the best of three
 # rounds, for reasons the :doc:`profiling guide <01_profiling>` measures.
 #

@@ -93,10 +93,17 @@ def test_do_bench_table_shows_each_reading_in_microseconds():
 
 
 def test_flush_effect_reads_the_warm_l2_gain_and_the_spread():
-    lines = page.flush_effect({"gpu": timing_capture()}).splitlines()
+    capture = timing_capture()
+    lines = page.flush_effect({"gpu": capture}).splitlines()
     assert len(lines) == 3
-    assert "512 rows (16.8 MB): warm L2 reads 1.60× faster" in lines[1]
+    assert "512 rows (16.8 MB): 1.60× faster without the flush (inputs found in L2)" in lines[1]
     assert "p80/p20 1.22×, mean/median 1.50×" in lines[1]
+    assert "32,768 rows (1,073.8 MB): the same without the flush" in lines[2]
+    # Slower without the flush (the GPU idles between launches): said so, never "faster".
+    readings = capture["payload"]["sizes"][1]["readings"]
+    readings["do_bench_no_flush"]["median"] = 4 * readings["do_bench"]["median"]
+    line = page.flush_effect({"gpu": capture}).splitlines()[1]
+    assert "4.00× slower without the flush (each run waits for its launch)" in line, line
 
 
 def test_events_and_graph_tables_divide_by_the_graph_time():
@@ -105,7 +112,7 @@ def test_events_and_graph_tables_divide_by_the_graph_time():
     row = next(line for line in events.splitlines() if line.strip().startswith("16 x"))
     assert "15.0×" in row and "6.0×" in row  # one call 30 µs and 100 calls 12 µs per call over 2 µs
     graph = page.graph_table(shown)
-    assert "do_bench, no flush (warm L2)" in graph and "do_bench_cudagraph" in graph
+    assert "do_bench, no flush" in graph and "do_bench_cudagraph" in graph
 
 
 def test_tables_head_each_gpu_when_there_are_several():

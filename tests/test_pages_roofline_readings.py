@@ -44,8 +44,15 @@ def test_the_opening_paragraph_quotes_each_gpus_ridge_and_marked_kernels():
         if a is not None:
             assert f"reaches {100 * a.tflops / p.roof_of(a).attainable(a.intensity):.0f}%" in sentence
         if b is not None:
-            assert f"({b.intensity:.0f} FLOP/B) {'reaches ' if a is None else ''}{percent(p.fraction(b))}" in sentence
-    assert not any(n.startswith(short_gpu_name(p.gpu)) for p in PLACES[1:] for n in readings.in_one_paragraph(PLACES).notes)
+            assert (
+                f"({b.intensity:.0f} FLOP/B) {'reaches ' if a is None else ''}{percent(p.fraction(b))}"
+                in sentence
+            )
+    assert not any(
+        n.startswith(short_gpu_name(p.gpu))
+        for p in PLACES[1:]
+        for n in readings.in_one_paragraph(PLACES).notes
+    )
 
 
 def test_a_gpu_without_the_marked_records_gets_a_note_not_a_sentence():

@@ -311,7 +311,9 @@ def gpus_with_current(benchmark: Benchmark) -> list[str]:
     reference GPU first: the reference GPU whenever it has a record (stale or not: it
     says so), another GPU only while its record describes the code as it stands
     (:func:`load`)."""
-    return [gpu for gpu in records.gpus_with_record(benchmark.name) if load(benchmark, gpu).record is not None]
+    return [
+        gpu for gpu in records.gpus_with_record(benchmark.name) if load(benchmark, gpu).record is not None
+    ]
 
 
 def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result:

@@ -4,9 +4,12 @@ import dataclasses
 
 import pytest
 
+from gpuperf.bench import catalog
 from gpuperf.pages import matmul, roofline
 from gpuperf.pages import roofline_readings as readings
 from gpuperf.pages.plotting import short_gpu_name
+from gpuperf.pages.prose import percent
+from gpuperf.pages.report import gpus_with_current
 
 PLACES = readings.placements()
 
@@ -15,15 +18,41 @@ def test_both_gpus_are_read():
     assert len(PLACES) >= 2
 
 
+def _sentence_of(text: str, placement) -> str:
+    """The sentence of ``text`` that opens on ``placement``'s GPU ('' without one)."""
+    head = f"On the {short_gpu_name(placement.gpu)} "
+    return next((s for s in text.split("On the ") if f"On the {s}".startswith(head)), "")
+
+
 def test_the_opening_paragraph_quotes_each_gpus_ridge_and_marked_kernels():
+    # Each GPU is read on the marked kernels it holds a current record of; one with
+    # neither is left out. The reference GPU holds both.
     text = readings.in_one_paragraph(PLACES).text()
+    with_a, with_b = gpus_with_current(catalog.VECTOR_ADD), gpus_with_current(catalog.MATMUL)
+    assert PLACES[0].slug in with_a and PLACES[0].slug in with_b
     for p in PLACES:
         a, b = readings.marked(p, "A"), readings.marked(p, "B")
+        assert (a is not None) == (p.slug in with_a) and (b is not None) == (p.slug in with_b)
+        sentence = " ".join(_sentence_of(text, p).split())
+        if a is None and b is None:
+            assert sentence == ""
+            continue
         ridge = p.roofs["bf16_tflops"].peak_tflops * 1e12 / (p.bandwidth_gbps * 1e9)
-        assert f"On the {short_gpu_name(p.gpu)}" in text
-        assert f"at {ridge:.0f} FLOP/B" in text
-        assert f"reaches {100 * a.tflops / p.roof_of(a).attainable(a.intensity):.0f}%" in text
-        assert f"({b.intensity:.0f} FLOP/B) {100 * p.fraction(b):.0f}%" in text
+        assert f"at {ridge:.0f} FLOP/B" in sentence
+        assert ("vector add" in sentence) == (a is not None)
+        assert ("bf16 matmul" in sentence) == (b is not None)
+        if a is not None:
+            assert f"reaches {100 * a.tflops / p.roof_of(a).attainable(a.intensity):.0f}%" in sentence
+        if b is not None:
+            assert (
+                f"({b.intensity:.0f} FLOP/B) {'reaches ' if a is None else ''}{percent(p.fraction(b))}"
+                in sentence
+            )
+    assert not any(
+        n.startswith(short_gpu_name(p.gpu))
+        for p in PLACES[1:]
+        for n in readings.in_one_paragraph(PLACES).notes
+    )
 
 
 def test_a_gpu_without_the_marked_records_gets_a_note_not_a_sentence():
@@ -33,28 +62,46 @@ def test_a_gpu_without_the_marked_records_gets_a_note_not_a_sentence():
     assert para.notes == (f"{short_gpu_name(bare.gpu)}: the vector add or bf16 matmul record is missing",)
 
 
-def test_each_reading_names_every_gpu():
-    for reading in (
-        readings.memory_bound,
-        readings.read_mix,
-        readings.compute_bound,
-        readings.real_traffic,
-        readings.far_below,
-        readings.launch_bound,
-        readings.l2_resident,
-        readings.causal,
-        readings.head_dims,
-        readings.skipped,
-    ):
+#: What each reading reads: a GPU holding a current record of any of these benchmarks
+#: is named in it, one holding none is not (None: every GPU is).
+NEEDS = {
+    readings.memory_bound: ("vector_add",),
+    readings.read_mix: tuple(bench for bench, _, _ in readings.READ_MIX),
+    readings.compute_bound: ("matmul",),
+    readings.real_traffic: ("matmul_order",),
+    readings.far_below: ("softmax",),
+    readings.launch_bound: ("vector_add",),
+    readings.l2_resident: None,
+    readings.causal: ("attention_forward", "attention_backward"),
+    readings.head_dims: ("attention_forward",),
+    readings.skipped: None,
+}
+
+
+def _current(benchmarks) -> set[str]:
+    """The GPUs holding a current record of any of ``benchmarks`` (every GPU for None)."""
+    if benchmarks is None:
+        return {p.slug for p in PLACES}
+    return {gpu for name in benchmarks for gpu in gpus_with_current(catalog.by_name(name))}
+
+
+def test_each_reading_names_every_gpu_with_a_current_record_of_what_it_reads():
+    for reading, needs in NEEDS.items():
         text = reading(PLACES)
+        current = _current(needs)
         for p in PLACES:
-            assert short_gpu_name(p.gpu) in text, (reading.__name__, p.gpu)
+            assert (short_gpu_name(p.gpu) in text) == (p.slug in current), (reading.__name__, p.gpu)
 
 
 def test_memory_bound_reading_compares_rates_with_bandwidths():
-    first, second = PLACES[:2]
-    a1, a2 = readings.marked(first, "A"), readings.marked(second, "A")
+    # The first two GPUs with a current vector-add record, if there are two.
+    pairs = [(p, a) for p in PLACES if (a := readings.marked(p, "A")) is not None][:2]
+    assert [p.slug for p, _ in pairs] == gpus_with_current(catalog.VECTOR_ADD)[:2]
     text = " ".join(readings.memory_bound(PLACES).split())
+    if len(pairs) < 2:
+        assert "x the rate" not in text
+        return
+    (first, a1), (second, a2) = pairs
     assert f"{a2.tflops / a1.tflops:.2f}x the rate" in text
     assert f"{second.bandwidth_gbps / first.bandwidth_gbps:.2f}x the copy bandwidth" in text
 
@@ -74,16 +121,22 @@ def test_an_unknown_letter_is_refused():
 
 def test_read_mix_gives_each_streams_share_of_the_copy_roof_and_marks_those_beyond_it():
     text = " ".join(readings.read_mix(PLACES).split())
-    rising = 0
+    rising = read = 0
     for p in PLACES:
         shares = []
         for bench, axes, reads in readings.READ_MIX:
             point = p.largest(bench, "triton", **axes)
+            # Each stream is read on the GPUs holding a current record of it.
+            assert (point is None) == (p.slug not in gpus_with_current(catalog.by_name(bench)))
+            if point is None:
+                continue
             mark = roofline.BEYOND_MARK if p.beyond_roof(point) else ""
             assert f"{bench} {reads}:1 {100 * p.fraction(point):.0f}%{mark}" in text
             shares.append(p.fraction(point))
-        rising += shares == sorted(shares)
-    assert f"rises with the bytes read per byte written on {rising} of {len(PLACES)} GPUs" in text
+        if len(shares) >= 2:
+            read += 1
+            rising += shares == sorted(shares)
+    assert f"rises with the bytes read per byte written on {rising} of {read} GPUs" in text
 
 
 def test_real_traffic_counts_flops_per_byte_read_from_dram_against_the_ridge():

@@ -306,6 +306,16 @@ def current_others(benchmark: Benchmark, first: str) -> list[Result]:
     return [r for r in found if r.record is not None and not r.notes]
 
 
+def gpus_with_current(benchmark: Benchmark) -> list[str]:
+    """Folders of the GPUs whose committed record of ``benchmark`` a page shows, the
+    reference GPU first: the reference GPU whenever it has a record (stale or not: it
+    says so), another GPU only while its record describes the code as it stands
+    (:func:`load`)."""
+    return [
+        gpu for gpu in records.gpus_with_record(benchmark.name) if load(benchmark, gpu).record is not None
+    ]
+
+
 def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result:
     """Measure ``benchmark`` live when a GPU is usable, else load its committed record;
     either way, with every other GPU's current committed record of it in

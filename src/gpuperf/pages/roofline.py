@@ -300,6 +300,11 @@ class Placement:
             and all(p.axes.get(k) == v for k, v in axes.items())
         ]
 
+    def has(self, benchmark: str) -> bool:
+        """Whether a current record of ``benchmark`` is placed here (a record of code that
+        has changed since is placed only on the reference GPU, with a note)."""
+        return benchmark in self.provenance
+
     def largest(self, benchmark: str, provider: str | None = None, **axes) -> Point | None:
         """Of :meth:`find`'s points, the one doing the most work (FLOPs, then bytes), or None."""
         found = self.find(benchmark, provider, **axes)

@@ -1,7 +1,9 @@
 """What the roofline guide reads off its charts, as sentences printed from the records.
 
 Each function takes the GPUs' placements (:func:`gpuperf.pages.roofline.load_gpu`) and
-returns the lines the guide prints for one of its readings: the roofs measured against
+returns the lines the guide prints for one of its readings, naming the GPUs that hold a
+current record of what it reads (another GPU's record of code that has changed since is
+not placed, so that GPU is left out of the readings that need it): the roofs measured against
 the datasheet's, the three marked kernels (memory-bound on its roof, compute-bound near
 it, far below it), and the model's limits (launch latency, L2, uneven work, units the
 chart does not draw). :func:`in_one_paragraph` opens the guide with its answer. Nothing
@@ -13,7 +15,7 @@ from __future__ import annotations
 import itertools
 import textwrap
 
-from gpuperf.bench import catalog
+from gpuperf.bench import catalog, records
 from gpuperf.pages import roofline
 from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, percent
@@ -65,22 +67,37 @@ def _name(placement: Placement) -> str:
 
 def in_one_paragraph(places: list[Placement] | None = None) -> Paragraph:
     """The guide's answer: per GPU, the ridge point, and how close the marked
-    memory-bound and compute-bound kernels come to their roofs."""
+    memory-bound and compute-bound kernels come to their roofs.
+
+    A GPU is read on the marked kernels it has a current record of, and left out without
+    either; only the reference GPU (:func:`gpuperf.bench.records.reference_gpu`) gets a
+    note for a missing one, and for its stale records."""
     places = placements() if places is None else places
     sentences, notes = [], []
     for p in places:
         a, b = marked(p, "A"), marked(p, "B")
-        if a is None or b is None or "bf16_tflops" not in p.roofs:
-            notes.append(f"{short_gpu_name(p.gpu)}: the vector add or bf16 matmul record is missing")
+        bf16 = p.roofs.get("bf16_tflops")
+        if p.slug == records.reference_gpu():
+            notes += [f"{short_gpu_name(p.gpu)}: {n}" for n in p.notes]
+            if a is None or b is None or bf16 is None:
+                notes.append(f"{short_gpu_name(p.gpu)}: the vector add or bf16 matmul record is missing")
+        # Another GPU without a current record of a marked kernel is read on the others alone.
+        if bf16 is None or (a is None and b is None):
             continue
+        clauses = []
+        if a is not None:
+            clauses.append(
+                f"vector add ({a.intensity:.3f} FLOP/B) reaches {percent(p.fraction(a))} of its roof"
+            )
+        if b is not None:
+            share = percent(p.fraction(b)) if clauses else f"reaches {percent(p.fraction(b))} of its roof"
+            clauses.append(f"the bf16 matmul at {format_x(b.x)} ({b.intensity:.0f} FLOP/B) {share}")
         sentences.append(
             f"On the {short_gpu_name(p.gpu)} the measured bf16 roof meets the copy bandwidth "
-            f"({format_rate(p.bandwidth_gbps, 'GB/s')}) at "
-            f"{p.roofs['bf16_tflops'].ridge:.0f} FLOP/B: vector add ({a.intensity:.3f} FLOP/B) reaches "
-            f"{percent(p.fraction(a))} of its roof and the bf16 matmul at "
-            f"{format_x(b.x)} ({b.intensity:.0f} FLOP/B) {percent(p.fraction(b))}."
+            f"({format_rate(p.bandwidth_gbps, 'GB/s')}) at {bf16.ridge:.0f} FLOP/B: "
+            + " and ".join(clauses)
+            + "."
         )
-        notes += [f"{short_gpu_name(p.gpu)}: {n}" for n in p.notes]
     if sentences:
         sentences.append(
             "Almost everything but large matmuls and attention is memory-bound, and a "
@@ -113,8 +130,9 @@ def roofs(places: list[Placement]) -> str:
 
 
 def memory_bound(places: list[Placement]) -> str:
-    """Reading A: vector add at its largest size against the bandwidth slope, per GPU, and
-    the rate from one GPU to the next against the ratio of their copy bandwidths."""
+    """Reading A: vector add at its largest size against the bandwidth slope, per GPU with
+    a current record of it, and the rate from the first such GPU to the second against the
+    ratio of their copy bandwidths."""
     out = []
     for p in places:
         a = marked(p, "A")
@@ -126,8 +144,8 @@ def memory_bound(places: list[Placement]) -> str:
             f"({roofline.bound_by(p, a)}-bound: the ridge is at "
             f"{p.roof_of(a).ridge / a.intensity:,.0f}x its intensity)"
         )
-    pairs = [(p, marked(p, "A")) for p in places[:2]]
-    if len(pairs) == 2 and all(a is not None for _, a in pairs):
+    pairs = [(p, a) for p in places if (a := marked(p, "A")) is not None][:2]
+    if len(pairs) == 2:
         (first, a1), (second, a2) = pairs
         out.append(
             f"{short_gpu_name(second.gpu)} / {short_gpu_name(first.gpu)}: "

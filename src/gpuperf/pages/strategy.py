@@ -177,7 +177,8 @@ def classify_table(cases: Sequence[tuple] = CLASSIFY) -> str:
     its arithmetic runs on with that roof's ridge point, whether it sits below the ridge
     (memory-bound) or above it (compute-bound), and the share of that roof our kernel
     reaches at its intensity: its rate over ``min(peak, intensity x copy bandwidth)``.
-    One table per GPU.
+    One table per GPU, with the kernels it holds a current record of (another GPU's
+    record of code that has changed since is left out, and so is a GPU without any).
 
     Raises:
         TypeError: a case is not ``(Benchmark, x, dict)``.
@@ -220,7 +221,8 @@ def classify_table(cases: Sequence[tuple] = CLASSIFY) -> str:
                     Cell(share),
                 ]
             )
-        sections.append(section)
+        if section.rows:
+            sections.append(section)
     return render(sections, notes)
 
 

@@ -20,10 +20,7 @@ from gpuperf.kernels._validation import check_same_shape, check_tensors
 
 @triton.jit
 def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    """``out = x + y`` over ``n_elements`` contiguous elements, one ``BLOCK_SIZE`` block per
-    program: launch ``add_kernel[(cdiv(n_elements, BLOCK_SIZE),)](x, y, out, n_elements,
-    BLOCK_SIZE=...)`` on three contiguous tensors of one dtype (no checks: :func:`vector_add`
-    is the validating wrapper)."""
+    """out = x + y over n_elements contiguous elements, one BLOCK_SIZE block per program."""
     pid = tl.program_id(axis=0)
     # int64 before the multiply: pid * BLOCK_SIZE passes 2**31 on tensors of 8 GB of fp32.
     block_start = pid.to(tl.int64) * BLOCK_SIZE

@@ -241,6 +241,7 @@ def test_a_live_page_shows_its_plan_and_a_progress_bar_off_the_page(measured, pa
     monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(measured))
     monkeypatch.setattr(plan, "_SHOWN", plan._Shown())
     monkeypatch.setattr(plan, "current", lambda usable: plan.Build("auto", GPU))
+    monkeypatch.setattr(report, "LIVE", report.LiveRecords())  # nothing measured before
     monkeypatch.setattr(sys, "argv", [str(pages[0])])
     for name in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TORCHINDUCTOR_FX_GRAPH_CACHE"):
         monkeypatch.setenv(name, "kept")  # use_compile_caches leaves them as they are
@@ -274,3 +275,36 @@ def test_the_records_path_stays_as_it_was(monkeypatch, capsys):
     result = report.run_or_load(catalog.VECTOR_ADD)
     assert result.source == "committed"
     assert terminal.getvalue() == "" and capsys.readouterr().out == ""
+
+
+def test_a_benchmark_shown_on_two_pages_is_measured_once_and_ceilings_are_reused(
+    measured, pages, monkeypatch
+):
+    """One build, one process: the second page that shows a benchmark gets the record the
+    first measured, and a later benchmark gets the ceilings measured so far."""
+    from gpuperf.bench import runner
+
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(measured))
+    monkeypatch.setattr(plan, "_SHOWN", plan._Shown())
+    monkeypatch.setattr(plan, "current", lambda usable: plan.Build("auto", GPU))
+    monkeypatch.setattr(report, "LIVE", report.LiveRecords())
+    monkeypatch.setattr(sys, "argv", [str(pages[0])])
+    monkeypatch.setattr(sys, "__stderr__", io.StringIO())
+    for name in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TORCHINDUCTOR_FX_GRAPH_CACHE"):
+        monkeypatch.setenv(name, "kept")
+    monkeypatch.setenv("TORCHINDUCTOR_AUTOGRAD_CACHE", "1")
+    calls = []
+
+    def fake_run(benchmark, *, ceilings=None, log=print, step=None):
+        calls.append((benchmark.name, dict(ceilings)))
+        record = synthetic_record(benchmark, n_x=3)
+        record["ceilings"] = {"copy_gbps": {"value": 3000.0, "unit": "GB/s"}}
+        return record
+
+    monkeypatch.setattr(runner, "run", fake_run)
+    first = report.run_or_load(catalog.VECTOR_ADD)
+    again = report.run_or_load(catalog.VECTOR_ADD)
+    assert again.record is first.record and again.source == "live"
+    report.run_or_load(catalog.SOFTMAX)
+    assert [name for name, _ in calls] == ["vector_add", "softmax"]
+    assert calls[0][1] == {} and calls[1][1] == {"copy_gbps": {"value": 3000.0, "unit": "GB/s"}}

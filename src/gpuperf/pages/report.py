@@ -316,6 +316,31 @@ def gpus_with_current(benchmark: Benchmark) -> list[str]:
     ]
 
 
+class LiveRecords:
+    """What this process has measured live: each benchmark's record (by its declaration:
+    a variant of a benchmark is another one) and the ceilings measured with them. A build
+    runs every page in one process, so a benchmark several pages show (the host-time one
+    is on four) is measured once, and the copy bandwidth and matmul peaks once, not again
+    on every page."""
+
+    def __init__(self):
+        self.records: dict[Benchmark, dict] = {}
+        self.ceilings: dict[str, dict] = {}
+
+    def measure(self, benchmark: Benchmark, ceilings: dict | None, measure) -> dict:
+        """The record of ``benchmark`` measured earlier in this process, or ``measure(ceilings)``
+        with the ceilings measured so far added to ``ceilings`` (those given win)."""
+        if benchmark not in self.records:
+            record = measure({**self.ceilings, **(ceilings or {})})
+            self.records[benchmark] = record
+            self.ceilings.update(record["ceilings"])
+        return self.records[benchmark]
+
+
+#: The live records of this process (:class:`LiveRecords`).
+LIVE = LiveRecords()
+
+
 def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result:
     """Measure ``benchmark`` live when a GPU is usable, else load its committed record;
     either way, with every other GPU's current committed record of it in
@@ -333,7 +358,9 @@ def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result
     the GPU, how long its measuring took last time: :func:`gpuperf.pages.plan.announce_page`).
     Measuring live shows a progress bar (the size and the provider being timed) on the
     process's own stderr, not on the page, and keeps compiled work in the folder of
-    :func:`gpuperf.caches.use_compile_caches`.
+    :func:`gpuperf.caches.use_compile_caches`. A benchmark already measured live in this
+    process is not measured again, and ceilings measured on an earlier page are reused
+    (:data:`LIVE`).
 
     Raises:
         ValueError: ``GPUPERF_BENCH`` is not auto, live or records.
@@ -347,8 +374,12 @@ def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result
 
         use_compile_caches()
         gpu = records.gpu_slug(build.gpu) if build.gpu else records.reference_gpu()
-        with progress([benchmark], gpu, file=sys.__stderr__) as bar:
-            record = run(benchmark, ceilings=ceilings, log=lambda line: None, step=bar.step)
+
+        def measure(known: dict) -> dict:
+            with progress([benchmark], gpu, file=sys.__stderr__) as bar:
+                return run(benchmark, ceilings=known, log=lambda line: None, step=bar.step)
+
+        record = LIVE.measure(benchmark, ceilings, measure)
         here = records.gpu_slug(record["provenance"]["gpu"])
         return Result(benchmark, record, "live", others=current_others(benchmark, here))
     main = load(benchmark)

@@ -308,3 +308,17 @@ def test_a_benchmark_shown_on_two_pages_is_measured_once_and_ceilings_are_reused
     report.run_or_load(catalog.SOFTMAX)
     assert [name for name, _ in calls] == ["vector_add", "softmax"]
     assert calls[0][1] == {} and calls[1][1] == {"copy_gbps": {"value": 3000.0, "unit": "GB/s"}}
+
+
+def test_a_benchmark_two_pages_show_counts_on_the_first_only(measured, pages, tmp_path):
+    again = _script(
+        tmp_path,
+        "03_c.py",
+        "from gpuperf.bench.catalog import VECTOR_ADD\nfrom gpuperf.pages import show\nshow(VECTOR_ADD)\n",
+    )
+    text = plan.describe([*pages, again], plan.Build("auto", GPU), measured)
+    assert "2 measurements on 3 pages: about 1.5 min for the 1 whose last wall time is recorded" in text
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if "tutorials/03_c.py" in line)
+    assert lines[at].endswith("nothing to measure")
+    assert lines[at + 1].strip() == "vector_add (measured on an earlier page)"

@@ -235,7 +235,8 @@ def describe(scripts, build: Build, root=None, caches: dict | None = None) -> st
     """The plan of a build over the page scripts ``scripts`` (paths, in build order): the
     :func:`headline`, how to choose the other way and, with a usable GPU, each page's
     benchmarks with how long measuring them took last time (the sum of their records'
-    ``wall_s`` on this GPU, else on the reference GPU). ``caches``
+    ``wall_s`` on this GPU, else on the reference GPU); a benchmark an earlier page shows
+    counts there only, since one build measures it once. ``caches``
     (:func:`gpuperf.caches.use_compile_caches`' answer) names where compiled work is kept.
 
     Raises:
@@ -246,7 +247,14 @@ def describe(scripts, build: Build, root=None, caches: dict | None = None) -> st
         return lines[0]
     gpu = _estimate_gpu(build, root)
     pages = [(_page_name(s), benchmarks_of(s)) for s in scripts]
-    walls = [{b.name: bench_plan.last_wall_s(b, gpu, root) for b in bs} for _, bs in pages]
+    # One process builds every page and measures a benchmark once (pages.report.LIVE):
+    # only the first page that shows it pays for it.
+    seen: set[str] = set()
+    walls = []
+    for _, benchmarks in pages:
+        new = [b for b in benchmarks if b.name not in seen]
+        seen.update(b.name for b in new)
+        walls.append({b.name: bench_plan.last_wall_s(b, gpu, root) for b in new})
     every = [w for page in walls for w in page.values()]
     total = f"{len(every)} measurements on {len(pages)} pages: {bench_plan.about(every)}"
     if not build.live:
@@ -262,8 +270,10 @@ def describe(scripts, build: Build, root=None, caches: dict | None = None) -> st
     lines.append(f"Measuring each page took, last time ({_source(build, gpu)}; each record's wall_s):")
     width = max((len(name) for name, _ in pages), default=0)
     for (name, benchmarks), page in zip(pages, walls, strict=True):
-        listed = ", ".join(b.name for b in benchmarks)
-        lines.append(f"  {name:<{width}}  {_page_minutes(page) if benchmarks else 'nothing to measure'}")
+        listed = ", ".join(
+            b.name if b.name in page else f"{b.name} (measured on an earlier page)" for b in benchmarks
+        )
+        lines.append(f"  {name:<{width}}  {_page_minutes(page) if page else 'nothing to measure'}")
         if listed:
             lines.append(f"  {'':<{width}}    {listed}")
     lines.append(

@@ -78,6 +78,11 @@ def _each(shown: Mapping[str, dict], write: Callable[[dict], list[str]]) -> str:
     return "\n".join(blocks)
 
 
+def _each_size(shown: Mapping[str, dict], line: Callable[[dict], str]) -> str:
+    """:func:`_each` with one line per size of the timing capture: ``line(entry)``."""
+    return _each(shown, lambda capture: [line(entry) for entry in capture["payload"]["sizes"]])
+
+
 def _reading(entry: dict, key: str) -> dict:
     """One reading (``do_bench``, ``one_call``, ...) of one size of the timing capture.
 
@@ -126,25 +131,22 @@ def flush_effect(shown: Mapping[str, dict]) -> str:
     Slower: with no flush queued ahead of it, each run waited for the host's next launch,
     and the events timed that wait."""
 
-    def write(capture: dict) -> list[str]:
-        lines = []
-        for entry in capture["payload"]["sizes"]:
-            bench, warm = _reading(entry, "do_bench"), _reading(entry, "do_bench_no_flush")
-            ratio = bench["median"] / warm["median"]
-            if bench["p20"] <= warm["median"] <= bench["p80"]:
-                unflushed = "the same without the flush (within the flushed runs' p20-p80)"
-            elif ratio >= 1:
-                unflushed = f"{times(ratio)} faster without the flush (inputs found in L2)"
-            else:
-                unflushed = f"{times(1 / ratio)} slower without the flush (each run waits for its launch)"
-            lines.append(
-                f"{entry['rows']:>6,} rows ({entry['bytes'] / 1e6:,.1f} MB): {unflushed}; flushed "
-                f"runs: p80/p20 {times(bench['p80'] / bench['p20'])}, "
-                f"mean/median {times(bench['mean'] / bench['median'])}"
-            )
-        return lines
+    def line(entry: dict) -> str:
+        bench, warm = _reading(entry, "do_bench"), _reading(entry, "do_bench_no_flush")
+        ratio = bench["median"] / warm["median"]
+        if bench["p20"] <= warm["median"] <= bench["p80"]:
+            unflushed = "the same without the flush (within the flushed runs' p20-p80)"
+        elif ratio >= 1:
+            unflushed = f"{times(ratio)} faster without the flush (inputs found in L2)"
+        else:
+            unflushed = f"{times(1 / ratio)} slower without the flush (each run waits for its launch)"
+        return (
+            f"{entry['rows']:>6,} rows ({entry['bytes'] / 1e6:,.1f} MB): {unflushed}; flushed "
+            f"runs: p80/p20 {times(bench['p80'] / bench['p20'])}, "
+            f"mean/median {times(bench['mean'] / bench['median'])}"
+        )
 
-    return _each(shown, write)
+    return _each_size(shown, line)
 
 
 # --- CUDA events and CUDA graphs -------------------------------------------------------
@@ -204,36 +206,30 @@ def launch_share(shown: Mapping[str, dict]) -> str:
     """For each size, what CUDA events around one call read beyond the GPU's own time
     (the CUDA-graph time): the launch, timed with the kernel."""
 
-    def write(capture: dict) -> list[str]:
-        lines = []
-        for entry in capture["payload"]["sizes"]:
-            one = _reading(entry, "one_call")["median"]
-            graph = _reading(entry, "cuda_graph")["median"]
-            lines.append(
-                f"{entry['rows']:>6,} rows: one call reads {one * 1e3:,.1f} µs, the kernel "
-                f"{graph * 1e3:,.1f} µs: {100 * (one - graph) / one:.0f}% is not the kernel"
-            )
-        return lines
+    def line(entry: dict) -> str:
+        one = _reading(entry, "one_call")["median"]
+        graph = _reading(entry, "cuda_graph")["median"]
+        return (
+            f"{entry['rows']:>6,} rows: one call reads {one * 1e3:,.1f} µs, the kernel "
+            f"{graph * 1e3:,.1f} µs: {100 * (one - graph) / one:.0f}% is not the kernel"
+        )
 
-    return _each(shown, write)
+    return _each_size(shown, line)
 
 
 def graph_gain(shown: Mapping[str, dict]) -> str:
     """For each size, the time per call of back-to-back launches against the same calls
     replayed from a CUDA graph: what the graph removes."""
 
-    def write(capture: dict) -> list[str]:
-        lines = []
-        for entry in capture["payload"]["sizes"]:
-            loop = _reading(entry, "many_calls")["median"]
-            graph = _reading(entry, "cuda_graph")["median"]
-            lines.append(
-                f"{entry['rows']:>6,} rows: {loop * 1e3:,.1f} µs per call from Python, "
-                f"{graph * 1e3:,.1f} µs from a graph ({times(loop / graph)})"
-            )
-        return lines
+    def line(entry: dict) -> str:
+        loop = _reading(entry, "many_calls")["median"]
+        graph = _reading(entry, "cuda_graph")["median"]
+        return (
+            f"{entry['rows']:>6,} rows: {loop * 1e3:,.1f} µs per call from Python, "
+            f"{graph * 1e3:,.1f} µs from a graph ({times(loop / graph)})"
+        )
 
-    return _each(shown, write)
+    return _each_size(shown, line)
 
 
 # --- the benchmark against the copy roof -----------------------------------------------

@@ -55,8 +55,9 @@ def write(out_dir: Path, tutorials_dir: Path) -> Path:
     gpus = _gpus()
     names = {}
     for gpu in gpus:
-        result = next((load(b, gpu) for b in catalog.ALL if records.record_path(b.name, gpu).exists()), None)
-        names[gpu] = short_gpu_name(result.gpu) if result and result.gpu else gpu
+        # The name from the first record of this GPU that is current (a stale one is not loaded).
+        loaded = (load(b, gpu) for b in catalog.ALL if records.record_path(b.name, gpu).exists())
+        names[gpu] = next((short_gpu_name(r.gpu) for r in loaded if r.gpu), gpu)
     lines = [
         ".. list-table:: What each tutorial found, per GPU: the kernel under study against each",
         "   benchmark's baseline and ceiling, over every size measured (computed from the records)",
@@ -74,7 +75,7 @@ def write(out_dir: Path, tutorials_dir: Path) -> Path:
         results = {gpu: [load(b, gpu) for b in benchmarks] for gpu in gpus}
         for gpu in gpus:
             when = last_measured(results[gpu])
-            lines += _cell(f"last measured {when[0]}, gpuperf ``{when[1]}``" if when else "not measured")
+            lines += _cell(f"last measured {when[0]}, gpuperf ``{when[1]}``" if when else "no current record")
         for i, bench in enumerate(benchmarks):
             lines += [f"   * - {bench.title}"]
             for gpu in gpus:

@@ -40,12 +40,30 @@ _TRITON = catalog.VECTOR_ADD.providers[0]
             {"axes": (("dtype", ("float32",)),), "compute_roof": lambda: "bf16_tflops"},
             r"compute_roof\(dtype='float32'\) failed",
         ),
+        ({"quick": (("size", (4096,)),)}, "quick: 'size' is neither the x"),
+        ({"quick": (("n_elements", (3,)),)}, "quick: 'n_elements' needs distinct values among"),
+        ({"quick": (("n_elements", ()),)}, "quick: 'n_elements' needs distinct values"),
+        ({"quick": (("n_elements", (4096,)), ("n_elements", (8192,)))}, "quick must name each"),
     ],
     ids=lambda v: next(iter(v)) if isinstance(v, dict) else None,
 )
 def test_inconsistent_declarations_are_refused(change, field):
     with pytest.raises(ValueError, match=field):
         dataclasses.replace(catalog.VECTOR_ADD, **change)
+
+
+def test_a_quick_sweep_keeps_the_declared_values_it_names_in_declared_order():
+    attention = catalog.ATTENTION_FORWARD
+    xs, combos = attention.sweep(quick=True)
+    assert xs == (4096, 16384)
+    assert [c["dtype"] for c in combos] == ["float16"] * 4
+    masks = [(c["head_dim"], c["causal"]) for c in combos]
+    assert masks == [(64, False), (64, True), (128, False), (128, True)]
+    assert attention.sweep() == (attention.x_values, attention.combos())
+    # Without a quick part, a quick run is the whole sweep.
+    assert catalog.VECTOR_ADD.sweep(quick=True) == (catalog.VECTOR_ADD.x_values, [{}])
+    reordered = dataclasses.replace(catalog.VECTOR_ADD, quick=(("n_elements", (2**20, 2**12)),))
+    assert reordered.sweep(quick=True)[0] == (2**12, 2**20)
 
 
 def test_combos_without_axes():

@@ -189,7 +189,7 @@ def test_a_pages_own_plan(measured, pages):
         "tutorials/01_a.py measures live on Test GPU 80GB (GPUPERF_BENCH=auto); "
         "GPUPERF_BENCH=records loads the committed records instead."
     )
-    assert "vector_add" in live[1] and live[1].endswith("points, took 1.5 min last time")
+    assert "vector_add" in live[1] and live[1].endswith("points, about 1.5 min")
     assert "softmax" in live[2] and live[2].endswith("points, time not recorded")
     assert live[3] == f"  about 1.5 min for the 1 whose last wall time is recorded (on {SLUG})"
     loads = plan.describe_page(pages[0], plan.Build("records", GPU), measured)
@@ -201,7 +201,8 @@ def test_a_pages_own_plan(measured, pages):
 
 def test_the_setting_is_checked(monkeypatch):
     monkeypatch.setenv("GPUPERF_BENCH", "sometimes")
-    with pytest.raises(ValueError, match="GPUPERF_BENCH must be auto, live or records, got 'sometimes'"):
+    refused = "GPUPERF_BENCH must be auto, live, full or records, got 'sometimes'"
+    with pytest.raises(ValueError, match=refused):
         plan.current(False)
     monkeypatch.delenv("GPUPERF_BENCH")
     assert plan.current(False) == plan.Build("auto", None)
@@ -249,7 +250,7 @@ def test_a_live_page_shows_its_plan_and_a_progress_bar_off_the_page(measured, pa
     terminal = io.StringIO()
     monkeypatch.setattr(sys, "__stderr__", terminal)
 
-    def fake_run(benchmark, *, ceilings=None, log=print, step=None):
+    def fake_run(benchmark, *, x_values=None, combos=None, ceilings=None, log=print, step=None):
         step("vector_add size=4096 triton")
         step("vector_add size=4096 torch")
         return synthetic_record(benchmark, n_x=99)
@@ -295,7 +296,7 @@ def test_a_benchmark_shown_on_two_pages_is_measured_once_and_ceilings_are_reused
     monkeypatch.setenv("TORCHINDUCTOR_AUTOGRAD_CACHE", "1")
     calls = []
 
-    def fake_run(benchmark, *, ceilings=None, log=print, step=None):
+    def fake_run(benchmark, *, x_values=None, combos=None, ceilings=None, log=print, step=None):
         calls.append((benchmark.name, dict(ceilings)))
         record = synthetic_record(benchmark, n_x=3)
         record["ceilings"] = {"copy_gbps": {"value": 3000.0, "unit": "GB/s"}}
@@ -322,3 +323,24 @@ def test_a_benchmark_two_pages_show_counts_on_the_first_only(measured, pages, tm
     at = next(i for i, line in enumerate(lines) if "tutorials/03_c.py" in line)
     assert lines[at].endswith("nothing to measure")
     assert lines[at + 1].strip() == "vector_add (measured on an earlier page)"
+
+
+def test_a_quick_build_counts_the_points_it_measures_and_full_measures_every_sweep(
+    measured, pages, monkeypatch
+):
+    """vector_add declared with a quick part of 2 of its 17 sizes: a live build plans 2 of
+    34 points and scales the recorded 90 s to them; GPUPERF_BENCH=full plans them all."""
+    import dataclasses
+
+    quick = dataclasses.replace(catalog.VECTOR_ADD, quick=(("n_elements", (2**12, 2**20)),))
+    monkeypatch.setattr(catalog, "VECTOR_ADD", quick)
+    page = plan.describe_page(pages[0], plan.Build("auto", GPU), measured).splitlines()
+    assert " ".join(page[1].split()) == "vector_add 4 of 34 points (quick), about 0.2 min"
+    site = plan.describe(pages, plan.Build("live", GPU), measured)
+    assert "GPUPERF_BENCH=full measures every sweep whole" in site
+    assert "scaled to the points measured" in site
+    full = plan.describe_page(pages[0], plan.Build("full", GPU), measured).splitlines()
+    assert " ".join(full[1].split()) == "vector_add 34 points, about 1.5 min"
+    assert "every sweep whole" not in plan.describe(pages, plan.Build("full", GPU), measured)
+    assert plan.Build("full", GPU).live and not plan.Build("full", GPU).quick
+    assert plan.Build("auto", GPU).quick and not plan.Build("records", GPU).quick

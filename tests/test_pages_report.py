@@ -223,7 +223,7 @@ def test_live_mode_without_gpu_fails_clearly(monkeypatch):
 
 def test_bad_mode_is_rejected(monkeypatch):
     monkeypatch.setenv("GPUPERF_BENCH", "sometimes")
-    with pytest.raises(ValueError, match="GPUPERF_BENCH must be auto, live or records"):
+    with pytest.raises(ValueError, match="GPUPERF_BENCH must be auto, live, full or records"):
         run_or_load(catalog.VECTOR_ADD)
 
 

@@ -48,9 +48,19 @@ def stale(benchmarks, gpu: str, root=None) -> list[Benchmark]:
     return [b for b in benchmarks if why_stale(b, gpu, root)]
 
 
-def points(benchmark: Benchmark) -> int:
-    """Provider measurements in one run of ``benchmark``: combinations × x values × providers."""
-    return len(benchmark.combos()) * len(benchmark.x_values) * len(benchmark.providers)
+def points(benchmark: Benchmark, quick: bool = False) -> int:
+    """Provider measurements in one run of ``benchmark``: combinations × x values × providers,
+    of its whole sweep or, with ``quick``, of its quick part (:meth:`Benchmark.sweep`)."""
+    xs, combos = benchmark.sweep(quick)
+    return len(combos) * len(xs) * len(benchmark.providers)
+
+
+def expected_wall_s(benchmark: Benchmark, gpu: str, root=None, quick: bool = False) -> float | None:
+    """Seconds a run of ``benchmark`` on the GPU folder ``gpu`` should take: the last
+    measurement's :func:`last_wall_s`, scaled by the share of its points that a quick run
+    measures (with ``quick``); None where the wall time is not recorded."""
+    wall = last_wall_s(benchmark, gpu, root)
+    return None if wall is None else wall * points(benchmark, quick) / points(benchmark)
 
 
 def last_wall_s(benchmark: Benchmark, gpu: str, root=None) -> float | None:
@@ -122,11 +132,11 @@ class _Bar:
 
 
 @contextlib.contextmanager
-def progress(benchmarks, gpu: str, root=None, *, file=None) -> Iterator[_Bar]:
+def progress(benchmarks, gpu: str, root=None, *, file=None, quick: bool = False) -> Iterator[_Bar]:
     """A progress bar over every provider measurement of ``benchmarks`` (tqdm, on ``file``,
-    default stderr): the benchmark, the point and the provider being measured, the points
-    done and an ETA."""
-    bar = _Bar(sum(points(b) for b in benchmarks), file)
+    default stderr), of their quick part with ``quick``: the benchmark, the point and the
+    provider being measured, the points done and an ETA."""
+    bar = _Bar(sum(points(b, quick) for b in benchmarks), file)
     try:
         yield bar
     finally:

@@ -26,6 +26,7 @@ def run(
     benchmark: Benchmark,
     *,
     x_values=None,
+    combos: list[dict] | None = None,
     ceilings: dict | None = None,
     log: Callable[[str], None] = print,
     step: Callable[[str], None] | None = None,
@@ -42,6 +43,8 @@ def run(
     Args:
         benchmark: the declaration to run.
         x_values: x values to measure (default: ``benchmark.x_values``).
+        combos: axis combinations to measure (default: all of ``benchmark.combos()``);
+            with ``x_values``, :meth:`Benchmark.sweep`'s answer for a quick run.
         ceilings: ceilings measured earlier in the same run; those the benchmark
             needs and that are absent are measured now, once each.
         log: called with one line per measurement.
@@ -64,7 +67,7 @@ def run(
     # constants) as code its calls ran. Imported here, it is not traced.
     importlib.import_module("gpuperf.kernels")
     ran: set[str] = set()
-    combos = benchmark.combos()
+    combos = benchmark.combos() if combos is None else list(combos)
     ceilings = dict(ceilings or {})
     needed = dict.fromkeys(k for c in combos if (k := benchmark.ceiling_key(**c)) is not None)
     missing = tuple(k for k in needed if k not in ceilings)

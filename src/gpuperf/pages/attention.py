@@ -150,12 +150,9 @@ def in_one_paragraph() -> prose.Paragraph:
     return prose.paragraph(*sentences, notes=notes)
 
 
-def _on(result: Result, gpu: str) -> Result | None:
-    """``result.on(gpu)``, or None when that GPU has no record."""
-    try:
-        return result.on(gpu)
-    except ValueError:
-        return None
+def _named(result: Result, name: str) -> Result | None:
+    """The GPU of ``result`` whose :attr:`~gpuperf.pages.report.Result.name` is ``name``, or None."""
+    return next((r for r in result.gpus() if r.name == name), None)
 
 
 def _row(result: Result | None, provider: str, seq_len: int, combo: dict) -> dict | None:
@@ -205,7 +202,8 @@ def naive_vs_fused(forward: Result, memory: Result) -> str:
             f"results, got {forward.benchmark.name} and {memory.benchmark.name}"
         )
     notes = [*forward.all_notes(), *memory.all_notes()]
-    gpus = list(dict.fromkeys(records.gpu_slug(r.gpu) for r in (*forward.gpus(), *memory.gpus())))
+    # By name: a quick live build shows its own points beside the same GPU's committed sweep.
+    gpus = list(dict.fromkeys(r.name for r in (*forward.gpus(), *memory.gpus())))
     if not gpus:
         return render([], notes)
     header = ["S", "GPU"]
@@ -214,14 +212,14 @@ def naive_vs_fused(forward: Result, memory: Result) -> str:
         header += [f"{who} forward ms", f"{who} TFLOP/s", f"{who} step GiB"]
     section = Section("fp16, D = 128, not causal", header)
     for s in ATTENTION_FORWARD.x_values:
-        for gpu in gpus:
-            fwd, mem = _on(forward, gpu), _on(memory, gpu)
-            name = short_gpu_name((fwd or mem).gpu)
+        for name in gpus:
+            fwd, mem = _named(forward, name), _named(memory, name)
+            rows = [(_row(fwd, p, s, NAIVE_COMBO), _row(mem, p, s, {})) for p in ("naive", "triton")]
+            if not any(row for pair in rows for row in pair):
+                continue  # not measured at this S on that GPU
             cells = [Cell(str(s), s), Cell(name, name)]
-            for provider in ("naive", "triton"):
-                row = _row(fwd, provider, s, NAIVE_COMBO)
-                cells += [_number(row, "ms", 2), _number(row, "value", 0)]
-                cells.append(_number(_row(mem, provider, s, {}), "value", 2))
+            for row, step in rows:
+                cells += [_number(row, "ms", 2), _number(row, "value", 0), _number(step, "value", 2)]
             section.rows.append(cells)
     return render([section], notes)
 
@@ -249,7 +247,9 @@ def speedups(forward: Result, backward: Result, others=("flash", "cudnn", "flex"
         section = Section(f"{label}, S ≥ {MIN_SEQ}: other's time / ours", header)
         for combo in result.benchmark.combos():
             for gpu_result in result.gpus():
-                name = short_gpu_name(gpu_result.gpu)
+                if not gpu_result.values(**combo):
+                    continue  # not measured on that GPU (a quick live build measures part)
+                name = gpu_result.name
                 cells = [Cell(combo["dtype"]), Cell(str(combo["head_dim"]), combo["head_dim"])]
                 cells += [Cell(str(combo["causal"])), Cell(name)]
                 for other in others:
@@ -286,7 +286,7 @@ def memory_saving(memory: Result) -> str:
         if by_naive:
             parts.append(f"the naive version {prose.span(by_naive, '{:.0f}'.format)}×")
         if parts:
-            lines.append(f"{short_gpu_name(result.gpu)}: {', '.join(parts)} our memory")
+            lines.append(f"{result.name}: {', '.join(parts)} our memory")
     return "\n".join(lines)
 
 

@@ -221,7 +221,7 @@ def ratio_table(result: Result) -> str:
     sections = []
     for r in result.gpus():
         shapes = r.benchmark.x_values
-        section = Section(short_gpu_name(r.gpu), ["scaling", "accumulation", *map(format_x, shapes)])
+        section = Section(r.name, ["scaling", "accumulation", *map(format_x, shapes)])
         for scaling in SCALINGS:
             for accumulation in ACCUMULATIONS:
                 ratios = r.ratios(scaling=scaling, accumulation=accumulation)
@@ -255,7 +255,7 @@ def chosen_configs(result: Result, scaling: str = "tensor") -> str:
                     label = PersistentConfig(**row["config"]).label()
                     chosen[(tuple(row["x"]), row["axes"]["accumulation"])] = label
         header = ["shape", *(f"{accumulation} accumulation" for accumulation in ACCUMULATIONS)]
-        section = Section(f"{short_gpu_name(r.gpu)}, {scaling} scaling", header)
+        section = Section(f"{r.name}, {scaling} scaling", header)
         for x in r.benchmark.x_values:
             cells = [Cell(chosen.get((tuple(x), acc), "-")) for acc in ACCUMULATIONS]
             section.rows.append([Cell(format_x(x)), *cells])

@@ -281,7 +281,7 @@ def overlap_against_arithmetic(result: Result, hidden: float) -> str:
         ]
         if bought:
             line = (
-                f"{short_gpu_name(r.gpu)}: overlapping the promotion bought {times_span(bought)}; "
+                f"{r.name}: overlapping the promotion bought {times_span(bought)}; "
                 f"hiding every addition would give {hidden:.2f}×"
             )
             lines.append(textwrap.fill(line, WIDTH, subsequent_indent="  "))
@@ -296,23 +296,36 @@ def _ladder_table(result: Result, benchmark, rungs: dict, baseline: str, baselin
     if result.benchmark.name != benchmark.name:
         raise ValueError(f"expected the result of {benchmark.name!r}, got {result.benchmark.name!r}")
     sections = []
-    header = [f"TFLOP/s (× {baseline_name})", *(format_x(x) for x in benchmark.x_values)]
     for r in result.gpus():
         for combo in benchmark.combos():
             base = r.rows(baseline, **combo)
+            measured = {key: r.rows(key, **combo) for key in rungs}
+            # The x values this GPU has at this combination (a quick live build measures part).
+            xs = [x for x in benchmark.x_values if x in base or any(x in m for m in measured.values())]
+            if not xs:
+                continue
             rows = []
             for key, name in rungs.items():
                 cells = [Cell(name)]
-                for x, row in r.rows(key, **combo).items():
-                    ratio = base[x]["ms"] / row["ms"] if x in base else None
-                    cells.append(
-                        Cell(f"{row['value']:.0f}" + (f" ({ratio:.2f}×)" if ratio else ""), row["value"])
+                for x in xs:
+                    row = measured[key].get(x)
+                    ratio = base[x]["ms"] / row["ms"] if row and x in base else None
+                    text = (
+                        "-" if row is None else f"{row['value']:.0f}" + (f" ({ratio:.2f}×)" if ratio else "")
                     )
+                    cells.append(Cell(text, row["value"] if row else None))
                 rows.append(cells)
             rows.append(
-                [Cell(baseline_name), *(Cell(f"{row['value']:.0f}", row["value"]) for row in base.values())]
+                [
+                    Cell(baseline_name),
+                    *(
+                        Cell(f"{base[x]['value']:.0f}", base[x]["value"]) if x in base else Cell("-")
+                        for x in xs
+                    ),
+                ]
             )
-            sections.append(Section(f"{short_gpu_name(r.gpu)}, {heading(combo)}:", header, rows))
+            header = [f"TFLOP/s (× {baseline_name})", *(format_x(x) for x in xs)]
+            sections.append(Section(f"{r.name}, {heading(combo)}:", header, rows))
     return render(sections)
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from gpuperf.bench.catalog import HOST_OVERHEAD
 from gpuperf.bench.catalog.host import HOST_TARGETS
-from gpuperf.pages.plotting import short_gpu_name
 from gpuperf.pages.profiling.checks import check_result
 from gpuperf.pages.report import Result
 from gpuperf.pages.tables import Cell, Section, render
@@ -35,7 +34,7 @@ def targets_table(result: Result, targets: dict[str, float] | None = None) -> st
     for gpu in result.gpus():
         ours, theirs = gpu.values("triton"), gpu.values("torch")
         header = ["op", "ours µs", "PyTorch µs", "ours / PyTorch", "target", ""]
-        section = Section(short_gpu_name(gpu.gpu) if len(result.gpus()) > 1 else "", header)
+        section = Section(gpu.name if len(result.gpus()) > 1 else "", header)
         for op, target in targets.items():
             if ours.get(op) is None or theirs.get(op) is None:
                 continue

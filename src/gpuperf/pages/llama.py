@@ -142,7 +142,7 @@ def prefill_table(result: Result) -> str:
     for r in result.gpus():
         keys = [p.key for p in LLAMA_PREFILL.providers]
         header = ["batch", *(f"{NAMES[k]} ms" for k in keys), "ours tokens/s", "ours / eager"]
-        section = Section(short_gpu_name(r.gpu), header)
+        section = Section(r.name, header)
         times = {k: _ms(r, k) for k in keys}
         for b in LLAMA_PREFILL.x_values:
             cells = [Cell(str(b), b)]
@@ -178,7 +178,7 @@ def decode_table(result: Result, batch: int) -> str:
     sections = []
     for r in result.gpus():
         header = ["cached", *(f"{NAMES[k]} µs" for k in keys), "graph / reduce-overhead"]
-        section = Section(f"{short_gpu_name(r.gpu)}, batch {batch}", header)
+        section = Section(f"{r.name}, batch {batch}", header)
         times = {k: _ms(r, k, batch=batch) for k in keys}
         for n in LLAMA_DECODE.x_values:
             cells = [Cell(str(n), n)]
@@ -384,7 +384,7 @@ def training_summary(train: Result, memory: Result) -> str:
             gib = {p.key: mem.values(p.key).get(b) for p in LLAMA_TRAIN_MEMORY.providers}
         except ValueError:
             gib = {}
-        lines.append(f"{short_gpu_name(r.gpu)}, batch {b} x {LLAMA_SEQ_LEN}:")
+        lines.append(f"{r.name}, batch {b} x {LLAMA_SEQ_LEN}:")
         for key, row in rows.items():
             if row["status"] == "ok":
                 peak = f", peak {gib[key]:.2f} GiB beyond the inputs" if gib.get(key) else ""

@@ -89,7 +89,7 @@ def _per_gpu(results: list[Result], write: Callable[[Result], str]) -> str:
     """``write(result)`` for each GPU, under the GPU's name when there are several."""
     if len(results) == 1:
         return write(results[0])
-    return "\n\n".join(f"{short_gpu_name(r.gpu)}:\n{write(r)}" for r in results)
+    return "\n\n".join(f"{r.name}:\n{write(r)}" for r in results)
 
 
 def _wrap(text: str, indent: str = "") -> str:
@@ -592,7 +592,7 @@ def ceilings_by_run(result: Result) -> str:
         runs.append((f"matmul's run, {res.record['provenance']['date'][:10]}", res.record["ceilings"]))
         sheet = DATASHEET.get(res.gpu, {})
         header = ["TFLOP/s", *(name for name, _ in runs), *(["datasheet"] if sheet else [])]
-        heading = f"{short_gpu_name(res.gpu)}: cuBLAS at 8192³, median (20th–80th percentile)"
+        heading = f"{res.name}: cuBLAS at 8192³, median (20th–80th percentile)"
         section = Section(heading, header)
         for key in keys:
             cells = [Cell(key.removesuffix("_tflops"))]
@@ -658,7 +658,7 @@ def against_compile(result: Result) -> str:
     dtypes = ("float16", "bfloat16")
     sections = []
     for res in result.gpus():
-        name = short_gpu_name(res.gpu) if len(result.gpus()) > 1 else ""
+        name = res.name if len(result.gpus()) > 1 else ""
         section = Section(name, ["shape", *(f"{d} ours / compile" for d in dtypes)])
         for shape in res.values(dtype=dtypes[0]):
             cells = [Cell(format_x(shape))]
@@ -746,7 +746,7 @@ def epilogue_split(result: Result, epilogue: Result) -> str:
             continue
         plain = {p: _ms(res, p, dtype="bfloat16") for p in ("triton", "cublas")}
         fused = {p: _ms(epi, p) for p in ("triton", "compile")}
-        section = Section(f"{short_gpu_name(res.gpu)}, us per call", header)
+        section = Section(f"{res.name}, us per call", header)
         gaps = {}
         for shape, ratio in fused_vs_compile(epi).items():
             if not all(shape in plain[p] for p in plain):

@@ -209,7 +209,7 @@ def ladder_table(result: Result) -> str:
     sections = []
     for r in result.gpus():
         ratios = {key: r.ratios(key) for key in RUNGS}
-        section = Section(f"{short_gpu_name(r.gpu)}: time of cuBLAS / time of", ["shape", *RUNGS.values()])
+        section = Section(f"{r.name}: time of cuBLAS / time of", ["shape", *RUNGS.values()])
         for x in r.benchmark.x_values:
             cells = [
                 Cell(f"{ratios[k][x]:.2f}x", ratios[k][x]) if x in ratios[k] else Cell("-") for k in RUNGS

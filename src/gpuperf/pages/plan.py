@@ -29,9 +29,12 @@ from gpuperf.bench import plan as bench_plan
 from gpuperf.bench.catalog import Benchmark
 
 #: ``GPUPERF_BENCH=records`` renders committed records even where a GPU is present;
-#: ``live`` insists on measuring; ``auto`` (default) measures when it can.
+#: ``live`` insists on measuring; ``auto`` (default) measures when it can. Both measure the
+#: quick part of a long sweep (:attr:`~gpuperf.bench.catalog.Benchmark.quick`: the points
+#: the text reads) and draw the committed sweep beside it; ``full`` measures every sweep
+#: whole.
 MODE_VAR = "GPUPERF_BENCH"
-MODES = ("auto", "live", "records")
+MODES = ("auto", "live", "full", "records")
 
 #: The functions of :mod:`gpuperf.pages` that measure a benchmark live where they can.
 MEASURING = ("show", "run_or_load")
@@ -46,7 +49,8 @@ class Build:
     """What the pages of this run do.
 
     Attributes:
-        setting: ``GPUPERF_BENCH``'s value: ``"auto"`` (unset), ``"live"`` or ``"records"``.
+        setting: ``GPUPERF_BENCH``'s value: ``"auto"`` (unset), ``"live"``, ``"full"`` or
+            ``"records"``.
         gpu: the CUDA GPU present and usable (``'NVIDIA H100 80GB HBM3'``), or None.
     """
 
@@ -55,19 +59,24 @@ class Build:
 
     @property
     def live(self) -> bool:
-        """Whether the pages measure: ``live``, or ``auto`` with a usable GPU."""
-        return self.setting == "live" or (self.setting == "auto" and self.gpu is not None)
+        """Whether the pages measure: ``live`` or ``full``, or ``auto`` with a usable GPU."""
+        return self.setting in ("live", "full") or (self.setting == "auto" and self.gpu is not None)
+
+    @property
+    def quick(self) -> bool:
+        """Whether a live build measures only the quick part of the long sweeps (all but ``full``)."""
+        return self.live and self.setting != "full"
 
 
 def setting() -> str:
     """``GPUPERF_BENCH``'s value, ``"auto"`` when unset.
 
     Raises:
-        ValueError: it is set to something else than auto, live or records.
+        ValueError: it is set to something else than auto, live, full or records.
     """
     value = os.environ.get(MODE_VAR, "auto")
     if value not in MODES:
-        raise ValueError(f"{MODE_VAR} must be auto, live or records, got {value!r}")
+        raise ValueError(f"{MODE_VAR} must be auto, live, full or records, got {value!r}")
     return value
 
 
@@ -223,12 +232,22 @@ def describe_page(script, build: Build, root=None) -> str:
         listed = ", ".join(b.name for b in benchmarks) or "no benchmark"
         return f"{headline(build, name)}; it shows {listed}."
     gpu = _estimate_gpu(build, root)
-    walls = {b.name: bench_plan.last_wall_s(b, gpu, root) for b in benchmarks}
+    walls = {b.name: bench_plan.expected_wall_s(b, gpu, root, build.quick) for b in benchmarks}
     lines = [f"{headline(build, name)}; {MODE_VAR}=records loads the committed records instead."]
     for b in benchmarks:
-        lines.append(f"  {b.name:<24} {bench_plan.points(b):>5} points, {bench_plan.took(walls[b.name])}")
+        lines.append(f"  {b.name:<24} {_points(b, build.quick)}, {_expected(walls[b.name])}")
     lines.append(f"  {bench_plan.about(walls.values())} ({_source(build, gpu)})")
     return "\n".join(lines)
+
+
+def _points(benchmark: Benchmark, quick: bool) -> str:
+    """``'336 points'``, or ``'24 of 336 points (quick)'`` where a quick build measures part."""
+    every, measured = bench_plan.points(benchmark), bench_plan.points(benchmark, quick)
+    return f"{every:>5} points" if measured == every else f"{measured:>5} of {every} points (quick)"
+
+
+def _expected(wall_s: float | None) -> str:
+    return f"about {wall_s / 60:.1f} min" if wall_s else "time not recorded"
 
 
 def describe(scripts, build: Build, root=None, caches: dict | None = None) -> str:
@@ -254,7 +273,7 @@ def describe(scripts, build: Build, root=None, caches: dict | None = None) -> st
     for _, benchmarks in pages:
         new = [b for b in benchmarks if b.name not in seen]
         seen.update(b.name for b in new)
-        walls.append({b.name: bench_plan.last_wall_s(b, gpu, root) for b in new})
+        walls.append({b.name: bench_plan.expected_wall_s(b, gpu, root, build.quick) for b in new})
     every = [w for page in walls for w in page.values()]
     total = f"{len(every)} measurements on {len(pages)} pages: {bench_plan.about(every)}"
     if not build.live:
@@ -267,7 +286,15 @@ def describe(scripts, build: Build, root=None, caches: dict | None = None) -> st
         f"{MODE_VAR}=records loads the committed records instead: a quick build on a GPU "
         f"(`{MODE_VAR}=records nox -s docs`)."
     )
-    lines.append(f"Measuring each page took, last time ({_source(build, gpu)}; each record's wall_s):")
+    if build.quick:
+        lines.append(
+            "Long sweeps are measured at the points the pages' text reads, beside the committed "
+            f"sweep; {MODE_VAR}=full measures every sweep whole."
+        )
+    lines.append(
+        f"Measuring each page should take ({_source(build, gpu)}; each record's wall_s"
+        + (", scaled to the points measured):" if build.quick else "):")
+    )
     width = max((len(name) for name, _ in pages), default=0)
     for (name, benchmarks), page in zip(pages, walls, strict=True):
         listed = ", ".join(

@@ -392,7 +392,8 @@ def plot_records(records: list[dict], *, sources=(), notes=(), headlines=()):
                     ax.set_axis_off()
                     continue
                 below_axes = max(below_axes, _panel(ax, record, rows, panel_w))
-                title = [short_gpu_name(record["provenance"]["gpu"])] if multi else []
+                live = " (live)" if sources[j] == "live" else ""
+                title = [short_gpu_name(record["provenance"]["gpu"]) + live] if multi else []
                 title += [format_combo(combo)] if combo else []
                 ax.set_title("\n".join(title))
                 if (multi and j) or (not multi and c):

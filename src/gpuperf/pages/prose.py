@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gpuperf.pages.plotting import short_gpu_name
 from gpuperf.pages.tables import output_format
 
 if TYPE_CHECKING:
@@ -124,6 +123,4 @@ def per_gpu(result: Result, write: Callable[[Result], list[str]]) -> str:
         return "\n".join(result.all_notes())
     if len(shown) == 1:
         return "\n".join(write(shown[0]))
-    return "\n".join(
-        "\n".join([f"{short_gpu_name(r.gpu)}:", *(f"  {line}" for line in write(r))]) for r in shown
-    )
+    return "\n".join("\n".join([f"{r.name}:", *(f"  {line}" for line in write(r))]) for r in shown)

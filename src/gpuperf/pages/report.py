@@ -56,6 +56,15 @@ class Result:
         """The GPU's name (``'NVIDIA H100 80GB HBM3'``), or None without a record."""
         return self.record["provenance"]["gpu"] if self.record else None
 
+    @property
+    def name(self) -> str | None:
+        """The GPU's short name (``'H100 80GB HBM3'``), followed by ``' (live)'`` when this
+        run measured it: a quick live build draws the same GPU's committed sweep beside its
+        own points, and the two must not read alike. None without a record."""
+        if self.record is None:
+            return None
+        return short_gpu_name(self.gpu) + (" (live)" if self.source == "live" else "")
+
     def gpus(self) -> list[Result]:
         """This result and :attr:`others`, those that have a record, in drawing order."""
         return [r for r in (self, *self.others) if r.record is not None]
@@ -88,7 +97,7 @@ class Result:
         results = [r for r in (self, *self.others) if r.notes]
         if len(self.gpus()) <= 1 and not self.others:
             return list(self.notes)
-        return [f"{short_gpu_name(r.gpu)}: {note}" if r.gpu else note for r in results for note in r.notes]
+        return [f"{r.name}: {note}" if r.gpu else note for r in results for note in r.notes]
 
     def _combo(self, axes: dict) -> dict:
         """The full axis combination that ``axes`` picks; ``ValueError`` naming what is wrong."""
@@ -203,7 +212,7 @@ class Result:
                     continue
                 cells = [Cell(format_x(x), x if isinstance(x, int) else position)]
                 if multi:
-                    cells.append(Cell(short_gpu_name(result.gpu), result.gpu))
+                    cells.append(Cell(result.name, result.name))
                 for k in keys:
                     r = by.get(k)
                     if r is None:
@@ -233,7 +242,7 @@ class Result:
         if not shown:
             return plot_missing(self.benchmark.title, " ".join(self.notes))
         subsets = [Result(self.benchmark, r._subset(axes), r.source) for r in shown]
-        heads = [(short_gpu_name(r.gpu), headline(r)) for r in subsets]
+        heads = [(r.name, headline(r)) for r in subsets]
         return plot_records(
             [r.record for r in subsets],
             sources=[r.source for r in shown],
@@ -298,10 +307,10 @@ def load(benchmark: Benchmark, gpu: str | None = None) -> Result:
     return Result(benchmark, record, "committed", notes)
 
 
-def current_others(benchmark: Benchmark, first: str) -> list[Result]:
-    """The committed records of ``benchmark`` on every GPU folder but ``first`` that describe
-    the code as it stands (:func:`load` leaves out the others): the page then shows the
-    GPUs it has, and says where they were measured."""
+def current_others(benchmark: Benchmark, first: str | None) -> list[Result]:
+    """The committed records of ``benchmark`` on every GPU folder but ``first`` (None: on
+    every GPU folder) that describe the code as it stands (:func:`load` leaves out the
+    others): the page then shows the GPUs it has, and says where they were measured."""
     found = [load(benchmark, gpu) for gpu in records.gpus_with_record(benchmark.name) if gpu != first]
     return [r for r in found if r.record is not None and not r.notes]
 
@@ -363,7 +372,7 @@ def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result
     (:data:`LIVE`).
 
     Raises:
-        ValueError: ``GPUPERF_BENCH`` is not auto, live or records.
+        ValueError: ``GPUPERF_BENCH`` is not auto, live, full or records.
     """
     build = plan.current(can_measure())
     plan.announce_page(sys.argv[0], build)
@@ -375,13 +384,24 @@ def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result
         use_compile_caches()
         gpu = records.gpu_slug(build.gpu) if build.gpu else records.reference_gpu()
 
+        xs, combos = benchmark.sweep(build.quick)
+
         def measure(known: dict) -> dict:
-            with progress([benchmark], gpu, file=sys.__stderr__) as bar:
-                return run(benchmark, ceilings=known, log=lambda line: None, step=bar.step)
+            with progress([benchmark], gpu, file=sys.__stderr__, quick=build.quick) as bar:
+                return run(
+                    benchmark,
+                    x_values=xs,
+                    combos=combos,
+                    ceilings=known,
+                    log=lambda line: None,
+                    step=bar.step,
+                )
 
         record = LIVE.measure(benchmark, ceilings, measure)
         here = records.gpu_slug(record["provenance"]["gpu"])
-        return Result(benchmark, record, "live", others=current_others(benchmark, here))
+        # A quick run measured part of the sweep: this GPU's committed sweep is drawn beside it.
+        whole = build.quick and bool(benchmark.quick)
+        return Result(benchmark, record, "live", others=current_others(benchmark, None if whole else here))
     main = load(benchmark)
     main.others = current_others(benchmark, records.reference_gpu())
     return main

@@ -48,7 +48,7 @@ _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 def _gpu(result: Result) -> str:
-    return short_gpu_name(result.gpu)
+    return result.name
 
 
 def _row(result: Result, provider: str, x, **axes) -> dict | None:

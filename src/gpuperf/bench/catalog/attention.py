@@ -142,6 +142,10 @@ def _attention_grads_ref(q, k, v, grad_out, causal):
 
 #: The sources the attention records hash (a change to one makes them stale).
 ATTENTION_SOURCES = ("kernels/attention.py",)
+#: What a quick live build measures of the forward and backward sweeps: a medium and a
+#: long sequence (the page's ratios start at S = 4096), float16 only (bfloat16 runs the
+#: same kernels), every head dimension and mask.
+ATTENTION_QUICK = (("seq_len", (4096, 16384)), ("dtype", ("float16",)))
 
 ATTENTION_FORWARD = Benchmark(
     name="attention_forward",
@@ -160,6 +164,7 @@ ATTENTION_FORWARD = Benchmark(
     sources=ATTENTION_SOURCES,
     axes=ATTENTION_AXES,
     reduction=lambda seq_len, **axes: seq_len,
+    quick=ATTENTION_QUICK,
 )
 
 ATTENTION_BACKWARD = Benchmark(
@@ -179,6 +184,7 @@ ATTENTION_BACKWARD = Benchmark(
     sources=ATTENTION_SOURCES,
     axes=ATTENTION_AXES,
     reduction=lambda seq_len, **axes: seq_len,
+    quick=ATTENTION_QUICK,
 )
 
 ATTENTION_MEMORY = Benchmark(
@@ -198,6 +204,7 @@ ATTENTION_MEMORY = Benchmark(
     sources=ATTENTION_SOURCES,
     timer="memory",
     reduction=lambda seq_len: seq_len,
+    quick=(("seq_len", (4096, 16384)),),
 )
 
 

@@ -123,6 +123,13 @@ class Benchmark:
             calls timed per round at ``x``, where the default
             (:data:`gpuperf.bench.timing.HOST_CALLS`) times the kernels launched would fill
             the GPU's launch queue (about a thousand), which would time the host waiting.
+        quick: the part of the sweep a page measures live by default (:mod:`gpuperf.pages.plan`):
+            ``(name, values)`` pairs, each naming the x (by :attr:`x_name`) or an axis and
+            the values of it to measure, in declared order; a name left out keeps all its
+            values. Declared where the whole sweep is long, as the points the pages' text
+            reads; the page draws the committed sweep beside them. Empty (the default): a
+            live page measures the whole sweep. ``python -m gpuperf.bench`` always measures
+            the whole sweep.
 
     Raises:
         ValueError: the declaration is inconsistent; the message names the field.
@@ -149,6 +156,7 @@ class Benchmark:
     runs_on: Callable[[tuple[int, int]], bool] | None = None
     host_calls: Callable[..., int] | None = None
     compute_roof: str | Callable[..., str] | None = None
+    quick: tuple[tuple[str, tuple], ...] = ()
 
     def __post_init__(self):
         keys = [p.key for p in self.providers]
@@ -201,6 +209,29 @@ class Benchmark:
                 raise ValueError(f"compute_roof({shown}) failed: {err}") from None
             if key not in compute:
                 raise ValueError(f"compute_roof must be one of {compute}, got {key!r}")
+        self._check_quick()
+
+    def _check_quick(self) -> None:
+        declared = {self.x_name: tuple(self.x_values), **dict(self.axes)}
+        names = [name for name, _ in self.quick]
+        if len(set(names)) != len(names):
+            raise ValueError(f"quick must name each of x and the axes once, got {names}")
+        for name, values in self.quick:
+            if name not in declared:
+                axes = [axis for axis, _ in self.axes]
+                raise ValueError(f"quick: {name!r} is neither the x ({self.x_name!r}) nor an axis ({axes})")
+            if not values or len(set(values)) != len(values) or any(v not in declared[name] for v in values):
+                raise ValueError(
+                    f"quick: {name!r} needs distinct values among {list(declared[name])}, got {values!r}"
+                )
+
+    def sweep(self, quick: bool = False) -> tuple[tuple, list[dict]]:
+        """``(x values, axis combinations)`` a run measures: all of them, or with ``quick``
+        those :attr:`quick` keeps (in declared order)."""
+        keep = dict(self.quick) if quick else {}
+        xs = tuple(x for x in self.x_values if x in keep.get(self.x_name, self.x_values))
+        combos = [c for c in self.combos() if all(v in keep.get(k, (v,)) for k, v in c.items())]
+        return xs, combos
 
     @property
     def subject(self) -> Provider:

@@ -13,6 +13,9 @@ from gpuperf.bench.catalog.benchmark import ELEMENT_SIZE, Benchmark, Provider, c
 #: Sizes of the elementwise case studies: from launch-bound (2^12) to HBM-bound (2^28).
 ELEMENTWISE_SIZES = tuple(2**p for p in range(12, 29, 2))
 ELEMENTWISE_DTYPES = ("float32", "bfloat16")
+#: What a quick live build measures of them: launch-bound, L2-sized and HBM-bound, in
+#: both dtypes (the page reads the smallest and the largest).
+ELEMENTWISE_QUICK = (("n_elements", (2**12, 2**20, 2**28)),)
 
 
 def _elementwise_inputs(count: int):
@@ -57,6 +60,7 @@ GELU = Benchmark(
     ceiling="copy_gbps",
     sources=("kernels/gelu.py",),
     axes=(("dtype", ELEMENTWISE_DTYPES),),
+    quick=ELEMENTWISE_QUICK,
 )
 
 ADD_RELU_MUL = Benchmark(
@@ -79,6 +83,7 @@ ADD_RELU_MUL = Benchmark(
     ceiling="copy_gbps",
     sources=("kernels/add_relu_mul.py",),
     axes=(("dtype", ELEMENTWISE_DTYPES),),
+    quick=ELEMENTWISE_QUICK,
 )
 
 #: Elements each strided copy writes (float32): 128 MiB of useful traffic, well past L2.

@@ -164,6 +164,8 @@ GLUON_ATTENTION = Benchmark(
     ceiling=lambda head_dim, causal: TFLOPS_CEILING["float16"],
     sources=GLUON_ATTENTION_SOURCES,
     axes=(("head_dim", (128, 64)), ("causal", (False, True))),
+    # A quick live build: the shortest and longest of the sequences the page reads (S >= 4096).
+    quick=(("seq_len", (4096, 16384)),),
     reduction=lambda seq_len, **axes: seq_len,
     runs_on=lambda capability: capability[0] == 9,  # Gluon's wgmma kernels: Hopper only
 )

@@ -8,7 +8,6 @@ from __future__ import annotations
 import textwrap
 
 from gpuperf.bench.catalog import HOST_OVERHEAD, ROW_MEAN
-from gpuperf.pages.plotting import short_gpu_name
 from gpuperf.pages.profiling.checks import capture_payload, check_result
 from gpuperf.pages.profiling.ncu import TENSOR_PIPE, ncu_launch, ncu_value
 from gpuperf.pages.profiling.proton import proton_table
@@ -108,7 +107,7 @@ def host_time_per_call(result: Result, ops=("vector_add", "softmax", "matmul")) 
     for gpu in result.gpus():
         us = {p: gpu.values(p) for p in ("triton", "triton_jit", "torch")}
         if len(result.gpus()) > 1:
-            lines.append(f"{short_gpu_name(gpu.gpu)}:")
+            lines.append(f"{gpu.name}:")
         for op in ops:
             ours, before, torch_us = (us[p].get(op) for p in ("triton", "triton_jit", "torch"))
             if None in (ours, before, torch_us):
@@ -136,7 +135,7 @@ def row_mean_ranking(result: Result) -> str:
         rates = {key: gpu.values(key) for key in ROW_MEAN_NAMES}
         frac = gpu.fraction_of_ceiling()
         lines.append(
-            f"{short_gpu_name(gpu.gpu)}, Triton's share of the copy bandwidth: "
+            f"{gpu.name}, Triton's share of the copy bandwidth: "
             + ", ".join(f"{x}: {percent(f)}" for x, f in frac.items())
         )
         for x in rates["triton"]:

@@ -2,6 +2,8 @@
 compiled schedule for sm_90 on a CPU (Triton's compiler and ptxas run without a GPU), and
 its results on a Hopper GPU against the float64 product and cuBLASLt's error."""
 
+import os
+
 import pytest
 import torch
 
@@ -209,3 +211,44 @@ def test_gpu_other_than_hopper_gets_a_clear_error(monkeypatch):
     finally:
         monkeypatch.undo()
         device.forget()
+
+
+def _fake_ptxas(path, reads: str):
+    """A ``ptxas`` that assembles PTX of ``.version`` ``reads`` only, as CUDA's does."""
+    path.write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do case "$a" in *.ptx) f="$a";; esac; done\n'
+        f'if grep -q "^.version {reads}" "$f"; then echo "ptxas info : Used 90 registers"; exit 0; fi\n'
+        "echo \"ptxas $f, line 5; fatal   : Unsupported .version 9.0; current version is '8.7'\" >&2\n"
+        "exit 255\n"
+    )
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_ptxas_report_finds_a_ptxas_that_reads_the_ptx_version(tmp_path, monkeypatch):
+    """A second docs build on a GPU: the PTX comes from Triton's cache, written while Inductor
+    had pointed TRITON_PTXAS_PATH at its newer ptxas (PTX 9.0), and Triton's own ptxas (8.7)
+    refuses it. The report then takes the next ptxas that reads it."""
+    from gpuperf.kernels.gluon import offline
+
+    old, new = _fake_ptxas(tmp_path / "old", "8.7"), _fake_ptxas(tmp_path / "new", "9.0")
+    monkeypatch.setattr(offline, "ptxas_candidates", lambda: [old, new])
+    assert "Used 90 registers" in offline.ptxas_report(".version 9.0\n.target sm_90a\n")
+    assert "Used 90 registers" in offline.ptxas_report(".version 8.7\n.target sm_90a\n")
+    with pytest.raises(RuntimeError, match=r"Unsupported \.version"):
+        offline.ptxas_report(".version 9.9\n")
+    monkeypatch.setattr(offline, "ptxas_candidates", lambda: [])
+    with pytest.raises(FileNotFoundError, match="no ptxas here"):
+        offline.ptxas_report(".version 9.0\n")
+
+
+def test_the_ptxas_candidates_start_with_the_one_triton_compiles_with():
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    from gpuperf.kernels.gluon.offline import ptxas_candidates
+
+    found = ptxas_candidates()
+    assert len(found) == len(set(found))
+    if os.path.isfile(get_ptxas(90).path):
+        assert found[0] == get_ptxas(90).path

@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -59,33 +60,57 @@ def hopper_target(*kernels):
             kernel.device_caches.clear()
 
 
+def ptxas_candidates() -> list[str]:
+    """The ``ptxas`` binaries that may assemble PTX Triton wrote, in the order tried: the one
+    Triton compiles with now (``TRITON_PTXAS_PATH`` if set, else the one in Triton's wheel),
+    the one PyTorch's Inductor ships and points ``TRITON_PTXAS_PATH`` at when it compiles,
+    then the CUDA toolkit's. Each existing file once."""
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    found = [get_ptxas(90).path, os.environ.get("TRITON_PTXAS_PATH")]
+    try:
+        import torch._inductor
+
+        found.append(os.path.join(os.path.dirname(torch._inductor.__file__), "bin", "ptxas"))
+    except ImportError:
+        pass
+    found += [shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"]
+    return [path for path in dict.fromkeys(found) if path and os.path.isfile(path)]
+
+
 def ptxas_report(ptx: str) -> str:
     """What ``ptxas -v`` says of ``ptx`` assembled for ``sm_90a``: registers, spill bytes, and
     its note C7514 when it serializes the wgmma instructions (which undoes any overlap a
-    schedule asks for). The ``ptxas`` is the one Triton compiles with (``TRITON_PTXAS_PATH``
-    if set, else the one in Triton's wheel), so it reads the PTX version Triton wrote.
+    schedule asks for).
+
+    The PTX's ``.version`` is the one the ``ptxas`` Triton compiled with can read, and that
+    need not be the one Triton would pick now: Inductor points ``TRITON_PTXAS_PATH`` at its
+    own, newer ``ptxas`` when it compiles, and a kernel compiled then comes back from
+    Triton's cache later. So each of :func:`ptxas_candidates` is tried in turn until one
+    reads that version.
 
     Raises:
-        FileNotFoundError: there is no such ``ptxas`` here.
-        RuntimeError: ``ptxas`` rejected the PTX (its message is in the error).
+        FileNotFoundError: there is no ``ptxas`` here.
+        RuntimeError: no ``ptxas`` here assembled the PTX (the last one's message is in the error).
     """
-    from triton.backends.nvidia.compiler import get_ptxas
-
-    ptxas = get_ptxas(90).path
-    if not ptxas or not os.path.isfile(ptxas):
-        raise FileNotFoundError(f"no ptxas at {ptxas}: Triton's wheel for this platform carries none")
+    candidates = ptxas_candidates()
+    if not candidates:
+        raise FileNotFoundError("no ptxas here: Triton's wheel for this platform carries none")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.ptx")
         with open(path, "w") as f:
             f.write(ptx)
-        done = subprocess.run(
-            [ptxas, "-arch=sm_90a", "-v", path, "-o", os.path.join(tmp, "kernel.cubin")],
-            capture_output=True,
-            text=True,
-        )
-    if done.returncode != 0:
-        raise RuntimeError(f"{ptxas} failed with exit status {done.returncode}:\n{done.stderr[-3000:]}")
-    return done.stdout + done.stderr
+        for ptxas in candidates:
+            done = subprocess.run(
+                [ptxas, "-arch=sm_90a", "-v", path, "-o", os.path.join(tmp, "kernel.cubin")],
+                capture_output=True,
+                text=True,
+            )
+            if done.returncode == 0:
+                return done.stdout + done.stderr
+            if "Unsupported .version" not in done.stderr:
+                break  # an error in the PTX itself: another ptxas would not help
+    raise RuntimeError(f"{ptxas} failed with exit status {done.returncode}:\n{done.stderr[-3000:]}")
 
 
 def _compile_in_child(request: dict) -> dict:

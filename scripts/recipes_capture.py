@@ -168,8 +168,9 @@ def spread(values: list[float]) -> dict:
 
 def step_ms(step, device: torch.device, sizes: Sizes) -> dict:
     """Wall time per call of ``step()`` as a training loop meets it, host included:
-    ``sizes.warmup`` untimed calls, then ``sizes.rounds`` rounds of ``sizes.steps`` calls,
-    each round between two synchronizations. Milliseconds per call, :func:`spread`."""
+    ``sizes.warmup`` untimed calls, then ``sizes.rounds`` rounds of ``sizes.steps``
+    calls, each round between two synchronizations. Milliseconds per call,
+    :func:`spread`."""
     for _ in range(sizes.warmup):
         step()
     per_step = []
@@ -217,7 +218,8 @@ def case(key: str, label: str, configs: list[dict], baseline: str) -> dict:
 
 
 class Block(nn.Module):
-    """``x + W2 GELU(W1 LayerNorm(x))``: a transformer's MLP sub-block, hidden 4x the width."""
+    """``x + W2 GELU(W1 LayerNorm(x))``: a transformer's MLP sub-block, its hidden
+    layer 4x the width."""
 
     def __init__(self, width: int):
         super().__init__()
@@ -230,8 +232,8 @@ class Block(nn.Module):
 
 
 class MLP(nn.Module):
-    """``depth`` :class:`Block` one after another; with ``checkpoint_every=k`` every k-th
-    block is checkpointed (``k=1``: all of them)."""
+    """``depth`` :class:`Block` one after another; with ``checkpoint_every=k``
+    every k-th block is checkpointed (``k=1``: all of them)."""
 
     def __init__(self, width: int, depth: int, checkpoint_every: int = 0):
         super().__init__()
@@ -254,11 +256,12 @@ def checkpointed(block: nn.Module, x):
 
 
 def conv_net(width: int, classes: int = 10) -> nn.Sequential:
-    """A small convolutional classifier: four 3x3 conv + BatchNorm + ReLU layers, one 2x2
-    pooling, global average pooling and a linear head."""
+    """A small convolutional classifier: four 3x3 conv + BatchNorm + ReLU layers,
+    one 2x2 pooling, global average pooling and a linear head."""
 
     def layer(c_in, c_out):
-        return [nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU()]
+        conv = nn.Conv2d(c_in, c_out, 3, padding=1, bias=False)
+        return [conv, nn.BatchNorm2d(c_out), nn.ReLU()]
 
     return nn.Sequential(
         *layer(3, width),
@@ -273,12 +276,16 @@ def conv_net(width: int, classes: int = 10) -> nn.Sequential:
 
 
 def train_step(model, opt, x, y, *, autocast_dtype=None, set_to_none=True):
-    """One training step: forward, loss, backward, optimizer step. Returns the loss, still
-    on the device (reading it would make the host wait for the GPU)."""
+    """One training step: forward, loss, backward, optimizer step. Returns the loss,
+    still on the device (reading it would make the host wait for the GPU)."""
     opt.zero_grad(set_to_none=set_to_none)
-    with torch.autocast(x.device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+    use_autocast = autocast_dtype is not None
+    with torch.autocast(x.device.type, dtype=autocast_dtype, enabled=use_autocast):
         out = model(x)
-        loss = F.cross_entropy(out, y) if y.dtype == torch.long else F.mse_loss(out.float(), y)
+        if y.dtype == torch.long:  # class labels
+            loss = F.cross_entropy(out, y)
+        else:
+            loss = F.mse_loss(out.float(), y)
     loss.backward()
     opt.step()
     return loss
@@ -327,9 +334,10 @@ class AugmentedImages(Dataset):
         return (image.float() / 255 - self.MEAN) / self.STD, i % self.classes
 
 
-def make_loader(dataset, batch_size: int, num_workers: int, pin_memory: bool) -> DataLoader:
-    """Batches of ``dataset`` made by ``num_workers`` worker processes (0: by the training
-    process itself), in page-locked (pinned) host memory when ``pin_memory``."""
+def make_loader(dataset, batch_size: int, num_workers: int, pin_memory: bool):
+    """Batches of ``dataset`` made by ``num_workers`` worker processes (0: by the
+    training process itself), in page-locked (pinned) host memory when
+    ``pin_memory``."""
     return DataLoader(
         dataset,
         batch_size=batch_size,
@@ -339,10 +347,10 @@ def make_loader(dataset, batch_size: int, num_workers: int, pin_memory: bool) ->
     )
 
 
-def train_from_loader(batches, model, opt, device, steps: int, non_blocking: bool) -> None:
-    """``steps`` training steps on the next batches of the iterator ``batches``: each batch
-    copied to the GPU (asynchronously when ``non_blocking`` and the batch is pinned), then
-    one bfloat16 step."""
+def train_from_loader(batches, model, opt, device, steps: int, non_blocking: bool):
+    """``steps`` training steps on the next batches of the iterator ``batches``: each
+    batch copied to the GPU (asynchronously when ``non_blocking`` and the batch is
+    pinned), then one bfloat16 step."""
     for _ in range(steps):
         x, y = next(batches)
         x = x.to(device, non_blocking=non_blocking)
@@ -427,8 +435,8 @@ def part_data_loading(device, sizes: Sizes, out) -> dict:
 
 @contextlib.contextmanager
 def float32_matmul_precision(precision: str):
-    """Float32 matmuls computed at ``precision`` inside the block: ``"highest"`` (float32
-    throughout) or ``"high"`` (TF32 on tensor cores); put back as it was after."""
+    """Float32 matmuls computed at ``precision`` inside the block: ``"highest"``
+    (float32 throughout) or ``"high"`` (TF32 on tensor cores); put back after."""
     before = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision(precision)
     try:
@@ -566,7 +574,8 @@ def part_zero_grad(device, sizes: Sizes, out) -> dict:
 
 
 def train_with_syncs(step, batches, log_every: int) -> list[float]:
-    """A training loop as often written: three lines in it make the host wait for the GPU."""
+    """A training loop as often written: three lines in it make the host wait for
+    the GPU."""
     losses = []
     for i, (x, y) in enumerate(batches):
         loss = step(x, y)
@@ -709,9 +718,10 @@ def _loop_ms(run_loop, n_steps: int, device, rounds: int) -> dict:
 
 
 def to_channels_last(model: nn.Module, x):
-    """The model's 4-d weights and the input laid out NHWC (channels innermost); shapes and
-    results stay the same."""
-    return model.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
+    """The model's 4-d weights and the input laid out NHWC (channels innermost);
+    shapes and results stay the same."""
+    model = model.to(memory_format=torch.channels_last)
+    return model, x.contiguous(memory_format=torch.channels_last)
 
 
 def part_conv(device, sizes: Sizes, out) -> dict:
@@ -813,8 +823,8 @@ def part_checkpointing(device, sizes: Sizes, out) -> dict:
 
 
 def compiled(model: nn.Module, backend: str = "inductor") -> nn.Module:
-    """``model`` under ``torch.compile`` (default mode): compiled on its first call, forward
-    and backward, for the shapes it meets."""
+    """``model`` under ``torch.compile`` (default mode): compiled on its first call,
+    forward and backward, for the shapes it meets."""
     return torch.compile(model, backend=backend)
 
 

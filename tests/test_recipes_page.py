@@ -199,7 +199,7 @@ def test_bad_captures_and_names_raise():
 
 def test_step_table_marks_no_gain_and_shows_the_extra_columns():
     text = page.data_loading_table(data_loading())
-    assert "model: conv net" in text
+    assert text.splitlines()[0] == "conv net"
     assert "speed vs num_workers=0" in text and "loading alone, ms per batch" in text
     row = next(line for line in text.splitlines() if line.strip().startswith("num_workers=0, pinned"))
     assert "(no gain)" in row and "8.90" in row
@@ -239,6 +239,14 @@ def test_data_loading_reading():
     assert "No gain, because even from pageable memory the copy is 4% of a step" in text
 
 
+def test_data_loading_reading_when_nothing_beats_the_baseline():
+    capture = data_loading()
+    for c in capture["payload"]["cases"][0]["configs"][1:]:
+        c["step"] = step(12.0)
+    text = " ".join(page.data_loading_reading(shown(capture)).split())
+    assert text.startswith("Fastest: num_workers=0 itself (10.0 ms per step): no other setting gained.")
+
+
 def test_precision_reading_says_why_tf32_gains_nothing():
     text = " ".join(page.precision_reading(shown(precision())).split())
     assert "TF32 matmuls against float32: 1.01×, no gain here" in text
@@ -273,7 +281,11 @@ def test_conv_reading_and_the_cost_of_benchmarking():
     text = " ".join(page.conv_reading(shown(conv())).split())
     assert "channels_last, cudnn.benchmark against NCHW: 1.60×, faster" in text
     assert "NCHW, cudnn.benchmark against NCHW: 1.00×, no gain here" in text
-    assert "first step took 1.20–1.50 s against 0.30 s without it" in text
+    assert "first step took 1.20–1.50 s against 0.30 s without it: it times the algorithms" in text
+    quick = conv()
+    for c in quick["payload"]["cases"][0]["configs"]:
+        c["first_step_s"] = 0.3
+    assert "without it." in " ".join(page.conv_reading(shown(quick)).split())
 
 
 def test_checkpointing_reading_with_and_without_memory():

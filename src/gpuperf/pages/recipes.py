@@ -155,12 +155,14 @@ def _number(value: float | None, fmt: str) -> Cell:
 def step_table(capture: dict, extra: tuple[Column, ...] = ()) -> str:
     """One table per case: each config's median time per step with its 20th-80th
     percentiles (ms), its speed against the baseline, then the ``extra`` columns; the
-    model measured (the payload's ``model``) above them."""
+    model measured (the payload's ``model``) in each table's heading."""
     sections = []
+    model = capture["payload"].get("model", "")
     for case in cases(capture):
         base = config(case, case["baseline"])["label"]
         header = ["configuration", "ms per step", "p20-p80", f"speed vs {base}", *(h for h, _ in extra)]
-        section = Section(case["label"] if len(cases(capture)) > 1 else "", header)
+        heading = "; ".join(h for h in (model, case["label"] if len(cases(capture)) > 1 else "") if h)
+        section = Section(heading, header)
         for c in case["configs"]:
             step = c["step"]
             ratio = speedup(case, c["key"])
@@ -175,8 +177,7 @@ def step_table(capture: dict, extra: tuple[Column, ...] = ()) -> str:
                 ]
             )
         sections.append(section)
-    model = capture["payload"].get("model")
-    return render(sections, notes=[f"model: {model}"] if model else ())
+    return render(sections)
 
 
 def _loading(c: dict, capture: dict) -> Cell:
@@ -439,10 +440,13 @@ def _data_loading(capture: dict) -> list[str]:
     best = found[best_key]
     gpu = payload["gpu_step"]["median"]
     own = base.get("loading", {}).get("median")
-    out = [
-        f"Fastest: {best['label']}; against {base['label']}: {gain(case, best_key)} "
-        f"({ms(median(base))} → {ms(median(best))} per step)."
-    ]
+    if best_key == case["baseline"]:
+        out = [f"Fastest: {base['label']} itself ({ms(median(base))} per step): no other setting gained."]
+    else:
+        out = [
+            f"Fastest: {best['label']}; against {base['label']}: {gain(case, best_key)} "
+            f"({ms(median(base))} → {ms(median(best))} per step)."
+        ]
     if own is not None:
         pace = "the GPU waited for the host" if own > gpu else "the host kept up"
         out.append(
@@ -642,12 +646,12 @@ def _conv(capture: dict) -> list[str]:
         )
     firsts = {k: config(case, k).get("first_step_s") for k in configs(case)}
     if None not in firsts.values():
-        tuned = span([firsts["nchw_benchmark"], firsts["nhwc_benchmark"]])
-        plain = span([firsts["nchw_heuristic"], firsts["nhwc_heuristic"]])
-        out.append(
-            f"cudnn.benchmark's first step took {tuned} s against {plain} s without it: it times every "
-            "algorithm of each convolution there, once per input shape."
-        )
+        tuned = [firsts["nchw_benchmark"], firsts["nhwc_benchmark"]]
+        plain = [firsts["nchw_heuristic"], firsts["nhwc_heuristic"]]
+        line = f"cudnn.benchmark's first step took {span(tuned)} s against {span(plain)} s without it"
+        if min(tuned) > max(plain):
+            line += ": it times the algorithms of each convolution there, once per input shape"
+        out.append(line + ".")
     return out
 
 

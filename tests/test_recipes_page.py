@@ -2,9 +2,12 @@
 of the shape ``scripts/recipes_capture.py`` writes (only the format is real), the notes
 it shows while they are missing, and the capture script itself run on the CPU."""
 
+import importlib.util
 import json
+import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import matplotlib
@@ -394,7 +397,7 @@ def test_the_capture_script_runs_every_part_on_the_cpu(tmp_path, monkeypatch):
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "skipped on the CPU" in done.stdout and "all parts:" in done.stdout
+    assert "skipped on the CPU" in done.stdout and "all parts, imports included" in done.stdout
     folder = tmp_path / "cpu-smoke-run" / "captures"
     assert sorted(p.stem for p in folder.glob("*.json")) == sorted(page.RECIPES)
     monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
@@ -407,3 +410,59 @@ def test_the_capture_script_runs_every_part_on_the_cpu(tmp_path, monkeypatch):
         assert READINGS[name](shown(capture)) != page.NOTHING_YET
         assert page.headline(capture)
     assert page.in_one_paragraph().text().startswith("Measured on the CPU smoke run")
+
+
+def _script(monkeypatch):
+    """scripts/recipes_capture.py as a module, the environment it sets at import put back."""
+    saved = dict(os.environ)
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "recipes_capture", ROOT / "scripts" / "recipes_capture.py"
+        )
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, spec.name, module)  # dataclasses look their module up
+        spec.loader.exec_module(module)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return module
+
+
+class _Loss:
+    """A stand-in for a CUDA loss: each read on the host warns as the sync debug mode does."""
+
+    def __init__(self, value: float):
+        self.value = value
+
+    def _sync(self):
+        warnings.warn("called a synchronizing CUDA operation", UserWarning, stacklevel=2)
+
+    def item(self):
+        self._sync()
+        return self.value
+
+    def isnan(self):
+        return self
+
+    def __bool__(self):
+        self._sync()
+        return False
+
+    def __str__(self):
+        self._sync()
+        return f"{self.value}"
+
+
+def test_find_syncs_keeps_the_loop_line_of_each_warning(monkeypatch):
+    import torch
+
+    script = _script(monkeypatch)
+    modes = []
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", modes.append)
+    batches = [(None, None)] * 4
+    found = script.find_syncs(lambda: script.train_with_syncs(lambda x, y: _Loss(1.0), batches, log_every=2))
+    assert modes == ["warn", "default"]
+    assert found.count("losses.append(loss.item())") == 4
+    assert found.count("if loss.isnan():") == 4
+    assert found.count('print(f"step {i}: loss", loss)') == 2
+    assert len(found) == 10

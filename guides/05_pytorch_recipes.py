@@ -84,7 +84,7 @@ page.figure(page.DATA_LOADING)
 print(page.data_loading_reading(shown))
 
 # %%
-# **Reading it.** The workers pay off exactly as far as the batch's making was longer
+# **Reading it.** The workers can pay off only as far as making a batch took longer
 # than the step: once the loader keeps up, the step on resident data (the dashed line)
 # is the floor. Pinning speeds up the copy, and ``non_blocking`` lets it overlap the
 # host's work; where the copy is a small part of the step, neither shows in the step
@@ -122,9 +122,10 @@ page.figure(page.PRECISION)
 print(page.precision_reading(shown))
 
 # %%
-# **Reading it.** The step gains less than the matmul alone: the LayerNorms, GELUs,
-# the residual additions and AdamW's update over every weight do not run on tensor
-# cores at all, and their share of the step grows as the matmuls shrink. Read the
+# **Reading it.** Where the step gains less than the matmul alone, the rest of the step
+# is why: the LayerNorms, GELUs, residual additions and AdamW's update over every
+# weight do not run on tensor cores at all, and their share of the step grows as the
+# matmuls shrink. Read the
 # error beside the speed: TF32's and bfloat16's rounding is far above float32's, which
 # most training tolerates and a numerical check does not.
 #
@@ -152,7 +153,7 @@ print(page.zero_grad_reading(shown))
 # %%
 # **Reading it.** What is skipped is a few short kernels per parameter tensor. It can
 # show where the step is made of many small tensors and launches; where each kernel is
-# long, the extra ones are lost in it. The default is the fast setting, so the recipe is
+# long, the extra ones are lost in it. The default is already ``True``, so the recipe is
 # mostly about not turning it off.
 #
 # 4. Host-device synchronizations
@@ -231,8 +232,8 @@ print(page.conv_reading(shown))
 # %%
 # **Reading it.** A layout or an algorithm choice can only help where the convolutions
 # are the step's time; with small images and channels, launches and BatchNorm's memory
-# traffic weigh as much. Where a line reads no gain, cuDNN's heuristic already picked
-# the fastest algorithm, or reached NHWC kernels on its own, for these shapes.
+# traffic can weigh as much. Where a line reads no gain, cuDNN's heuristic already
+# picked the fastest algorithm, or reached NHWC kernels on its own, for these shapes.
 #
 # 6. Gradient checkpointing
 # -------------------------
@@ -288,10 +289,10 @@ page.figure(page.COMPILE)
 print(page.compile_reading(shown))
 
 # %%
-# **Reading it.** Fusion saves memory traffic between the matmuls, so the gain is the
-# share of the step that traffic was; the compile time is paid again in every new
-# process (Inductor's cache, under ``/tmp`` by default, shortens it where it is kept)
-# and for every new input shape. The
+# **Reading it.** Fusion saves memory traffic between the matmuls, so the gain is at
+# most the share of the step that traffic was; the compile time is paid again in every
+# new process (Inductor's cache, under ``/tmp`` by default, shortens it where it is
+# kept) and for every new input shape. The
 # :doc:`optimization guide <03_optimization_strategy>` compares the compile modes.
 #
 # What to take away

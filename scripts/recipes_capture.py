@@ -489,8 +489,10 @@ def part_precision(device, sizes: Sizes, out) -> dict:
                 lambda dtype=dtype: train_step(model, opt, x, y, autocast_dtype=dtype), device, sizes
             )
             try:
-                with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-                    matmuls[key] = call_ms(lambda: a @ b, device)
+                # The inputs already in the matmul's dtype: autocast would convert them on
+                # every call, and that copy is not the matmul.
+                a_, b_ = (a, b) if dtype is None else (a.to(dtype), b.to(dtype))
+                matmuls[key] = call_ms(lambda a_=a_, b_=b_: a_ @ b_, device)
             except Skipped as why:
                 matmuls[key] = None
                 log(f"  {key} matmul alone skipped: {why}")

@@ -40,6 +40,18 @@ COMMANDS = {
     **dict.fromkeys(
         ("timing_scale_shift", "autotune_scale_shift"), "python scripts/benchmark_guide_capture.py"
     ),
+    **dict.fromkeys(
+        (
+            "recipe_data_loading",
+            "recipe_precision",
+            "recipe_zero_grad",
+            "recipe_syncs",
+            "recipe_conv",
+            "recipe_checkpointing",
+            "recipe_compile",
+        ),
+        "python scripts/recipes_capture.py",
+    ),
     "llama_time_breakdown": "python scripts/llama_capture.py",
     "ncu_gluon_fp8": "python scripts/gluon_capture.py fp8",
     "ncu_gluon_attention": "python scripts/gluon_capture.py attention",

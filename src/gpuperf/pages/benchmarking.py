@@ -65,17 +65,7 @@ def _gbps(entry: dict, ms: float) -> Cell:
 def _each(shown: Mapping[str, dict], write: Callable[[dict], list[str]]) -> str:
     """``write(capture)``'s lines for each GPU's capture, under the GPU's name when there
     are several; a line saying there is nothing to read when there is none."""
-    if not isinstance(shown, Mapping):
-        raise TypeError(f"expected the captures shown ({{gpu: capture}}), got {type(shown).__name__}")
-    if not shown:
-        return NOTHING_YET
-    blocks = []
-    for capture in shown.values():
-        lines = write(capture)
-        if len(shown) > 1:
-            lines = [f"{short_gpu_name(capture['provenance']['gpu'])}:", *(f"  {line}" for line in lines)]
-        blocks.append("\n".join(lines))
-    return "\n".join(blocks)
+    return pages_captures.per_gpu(shown, write, NOTHING_YET)
 
 
 def _each_size(shown: Mapping[str, dict], line: Callable[[dict], str]) -> str:

@@ -8,7 +8,7 @@ of one name through a render function, each followed by where and when it was ta
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from gpuperf.bench import captures, records
@@ -87,3 +87,24 @@ def show(name: str, render: Callable[[dict], object] | None = None) -> Shown:
         print(captures.caption(capture), end="\n\n" if len(folders) > 1 else "\n")
         shown[gpu] = capture
     return shown
+
+
+def per_gpu(shown: Mapping[str, dict], write: Callable[[dict], list[str]], nothing: str) -> str:
+    """``write(capture)``'s lines for each GPU's capture in ``shown`` (what :func:`show`
+    returned), under the GPU's name, indented, when there are several; ``nothing`` when
+    there is none.
+
+    Raises:
+        TypeError: ``shown`` is not the ``{gpu: capture}`` that :func:`show` returns.
+    """
+    if not isinstance(shown, Mapping):
+        raise TypeError(f"expected the captures shown ({{gpu: capture}}), got {type(shown).__name__}")
+    if not shown:
+        return nothing
+    blocks = []
+    for capture in shown.values():
+        lines = write(capture)
+        if len(shown) > 1:
+            lines = [f"{short_gpu_name(capture['provenance']['gpu'])}:", *(f"  {line}" for line in lines)]
+        blocks.append("\n".join(lines))
+    return "\n".join(blocks)

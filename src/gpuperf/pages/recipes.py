@@ -1,0 +1,812 @@
+"""The guide on PyTorch's performance recipes (guide 05), in tables, figures and sentences
+read from its captures.
+
+``python scripts/recipes_capture.py`` measures seven recipes of the PyTorch
+performance-tuning guide on a GPU and writes one capture for each (:data:`RECIPES`). Each
+capture's payload holds ``cases`` (one per size), each a ``baseline`` key and its
+``configs``; a config is ``{"key", "label", "step": {"median", "p20", "p80"}, ...}``, its
+``step`` the wall time of one training step in milliseconds, host included, and what else
+the recipe measured beside it (a peak memory, a first step's seconds, the ops the profiler
+counted). Each recipe has here:
+
+* a ``*_table(capture)``: the render :func:`gpuperf.pages.captures.show` prints;
+* :func:`figure` draws it: the step times as bars, with what else it measured beside them;
+* a ``*_reading(shown)``: the sentences that read its numbers, one block per GPU;
+* :func:`in_one_paragraph`: the page's opening, one clause per recipe.
+
+A speed-up inside the run-to-run spread (:func:`no_gain`) is said to be no gain.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Mapping
+
+from gpuperf.bench import captures, records
+from gpuperf.pages import captures as pages_captures
+from gpuperf.pages.plotting import short_gpu_name
+from gpuperf.pages.prose import WIDTH, Paragraph, paragraph, percent, span, times
+from gpuperf.pages.tables import Cell, Section, render
+
+#: The captures, in the order the guide shows them.
+DATA_LOADING = "recipe_data_loading"
+PRECISION = "recipe_precision"
+ZERO_GRAD = "recipe_zero_grad"
+SYNCS = "recipe_syncs"
+CONV = "recipe_conv"
+CHECKPOINTING = "recipe_checkpointing"
+COMPILE = "recipe_compile"
+RECIPES = (DATA_LOADING, PRECISION, ZERO_GRAD, SYNCS, CONV, CHECKPOINTING, COMPILE)
+#: Each recipe's figure title.
+TITLES = {
+    DATA_LOADING: "DataLoader workers and pinned memory: time per training step",
+    PRECISION: "TF32 and bfloat16 autocast: an MLP's training step",
+    ZERO_GRAD: "zero_grad(set_to_none): time per training step",
+    SYNCS: "Host-device synchronizations in the loop: time per training step",
+    CONV: "cudnn.benchmark and channels_last: a conv net's training step",
+    CHECKPOINTING: "Gradient checkpointing: step time against peak memory",
+    COMPILE: "torch.compile (default mode) on the MLP's training step",
+}
+#: Below this relative difference a speed-up is no gain, even outside the spread.
+NOISE = 0.03
+#: What a reading prints when the capture it reads is not there (the note above says why).
+NOTHING_YET = "Nothing to read here yet: the capture above is not there."
+
+_GIB = 2**30
+
+
+# --- reading a capture ----------------------------------------------------------------------
+
+
+def cases(capture: dict) -> list[dict]:
+    """The cases of a recipe's capture.
+
+    Raises:
+        TypeError: ``capture`` is not a dict.
+        ValueError: its payload has no list of ``cases``.
+    """
+    if not isinstance(capture, dict):
+        raise TypeError(f"expected a capture (dict), got {type(capture).__name__}")
+    found = capture.get("payload", {}).get("cases")
+    if not isinstance(found, list) or not found:
+        raise ValueError(f"capture {capture.get('name')!r} has no list of cases in its payload")
+    return found
+
+
+def configs(case: dict) -> dict[str, dict]:
+    """``{key: config}`` of one case, in the order measured."""
+    return {c["key"]: c for c in case["configs"]}
+
+
+def config(case: dict, key: str) -> dict:
+    """The config ``key`` of ``case``.
+
+    Raises:
+        KeyError: no such config; the message lists those there are.
+    """
+    found = configs(case)
+    if key not in found:
+        raise KeyError(f"no config {key!r} in case {case.get('key')!r}; it has {list(found)}")
+    return found[key]
+
+
+def median(config: dict) -> float:
+    """A config's median time per step, ms."""
+    return config["step"]["median"]
+
+
+def speedup(case: dict, key: str, over: str | None = None) -> float:
+    """How many times faster the config ``key`` runs a step than ``over`` (default: the
+    case's baseline): above 1 it is faster."""
+    return median(config(case, over or case["baseline"])) / median(config(case, key))
+
+
+def no_gain(case: dict, key: str, over: str | None = None) -> bool:
+    """Whether ``key`` and ``over`` (default: the baseline) differ by less than the
+    measurement tells apart: their 20th-80th percentile ranges overlap, or their medians
+    differ by less than :data:`NOISE`."""
+    a, b = config(case, key)["step"], config(case, over or case["baseline"])["step"]
+    overlap = a["p20"] <= b["p80"] and b["p20"] <= a["p80"]
+    return overlap or abs(a["median"] / b["median"] - 1) < NOISE
+
+
+def gain(case: dict, key: str, over: str | None = None) -> str:
+    """``'1.85×, faster'``, ``'0.80×, slower'`` or ``'1.00×, no gain here'``: the speed of
+    ``key`` over ``over`` (default: the baseline) as the page writes it."""
+    ratio = speedup(case, key, over)
+    if no_gain(case, key, over):
+        return f"{times(ratio)}, no gain here"
+    return f"{times(ratio)}, {'faster' if ratio > 1 else 'slower'}"
+
+
+def ms(value: float) -> str:
+    """Milliseconds with three significant digits: ``'0.412 ms'``, ``'12.3 ms'``."""
+    if value >= 100:
+        return f"{value:,.0f} ms"
+    if value >= 10:
+        return f"{value:.1f} ms"
+    return f"{value:.2f} ms" if value >= 1 else f"{value:.3f} ms"
+
+
+def _rate(value: float) -> str:
+    """TFLOP/s as a whole number, or with three significant digits below 10."""
+    return f"{value:,.0f}" if value >= 10 else f"{value:.3g}"
+
+
+def _fill(*sentences: str) -> str:
+    return textwrap.fill(" ".join(s for s in sentences if s), WIDTH)
+
+
+def _read(shown: Mapping[str, dict], write: Callable[[dict], list[str]]) -> str:
+    """``write``'s sentences for each GPU's capture, each wrapped to the page's width."""
+    return pages_captures.per_gpu(shown, lambda c: [_fill(s) for s in write(c)], NOTHING_YET)
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+#: An extra column: its header and the cell of one config (``(config, capture) -> Cell``).
+Column = tuple[str, Callable[[dict, dict], Cell]]
+
+
+def _number(value: float | None, fmt: str) -> Cell:
+    return Cell("-") if value is None else Cell(format(value, fmt), value)
+
+
+def step_table(capture: dict, extra: tuple[Column, ...] = ()) -> str:
+    """One table per case: each config's median time per step with its 20th-80th
+    percentiles (ms), its speed against the baseline, then the ``extra`` columns; the
+    model measured (the payload's ``model``) in each table's heading."""
+    sections = []
+    model = capture["payload"].get("model", "")
+    for case in cases(capture):
+        base = config(case, case["baseline"])["label"]
+        header = ["configuration", "ms per step", "p20-p80", f"speed vs {base}", *(h for h, _ in extra)]
+        heading = "; ".join(h for h in (model, case["label"] if len(cases(capture)) > 1 else "") if h)
+        section = Section(heading, header)
+        for c in case["configs"]:
+            step = c["step"]
+            ratio = speedup(case, c["key"])
+            mark = " (no gain)" if c["key"] != case["baseline"] and no_gain(case, c["key"]) else ""
+            section.rows.append(
+                [
+                    Cell(c["label"]),
+                    Cell(ms(step["median"]).removesuffix(" ms"), step["median"]),
+                    Cell(f"{ms(step['p20']).removesuffix(' ms')}-{ms(step['p80']).removesuffix(' ms')}"),
+                    Cell(times(ratio) + mark, ratio),
+                    *(cell(c, capture) for _, cell in extra),
+                ]
+            )
+        sections.append(section)
+    return render(sections)
+
+
+def _loading(c: dict, capture: dict) -> Cell:
+    return _number(c.get("loading", {}).get("median"), ".2f")
+
+
+def _matmul_tflops(c: dict, capture: dict) -> float | None:
+    matmul = capture["payload"].get("matmul", {})
+    timing = matmul.get("times", {}).get(c["key"])
+    return None if not timing else matmul["flops"] / timing["median"] / 1e9
+
+
+def _gpu_ops(c: dict, capture: dict) -> float | None:
+    return c.get("ops", {}).get("gpu_ops")
+
+
+def _first_step(c: dict, capture: dict) -> float | None:
+    return c.get("first_step_s")
+
+
+def _peak_gib(c: dict, capture: dict) -> float | None:
+    peak = c.get("peak_bytes")
+    return None if peak is None else peak / _GIB
+
+
+def data_loading_table(capture: dict) -> str:
+    """The loader's configs: time per step, and the loading alone per batch (ms)."""
+    return step_table(capture, (("loading alone, ms per batch", _loading),))
+
+
+def precision_table(capture: dict) -> str:
+    """Float32, TF32 and bfloat16 autocast: time per step, the forward's largest error
+    relative to float64, and the matmul alone in TFLOP/s."""
+    n = capture["payload"]["matmul"]["n"]
+    return step_table(
+        capture,
+        (
+            ("forward's error vs float64", lambda c, _: _number(c.get("relative_error"), ".1e")),
+            (f"{n}^3 matmul alone, TFLOP/s", lambda c, cap: _number(_matmul_tflops(c, cap), ".0f")),
+        ),
+    )
+
+
+def zero_grad_table(capture: dict) -> str:
+    """Both settings of ``set_to_none`` at each model: time per step, and the GPU ops one
+    step ran with the time they kept the GPU busy (the profiler's)."""
+    busy = lambda c, _: _number(c.get("ops", {}).get("gpu_busy_ms"), ".3f")
+    return step_table(
+        capture,
+        (("GPU ops per step", lambda c, cap: _number(_gpu_ops(c, cap), ",.0f")), ("GPU busy, ms", busy)),
+    )
+
+
+def syncs_table(capture: dict) -> str:
+    """The synchronizations the debug mode reported in each loop (where in the loop, how
+    many), what it printed, then the loops' time per step at each width."""
+    payload = capture["payload"]
+    lines = []
+    found = payload.get("found")
+    if found:
+        for key, f in found.items():
+            lines.append(
+                f"{_loop_name(capture, key)}: {f['count']} synchronizations in {f['steps']} steps "
+                f"(width {payload['counted_at_width']})"
+            )
+            lines += [f"  {n:>4}  {line}" for line, n in f["by_line"].items()]
+        for message in payload.get("messages", []):
+            lines.append(f"the warning: {message}")
+    else:
+        lines.append("synchronizations not counted: the debug mode needs a CUDA device")
+    return "\n".join([*lines, "", step_table(capture)])
+
+
+def conv_table(capture: dict) -> str:
+    """The four layouts and algorithm choices: time per step, and the first step's seconds
+    (where ``cudnn.benchmark`` times the algorithms)."""
+    return step_table(capture, (("first step, s", lambda c, cap: _number(_first_step(c, cap), ".2f")),))
+
+
+def checkpointing_table(capture: dict) -> str:
+    """No, half and full checkpointing: time per step and the step's peak memory (GiB)."""
+    peak = ("peak memory of a step, GiB", lambda c, cap: _number(_peak_gib(c, cap), ".2f"))
+    return step_table(capture, (peak,))
+
+
+def compile_table(capture: dict) -> str:
+    """Eager and compiled: time per step, and the first step's seconds (the compilation)."""
+    return step_table(capture, (("first step, s", lambda c, cap: _number(_first_step(c, cap), ".2f")),))
+
+
+#: The render of each capture, for :func:`gpuperf.pages.captures.show`.
+TABLES = {
+    DATA_LOADING: data_loading_table,
+    PRECISION: precision_table,
+    ZERO_GRAD: zero_grad_table,
+    SYNCS: syncs_table,
+    CONV: conv_table,
+    CHECKPOINTING: checkpointing_table,
+    COMPILE: compile_table,
+}
+
+
+def show(name: str) -> pages_captures.Shown:
+    """Print every GPU's capture ``name`` through its table (:data:`TABLES`), with its
+    provenance, or say that it is missing and how to take it.
+
+    Raises:
+        ValueError: ``name`` is not one of :data:`RECIPES`.
+    """
+    if name not in TABLES:
+        raise ValueError(f"name must be one of {list(RECIPES)}, got {name!r}")
+    return pages_captures.show(name, TABLES[name])
+
+
+# --- figures --------------------------------------------------------------------------------
+
+#: The panel drawn beside the step times: its axis label and each config's value.
+EXTRA_PANELS: dict[str, tuple[str, Callable[[dict, dict], float | None]]] = {
+    DATA_LOADING: ("loading alone, ms per batch", lambda c, cap: c.get("loading", {}).get("median")),
+    PRECISION: ("the matmul alone, TFLOP/s", _matmul_tflops),
+    ZERO_GRAD: ("GPU ops per step (profiler)", _gpu_ops),
+    CONV: ("first step, s", _first_step),
+    CHECKPOINTING: ("peak memory of a step, GiB", _peak_gib),
+    COMPILE: ("first step, s (compilation)", _first_step),
+}
+_COLORS = {"baseline": "#7f7f7f", "faster": "#2ca02c", "none": "#1f77b4", "slower": "#d62728"}
+
+
+def _color(case: dict, key: str) -> str:
+    if key == case["baseline"]:
+        return _COLORS["baseline"]
+    if no_gain(case, key):
+        return _COLORS["none"]
+    return _COLORS["faster"] if speedup(case, key) > 1 else _COLORS["slower"]
+
+
+def _step_panel(ax, case: dict, reference: float | None) -> None:
+    """Horizontal bars of the median step time, the 20th-80th percentiles as whiskers,
+    each bar's speed against the baseline written after it."""
+    items = case["configs"]
+    y = list(range(len(items)))
+    medians = [median(c) for c in items]
+    low = [m - c["step"]["p20"] for m, c in zip(medians, items, strict=True)]
+    high = [c["step"]["p80"] - m for m, c in zip(medians, items, strict=True)]
+    colors = [_color(case, c["key"]) for c in items]
+    ax.barh(y, medians, xerr=[low, high], color=colors, height=0.6, capsize=2, ecolor="#333333")
+    right = max(m + h for m, h in zip(medians, high, strict=True))
+    for i, c in enumerate(items):
+        text = "baseline" if c["key"] == case["baseline"] else times(speedup(case, c["key"]))
+        ax.text(medians[i] + high[i] + 0.02 * right, i, text, va="center", fontsize=8)
+    if reference is not None:
+        ax.axvline(reference, color="#444444", ls="--", lw=1)
+        right = max(right, reference)
+    ax.set_xlim(0, right * 1.25)
+    ax.set_yticks(y, [c["label"] for c in items])
+    ax.invert_yaxis()
+    ax.set_xlabel("ms per step (median, p20-p80)")
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+def _extra_panel(ax, case: dict, capture: dict, label: str, value) -> None:
+    items = case["configs"]
+    values = [value(c, capture) for c in items]
+    known = [v for v in values if v is not None]
+    right = max(known, default=1.0) or 1.0
+    for i, v in enumerate(values):
+        if v is None:
+            ax.text(0.02 * right, i, "not measured", va="center", fontsize=8, color="#666666")
+            continue
+        ax.barh(i, v, color=_color(case, items[i]["key"]), height=0.6)
+        ax.text(v + 0.02 * right, i, f"{v:,.3g}", va="center", fontsize=8)
+    ax.set_ylim(len(items) - 0.5, -0.5)
+    ax.set_yticks(range(len(items)), [""] * len(items))
+    ax.set_xlim(0, right * 1.3)
+    ax.set_xlabel(label)
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+def bars_figure(capture: dict, title: str, extra=None, reference=None, notes=()):
+    """The step times of each case of ``capture`` as bars (one row of panels per case),
+    with ``extra`` (``(label, value(config, capture))``) drawn beside them and a dashed
+    line at ``reference`` ms; the provenance caption and ``notes`` underneath.
+
+    Raises:
+        TypeError, ValueError: ``capture`` is not a recipe's capture (:func:`cases`).
+    """
+    import matplotlib.pyplot as plt
+
+    from gpuperf.pages.plotting import PLOT_STYLE
+
+    with plt.rc_context(PLOT_STYLE):
+        return _bars_figure(capture, title, extra, reference, notes)
+
+
+def _bars_figure(capture: dict, title: str, extra, reference, notes):
+    import matplotlib.pyplot as plt
+
+    rows = cases(capture)
+    caption = textwrap.wrap(captures.caption(capture), 120) + [
+        n for note in notes for n in textwrap.wrap(note, 120)
+    ]
+    heights = [0.32 * len(case["configs"]) + 0.75 for case in rows]
+    caption_h = 0.12 * len(caption) + 0.1
+    height = sum(heights) + caption_h + 0.45
+    columns = 2 if extra else 1
+    fig, axes = plt.subplots(
+        len(rows),
+        columns,
+        figsize=(8.0, height),
+        squeeze=False,
+        gridspec_kw={"height_ratios": heights, "width_ratios": [3, 2] if extra else [1]},
+        facecolor="white",
+    )
+    for i, case in enumerate(rows):
+        _step_panel(axes[i, 0], case, reference)
+        if len(rows) > 1:
+            axes[i, 0].set_title(case["label"], fontsize=9, loc="left")
+        elif reference is not None:
+            axes[i, 0].set_title("dashed: the step on a batch already on the GPU", fontsize=8.5, loc="left")
+        if extra:
+            _extra_panel(axes[i, 1], case, capture, *extra)
+    fig.suptitle(f"{title} ({short_gpu_name(capture['provenance']['gpu'])})", fontsize=10.5)
+    fig.text(0.01, 0.01, "\n".join(caption), fontsize=7, va="bottom", color="#333333")
+    fig.tight_layout(rect=(0, (caption_h + 0.05) / height, 1, 1 - 0.1 / height))
+    return fig
+
+
+def figure(name: str, gpu: str | None = None):
+    """The figure of the recipe ``name`` on ``gpu`` (default: the reference GPU), or a
+    placeholder that says its capture is missing and how to take it.
+
+    Raises:
+        ValueError: ``name`` is not one of :data:`RECIPES`.
+    """
+    from gpuperf.pages.plotting import plot_missing
+
+    if name not in TITLES:
+        raise ValueError(f"name must be one of {list(RECIPES)}, got {name!r}")
+    capture, notes = pages_captures.load(name, gpu)
+    if capture is None:
+        return plot_missing(TITLES[name], " ".join(notes) or f"no capture {name!r} for {gpu}")
+    reference = None
+    if name == DATA_LOADING:
+        reference = capture["payload"]["gpu_step"]["median"]
+    return bars_figure(capture, TITLES[name], EXTRA_PANELS.get(name), reference, notes)
+
+
+# --- the readings ---------------------------------------------------------------------------
+
+
+def _only(capture: dict) -> dict:
+    return cases(capture)[0]
+
+
+def _data_loading(capture: dict) -> list[str]:
+    payload, case = capture["payload"], _only(capture)
+    found = configs(case)
+    base = config(case, case["baseline"])
+    best_key = min(found, key=lambda k: median(found[k]))
+    best = found[best_key]
+    gpu = payload["gpu_step"]["median"]
+    own = base.get("loading", {}).get("median")
+    if best_key == case["baseline"]:
+        out = [f"Fastest: {base['label']} itself ({ms(median(base))} per step): no other setting gained."]
+    else:
+        out = [
+            f"Fastest: {best['label']}; against {base['label']}: {gain(case, best_key)} "
+            f"({ms(median(base))} → {ms(median(best))} per step)."
+        ]
+    if own is not None:
+        pace = "the GPU waited for the host" if own > gpu else "the host kept up"
+        out.append(
+            f"Making a batch in the training process takes {ms(own)}, against {ms(gpu)} for the step on a "
+            f"batch already on the GPU (the dashed line): {pace}."
+        )
+    left = median(best) - gpu
+    if left <= NOISE * gpu or median(best) <= payload["gpu_step"]["p80"]:
+        out.append(
+            f"With {best['label']} the input pipeline is hidden: the step takes what it takes on "
+            "resident data."
+        )
+    else:
+        out.append(f"With {best['label']} a step still waits {ms(left)} for its input.")
+    out += _pinning(payload, case)
+    return out
+
+
+def _pinning(payload: dict, case: dict) -> list[str]:
+    """What pinning (with non_blocking copies) did at each num_workers, and the copy alone."""
+    found = configs(case)
+    pairs = [(k, f"{k}_pinned") for k in found if not k.endswith("_pinned") and f"{k}_pinned" in found]
+    if not pairs:
+        return []
+    copies = payload.get("copies")
+    out = []
+    if copies:
+        pageable, pinned = copies["pageable"]["median"], copies["pinned"]["median"]
+        gbps = lambda t: copies["bytes"] / t / 1e6
+        out.append(
+            f"One batch ({copies['bytes'] / 1e6:.1f} MB) copies to the GPU in {ms(pageable)} from pageable "
+            f"memory ({gbps(pageable):,.0f} GB/s) and {ms(pinned)} from pinned memory "
+            f"({gbps(pinned):,.0f} GB/s)."
+        )
+    readings = [
+        f"{config(case, plain)['num_workers']} workers: {gain(case, pinned_key, over=plain)}"
+        for plain, pinned_key in pairs
+    ]
+    out.append(
+        "pin_memory with non_blocking copies, against the same num_workers unpinned: "
+        + "; ".join(readings)
+        + "."
+    )
+    if copies and all(no_gain(case, p, over=q) for q, p in pairs):
+        share = copies["pageable"]["median"] / median(config(case, pairs[0][0]))
+        if share < 0.1:
+            out.append(
+                f"No gain, because even from pageable memory the copy is {percent(share)} of a step: it was "
+                "never what the step waited for."
+            )
+    return out
+
+
+def data_loading_reading(shown: Mapping[str, dict]) -> str:
+    """The fastest loader against ``num_workers=0``; the batch's making against the step on
+    resident data (who waits for whom); and what pinning did at each ``num_workers``, with
+    one batch's copy from pageable and from pinned memory."""
+    return _read(shown, _data_loading)
+
+
+def _precision(capture: dict) -> list[str]:
+    payload, case = capture["payload"], _only(capture)
+    flops = payload["flops_per_step"]
+    rate = lambda c: flops / median(c) / 1e9
+    base = config(case, "fp32")
+    out = []
+    for key in ("tf32", "bf16"):
+        c = config(case, key)
+        out.append(
+            f"{c['label']} against float32: {gain(case, key)} ({ms(median(base))} → {ms(median(c))} "
+            f"per step, {_rate(rate(base))} → {_rate(rate(c))} TFLOP/s of matmul work)."
+        )
+    matmul = {k: _matmul_tflops(config(case, k), capture) for k in ("fp32", "tf32", "bf16")}
+    if None not in matmul.values():
+        out.append(
+            f"The {payload['matmul']['n']}³ matmul alone: float32 {_rate(matmul['fp32'])} TFLOP/s, "
+            f"TF32 {_rate(matmul['tf32'])}, bfloat16 {_rate(matmul['bf16'])}."
+        )
+        if no_gain(case, "tf32"):
+            why = (
+                "the matmul alone is no faster in TF32 either"
+                if matmul["tf32"] < (1 + NOISE) * matmul["fp32"]
+                else "the step's time is not in its matmuls"
+            )
+            out.append(f"TF32 brings no gain to this step because {why}.")
+    errors = {k: config(case, k)["relative_error"] for k in ("fp32", "tf32", "bf16")}
+    out.append(
+        f"The price: the forward's largest error, relative to float64, is {errors['fp32']:.0e} in float32, "
+        f"{errors['tf32']:.0e} with TF32 and {errors['bf16']:.0e} under bfloat16 autocast."
+    )
+    return out
+
+
+def precision_reading(shown: Mapping[str, dict]) -> str:
+    """TF32 and bfloat16 autocast against float32 (time per step and the TFLOP/s of the
+    step's matmul work), the matmul alone, and the error each costs."""
+    return _read(shown, _precision)
+
+
+def _op_difference(more: dict, fewer: dict, top: int = 3) -> str:
+    """The ATen ops ``more`` counted more often than ``fewer``, the largest differences first."""
+    diff = {name: n - fewer.get(name, 0) for name, n in more.items() if n > fewer.get(name, 0)}
+    ranked = sorted(diff.items(), key=lambda item: -item[1])[:top]
+    return ", ".join(f"{name} +{n}" for name, n in ranked)
+
+
+def _zero_grad(capture: dict) -> list[str]:
+    out = []
+    for case in cases(capture):
+        on, off = config(case, "set_to_none_true"), config(case, "set_to_none_false")
+        line = (
+            f"{case['label']}: set_to_none=True against False: {gain(case, on['key'])} "
+            f"({ms(median(off))} → {ms(median(on))} per step)."
+        )
+        ops_on, ops_off = on.get("ops", {}), off.get("ops", {})
+        if ops_on.get("gpu_ops") is not None and ops_off.get("gpu_ops") is not None:
+            line += (
+                f" With set_to_none=False the GPU ran {ops_off['gpu_ops']:,} ops per step instead of "
+                f"{ops_on['gpu_ops']:,}"
+            )
+            extra = _op_difference(ops_off.get("aten", {}), ops_on.get("aten", {}))
+            line += f" (ATen ops called more: {extra})." if extra else "."
+            busy = ops_off.get("gpu_busy_ms", 0) - ops_on.get("gpu_busy_ms", 0)
+            if no_gain(case, on["key"]) and busy < NOISE * median(off):
+                line += (
+                    f" No gain, because those ops kept the GPU busy {ms(max(busy, 0))} more per "
+                    f"step, lost in a {ms(median(off))} step."
+                )
+        out.append(line)
+    return out
+
+
+def zero_grad_reading(shown: Mapping[str, dict]) -> str:
+    """At each model: ``set_to_none=True`` against ``False``, the GPU ops it saves and the
+    ATen ops behind them, and why there is no gain where there is none."""
+    return _read(shown, _zero_grad)
+
+
+def _loop_name(capture: dict, key: str) -> str:
+    case = cases(capture)[0]
+    return config(case, key)["label"]
+
+
+def _syncs(capture: dict) -> list[str]:
+    payload = capture["payload"]
+    out = []
+    found = payload.get("found")
+    if found and "syncs" in found:
+        f = found["syncs"]
+        where = "; ".join(f"{n} at {line}" for line, n in f["by_line"].items())
+        out.append(
+            f"set_sync_debug_mode('warn') reported {f['count']} synchronizations in {f['steps']} "
+            f"steps: {where}."
+        )
+        if "no_syncs" in found:
+            g = found["no_syncs"]
+            out.append(f"Without them it reported {g['count']}, all after the last step.")
+    for case in cases(capture):
+        no, yes = config(case, "no_syncs"), config(case, "syncs")
+        line = (
+            f"{case['label']}: removing them: {gain(case, 'no_syncs')} ({ms(median(yes))} → "
+            f"{ms(median(no))} per step)"
+        )
+        busy = case.get("gpu_busy_ms")
+        if busy is not None:
+            line += f"; the GPU is busy {ms(busy)} of each step"
+            if no_gain(case, "no_syncs"):
+                if busy < 0.5 * median(no):
+                    line += (
+                        ". No gain, because the GPU waited for the host's launches most of each step "
+                        "anyway: a wait for it finds it nearly done"
+                    )
+                elif busy > 0.9 * median(no):
+                    line += (
+                        ". No gain, because the GPU is busy nearly all the step: a wait costs one "
+                        "launch's latency"
+                    )
+        out.append(line + ".")
+    return out
+
+
+def syncs_reading(shown: Mapping[str, dict]) -> str:
+    """How many synchronizations the debug mode found, where, and what removing them saved
+    at each width, read against the GPU's busy time per step."""
+    return _read(shown, _syncs)
+
+
+def _conv(capture: dict) -> list[str]:
+    case = _only(capture)
+    base = config(case, case["baseline"])
+    out = []
+    for key in ("nhwc_heuristic", "nchw_benchmark", "nhwc_benchmark"):
+        c = config(case, key)
+        out.append(
+            f"{c['label']} against {base['label']}: {gain(case, key)} "
+            f"({ms(median(base))} → {ms(median(c))} per step)."
+        )
+    firsts = {k: config(case, k).get("first_step_s") for k in configs(case)}
+    if None not in firsts.values():
+        tuned = [firsts["nchw_benchmark"], firsts["nhwc_benchmark"]]
+        plain = [firsts["nchw_heuristic"], firsts["nhwc_heuristic"]]
+        line = f"cudnn.benchmark's first step took {span(tuned)} s against {span(plain)} s without it"
+        if min(tuned) > max(plain):
+            line += ": it times the algorithms of each convolution there, once per input shape"
+        out.append(line + ".")
+    return out
+
+
+def conv_reading(shown: Mapping[str, dict]) -> str:
+    """``channels_last``, ``cudnn.benchmark`` and both against NCHW with cuDNN's
+    heuristics, and the first step's cost of benchmarking."""
+    return _read(shown, _conv)
+
+
+def _checkpointing(capture: dict) -> list[str]:
+    case = _only(capture)
+    none = config(case, "every_0")
+    out = []
+    for key in ("every_2", "every_1"):
+        c = config(case, key)
+        slower = median(c) / median(none)
+        line = (
+            f"Checkpointing {c['label']}: {times(slower)} the step time "
+            f"({ms(median(none))} → {ms(median(c))})"
+        )
+        if none.get("peak_bytes") and c.get("peak_bytes"):
+            line += (
+                f", peak memory {none['peak_bytes'] / _GIB:.2f} → {c['peak_bytes'] / _GIB:.2f} GiB "
+                f"({times(none['peak_bytes'] / c['peak_bytes'])} less)"
+            )
+        else:
+            line += "; peak memory not measured on this device"
+        out.append(line + ".")
+    full = median(config(case, "every_1")) / median(none)
+    out.append(
+        "Running each block's forward again adds a third to a matmul-bound step's work "
+        f"(forward 1, backward 2, forward again 1): 1.33× expected, {times(full)} measured."
+    )
+    return out
+
+
+def checkpointing_reading(shown: Mapping[str, dict]) -> str:
+    """Checkpointing half and all the blocks: the memory saved and the time paid, against
+    the third more work that recomputing the forward costs."""
+    return _read(shown, _checkpointing)
+
+
+def _compile(capture: dict) -> list[str]:
+    case = _only(capture)
+    eager, comp = config(case, "eager"), config(case, "compile")
+    out = [
+        f"torch.compile against eager: {gain(case, 'compile')} ({ms(median(eager))} → "
+        f"{ms(median(comp))} per step)."
+    ]
+    first_e, first_c = eager.get("first_step_s"), comp.get("first_step_s")
+    if first_e is not None and first_c is not None:
+        line = (
+            f"Its first step took {first_c:.1f} s, compiling the forward and backward from an empty cache, "
+            f"against eager's {first_e:.2f} s"
+        )
+        saved_s = (median(eager) - median(comp)) / 1e3
+        if not no_gain(case, "compile") and saved_s > 0:
+            line += f": it pays for itself after {(first_c - first_e) / saved_s:,.0f} steps"
+        else:
+            line += ", and the steps never win it back"
+        out.append(line + ".")
+    return out
+
+
+def compile_reading(shown: Mapping[str, dict]) -> str:
+    """Compiled against eager per step, the compilation's seconds, and after how many steps
+    it pays for itself."""
+    return _read(shown, _compile)
+
+
+# --- the opening paragraph ---------------------------------------------------------------------
+
+
+def _said(case: dict, key: str, over: str | None = None) -> str:
+    ratio = speedup(case, key, over)
+    return f"{times(ratio)} (no gain)" if no_gain(case, key, over) else times(ratio)
+
+
+def headline(capture: dict) -> str:
+    """One clause for the opening paragraph: the recipe's main reading on this capture.
+
+    Raises:
+        ValueError: ``capture`` is not one of the recipes' captures.
+    """
+    name, payload = capture.get("name"), capture["payload"]
+    if name == DATA_LOADING:
+        case = _only(capture)
+        best = min(configs(case).values(), key=median)
+        said = _said(case, best["key"])
+        return f"a DataLoader with {best['label']} ran {said} the single-process loader's steps"
+    if name == PRECISION:
+        case = _only(capture)
+        tf32, bf16 = _said(case, "tf32"), _said(case, "bf16")
+        return f"TF32 matmuls {tf32} and bfloat16 autocast {bf16} a float32 MLP step"
+    if name == ZERO_GRAD:
+        said = [_said(c, "set_to_none_true") for c in cases(capture)]
+        return f"zero_grad(set_to_none=True) {' and '.join(said)} on a small and a large model"
+    if name == SYNCS:
+        said = ", ".join(f"{_said(c, 'no_syncs')} at {c['label']}" for c in cases(capture))
+        found = (payload.get("found") or {}).get("syncs")
+        count = (
+            f"{found['count']} host synchronizations in {found['steps']} steps"
+            if found
+            else "host synchronizations"
+        )
+        return f"removing {count}: {said}"
+    if name == CONV:
+        return (
+            f"channels_last with cudnn.benchmark {_said(_only(capture), 'nhwc_benchmark')} a conv net's step"
+        )
+    if name == CHECKPOINTING:
+        case = _only(capture)
+        none, full = config(case, "every_0"), config(case, "every_1")
+        memory = ""
+        if none.get("peak_bytes") and full.get("peak_bytes"):
+            memory = f"{times(none['peak_bytes'] / full['peak_bytes'])} less peak memory for "
+        return f"checkpointing every block: {memory}{times(median(full) / median(none))} the step time"
+    if name == COMPILE:
+        case = _only(capture)
+        first = config(case, "compile").get("first_step_s")
+        after = f" after a {first:.0f} s first step" if first is not None else ""
+        return f"torch.compile {_said(case, 'compile')} eager{after}"
+    raise ValueError(f"not a recipe's capture: {name!r} (expected one of {list(RECIPES)})")
+
+
+def in_one_paragraph() -> Paragraph:
+    """The guide's headline: one clause per recipe measured on the reference GPU, and one
+    note naming the recipes not measured yet (and how to measure them).
+
+    Returns:
+        A :class:`~gpuperf.pages.prose.Paragraph`.
+    """
+    clauses, notes, missing, gpu = [], [], [], None
+    for name in RECIPES:
+        capture, found = pages_captures.load(name)
+        if capture is None:
+            missing.append(name)
+            continue
+        notes += found
+        gpu = gpu or short_gpu_name(capture["provenance"]["gpu"])
+        clauses.append(headline(capture))
+    sentences = []
+    if clauses:
+        sentences.append(
+            f"Measured on the {gpu} as whole training steps, host included: " + "; ".join(clauses) + "."
+        )
+    else:
+        sentences.append(
+            "No recipe has been measured on this page's GPU yet: each section below says what "
+            "its measurement will show, and the note below how to take them."
+        )
+    if missing:
+        how = records.advice(captures.command(missing[0]))
+        notes.append(
+            f"MISSING: no capture of {', '.join(missing)} for {records.reference_gpu()} yet; "
+            f"{how} to take them."
+        )
+    return paragraph(*sentences, notes=notes)

@@ -66,6 +66,7 @@ def precision() -> dict:
     payload = {
         "flops_per_step": 1.5e12,
         "matmul": {"n": n, "flops": 2 * n**3, "times": times},
+        "errors_on": "initial weights",
         "cases": [case(configs, "fp32")],
     }
     return build(page.PRECISION, payload)
@@ -213,6 +214,16 @@ def test_precision_table_reads_the_matmul_as_tflops():
     text = page.precision_table(precision())
     bf16 = next(line for line in text.splitlines() if "bfloat16" in line)
     assert f"{2 * 4096**3 / 0.25e9:.0f}" in bf16 and "1.0e-02" in bf16
+
+
+def test_errors_taken_after_the_model_trained_are_not_shown():
+    """A capture without ``errors_on`` took TF32's and bfloat16's error after the float32
+    steps had trained the model away from its float64 reference: no error is shown."""
+    older = precision()
+    del older["payload"]["errors_on"]
+    assert "error" not in page.precision_table(older)
+    assert "largest error" not in " ".join(page.precision_reading(shown(older)).split())
+    assert "1.0e-02" in page.precision_table(precision())
 
 
 def test_syncs_table_lists_where_they_were_found():

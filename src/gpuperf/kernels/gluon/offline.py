@@ -63,15 +63,16 @@ def hopper_target(*kernels):
 def ptxas_candidates() -> list[str]:
     """The ``ptxas`` binaries that may assemble PTX Triton wrote, in the order tried: the one
     Triton compiles with now (``TRITON_PTXAS_PATH`` if set, else the one in Triton's wheel),
-    the one PyTorch's Inductor ships and points ``TRITON_PTXAS_PATH`` at when it compiles,
+    the one PyTorch ships and Inductor points ``TRITON_PTXAS_PATH`` at when it compiles,
     then the CUDA toolkit's. Each existing file once."""
     from triton.backends.nvidia.compiler import get_ptxas
 
     found = [get_ptxas(90).path, os.environ.get("TRITON_PTXAS_PATH")]
     try:
-        import torch._inductor
+        import torch
 
-        found.append(os.path.join(os.path.dirname(torch._inductor.__file__), "bin", "ptxas"))
+        here = os.path.dirname(torch.__file__)  # torch/bin (2.11), torch/_inductor/bin (earlier)
+        found += [os.path.join(here, "bin", "ptxas"), os.path.join(here, "_inductor", "bin", "ptxas")]
     except ImportError:
         pass
     found += [shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"]

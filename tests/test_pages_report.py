@@ -141,6 +141,21 @@ def test_shapes_with_a_dtype_axis_plot_one_panel_per_combination():
     assert legend.count("Triton") == 1 and "Triton, row-major order" in legend
 
 
+def test_a_quick_live_result_beside_its_committed_sweep_is_told_apart_and_never_an_empty_column():
+    """A quick live build measured float16 only: the float16 figure has the live column and
+    the committed one, titled apart; the bfloat16 figure has the committed column alone."""
+    live_record = synthetic_record(MATMUL_LIKE, combos=[{"dtype": "float16"}])
+    committed = Result(MATMUL_LIKE, synthetic_record(MATMUL_LIKE), "committed")
+    live = Result(MATMUL_LIKE, live_record, "live", others=[committed])
+    assert live.name == "Test GPU 80GB (live)" and committed.name == "Test GPU 80GB"
+    both = live.plot(dtype="float16")
+    assert [ax.get_title().split("\n")[0] for ax in both.axes] == ["Test GPU 80GB (live)", "Test GPU 80GB"]
+    alone = live.plot(dtype="bfloat16")
+    assert len(alone.axes) == 1
+    assert "Test GPU 80GB (live)" in live.table() and "Test GPU 80GB " in live.table()
+    plt.close("all")
+
+
 def test_host_time_per_call_has_no_ceiling_and_a_clear_ratio():
     # triton 30 us per call, torch 10 us: triton is three times slower.
     record = synthetic_record(HOST_LIKE, ms=lambda c, i, p: [0.030, 0.010][p])

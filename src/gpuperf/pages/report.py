@@ -241,6 +241,9 @@ class Result:
         shown = self.gpus()
         if not shown:
             return plot_missing(self.benchmark.title, " ".join(self.notes))
+        # A GPU with no row in the combinations ``axes`` picks (a quick live build measures
+        # part of the sweep) gets no empty column.
+        shown = [r for r in shown if r._subset(axes)["rows"]] or shown
         subsets = [Result(self.benchmark, r._subset(axes), r.source) for r in shown]
         heads = [(r.name, headline(r)) for r in subsets]
         return plot_records(

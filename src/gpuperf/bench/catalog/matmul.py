@@ -366,6 +366,9 @@ MATMUL_FP8 = Benchmark(
     sources=(*PERSISTENT_SOURCES, "kernels/matmul_fp8.py"),
     axes=(("scaling", ("tensor", "row")), ("accumulation", ("float32", "fast"))),
     reduction=lambda shape, scaling, accumulation: fp8_check_k(shape[2], accumulation),
+    # A quick live build: the two squares the pages compare with bfloat16 (the strategy
+    # guide) and the ceiling's shape, in every scaling and accumulation mode.
+    quick=(("shape", ((4096, 4096, 4096), (8192, 8192, 8192))),),
 )
 
 # --- SwiGLU, Llama's MLP gate (tutorial 07) -----------------------------------------------

@@ -445,3 +445,17 @@ def test_another_gpus_record_is_drawn_only_while_current(monkeypatch, tmp_path):
     absent = load(catalog.GLUON_FP8)
     assert absent.record is None and absent.notes[0].startswith("MISSING")
     assert "python -m gpuperf.bench gluon_fp8" in absent.notes[0]
+
+
+def test_a_table_lists_shapes_in_declared_order_whatever_the_records_hold():
+    # A quick live record holds part of the shapes; beside the whole committed sweep, the
+    # rows still run in the benchmark's order, not the live record's first.
+    full = load(catalog.MATMUL)
+    big = (8192, 8192, 8192)
+    part = {**full.record, "rows": [r for r in full.record["rows"] if r["x"] == big]}
+    text = Result(catalog.MATMUL, part, "live", others=[full]).table(dtype="float16")
+    shown = [line.split()[0] for line in text.splitlines() if "H100" in line]
+    expected = []
+    for x in catalog.MATMUL.x_values:
+        expected += [format_x(x)] * (2 if x == big else 1)  # live and committed at 8192³
+    assert shown == expected

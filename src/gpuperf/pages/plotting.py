@@ -144,13 +144,15 @@ def format_rate(value: float, unit: str) -> str:
     return f"{value:.0f} {unit}"
 
 
-def x_order(xs) -> list:
-    """Distinct x values in drawing order: sizes ascending, shapes and names as first seen
-    (a record's rows follow the declared order)."""
+def x_order(xs, declared=()) -> list:
+    """Distinct x values in drawing order: sizes ascending, shapes and names in the order
+    of ``declared`` (the benchmark's x values; those it lacks after them, as first seen),
+    or as first seen (a record's rows follow the declared order)."""
     distinct = list(dict.fromkeys(xs))
     if all(isinstance(x, int) for x in distinct):
         return sorted(distinct)
-    return distinct
+    rank = {x: i for i, x in enumerate(declared)}
+    return sorted(distinct, key=lambda x: rank.get(x, len(rank)))
 
 
 def combos(record: dict) -> list[dict]:

@@ -203,7 +203,8 @@ class Result:
         if ceiling is not None:
             header.append(f"{subject} % of {ceiling.split('_')[0]}")
         digits = (2 if cost == "memory" else 1) if host else 0
-        order = x_order(r["x"] for r in all_rows)
+        # In declared order: a quick live record holds part of the x values, listed first.
+        order = x_order((r["x"] for r in all_rows), bench.x_values)
         section = Section(format_combo(combo), header)
         for position, x in enumerate(order):
             for result in results:

@@ -15,6 +15,7 @@ from gpuperf.pages.plotting import (
     combos,
     format_combo,
     format_x,
+    gpu_label,
     plot_missing,
     plot_records,
     short_gpu_name,
@@ -58,12 +59,10 @@ class Result:
 
     @property
     def name(self) -> str | None:
-        """The GPU's short name (``'H100 80GB HBM3'``), followed by ``' (live)'`` when this
-        run measured it: a quick live build draws the same GPU's committed sweep beside its
-        own points, and the two must not read alike. None without a record."""
-        if self.record is None:
-            return None
-        return short_gpu_name(self.gpu) + (" (live)" if self.source == "live" else "")
+        """How the page names this GPU's numbers (:func:`~gpuperf.pages.plotting.gpu_label`):
+        ``'H100 80GB HBM3'``, or ``'H100 80GB HBM3 (live)'`` when this run measured them.
+        None without a record."""
+        return None if self.record is None else gpu_label(self.gpu, self.source)
 
     def gpus(self) -> list[Result]:
         """This result and :attr:`others`, those that have a record, in drawing order."""
@@ -244,12 +243,12 @@ class Result:
             return plot_missing(self.benchmark.title, " ".join(self.notes))
         # A GPU with no row in the combinations ``axes`` picks (a quick live build measures
         # part of the sweep) gets no empty column.
-        shown = [r for r in shown if r._subset(axes)["rows"]] or shown
         subsets = [Result(self.benchmark, r._subset(axes), r.source) for r in shown]
+        subsets = [r for r in subsets if r.record["rows"]] or subsets
         heads = [(r.name, headline(r)) for r in subsets]
         return plot_records(
             [r.record for r in subsets],
-            sources=[r.source for r in shown],
+            sources=[r.source for r in subsets],
             notes=self.all_notes(),
             headlines=[f"{gpu}: {text}" for gpu, text in heads if text],
         )

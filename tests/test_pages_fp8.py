@@ -143,3 +143,17 @@ def test_tables_refuse_another_benchmark_or_a_bad_scaling():
         fp8.chosen_configs("matmul_fp8")
     with pytest.raises(ValueError, match="scaling must be one of"):
         fp8.chosen_configs(report.run_or_load(catalog.MATMUL_FP8), scaling="block")
+
+
+def test_tables_show_only_the_shapes_a_gpu_has():
+    # A quick live record holds two of the shapes: its tables have those columns and rows
+    # only, and the committed record's tables keep all five.
+    full = report.load(catalog.MATMUL_FP8)
+    xs = ((4096, 4096, 4096), (8192, 8192, 8192))
+    part = {**full.record, "rows": [r for r in full.record["rows"] if r["x"] in xs]}
+    quick = report.Result(catalog.MATMUL_FP8, part, "live")
+    header = fp8.ratio_table(quick).splitlines()[1].split()
+    assert header == ["scaling", "accumulation", *map(format_x, xs)]
+    rows = [line.split()[0] for line in fp8.chosen_configs(quick).splitlines()[3:]]
+    assert rows == [format_x(x) for x in xs]
+    assert all(format_x(x) in fp8.ratio_table(full) for x in catalog.MATMUL_FP8.x_values)

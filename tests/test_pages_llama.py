@@ -110,3 +110,14 @@ def test_wrong_results_are_refused():
         page.prefill_table("llama_prefill")
     with pytest.raises(ValueError, match="expected the result of 'llama_decode'"):
         page.decode_table(load(catalog.LLAMA_PREFILL), batch=1)
+
+
+def test_decode_table_lists_the_cache_lengths_a_gpu_has():
+    # A record with two of the lengths (as a partial run would hold): two rows, no row of
+    # dashes for the lengths it lacks.
+    full = load(catalog.LLAMA_DECODE)
+    kept = (4096, 32768)
+    part = {**full.record, "rows": [r for r in full.record["rows"] if r["x"] in kept]}
+    table = page.decode_table(type(full)(catalog.LLAMA_DECODE, part, "live"), batch=1)
+    cached = [line.split()[0] for line in table.splitlines() if line.split() and line.split()[0].isdigit()]
+    assert cached == [str(n) for n in kept]

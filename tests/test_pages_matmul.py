@@ -185,3 +185,23 @@ def test_ceilings_by_run_sets_both_runs_side_by_side_with_their_verdicts():
             assert verdict in " ".join(text.lower().split())
     with pytest.raises(ValueError, match="expected the result of 'matmul'"):
         page.ceilings_by_run(report.run_or_load(ORDER))
+
+
+def test_the_geometric_mean_names_the_squares_it_averages():
+    # A quick live build measures 4096³ and 8192³ of the squares: the line says so, and
+    # its mean is over those two; the whole sweep's line names the range.
+    plain = report.run_or_load(MATMUL)
+    h100 = plain.on(plain.gpus()[0].gpu)
+    quick = report.Result(MATMUL, cut(h100.record, catalog.MATMUL.sweep(quick=True)[0]), "live")
+    ratios = h100.ratios(dtype="bfloat16")
+    both = (ratios[(4096,) * 3] * ratios[(8192,) * 3]) ** 0.5
+    expected = f"geometric mean of the ratio to cuBLAS, 4096³ and 8192³: {times(both)}"
+    assert expected in page.against_cublas(quick)
+    assert "geometric mean of the ratio to cuBLAS, 1024³-8192³: " in page.against_cublas(h100)
+    assert page._squares_named([(1024,) * 3, (8192,) * 3]) == "1024³ and 8192³"
+    assert page._squares_named([(2048,) * 3, (4096,) * 3, (8192,) * 3]) == "2048³-8192³"
+
+
+def cut(record: dict, xs) -> dict:
+    """``record`` with the rows at ``xs`` only."""
+    return {**record, "rows": [r for r in record["rows"] if r["x"] in xs]}

@@ -141,6 +141,21 @@ def test_shapes_with_a_dtype_axis_plot_one_panel_per_combination():
     assert legend.count("Triton") == 1 and "Triton, row-major order" in legend
 
 
+def test_a_quick_live_result_beside_its_committed_sweep_is_told_apart_and_never_an_empty_column():
+    """A quick live build measured float16 only: the float16 figure has the live column and
+    the committed one, titled apart; the bfloat16 figure has the committed column alone."""
+    live_record = synthetic_record(MATMUL_LIKE, combos=[{"dtype": "float16"}])
+    committed = Result(MATMUL_LIKE, synthetic_record(MATMUL_LIKE), "committed")
+    live = Result(MATMUL_LIKE, live_record, "live", others=[committed])
+    assert live.name == "Test GPU 80GB (live)" and committed.name == "Test GPU 80GB"
+    both = live.plot(dtype="float16")
+    assert [ax.get_title().split("\n")[0] for ax in both.axes] == ["Test GPU 80GB (live)", "Test GPU 80GB"]
+    alone = live.plot(dtype="bfloat16")
+    assert len(alone.axes) == 1
+    assert "Test GPU 80GB (live)" in live.table() and "Test GPU 80GB " in live.table()
+    plt.close("all")
+
+
 def test_host_time_per_call_has_no_ceiling_and_a_clear_ratio():
     # triton 30 us per call, torch 10 us: triton is three times slower.
     record = synthetic_record(HOST_LIKE, ms=lambda c, i, p: [0.030, 0.010][p])
@@ -430,3 +445,17 @@ def test_another_gpus_record_is_drawn_only_while_current(monkeypatch, tmp_path):
     absent = load(catalog.GLUON_FP8)
     assert absent.record is None and absent.notes[0].startswith("MISSING")
     assert "python -m gpuperf.bench gluon_fp8" in absent.notes[0]
+
+
+def test_a_table_lists_shapes_in_declared_order_whatever_the_records_hold():
+    # A quick live record holds part of the shapes; beside the whole committed sweep, the
+    # rows still run in the benchmark's order, not the live record's first.
+    full = load(catalog.MATMUL)
+    big = (8192, 8192, 8192)
+    part = {**full.record, "rows": [r for r in full.record["rows"] if r["x"] == big]}
+    text = Result(catalog.MATMUL, part, "live", others=[full]).table(dtype="float16")
+    shown = [line.split()[0] for line in text.splitlines() if "H100" in line]
+    expected = []
+    for x in catalog.MATMUL.x_values:
+        expected += [format_x(x)] * (2 if x == big else 1)  # live and committed at 8192³
+    assert shown == expected

@@ -20,7 +20,16 @@ QUICK_PAGES = [p for p in PAGES if any(b.quick for b in plan.benchmarks_of(p))]
 def test_the_long_sweeps_have_a_quick_part_on_the_pages():
     quick = {b.name for b in vars(catalog).values() if isinstance(b, catalog.Benchmark) and b.quick}
     assert {"attention_forward", "attention_backward", "attention_memory", "gluon_attention"} <= quick
-    assert {p.stem for p in QUICK_PAGES} >= {"04_fused_attention", "08_gluon_hopper"}
+    assert {"matmul", "matmul_fp8", "attention_decode", "llama_decode"} <= quick
+    assert {p.stem for p in QUICK_PAGES} >= {
+        "03_matmul",
+        "04_fused_attention",
+        "05_fp8_matmul",
+        "06_tma_persistent_matmul",
+        "07_transformer_layer",
+        "08_gluon_hopper",
+        "03_optimization_strategy",
+    }
 
 
 @pytest.mark.parametrize("page", QUICK_PAGES, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -452,9 +452,9 @@ result = show(MATMUL)
 # Per dtype, from the records: the ceiling the percentages are taken of
 # (cuBLAS at 8192³, measured at the start of this benchmark's run and kept in
 # its record, not the one printed with the ridge points), the ratio to cuBLAS
-# at the large squares, its geometric mean over the squares from 1024³ to 8192³,
-# and how close the kernel comes to that ceiling and to the datasheet's dense
-# peak.
+# at the large squares, its geometric mean over the squares from 1024³ to 8192³
+# that the run measured (each line names them), and how close the kernel comes
+# to that ceiling and to the datasheet's dense peak.
 
 print(page.against_cublas(result))
 

@@ -262,7 +262,7 @@ print(forward.table(dtype="float16"))
 forward.plot(dtype="float16")
 
 # %%
-# bfloat16, the same run:
+# And in bfloat16, which runs the same kernels:
 
 forward.plot(dtype="bfloat16")
 

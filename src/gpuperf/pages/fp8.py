@@ -212,7 +212,8 @@ class ErrorTable:
 
 def ratio_table(result: Result) -> str:
     """cuBLASLt's time over ``matmul_fp8``'s (above 1: ours is faster) per scaling and
-    accumulation mode (rows) and shape (columns), one table per GPU with a record.
+    accumulation mode (rows) and shape (columns, those the GPU's record holds), one table
+    per GPU with a record.
 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result` of ``matmul_fp8``.
@@ -220,7 +221,7 @@ def ratio_table(result: Result) -> str:
     _check(result)
     sections = []
     for r in result.gpus():
-        shapes = r.benchmark.x_values
+        shapes = _shapes(r)
         section = Section(r.name, ["scaling", "accumulation", *map(format_x, shapes)])
         for scaling in SCALINGS:
             for accumulation in ACCUMULATIONS:
@@ -234,8 +235,9 @@ def ratio_table(result: Result) -> str:
 
 
 def chosen_configs(result: Result, scaling: str = "tensor") -> str:
-    """The config the tuning sweep chose for ``matmul_fp8`` per shape (rows) and
-    accumulation mode (columns), as ``PersistentConfig.label()``, one table per GPU.
+    """The config the tuning sweep chose for ``matmul_fp8`` per shape (rows: those the
+    GPU's record holds) and accumulation mode (columns), as ``PersistentConfig.label()``,
+    one table per GPU.
 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result` of ``matmul_fp8``.
@@ -256,11 +258,18 @@ def chosen_configs(result: Result, scaling: str = "tensor") -> str:
                     chosen[(tuple(row["x"]), row["axes"]["accumulation"])] = label
         header = ["shape", *(f"{accumulation} accumulation" for accumulation in ACCUMULATIONS)]
         section = Section(f"{r.name}, {scaling} scaling", header)
-        for x in r.benchmark.x_values:
+        for x in _shapes(r):
             cells = [Cell(chosen.get((tuple(x), acc), "-")) for acc in ACCUMULATIONS]
             section.rows.append([Cell(format_x(x)), *cells])
         sections.append(section)
     return render(sections, result.all_notes())
+
+
+def _shapes(result: Result) -> list[tuple]:
+    """The benchmark's shapes that ``result``'s record holds, in declared order (a quick
+    live build measures some of them)."""
+    held = {row["x"] for row in result.record["rows"]}
+    return [x for x in result.benchmark.x_values if x in held]
 
 
 def _check(result) -> None:

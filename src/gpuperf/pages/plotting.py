@@ -144,13 +144,15 @@ def format_rate(value: float, unit: str) -> str:
     return f"{value:.0f} {unit}"
 
 
-def x_order(xs) -> list:
-    """Distinct x values in drawing order: sizes ascending, shapes and names as first seen
-    (a record's rows follow the declared order)."""
+def x_order(xs, declared=()) -> list:
+    """Distinct x values in drawing order: sizes ascending, shapes and names in the order
+    of ``declared`` (the benchmark's x values; those it lacks after them, as first seen),
+    or as first seen (a record's rows follow the declared order)."""
     distinct = list(dict.fromkeys(xs))
     if all(isinstance(x, int) for x in distinct):
         return sorted(distinct)
-    return distinct
+    rank = {x: i for i, x in enumerate(declared)}
+    return sorted(distinct, key=lambda x: rank.get(x, len(rank)))
 
 
 def combos(record: dict) -> list[dict]:
@@ -318,6 +320,13 @@ def short_gpu_name(name: str) -> str:
     return name.removeprefix("NVIDIA ").strip() or name
 
 
+def gpu_label(name: str, source: str = "committed") -> str:
+    """How a page names one GPU's numbers: :func:`short_gpu_name`, followed by ``' (live)'``
+    when ``source`` is ``"live"`` (measured in this run). A quick live build draws the same
+    GPU's committed sweep beside its own points, and the two must not read alike."""
+    return short_gpu_name(name) + (" (live)" if source == "live" else "")
+
+
 def _layout(n_gpus: int, n_combos: int) -> tuple[int, int]:
     """(rows, columns) of panels: one column per GPU, one row per axis combination;
     a single GPU's combinations wrap two to a row."""
@@ -392,8 +401,7 @@ def plot_records(records: list[dict], *, sources=(), notes=(), headlines=()):
                     ax.set_axis_off()
                     continue
                 below_axes = max(below_axes, _panel(ax, record, rows, panel_w))
-                live = " (live)" if sources[j] == "live" else ""
-                title = [short_gpu_name(record["provenance"]["gpu"]) + live] if multi else []
+                title = [gpu_label(record["provenance"]["gpu"], sources[j])] if multi else []
                 title += [format_combo(combo)] if combo else []
                 ax.set_title("\n".join(title))
                 if (multi and j) or (not multi and c):

@@ -15,6 +15,7 @@ from gpuperf.pages.plotting import (
     combos,
     format_combo,
     format_x,
+    gpu_label,
     plot_missing,
     plot_records,
     short_gpu_name,
@@ -58,12 +59,10 @@ class Result:
 
     @property
     def name(self) -> str | None:
-        """The GPU's short name (``'H100 80GB HBM3'``), followed by ``' (live)'`` when this
-        run measured it: a quick live build draws the same GPU's committed sweep beside its
-        own points, and the two must not read alike. None without a record."""
-        if self.record is None:
-            return None
-        return short_gpu_name(self.gpu) + (" (live)" if self.source == "live" else "")
+        """How the page names this GPU's numbers (:func:`~gpuperf.pages.plotting.gpu_label`):
+        ``'H100 80GB HBM3'``, or ``'H100 80GB HBM3 (live)'`` when this run measured them.
+        None without a record."""
+        return None if self.record is None else gpu_label(self.gpu, self.source)
 
     def gpus(self) -> list[Result]:
         """This result and :attr:`others`, those that have a record, in drawing order."""
@@ -203,7 +202,8 @@ class Result:
         if ceiling is not None:
             header.append(f"{subject} % of {ceiling.split('_')[0]}")
         digits = (2 if cost == "memory" else 1) if host else 0
-        order = x_order(r["x"] for r in all_rows)
+        # In declared order: a quick live record holds part of the x values, listed first.
+        order = x_order((r["x"] for r in all_rows), bench.x_values)
         section = Section(format_combo(combo), header)
         for position, x in enumerate(order):
             for result in results:
@@ -241,11 +241,14 @@ class Result:
         shown = self.gpus()
         if not shown:
             return plot_missing(self.benchmark.title, " ".join(self.notes))
+        # A GPU with no row in the combinations ``axes`` picks (a quick live build measures
+        # part of the sweep) gets no empty column.
         subsets = [Result(self.benchmark, r._subset(axes), r.source) for r in shown]
+        subsets = [r for r in subsets if r.record["rows"]] or subsets
         heads = [(r.name, headline(r)) for r in subsets]
         return plot_records(
             [r.record for r in subsets],
-            sources=[r.source for r in shown],
+            sources=[r.source for r in subsets],
             notes=self.all_notes(),
             headlines=[f"{gpu}: {text}" for gpu, text in heads if text],
         )

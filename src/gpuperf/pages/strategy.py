@@ -589,8 +589,9 @@ def matmul_sweep_figure(dtype: str = "bfloat16"):
 
 def tuned_vs_max_autotune(result: Result) -> str:
     """Per GPU: our tuned bf16 matmul's speed over ``torch.compile(mode="max-autotune")``'s
-    (1024³ to 8192³), then, from each GPU's tuning sweep, the worst config's TFLOP/s over
-    the best's at 4096³ and 8192³.
+    (over the squares from 1024³ to 8192³ the record holds, the first and last named),
+    then, from each GPU's tuning sweep, the worst config's TFLOP/s over the best's at 4096³
+    and 8192³.
 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.

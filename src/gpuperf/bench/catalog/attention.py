@@ -301,4 +301,7 @@ ATTENTION_DECODE = Benchmark(
     # does): at 1k random keys that alone is up to 7e-4 off outputs of at most 0.2, past
     # the fixed 1e-4; one bfloat16 rounding unit at 1 (0.0078) is allowed instead.
     reduction=lambda kv_len, batch: 1,
+    # A quick live build: a medium and the longest cache (tutorial 07's decode steps read
+    # 4096), at every batch the page names.
+    quick=(("kv_len", (4096, 32768)),),
 )

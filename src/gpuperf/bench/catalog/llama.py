@@ -281,6 +281,9 @@ LLAMA_DECODE = Benchmark(
     axes=(("batch", DECODE_BATCHES),),
     timer="loop",
     reduction=lambda n, batch: LAYER_CHECK_TERMS,
+    # A quick live build: batch 1, the launch-bound step tutorial 07 tabulates, at every
+    # cache length (each point compiles the step for torch.compile and captures a graph).
+    quick=(("batch", (1,)),),
 )
 
 # --- training ----------------------------------------------------------------------------

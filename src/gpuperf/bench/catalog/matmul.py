@@ -27,6 +27,11 @@ MATMUL_SQUARE = tuple((n, n, n) for n in (256, 512, 1024, 2048, 4096, 8192))
 MATMUL_MODEL = ((8192, 14336, 4096), (8192, 6144, 4096), (16, 14336, 4096))
 MATMUL_SHAPES = MATMUL_SQUARE + MATMUL_MODEL
 MATMUL_DTYPES = ("float16", "bfloat16")
+#: What a quick live build measures of ``MATMUL``, in both dtypes: each (shape, dtype)
+#: costs a ``max-autotune`` compile. The smallest square (the launch-bound calls the page
+#: prints), 4096³ and 8192³ (the ratios to cuBLAS it quotes, the fused epilogue's and the
+#: strategy guide's squares) and the MLP up-projection (the epilogue's model shape).
+MATMUL_QUICK = (("shape", ((256, 256, 256), (4096, 4096, 4096), (8192, 8192, 8192), (8192, 14336, 4096))),)
 
 
 def matmul_operands(shape, device, dtype="bfloat16", bias=False):
@@ -100,6 +105,7 @@ MATMUL = Benchmark(
     sources=("kernels/matmul.py",),
     axes=(("dtype", MATMUL_DTYPES),),
     reduction=_matmul_k,
+    quick=MATMUL_QUICK,
 )
 
 #: Shapes for the fused epilogue: a square product at two sizes and the MLP up-projection.
@@ -360,6 +366,9 @@ MATMUL_FP8 = Benchmark(
     sources=(*PERSISTENT_SOURCES, "kernels/matmul_fp8.py"),
     axes=(("scaling", ("tensor", "row")), ("accumulation", ("float32", "fast"))),
     reduction=lambda shape, scaling, accumulation: fp8_check_k(shape[2], accumulation),
+    # A quick live build: the two squares the pages compare with bfloat16 (the strategy
+    # guide) and the ceiling's shape, in every scaling and accumulation mode.
+    quick=(("shape", ((4096, 4096, 4096), (8192, 8192, 8192))),),
 )
 
 # --- SwiGLU, Llama's MLP gate (tutorial 07) -----------------------------------------------

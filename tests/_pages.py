@@ -1,11 +1,12 @@
 """What the tests of the pages' topic modules share: committed records rendered as text,
 and a copy of the measurements to take records away from."""
 
+import json
 import shutil
 
 import pytest
 
-from gpuperf.bench import records
+from gpuperf.bench import records, sources
 from gpuperf.pages import report
 from gpuperf.pages.tables import FORMAT_VAR
 
@@ -28,4 +29,20 @@ def copy_measurements(tmp_path, monkeypatch, drop=()):
         for path in root.glob(f"*/{name}"):
             path.unlink()
     monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(root))
+    return root
+
+
+def current_measurements(tmp_path, monkeypatch):
+    """The committed measurements copied to ``tmp_path`` with every record re-keyed to the
+    code as it stands (its ``sources`` hashed again), and made the ones pages read: as if
+    every GPU had measured at this commit. For the tests of how a page draws several GPUs,
+    which must not depend on which GPUs' records happen to be current."""
+    root = copy_measurements(tmp_path, monkeypatch)
+    for path in root.glob("*/*.json"):
+        record = json.loads(path.read_text())
+        if not isinstance(record, dict) or not isinstance(record.get("sources"), dict):
+            continue
+        record["sources"] = sources.hashes(record["sources"])
+        record["sources_sha256"] = sources.combined_sha256(record["sources"])
+        path.write_text(json.dumps(record))
     return root

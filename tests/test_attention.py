@@ -1,6 +1,7 @@
 """Fused attention: forward and gradients against the float32 reference, odd shapes, GQA,
 causal masking, strides, and every bad input."""
 
+import importlib
 import math
 
 import pytest
@@ -205,6 +206,99 @@ def test_tensors_on_another_device_are_rejected():
     q, k, v = qkv((1, 1, 1, 4, 4, 16), torch.float16)
     with pytest.raises(ValueError, match="same device"):
         attention(q, k.to("meta"), v)
+
+
+# --- the eager path: the ops' kernels through the launch cache, and plans -------------------
+
+# gpuperf.kernels.attention is the function; the module is looked up by name.
+attention_module = importlib.import_module("gpuperf.kernels.attention")
+
+
+def op_forward(q, k, v, causal, scale):
+    """What torch.compile runs: the torch.library op (its kernels launched by wrap_triton)."""
+    return torch.ops.gpuperf.attention_forward(q, k, v, causal, scale)
+
+
+@pytest.mark.parametrize(
+    ("shape", "causal", "scale", "strided"),
+    [
+        pytest.param((1, 4, 2, 50, 33, 16), False, None, False, id="gqa-Sq50-Sk33"),
+        pytest.param((2, 3, 3, 45, 45, 32), True, None, False, id="causal-S45"),
+        pytest.param((2, 3, 3, 40, 40, 32), True, 0.3, True, id="strided-scale"),
+    ],
+)
+def test_eager_forward_and_gradients_are_the_ops_bit_for_bit(shape, causal, scale, strided):
+    """Eager calls skip the torch.library dispatch but launch the same kernels with the same
+    configs and arguments: the output and the three gradients equal the ops', bit for bit."""
+    q, k, v = qkv(shape, torch.float16, seed=21)
+    if strided:  # (B, S, H, D) memory viewed as (B, H, S, D)
+        q, k, v = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v))
+    op_scale = 1 / math.sqrt(shape[-1]) if scale is None else scale
+    with torch.no_grad():
+        expected, _ = op_forward(q, k, v, causal, op_scale)
+        out = attention(q, k, v, causal=causal, scale=scale)
+    assert torch.equal(out, expected)
+    assert_close("eager attention", attention_ref(q, k, v, causal, scale), out, k=k.shape[2])
+
+    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+    out = attention(q, k, v, causal=causal, scale=scale)
+    assert type(out.grad_fn).__name__ == "_AttentionBackward"  # the autograd.Function, not the op
+    grad_out = randn(out.shape, out.dtype, seed=22)
+    out.backward(grad_out)
+    expected, lse = op_forward(q.detach(), k.detach(), v.detach(), causal, op_scale)
+    assert torch.equal(out, expected)
+    grads = torch.ops.gpuperf.attention_backward(grad_out, q, k, v, expected, lse, causal, op_scale)
+    for name, got, want in zip(("dq", "dk", "dv"), (q.grad, k.grad, v.grad), grads, strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=0, msg=lambda m, n=name: f"{n}: {m}")
+
+
+def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
+    """The first call of each layout and options checks and plans; the next ones, on new
+    tensors, skip the checks (none run) and compute on their own inputs."""
+    checks = []
+    check_attention = attention_module.check_attention
+    monkeypatch.setattr(
+        attention_module, "check_attention", lambda *a: checks.append(a[3:5]) or check_attention(*a)
+    )
+    attention.plans.clear()
+    options = [{"causal": False}, {"causal": True}, {"causal": False, "scale": 0.3}]
+    for seed in (1, 2, 3):
+        q, k, v = qkv((1, 4, 2, 40, 40, 32), torch.float16, seed=seed)
+        for kwargs in options:
+            out = attention(q, k, v, **kwargs)
+            expected = attention_ref(q, k, v, kwargs["causal"], kwargs.get("scale"))
+            assert_close(f"planned attention {kwargs} call {seed}", expected, out, k=40)
+            assert torch.equal(out, op_forward(q, k, v, kwargs["causal"], kwargs.get("scale", 32**-0.5))[0])
+    assert checks == [(False, None), (True, None), (False, 0.3)]  # the first call of each only
+    assert len(attention.plans) == 3
+    q, k, v = (
+        t.transpose(1, 2).contiguous().transpose(1, 2) for t in qkv((1, 4, 2, 40, 40, 32), torch.float16)
+    )
+    attention(q, k, v, causal=False)  # another layout: checked and planned
+    assert len(checks) == 4 and len(attention.plans) == 4
+
+
+def test_a_plan_lets_no_bad_option_through():
+    """causal=1 equals True and scale=True equals 1.0 as dictionary keys; a plan made for the
+    good values must not let the bad ones past the checks."""
+    q, k, v = qkv((1, 2, 2, 8, 8, 16), torch.float16)
+    for _ in range(2):
+        attention(q, k, v, causal=True, scale=1.0)
+    with pytest.raises(TypeError, match="causal must be a bool, got int"):
+        attention(q, k, v, causal=1, scale=1.0)
+    with pytest.raises(TypeError, match="scale must be a number or None, got bool"):
+        attention(q, k, v, causal=True, scale=True)
+    with pytest.raises(ValueError, match="S_q 8 and S_k 9"):  # another shape: checked
+        attention(q, *qkv((1, 2, 2, 8, 9, 16), torch.float16)[1:], causal=True, scale=1.0)
+
+
+def test_gradients_flow_after_planned_calls():
+    """A planned layout still trains: inputs that need a gradient take the autograd path."""
+    q, k, v = qkv((1, 2, 1, 33, 33, 16), torch.float16, seed=5)
+    with torch.no_grad():
+        attention(q, k, v, causal=True)
+        attention(q, k, v, causal=True)
+    check_gradients(q, k, v, causal=True)
 
 
 # --- on a GPU, at the sizes the benchmarks run ----------------------------------------------

@@ -3,6 +3,7 @@ masked SDPA a model writes; per-sequence lengths, garbage past them, splits, NaN
 lengths, the plan path, strides, every bad input, torch.compile and CUDA graphs."""
 
 import importlib
+import itertools
 import math
 import re
 
@@ -380,6 +381,43 @@ def test_bad_scale_is_refused_after_a_planned_call():
         attention_decode(q, k, v, lengths, scale=True)
 
 
+@pytest.mark.parametrize("splits", [None, 1, 3], ids=["default", "one-split", "three-splits"])
+def test_eager_calls_are_the_ops_bit_for_bit(splits):
+    """Eager calls (the first, which plans, and the planned ones) launch the op's kernels with
+    the op's launch and arguments: equal outputs, bit for bit."""
+    q, k, v, lengths = make((3, 4, 2, 3, 70, 64, [3, 70, 41]), torch.float16, seed=31)
+    expected = torch.ops.gpuperf.attention_decode(q, k, v, lengths, 0.125, splits or 0, 0, 0, 0)
+    for _ in range(2):
+        assert torch.equal(attention_decode(q, k, v, lengths, scale=0.125, _num_splits=splits), expected)
+
+
+def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
+    """The first call of a layout checks and plans; the next ones, on new tensors and new
+    lengths, skip the checks (none run) and compute on their own inputs. A call that reads
+    the lengths on the host, or overrides the launch, is checked every time."""
+    checks = []
+    check = decode_module._check
+    monkeypatch.setattr(decode_module, "_check", lambda *a: checks.append(a[4:]) or check(*a))
+    attention_decode.plans.clear()
+    shape = (2, 4, 1, 1, 40, 64, [39, 8])
+    for seed, splits in itertools.product((1, 2, 3), (None, 1)):
+        q, k, v, lengths = make(shape, torch.float16, seed=seed)
+        lengths.fill_(10 * seed)
+        out = attention_decode(q, k, v, lengths, _num_splits=splits)
+        assert_close(
+            f"planned decode, call {seed}, {splits} splits", attention_decode_ref(q, k, v, lengths), out
+        )
+    assert len(checks) == 2 and len(attention_decode.plans) == 2  # one per split count
+    lengths[1] = 41
+    with pytest.raises(ValueError, match=re.escape("cache_seqlens[1] = 41 is outside")):
+        attention_decode(q, k, v, lengths, check_lengths=True)
+    lengths[1] = 40
+    for _ in range(2):
+        attention_decode(q, k, v, lengths, check_lengths=True)
+        attention_decode(q, k, v, lengths, _config=(16, 4, 1))
+    assert len(checks) == 7 and len(attention_decode.plans) == 2
+
+
 def test_options_are_keyword_only():
     q, k, v, lengths = make((1, 2, 1, 1, 8, 64, [8]), torch.float16)
     with pytest.raises(TypeError):
@@ -499,7 +537,7 @@ def test_gpu_uneven_lengths_in_a_padded_cache_with_garbage():
 
 @pytest.mark.gpu
 def test_gpu_planned_launches_read_new_inputs_and_lengths():
-    decode_module._plans.clear()
+    attention_decode.plans.clear()
     for batch in (1, 64):  # several splits, and one
         q, k, v, lengths = llama(batch, 2048, seed=batch)
         for step in range(3):
@@ -510,7 +548,7 @@ def test_gpu_planned_launches_read_new_inputs_and_lengths():
                 attention_decode_ref(q, k, v, lengths),
                 attention_decode(q, k, v, lengths),
             )
-    assert len(decode_module._plans) == 2
+    assert len(attention_decode.plans) == 2
 
 
 @pytest.mark.gpu

@@ -37,13 +37,10 @@ PACKAGE = "gpuperf"
 #: The scripts read besides the package, as globs relative to the repository.
 SCRIPT_GLOBS = ("tutorials/*.py", "guides/*.py", "scripts/*.py", "docs/*.py", "docs/_ext/*.py")
 
-_KERNELS_LAUNCH = "kernels' launch-path refactor: ops read each other's private launch helpers"
 _SWEEPS = "a maintainer's sweep or capture script launches the kernel itself, with each config"
 
 #: Rule (a): ``(importer, module, name)`` -> why it is allowed for now.
 PRIVATE_NAME_ALLOWLIST: dict[tuple[str, str, str], str] = {
-    # kernels' launch-path refactor: the decode benchmark reads the decode kernel's launch rule.
-    ("gpuperf.bench.catalog.attention", "gpuperf.kernels.attention_decode", "_launch_for"): _KERNELS_LAUNCH,
     # Scripts that launch a kernel themselves with each candidate config (the sweep behind
     # the launch rules, the profiler's capture), reading the kernel by its private name.
     ("scripts/explore_configs.py", "gpuperf.kernels.softmax", "_softmax_kernel"): _SWEEPS,

@@ -228,6 +228,8 @@ def test_compile_fullgraph_trains_through_attention():
     assert len(graphs) == 1
     called = {str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"}
     assert any("gpuperf.attention_forward" in c for c in called), called
+    # The op, not the eager path's autograd.Function (which torch.compile would trace into).
+    assert not any("autograd_function" in c or "_Attention" in c for c in called), called
     torch.testing.assert_close(loss.double(), ref_loss.double(), rtol=2e-2, atol=1e-2)
     for name, g, ref in zip("xw", grads, ref_grads, strict=True):
         torch.testing.assert_close(
@@ -245,6 +247,22 @@ def test_attention_op_is_registered_with_its_backward():
     out.backward(grad_out)
     for name, expected, got in (("dq", q.grad, dq), ("dk", k.grad, dk), ("dv", v.grad, dv)):
         torch.testing.assert_close(got, expected, rtol=0, atol=0, msg=lambda m, n=name: f"{n}: {m}")
+
+
+def test_compile_without_gradients_traces_the_op_not_the_plan():
+    """Inference under torch.compile: the graph calls the op, even for inputs whose layout
+    an eager call has planned; the compiled and the eager outputs are equal."""
+    q, k, v = (randn((1, 2, 24, 16), torch.float16, seed=s) for s in (7, 8, 9))
+    with torch.no_grad():
+        eager = attention(q, k, v, causal=True)
+        attention(q, k, v, causal=True)  # planned
+        graphs, backend = recording_backend()
+        compiled = torch.compile(
+            lambda q, k, v: attention(q, k, v, causal=True) * 2, backend=backend, fullgraph=True
+        )
+        out = compiled(q, k, v)
+    assert len(graphs) == 1 and "gpuperf.attention_forward" in called_ops(graphs[0])
+    assert torch.equal(out, eager * 2)
 
 
 @pytest.mark.gpu

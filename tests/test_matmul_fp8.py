@@ -272,3 +272,15 @@ def test_planned_calls_compute_on_their_own_inputs(axis):
     out = matmul_fp8(a, b, scale_a, scale_b)
     assert_close("matmul_fp8 row-major b", matmul_fp8_ref(a, b, scale_a, scale_b), out, k=128)
     assert len(plans) == 1
+
+
+@pytest.mark.gpu
+def test_a_plan_lets_no_bad_option_through():
+    """fast_accum=1 equals True as a dictionary key: the plan of fast_accum=True must not let
+    it past the type check."""
+    a, b, scale_a, scale_b = operands(256, 192, 128, seed=5)
+    for _ in range(2):
+        matmul_fp8(a, b, scale_a, scale_b, fast_accum=True)
+    assert len(matmul_fp8.plans) >= 1
+    with pytest.raises(TypeError, match="fast_accum must be a bool"):
+        matmul_fp8(a, b, scale_a, scale_b, fast_accum=1)

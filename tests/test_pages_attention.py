@@ -10,6 +10,7 @@ from gpuperf.pages import attention as page
 from gpuperf.pages import report
 from gpuperf.pages.plotting import short_gpu_name
 from gpuperf.pages.tables import FORMAT_VAR
+from tests._pages import current_measurements
 
 H100, H200 = "nvidia-h100-80gb-hbm3", "nvidia-h200"
 BENCHES = (catalog.ATTENTION_FORWARD, catalog.ATTENTION_BACKWARD, catalog.ATTENTION_MEMORY)
@@ -43,7 +44,8 @@ def _gpu_part(text, name):
     return text[start : nxt if nxt > 0 else None]
 
 
-def test_paragraph_states_each_gpus_numbers_as_the_records_give_them():
+def test_paragraph_states_each_gpus_numbers_as_the_records_give_them(tmp_path, monkeypatch):
+    current_measurements(tmp_path, monkeypatch)
     text = page.in_one_paragraph().text()
     gpus = records.gpus_with_record(catalog.ATTENTION_FORWARD.name)
     assert H100 in gpus and H200 in gpus
@@ -66,12 +68,13 @@ def test_paragraph_states_each_gpus_numbers_as_the_records_give_them():
 def test_paragraph_notes_a_missing_record_and_keeps_what_is_there(tmp_path, monkeypatch):
     """The reference GPU's missing record is a note; another GPU's is left out silently (the
     page shows the GPUs it has), and what each GPU has is still said."""
+    current = current_measurements(tmp_path / "current", monkeypatch)
     for gpu in (H100, H200):
         (tmp_path / gpu).mkdir()
-        shutil.copy(records.measurements_dir() / gpu / "hardware.json", tmp_path / gpu)
+        shutil.copy(current / gpu / "hardware.json", tmp_path / gpu)
         for bench in BENCHES:
             if bench != catalog.ATTENTION_MEMORY:
-                shutil.copy(records.record_path(bench.name, gpu), tmp_path / gpu)
+                shutil.copy(records.record_path(bench.name, gpu, current), tmp_path / gpu)
     monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
     para = page.in_one_paragraph()
     assert len(para.notes) == 1
@@ -105,7 +108,8 @@ def test_speedup_is_the_time_ratio_at_long_sequences():
     assert min(page.speedup(fwd, "naive", min_seq=0, **combo)) == catalog.ATTENTION_SEQ_LENS[0]
 
 
-def test_tables_show_every_gpu_and_the_records_numbers():
+def test_tables_show_every_gpu_and_the_records_numbers(tmp_path, monkeypatch):
+    current_measurements(tmp_path, monkeypatch)
     fwd, bwd, mem = (report.run_or_load(b) for b in BENCHES)
     table = page.naive_vs_fused(fwd, mem)
     h100_fwd = fwd.on(H100)

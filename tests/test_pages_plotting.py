@@ -52,3 +52,19 @@ def test_the_check_finds_colliding_text():
     assert overlapping_texts(fig) == [("softmax_long_rows", "gelu bf16")]
     ax.set_xticks(range(40), [f"{i}×14336×4096" for i in range(40)], rotation=45)
     assert len(overlapping_texts(fig)) > 30  # 40 rotated labels crammed into 3 inches
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [([], "at least one record"), ("no rows", "hold no rows"), ("two benchmarks", "of one benchmark")],
+)
+def test_plot_records_refuses_what_it_cannot_draw(given, message):
+    from gpuperf.pages.plotting import plot_records
+
+    record = records.read(records.record_path(catalog.VECTOR_ADD.name, records.reference_gpu()))
+    if given == "no rows":
+        given = [{**record, "rows": []}]
+    elif given == "two benchmarks":
+        given = [record, {**record, "benchmark": "softmax"}]
+    with pytest.raises(ValueError, match=message):
+        plot_records(given)

@@ -29,6 +29,34 @@ def test_a_key_tells_layouts_dtypes_alignment_shapes_and_options_apart():
     assert tensor_key(a)[:3] == (a.shape, a.stride(), a.dtype)
 
 
+def test_a_key_tells_options_of_equal_value_and_other_types_apart():
+    """True == 1 == 1.0 as dictionary keys: an op that refuses ``causal=1`` or ``scale=True``
+    must not find the plan ``causal=True`` or ``scale=1.0`` left."""
+    x = randn((4, 4), torch.float16)
+    keys = [call_key((x,), (), {"causal": value}) for value in (True, 1, 1.0)]
+    assert len(set(keys)) == 3
+    assert call_key((x,), ((64, 4, True),), {}) != call_key((x,), ((64, 4, 1),), {})  # item by item
+    assert call_key((x,), (1,), {}) != call_key((x,), (True,), {})
+    assert call_key((x,), (), {"scale": 0.5}) == call_key(
+        (randn((4, 4), torch.float16, seed=2),), (), {"scale": 0.5}
+    )
+
+    calls = []
+
+    @planned(tensors=1)
+    def flagged(x, *, flag=False):
+        if type(flag) is not bool:
+            raise TypeError(f"flag must be a bool, got {type(flag).__name__}")
+        calls.append(flag)
+        return x + flag, (lambda t: t + flag)
+
+    flagged(x, flag=True)
+    flagged(x, flag=True)
+    assert calls == [True]  # the second call took the plan
+    with pytest.raises(TypeError, match="flag must be a bool, got int"):
+        flagged(x, flag=1)
+
+
 def test_no_key_for_a_subclass_or_a_call_autograd_records():
     a = randn((4, 4), torch.float32)
 

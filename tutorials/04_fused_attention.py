@@ -163,9 +163,13 @@ print(page.naive_vs_fused(forward, memory))
 #    :pyobject: _dq_tiles
 #
 # The op registers both passes with ``torch.library``
-# (``torch.ops.gpuperf.attention_forward`` and its backward), so autograd, and
-# ``torch.compile(fullgraph=True)``, see one op with a backward
-# (``tests/test_library.py`` trains through it compiled).
+# (``torch.ops.gpuperf.attention_forward`` and its backward), so
+# ``torch.compile(fullgraph=True)`` sees one op with a backward
+# (``tests/test_library.py`` trains through it compiled). Called eagerly, the same
+# kernels launch without the op's dispatch, which costs host time on every call:
+# through an ``autograd.Function`` when a gradient is recorded, and, without one,
+# from a plan kept for inputs like ones already checked
+# (:mod:`gpuperf.kernels.plans`). Same kernels, same configs: the same bits.
 #
 # Correct first
 # -------------

@@ -27,7 +27,6 @@ et al., "FlashAttention" (arXiv:2205.14135); Triton's fused-attention tutorial
 from __future__ import annotations
 
 import functools
-import math
 
 import torch
 import triton
@@ -36,10 +35,11 @@ from torch.library import triton_op
 
 from gpuperf._runtime import gpu_slug, is_interpreter
 from gpuperf.kernels import _attention_configs as _configs
+from gpuperf.kernels._attention_checks import check_attention
 from gpuperf.kernels._attention_configs import ATTENTION_HEAD_DIMS, AttentionConfig
 from gpuperf.kernels._grid import cdiv
-from gpuperf.kernels._launch import traced
-from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
+from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
+from gpuperf.kernels.plans import planned
 
 # exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
 LOG2E = 1.4426950408889634
@@ -570,10 +570,12 @@ def _attention_dq_kernel(
         tl.store(out, dq.to(dq_ptr.dtype.element_ty), mask=offs_m[:, None] < seq_q)
 
 
-_launch_forward = traced(_attention_forward_kernel)
-_launch_delta = traced(_attention_delta_kernel)
-_launch_dkdv = traced(_attention_dkdv_kernel)
-_launch_dq = traced(_attention_dq_kernel)
+_KERNELS = (_attention_forward_kernel, _attention_delta_kernel, _attention_dkdv_kernel, _attention_dq_kernel)
+#: Eager launches, through the cache of compiled kernels (a few microseconds of host time
+#: each); the ``torch.library`` ops below launch through ``wrap_triton`` instead, which
+#: ``torch.compile`` can trace. Both launch the same kernels with the same arguments.
+_launch = {k: Launcher(k) for k in _KERNELS}
+_launch_traced = {k: traced(k) for k in _KERNELS}
 
 
 @functools.lru_cache(maxsize=256)
@@ -591,12 +593,18 @@ def attention_configs(q: torch.Tensor, *, causal: bool = False) -> dict[str, Att
 
 
 def forget_tuned_configs() -> None:
-    """Drop the cached config choices: the next call reads the tuning sweeps again."""
+    """Drop the cached config choices and plans: the next call reads the tuning sweeps again."""
     _configs._attention_table.cache_clear()
     _configs_for.cache_clear()
+    attention.plans.clear()
 
 
-def _forward_into(o, lse, q, k, v, causal: bool, scale: float, config: AttentionConfig) -> None:
+def _forward_into(
+    o, lse, q, k, v, causal: bool, scale: float, config: AttentionConfig, launchers, bind=False
+):
+    """Launch the forward into ``o`` and ``lse`` by ``launchers`` (:data:`_launch` or
+    :data:`_launch_traced`); with ``bind``, return the launch bound for the next inputs like
+    these (:class:`~gpuperf.kernels._launch.Bound`, None where there can be none)."""
     batch, n_heads, seq_q, head_dim = q.shape
     n_kv_heads, seq_k = k.shape[1], k.shape[2]
     grid = (cdiv(seq_q, config.block_m), batch * n_heads)
@@ -612,17 +620,19 @@ def _forward_into(o, lse, q, k, v, causal: bool, scale: float, config: Attention
         seq_q % config.block_m == 0,
         seq_k % config.block_n == 0,
     )
-    _launch_forward(grid, runtime, constexprs, num_warps=config.num_warps, num_stages=config.num_stages)
+    return launchers[_attention_forward_kernel](
+        grid, runtime, constexprs, num_warps=config.num_warps, num_stages=config.num_stages, bind=bind
+    )
 
 
-def _backward_into(dq, dk, dv, do, q, k, v, o, lse, causal: bool, scale: float, configs) -> None:
+def _backward_into(dq, dk, dv, do, q, k, v, o, lse, causal: bool, scale: float, configs, launchers) -> None:
     _, dkdv, dq_config = configs
     batch, n_heads, seq_q, head_dim = q.shape
     n_kv_heads, seq_k = k.shape[1], k.shape[2]
     group_size = n_heads // n_kv_heads
     delta = torch.empty_like(lse)
     block = 64 if head_dim <= 64 else 32
-    _launch_delta(
+    launchers[_attention_delta_kernel](
         (cdiv(seq_q, block), batch * n_heads),
         (o, do, delta, *o.stride()[:3], *do.stride(), n_heads, seq_q),
         (head_dim, block),
@@ -630,7 +640,7 @@ def _backward_into(dq, dk, dv, do, q, k, v, o, lse, causal: bool, scale: float, 
         num_stages=1,
     )
     strides = (*q.stride(), *k.stride(), *v.stride(), *do.stride())
-    _launch_dkdv(
+    launchers[_attention_dkdv_kernel](
         (cdiv(seq_k, dkdv.block_n), batch * n_kv_heads),
         (
             q, k, v, do, lse, delta, dk, dv, *strides, *dk.stride()[:3],
@@ -640,7 +650,7 @@ def _backward_into(dq, dk, dv, do, q, k, v, o, lse, causal: bool, scale: float, 
         num_warps=dkdv.num_warps,
         num_stages=dkdv.num_stages,
     )  # fmt: skip
-    _launch_dq(
+    launchers[_attention_dq_kernel](
         (cdiv(seq_q, dq_config.block_m), batch * n_heads),
         (
             q, k, v, do, lse, delta, dq, *strides, *dq.stride()[:3],
@@ -655,15 +665,21 @@ def _backward_into(dq, dk, dv, do, q, k, v, o, lse, causal: bool, scale: float, 
     )  # fmt: skip
 
 
+def _new_outputs(q) -> tuple[torch.Tensor, torch.Tensor]:
+    """The output (``q``'s shape and dtype, contiguous) and the float32 log-sum-exp per row."""
+    batch, n_heads, seq_q, _ = q.shape
+    lse = torch.empty((batch, n_heads, seq_q), dtype=torch.float32, device=q.device)
+    return torch.empty(q.shape, dtype=q.dtype, device=q.device), lse
+
+
 @triton_op("gpuperf::attention_forward", mutates_args=())
 def _attention_forward_op(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    batch, n_heads, seq_q, _ = q.shape
-    o = q.new_empty(q.shape)
-    lse = torch.empty((batch, n_heads, seq_q), dtype=torch.float32, device=q.device)
+    o, lse = _new_outputs(q)
     if o.numel():
-        _forward_into(o, lse, q, k, v, causal, scale, _configs_for(q.get_device(), q.shape[3], causal)[0])
+        config = _configs_for(q.get_device(), q.shape[3], causal)[0]
+        _forward_into(o, lse, q, k, v, causal, scale, config, _launch_traced)
     return o, lse
 
 
@@ -685,7 +701,7 @@ def _attention_backward_op(
         return dq, dk.zero_(), dv.zero_()
     if dk.numel():
         configs = _configs_for(q.get_device(), q.shape[3], causal)
-        _backward_into(dq, dk, dv, grad_out, q, k, v, out, lse, causal, scale, configs)
+        _backward_into(dq, dk, dv, grad_out, q, k, v, out, lse, causal, scale, configs, _launch_traced)
     return dq, dk, dv
 
 
@@ -705,6 +721,72 @@ def _backward(ctx, grad_out, grad_lse):
 torch.library.register_autograd("gpuperf::attention_forward", _backward, setup_context=_setup_context)
 
 
+# --- the eager path: the same kernels, launched through the cache ------------------------------
+
+
+class _Attention(torch.autograd.Function):
+    """The op's forward and backward for eager training, launched through the cache.
+
+    The ``torch.library`` ops above are what ``torch.compile`` sees; called eagerly, the
+    ``torch.ops`` dispatch and ``wrap_triton``'s launch path cost tens of microseconds of
+    host time more per call. The kernels, their configs and their arguments are the ops':
+    the results are the same, bit for bit."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal, scale):
+        o, lse = _new_outputs(q)
+        if o.numel():
+            config = _configs_for(q.get_device(), q.shape[3], causal)[0]
+            _forward_into(o, lse, q, k, v, causal, scale, config, _launch)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.causal, ctx.scale = causal, scale
+        return o
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q, k, v, o, lse = ctx.saved_tensors
+        dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+        if q.numel() == 0:  # no query: no gradient flows to the keys and values
+            return dq, dk.zero_(), dv.zero_(), None, None
+        if dk.numel():
+            configs = _configs_for(q.get_device(), q.shape[3], ctx.causal)
+            _backward_into(dq, dk, dv, grad_out, q, k, v, o, lse, ctx.causal, ctx.scale, configs, _launch)
+        return dq, dk, dv, None, None
+
+
+class _ForwardPlan:
+    """A checked, configured forward for inputs like the ones it was made for
+    (:mod:`gpuperf.kernels.plans`): ``plan(q, k, v)`` allocates the output and the
+    log-sum-exp and launches the launch bound to everything but the five addresses. Where
+    there is no binary to bind (Triton's interpreter), it launches through the cache with
+    the checked config instead."""
+
+    __slots__ = ("bound", "causal", "config", "scale")
+
+    def __init__(self, bound, causal: bool, scale: float, config: AttentionConfig):
+        self.bound, self.causal, self.scale, self.config = bound, causal, scale, config
+
+    def __call__(self, q, k, v) -> torch.Tensor:
+        o, lse = _new_outputs(q)
+        if self.bound is None:
+            _forward_into(o, lse, q, k, v, self.causal, self.scale, self.config, _launch)
+        else:
+            self.bound(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr())
+        return o
+
+
+def _forward(q, k, v, causal: bool, scale: float) -> tuple[torch.Tensor, _ForwardPlan | None]:
+    """``(output, plan)`` of checked inputs that need no gradient; no launch (and no plan)
+    where the output is empty, no plan while the fast path is off."""
+    o, lse = _new_outputs(q)
+    if o.numel() == 0:
+        return o, None
+    config = _configs_for(q.get_device(), q.shape[3], causal)[0]
+    bound = _forward_into(o, lse, q, k, v, causal, scale, config, _launch, bind=True)
+    return o, (_ForwardPlan(bound, causal, scale, config) if fast_path_enabled() else None)
+
+
+@planned(tensors=3)
 def attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -758,48 +840,24 @@ def attention(
     the log-sum-exp) with its backward ``torch.ops.gpuperf.attention_backward``, so
     ``torch.compile(fullgraph=True)`` keeps it in the graph and trains through it.
 
+    Called eagerly, it skips the ops' dispatch and launches the same kernels, with the
+    same configs and arguments, through the cache of compiled kernels
+    (:mod:`gpuperf.kernels._launch`): the results are the ops', bit for bit. With a
+    gradient to record, an ``autograd.Function`` runs the forward and, later, the
+    backward; without one, a call whose inputs are like ones already checked (shapes,
+    strides, dtypes, device, 16-byte alignment, ``causal`` and ``scale`` of the same
+    types and values) launches from their plan (:mod:`gpuperf.kernels.plans`).
+
     FLOPs: ``4 * B * H * S_q * S_k * D`` forward (half that when causal), 2.5 times as
     many backward. Algorithm: FlashAttention-2 (arXiv:2307.08691).
     """
-    check_tensors(("q", "k", "v"), (q, k, v), HALF_DTYPES)
-    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
-        raise ValueError(
-            "q, k and v must be 4-D (batch, heads, sequence, head dim), got "
-            f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
-        )
-    if k.shape != v.shape:
-        raise ValueError(f"k and v must have the same shape, got k {tuple(k.shape)} and v {tuple(v.shape)}")
-    batch, n_heads, seq_q, head_dim = q.shape
-    _, n_kv_heads, seq_k, head_dim_k = k.shape
-    if k.shape[0] != batch:
-        raise ValueError(f"q and k must have the same batch size, got q {batch} and k {k.shape[0]}")
-    if head_dim_k != head_dim:
-        raise ValueError(
-            f"q and k must have the same head dim (last dimension), got {head_dim} and {head_dim_k}"
-        )
-    if head_dim not in ATTENTION_HEAD_DIMS:
-        raise ValueError(
-            f"head dim {head_dim} is not supported; supported head dims are {ATTENTION_HEAD_DIMS}"
-        )
-    if n_kv_heads == 0 or n_heads % n_kv_heads:
-        raise ValueError(
-            f"the query heads ({n_heads}) must be a multiple of the key/value heads ({n_kv_heads})"
-        )
-    if seq_k == 0:
-        raise ValueError("k and v must hold at least one key (S_k = 0: the softmax would be over nothing)")
-    if type(causal) is not bool:
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
-    if causal and seq_q != seq_k:
-        raise ValueError(
-            f"causal=True needs as many queries as keys (S_q == S_k), got S_q {seq_q} and S_k {seq_k}"
-        )
-    if scale is None:
-        scale = 1.0 / math.sqrt(head_dim)
-    elif isinstance(scale, bool) or not isinstance(scale, (int, float)):
-        raise TypeError(f"scale must be a number or None, got {type(scale).__name__}")
-    elif not (math.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be positive and finite, got {scale}")
-    return torch.ops.gpuperf.attention_forward(q, k, v, causal, float(scale))[0]
+    scale = check_attention(q, k, v, causal, scale, ATTENTION_HEAD_DIMS)
+    if torch.compiler.is_compiling():
+        return torch.ops.gpuperf.attention_forward(q, k, v, causal, scale)[0], None
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        return _Attention.apply(q, k, v, causal, scale), None
+    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans).
+    return _forward(q, k, v, causal, scale)
 
 
 __all__ = ["AttentionConfig", "attention", "attention_configs"]

@@ -48,8 +48,9 @@ from torch.library import triton_op
 
 from gpuperf._runtime import is_interpreter
 from gpuperf.kernels._grid import cdiv, next_power_of_2
-from gpuperf.kernels._launch import Launcher, Plans, traced
+from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
+from gpuperf.kernels.plans import planned
 
 # exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
 LOG2E = 1.4426950408889634
@@ -320,9 +321,11 @@ def _attention_decode_combine_kernel(
 
 
 _KERNELS = (_attention_decode_kernel, _attention_decode_combine_kernel)
+#: Eager launches, through the cache of compiled kernels; the ``torch.library`` op below
+#: launches the same kernels with the same arguments through ``wrap_triton``, which
+#: ``torch.compile`` can trace.
 _launch = {k: Launcher(k) for k in _KERNELS}
 _launch_traced = {k: traced(k) for k in _KERNELS}
-_plans = Plans()
 
 
 class DecodeLaunch(NamedTuple):
@@ -466,7 +469,13 @@ def _launch_into(
     return split, combine, workspace, n_rows * n_splits * head_dim * 4
 
 
-def _launch_for(q, k_cache, num_splits, config) -> DecodeLaunch:
+def decode_launch_for(
+    q: torch.Tensor, k_cache: torch.Tensor, num_splits: int | None = None, config: tuple | None = None
+) -> DecodeLaunch:
+    """The :class:`DecodeLaunch` :func:`attention_decode` makes for queries ``q`` ``(B, H,
+    S_q, D)`` against caches like ``k_cache`` ``(B, H_kv, S_max, D)``, already checked
+    (:func:`decode_launch` of their sizes and device). ``num_splits`` and ``config`` are
+    the private overrides ``_num_splits`` and ``_config`` of :func:`attention_decode`."""
     batch, n_heads, seq_q, head_dim = q.shape
     n_kv_heads, s_max = k_cache.shape[1], k_cache.shape[2]
     rows_per_head = n_heads // n_kv_heads * seq_q
@@ -491,7 +500,7 @@ def _attention_decode_op(
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     if out.numel():
         config = (block_n, num_warps, num_stages) if block_n else None
-        launch = _launch_for(q, k_cache, num_splits or None, config)
+        launch = decode_launch_for(q, k_cache, num_splits or None, config)
         _launch_into(out, q, k_cache, v_cache, cache_seqlens, scale, launch, _launch_traced)
     return out
 
@@ -585,18 +594,40 @@ def _check_lengths(cache_seqlens: torch.Tensor, seq_q: int, s_max: int) -> None:
             )
 
 
-def _plan_key(q, k_cache, v_cache, cache_seqlens, addresses, scale, num_splits) -> tuple:
-    """What the checks, the launch rules and Triton's specialization read: equal keys, equal launches."""
-    a_q, a_k, a_v, a_s = addresses
-    return (
-        q.shape, q.stride(), q.dtype, q.get_device(), a_q % 16,
-        k_cache.shape, k_cache.stride(), k_cache.dtype, k_cache.get_device(), a_k % 16,
-        v_cache.shape, v_cache.stride(), v_cache.dtype, v_cache.get_device(), a_v % 16,
-        cache_seqlens.shape, cache_seqlens.stride(), cache_seqlens.dtype, cache_seqlens.get_device(),
-        a_s % 16, scale, num_splits,
-    )  # fmt: skip
+class _DecodePlan:
+    """A checked, configured decode step for inputs like the ones it was made for
+    (:mod:`gpuperf.kernels.plans`): ``plan(q, k_cache, v_cache, cache_seqlens)`` allocates
+    the output (and, with several splits, the float32 workspace of the splits' outputs and
+    log-sum-exps) and launches the split kernel and the combine, bound to everything but the
+    addresses. Where there is no binary to bind (Triton's interpreter), it launches through
+    the cache with the checked launch instead."""
+
+    __slots__ = ("combine", "launch", "lse_offset", "scale", "split", "workspace")
+
+    def __init__(self, launch: DecodeLaunch, scale: float, bound: tuple):
+        self.launch, self.scale = launch, scale
+        self.split, self.combine, self.workspace, self.lse_offset = bound
+        if self.split is None or (self.combine is None and launch.num_splits > 1):
+            self.split = self.combine = None
+
+    def __call__(self, q, k_cache, v_cache, cache_seqlens) -> torch.Tensor:
+        out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        if self.split is None:
+            _launch_into(out, q, k_cache, v_cache, cache_seqlens, self.scale, self.launch, _launch)
+            return out
+        addresses = (q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), cache_seqlens.data_ptr())
+        o_address = out.data_ptr()
+        if self.combine is None:  # one split: the split kernel writes the output itself
+            self.split(*addresses, o_address, o_address, o_address)
+        else:
+            ws = torch.empty((self.workspace,), dtype=torch.float32, device=q.device)
+            ws_address = ws.data_ptr()
+            self.split(*addresses, ws_address, ws_address + self.lse_offset, o_address)
+            self.combine(ws_address, ws_address + self.lse_offset, addresses[3], o_address)
+        return out
 
 
+@planned(tensors=4)
 def attention_decode(
     q: torch.Tensor,
     k_cache: torch.Tensor,
@@ -664,6 +695,11 @@ def attention_decode(
     lengths, so it can be captured in a CUDA graph and replayed with new lengths.
     Registered as ``torch.ops.gpuperf.attention_decode`` (``torch.library.triton_op``):
     inside ``torch.compile`` this function calls it, so a compiled model keeps one graph.
+    Called eagerly, it launches the op's kernels, with the same launch and arguments (the
+    results are the op's, bit for bit), through the cache of compiled kernels; a call whose
+    inputs are like ones already checked (shapes, strides, dtypes, device, 16-byte
+    alignment, ``scale`` and ``_num_splits`` of the same types and values, no
+    ``check_lengths`` or ``_config``) launches from their plan (:mod:`gpuperf.kernels.plans`).
 
     Memory traffic: each sequence's valid keys and values are read once,
     ``2 * B * H_kv * len * D`` elements (the query heads of a group share each tile),
@@ -673,36 +709,6 @@ def attention_decode(
     Sizov, 2023, https://crfm.stanford.edu/2023/10/12/flashdecoding.html) on the online
     softmax of FlashAttention-2 (arXiv:2307.08691).
     """
-    compiling = torch.compiler.is_compiling()
-    if (
-        type(q) is torch.Tensor
-        and type(k_cache) is torch.Tensor
-        and type(v_cache) is torch.Tensor
-        and type(cache_seqlens) is torch.Tensor
-        and (scale is None or type(scale) is float)
-        and check_lengths is False
-        and (_num_splits is None or type(_num_splits) is int)
-        and _config is None
-        and not compiling
-        and not (
-            torch.is_grad_enabled() and (q.requires_grad or k_cache.requires_grad or v_cache.requires_grad)
-        )
-    ):
-        # Inputs like ones already checked and planned launch from the plan.
-        addresses = (q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), cache_seqlens.data_ptr())
-        plan = _plans.get(_plan_key(q, k_cache, v_cache, cache_seqlens, addresses, scale, _num_splits))
-        if plan is not None:
-            split, combine, workspace, lse_offset = plan
-            out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-            o_address = out.data_ptr()
-            if combine is None:
-                split(*addresses, o_address, o_address, o_address)
-            else:
-                ws = torch.empty((workspace,), dtype=torch.float32, device=q.device)
-                ws_address = ws.data_ptr()
-                split(*addresses, ws_address, ws_address + lse_offset, o_address)
-                combine(ws_address, ws_address + lse_offset, addresses[3], o_address)
-            return out
     scale_f = _check(q, k_cache, v_cache, cache_seqlens, scale, check_lengths, _num_splits, _config)
     if torch.is_grad_enabled() and (q.requires_grad or k_cache.requires_grad or v_cache.requires_grad):
         raise RuntimeError(
@@ -711,23 +717,23 @@ def attention_decode(
         )
     if check_lengths:
         _check_lengths(cache_seqlens, q.shape[2], k_cache.shape[2])
-    if compiling:
+    if torch.compiler.is_compiling():
         # The launch rules run inside the op (on fake tensors while tracing), not in the graph.
         config = _config or (0, 0, 0)
-        return torch.ops.gpuperf.attention_decode(
+        out = torch.ops.gpuperf.attention_decode(
             q, k_cache, v_cache, cache_seqlens, scale_f, _num_splits or 0, *config
         )
-    launch = _launch_for(q, k_cache, _num_splits, _config)
+        return out, None
+    launch = decode_launch_for(q, k_cache, _num_splits, _config)
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     if out.numel() == 0:
-        return out
-    plan = _launch_into(out, q, k_cache, v_cache, cache_seqlens, scale_f, launch, _launch, bind=True)
-    split, combine = plan[:2]
-    # (A launch from the _config override is not kept: the plan's key does not name it.)
-    if _config is None and split is not None and (combine is not None or launch.num_splits == 1):
-        addresses = (q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), cache_seqlens.data_ptr())
-        _plans.put(_plan_key(q, k_cache, v_cache, cache_seqlens, addresses, scale, _num_splits), plan)
-    return out
+        return out, None
+    bound = _launch_into(out, q, k_cache, v_cache, cache_seqlens, scale_f, launch, _launch, bind=True)
+    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans), but
+    # not those that read the lengths on the host (check_lengths) or override the launch.
+    if check_lengths or _config is not None or not fast_path_enabled():
+        return out, None
+    return out, _DecodePlan(launch, scale_f, bound)
 
 
-__all__ = ["DecodeLaunch", "attention_decode", "decode_launch", "decode_splits"]
+__all__ = ["DecodeLaunch", "attention_decode", "decode_launch", "decode_launch_for", "decode_splits"]

@@ -16,7 +16,9 @@ or None where there can be none (a copy was made, autograd records the call). Th
 decorator keeps each plan under the key of the call (:func:`call_key`) and a later call
 with the same key runs the plan instead of the body. The key holds everything the body
 reads: each tensor argument's shape, strides, dtype, device and address modulo 16 (what
-Triton specializes a kernel on), and the other arguments as given.
+Triton specializes a kernel on), and the other arguments as given, each with its type
+(:func:`option_key`): ``True``, ``1`` and ``1.0`` are equal dictionary keys, but an op
+that refuses ``causal=1`` must not take the plan of ``causal=True``.
 
 The body always runs while torch.compile traces the op (it traces the body), while
 autograd records the call, while a launch hook is installed (Triton's profiler, proton)
@@ -45,16 +47,29 @@ def tensor_key(t: torch.Tensor) -> tuple:
     return (t.shape, t.stride(), t.dtype, t.get_device(), t.data_ptr() % 16)
 
 
+def option_key(value) -> tuple:
+    """What a plan depends on of one other argument: its type and value, a tuple's item by
+    item (``(64, 4, True)`` is not ``(64, 4, 1)``)."""
+    if type(value) is tuple:
+        return (tuple, *map(option_key, value))
+    return (type(value), value)
+
+
 def call_key(tensors: tuple, options: tuple, keywords: dict) -> tuple | None:
-    """The key of a call: :func:`tensor_key` of each of ``tensors``, then ``options`` (the
-    other positional arguments) and ``keywords`` as given; None when a tensor is not a plain
-    one or autograd would record the call. (An option that cannot be a dictionary key, a
-    list say, makes the key unhashable: :func:`planned` then runs the body.)"""
+    """The key of a call: :func:`tensor_key` of each of ``tensors``, then :func:`option_key`
+    of ``options`` (the other positional arguments) and of ``keywords``, as given; None when
+    a tensor is not a plain one or autograd would record the call. (An option that cannot
+    be a dictionary key, a list say, makes the key unhashable: :func:`planned` then runs
+    the body.)"""
     if not all(type(t) in PLAIN_TENSORS for t in tensors):
         return None
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return None
-    return (*map(tensor_key, tensors), options, tuple(keywords.items()))
+    return (
+        *map(tensor_key, tensors),
+        tuple(map(option_key, options)),
+        tuple((name, option_key(value)) for name, value in keywords.items()),
+    )
 
 
 def planned(tensors: int) -> Callable:
@@ -96,4 +111,4 @@ def planned(tensors: int) -> Callable:
     return decorate
 
 
-__all__ = ["PLAIN_TENSORS", "call_key", "planned", "tensor_key", "uncached"]
+__all__ = ["PLAIN_TENSORS", "call_key", "option_key", "planned", "tensor_key", "uncached"]

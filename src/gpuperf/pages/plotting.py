@@ -362,8 +362,8 @@ def plot_records(records: list[dict], *, sources=(), notes=(), headlines=()):
             torch.softmax; ..."``), printed under the title.
 
     Raises:
-        ValueError: no records, records of different benchmarks, or ``sources`` of
-            another length.
+        ValueError: no records, records without a row, records of different benchmarks,
+            or ``sources`` of another length.
     """
     import matplotlib.pyplot as plt
 
@@ -380,6 +380,8 @@ def plot_records(records: list[dict], *, sources=(), notes=(), headlines=()):
     panels = [c for c in combos(first)]
     for record in records[1:]:
         panels += [c for c in combos(record) if c not in panels]
+    if not panels:
+        raise ValueError(f"records of {first['benchmark']} hold no rows to draw")
     multi = len(records) > 1
     n_rows, n_cols = _layout(len(records), len(panels))
     single = n_rows * n_cols == 1

@@ -250,9 +250,9 @@ def _decode_triton(q, k, v, cache_seqlens):
 
 def _decode_launch(q, k, v, cache_seqlens) -> dict:
     """The launch :func:`gpuperf.kernels.attention_decode` makes on these inputs."""
-    from gpuperf.kernels.attention_decode import _launch_for
+    from gpuperf.kernels.attention_decode import decode_launch_for
 
-    return _launch_for(q, k, None, None).as_dict()
+    return decode_launch_for(q, k).as_dict()
 
 
 ATTENTION_DECODE = Benchmark(

@@ -132,7 +132,7 @@ def test_planned_launches_compute_on_the_new_inputs(op):
     half = torch.randn(300 * 130 + 8, device="cuda", dtype=torch.float16)
     cases = {
         "vector_add": (
-            importlib.import_module("gpuperf.kernels.vector_add")._plans,
+            vector_add.plans,
             lambda o: (base[o : o + 4096], base[4096 + o : 8192 + o]),
             vector_add,
             vector_add_ref,

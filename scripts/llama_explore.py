@@ -43,13 +43,13 @@ def sweep_rope():
                     per_thread,
                 )
                 rope.rope_launch.cache_clear()
-                rope._plans.clear()
+                rope.rope.plans.clear()
                 t = time_ms(lambda: rope.rope(q, k, cos, sin), rounds=1)
                 gbps = n_bytes / t.ms / 1e6
                 results.append((gbps, block_h, tile, per_thread, rope.rope_launch(32, 8, 128)))
     rope.ROPE_BLOCK_H, rope.ROPE_TILE_ELEMENTS, rope.ROPE_ELEMENTS_PER_THREAD = saved
     rope.rope_launch.cache_clear()
-    rope._plans.clear()
+    rope.rope.plans.clear()
     results.sort(reverse=True)
     for gbps, block_h, tile, per_thread, launch in results[:12]:
         print(

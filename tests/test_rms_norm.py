@@ -1,3 +1,5 @@
+import importlib
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -24,6 +26,9 @@ SHAPES = [
     (3, BWD_LONG),
     (2, LONG),
 ]
+
+# gpuperf.kernels.rms_norm is the function; the module is looked up by name.
+rms_norm_module = importlib.import_module("gpuperf.kernels.rms_norm")
 
 
 def inputs(shape, dtype, seed=0):
@@ -192,6 +197,53 @@ def test_bad_eps_is_refused_after_a_planned_call(device):
     rms_norm(x, weight, eps=1.0)
     with pytest.raises(TypeError, match="eps must be a float, got bool"):
         rms_norm(x, weight, eps=True)
+
+
+def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
+    """The first call of a layout and eps checks and plans; the next ones, on new tensors, skip
+    the checks (none run) and compute on their own inputs, bit for bit as the op does. An int
+    eps is keyed apart from a float one and gives the same output."""
+    checks = []
+    check = rms_norm_module._check
+    monkeypatch.setattr(rms_norm_module, "_check", lambda *a: checks.append(a[2]) or check(*a))
+    rms_norm.plans.clear()
+    outputs = []
+    for seed in (1, 2, 1):
+        x, weight = inputs((2, 3, 50), torch.float16, seed=seed)
+        for eps in (1.0, 1):
+            out = rms_norm(x, weight, eps=eps)
+            op = torch.ops.gpuperf.rms_norm(x.view(-1, 50), weight, 1.0)[0].view(x.shape)
+            assert torch.equal(out, op)
+            assert_close(f"planned rms_norm, eps {eps!r}, seed {seed}", rms_norm_ref(x, weight, 1.0), out)
+            outputs.append(out)
+    assert len(checks) == 2 and len(rms_norm.plans) == 2  # one per type of eps
+    assert torch.equal(outputs[4], outputs[0]) and not torch.equal(outputs[2], outputs[0])
+
+
+def test_each_layout_and_dtype_has_its_own_plan():
+    rms_norm.plans.clear()
+    x, weight = inputs((5, 40), torch.float32, seed=3)
+    strided_weight = torch.stack((weight, weight), dim=1)[:, 0]  # stride 2
+    variants = [(x, weight), (x.t().contiguous().t(), weight), (x.half(), weight.half()), (x, strided_weight)]
+    for i, (xv, wv) in enumerate(variants):
+        for _ in range(2):
+            assert_close(f"rms_norm layout {i}", rms_norm_ref(xv, wv), rms_norm(xv, wv))
+        assert len(rms_norm.plans) == i + 1
+
+
+def test_copied_or_differentiated_inputs_are_not_planned():
+    """Leading dimensions that cannot be viewed as one are copied (a plan would read the copy's
+    address), and autograd records a call that needs a gradient: neither is planned."""
+    rms_norm.plans.clear()
+    for seed in (1, 2):
+        x, weight = inputs((4, 3, 50), torch.float32, seed=seed)
+        x = x.transpose(0, 1)
+        assert_close(f"rms_norm of a copy, seed {seed}", rms_norm_ref(x, weight), rms_norm(x, weight))
+    assert len(rms_norm.plans) == 0
+    x, weight = inputs((3, 50), torch.float32, seed=3)
+    for _ in range(2):
+        check_gradients(x, weight)
+    assert len(rms_norm.plans) == 0
 
 
 def test_eps_is_keyword_only(device):

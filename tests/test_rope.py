@@ -24,6 +24,9 @@ SHAPES = [
     pytest.param((3, 2, 1, 77, 16), id="token-blocks-cross-batches"),
 ]
 
+# gpuperf.kernels.rope is the function; the module is looked up by name.
+rope_module = importlib.import_module("gpuperf.kernels.rope")
+
 
 def qkv_views(shape, dtype, seed=0):
     """``q``, ``k`` as the decoder layer passes them: transposed views of one fused QKV buffer."""
@@ -526,6 +529,66 @@ def test_bad_inputs_are_refused_after_a_planned_call(device):
         rope(q, k.half(), cos.detach(), sin)
 
 
+def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
+    """The first call of a layout checks and plans; the next ones, on new tensors, skip the
+    checks (none run) and compute on their own inputs, bit for bit as the op does."""
+    checks = []
+    check = rope_module._check
+    monkeypatch.setattr(rope_module, "_check", lambda *a: checks.append(a) or check(*a))
+    rope.plans.clear()
+    shape = (2, 4, 2, 9, 32)
+    outputs = []
+    for seed in (1, 2, 1):
+        q, k = qkv_views(shape, torch.float16, seed=seed)
+        cos, sin = tables(shape, "random", seed=seed + 10)
+        q_out, k_out = rope(q, k, cos, sin)
+        q_op, k_op = torch.ops.gpuperf.rope(q, k, cos, sin)
+        assert torch.equal(q_out, q_op) and torch.equal(k_out, k_op)
+        q_ref, k_ref = rope_ref(q, k, cos, sin)
+        assert_close(f"planned rope q, seed {seed}", q_ref, q_out)
+        assert_close(f"planned rope k, seed {seed}", k_ref, k_out)
+        outputs.append(torch.cat((q_out.flatten(), k_out.flatten())))
+    assert len(checks) == 1 and len(rope.plans) == 1
+    assert torch.equal(outputs[2], outputs[0]) and not torch.equal(outputs[1], outputs[0])
+
+
+def test_each_layout_and_dtype_has_its_own_plan():
+    rope.plans.clear()
+    shape = (2, 2, 1, 5, 16)
+    q, k = qkv_views(shape, torch.float32, seed=3)
+    cos, sin = tables(shape, "random", seed=4)
+    variants = [
+        (q, k, cos, sin),  # transposed views of one QKV buffer
+        (q.contiguous(), k.contiguous(), cos, sin),
+        (q.half(), k.half(), cos, sin),
+        (q, k, *tables(shape, "expanded")),  # tables of stride 0 over the batch
+    ]
+    for i, args in enumerate(variants):
+        for _ in range(2):
+            q_ref, k_ref = rope_ref(*args)
+            q_out, k_out = rope(*args)
+            assert_close(f"rope layout {i} q", q_ref, q_out)
+            assert_close(f"rope layout {i} k", k_ref, k_out)
+        assert len(rope.plans) == i + 1
+
+
+def test_calls_autograd_records_are_not_planned():
+    """A call that needs a gradient goes through the autograd.Function, every time, even for a
+    layout already planned: its backward still flows."""
+    shape = (1, 2, 1, 5, 16)
+    q, k = qkv_views(shape, torch.float32, seed=5)
+    cos, sin = tables(shape, "random", seed=6)
+    rope.plans.clear()
+    for _ in range(2):
+        rope(q, k, cos, sin)
+    assert len(rope.plans) == 1
+    for _ in range(2):
+        check_gradients(q, k, cos, sin, name="rope after a plan")
+        q_out, _k_out = rope(q.detach().requires_grad_(), k, cos, sin)
+        assert type(q_out.grad_fn).__name__ == "_RopeBackward"
+    assert len(rope.plans) == 1
+
+
 @pytest.mark.skipif(DEVICE != "cpu", reason="checks the device error on a machine without a GPU")
 def test_tensors_on_another_device_are_rejected():
     with pytest.raises(ValueError, match="same device, got q on cpu, k on meta"):
@@ -637,8 +700,7 @@ def test_gpu_forward_and_gradients_at_real_sizes(shape, dtype):
 
 @pytest.mark.gpu
 def test_gpu_planned_launches_read_the_new_inputs():
-    module = importlib.import_module("gpuperf.kernels.rope")  # gpuperf.kernels.rope is the function
-    module._plans.clear()
+    rope.plans.clear()
     shape = (2, 4, 2, 33, 64)
     base = torch.randn(2 * 33 * 8 * 64 + 8, device="cuda", dtype=torch.bfloat16)
     cos, sin = tables(shape, "random", seed=28)
@@ -650,7 +712,7 @@ def test_gpu_planned_launches_read_the_new_inputs():
         q_out, k_out = rope(q, k, cos, sin)
         assert_close(f"rope planned q, offset {offset}", q_ref, q_out)
         assert_close(f"rope planned k, offset {offset}", k_ref, k_out)
-    assert len(module._plans) == 2  # 16-byte aligned and not
+    assert len(rope.plans) == 2  # 16-byte aligned and not
     cos2, sin2 = tables(shape, "random", seed=29)
     q_ref, k_ref = rope_ref(q, k, cos2, sin2)
     q_out, k_out = rope(q, k, cos2, sin2)

@@ -1,3 +1,5 @@
+import importlib
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -23,6 +25,9 @@ SHAPES = [
     (1, 5 * _configs.SOFTMAX_ONLINE_BLOCK_N + 123),  # online, ragged last chunk
 ]
 LONG_SHAPES = [(3, 262144)]
+
+# gpuperf.kernels.softmax is the function; the module is looked up by name.
+softmax_module = importlib.import_module("gpuperf.kernels.softmax")
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
@@ -72,6 +77,47 @@ def test_empty_returns_empty():
 def test_large_inputs_do_not_overflow():
     x = torch.tensor([[1e4, 1e4 - 1.0, -1e4]], device=randn((1,), torch.float32).device)
     assert_close("softmax large", softmax_ref(x), softmax(x))
+
+
+@pytest.mark.parametrize("n_cols", [100, LONG + 1], ids=["fused", "online"])
+def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch, n_cols):
+    """The first call of a layout checks and plans; the next ones, on new tensors, skip the
+    checks (none run) and compute on their own inputs, bit for bit as the op does."""
+    checks = []
+    check = softmax_module.check_tensors
+    monkeypatch.setattr(softmax_module, "check_tensors", lambda *a: checks.append(a[0]) or check(*a))
+    softmax.plans.clear()
+    outputs = []
+    for seed in (1, 2, 1):
+        x = randn((2, 3, n_cols), torch.float32, seed=seed)
+        out = softmax(x)
+        assert torch.equal(out, torch.ops.gpuperf.softmax(x.view(-1, n_cols)).view(x.shape))
+        assert_close(f"planned softmax, seed {seed}", softmax_ref(x), out)
+        outputs.append(out)
+    assert len(checks) == 1 and len(softmax.plans) == 1
+    assert torch.equal(outputs[2], outputs[0]) and not torch.equal(outputs[1], outputs[0])
+
+
+def test_each_layout_and_dtype_has_its_own_plan():
+    softmax.plans.clear()
+    x = randn((5, 40), torch.float32, seed=3)
+    variants = [x, x.t().contiguous().t(), x.half(), x[:, :39]]  # row-major, column-major, fp16, narrower
+    for i, v in enumerate(variants):
+        for _ in range(2):
+            assert_close(f"softmax layout {i}", softmax_ref(v), softmax(v))
+        assert len(softmax.plans) == i + 1
+
+
+def test_an_input_copied_by_reshape_is_not_planned():
+    """Leading dimensions that cannot be viewed as one are copied: a plan would read the copy's
+    address, so there is none, and each call reads the new input."""
+    softmax.plans.clear()
+    for seed in (1, 2):
+        x = randn((4, 3, 50), torch.float32, seed=seed).transpose(0, 1)
+        out = softmax(x)
+        assert_close(f"softmax of a copy, seed {seed}", softmax_ref(x), out)
+        assert torch.equal(out, torch.ops.gpuperf.softmax(x.reshape(-1, 50)).view(x.shape))
+    assert len(softmax.plans) == 0
 
 
 @settings(max_examples=15, deadline=None)

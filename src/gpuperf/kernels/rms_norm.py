@@ -38,8 +38,9 @@ from torch.library import triton_op
 
 from gpuperf._runtime import is_interpreter
 from gpuperf.kernels._grid import cdiv, next_power_of_2
-from gpuperf.kernels._launch import Launcher, Plans, traced
+from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
 from gpuperf.kernels._validation import check_tensors
+from gpuperf.kernels.plans import planned
 
 # Launch rules, as data, each with its reason.
 #: Rows longer than this take the chunked forward (two reads of x): the longest row
@@ -292,7 +293,6 @@ _KERNELS = (
 )
 _launch = {k: Launcher(k) for k in _KERNELS}
 _launch_traced = {k: traced(k) for k in _KERNELS}
-_plans = Plans()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -446,14 +446,30 @@ def _check(x, weight, eps) -> float:
     return float(eps)
 
 
-def _plan_key(x, weight, x_address: int, w_address: int, eps: float) -> tuple:
-    """What the checks, the launch rules and Triton's specialization read: equal keys, equal launches."""
-    return (
-        x.shape, x.stride(), x.dtype, x.get_device(), x_address % 16,
-        weight.shape, weight.stride(), weight.dtype, weight.get_device(), w_address % 16, eps,
-    )  # fmt: skip
+class _RmsNormPlan:
+    """A checked, configured forward for inputs like the ones it was made for
+    (:mod:`gpuperf.kernels.plans`): ``plan(x, weight)`` allocates the output and launches the
+    kernel bound to everything but the addresses. Where there is no binary to bind (Triton's
+    interpreter), it launches through the cache with the checked ``eps`` instead."""
+
+    __slots__ = ("bound", "eps")
+
+    def __init__(self, bound, eps: float):
+        self.bound, self.eps = bound, eps
+
+    def __call__(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        if self.bound is None:
+            x2d = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
+            y2d = torch.empty(x2d.shape, dtype=x.dtype, device=x.device)
+            _forward_into(y2d, None, x2d, weight, self.eps, _launch)
+            return y2d.view(x.shape)
+        y = torch.empty_like(x, memory_format=torch.contiguous_format)
+        y_address = y.data_ptr()
+        self.bound(x.data_ptr(), weight.data_ptr(), y_address, y_address)
+        return y
 
 
+@planned(tensors=2)
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, *, eps: float = 1e-6) -> torch.Tensor:
     """RMSNorm over the last dimension: ``x / sqrt(mean(x**2, -1) + eps) * weight``.
 
@@ -497,38 +513,24 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, *, eps: float = 1e-6) -> tor
     Algorithm: Zhang and Sennrich, "Root Mean Square Layer Normalization",
     arXiv:1910.07467.
     """  # noqa: E501 (one long docstring line, kept: rewrapping would re-hash the measured source)
-    compiling = torch.compiler.is_compiling()
-    if (
-        type(x) is torch.Tensor
-        and type(weight) is torch.Tensor
-        and type(eps) is float
-        and not compiling
-        and not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))
-    ):
-        # Inputs like ones already checked and planned launch from the plan.
-        x_address, w_address = x.data_ptr(), weight.data_ptr()
-        bound = _plans.get(_plan_key(x, weight, x_address, w_address, eps))
-        if bound is not None:
-            y = torch.empty_like(x, memory_format=torch.contiguous_format)
-            y_address = y.data_ptr()
-            bound(x_address, w_address, y_address, y_address)
-            return y
     eps = _check(x, weight, eps)
     needs_grad = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)
     if x.numel() == 0:
         # x * weight: empty too, and where a gradient is needed, one of the right shapes
         # (empty for x, zeros for weight).
-        return x * weight if needs_grad else torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        return (x * weight if needs_grad else torch.empty(x.shape, dtype=x.dtype, device=x.device)), None
     x2d = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
-    if compiling:
-        return torch.ops.gpuperf.rms_norm(x2d, weight, eps)[0].view(x.shape)
+    if torch.compiler.is_compiling():
+        return torch.ops.gpuperf.rms_norm(x2d, weight, eps)[0].view(x.shape), None
     if needs_grad:
-        return _RmsNorm.apply(x2d, weight, eps).view(x.shape)
+        return _RmsNorm.apply(x2d, weight, eps).view(x.shape), None
     y2d = torch.empty(x2d.shape, dtype=x.dtype, device=x.device)
     bound = _forward_into(y2d, None, x2d, weight, eps, _launch, bind=True)
-    if x2d.data_ptr() == x.data_ptr():  # a view of x, not a copy: the plan can read x itself
-        _plans.put(_plan_key(x, weight, x.data_ptr(), weight.data_ptr(), eps), bound)
-    return y2d.view(x.shape)
+    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans), but
+    # only where the kernel read x itself: a plan of a copy would read the copy's address.
+    if x2d.data_ptr() != x.data_ptr() or not fast_path_enabled():
+        return y2d.view(x.shape), None
+    return y2d.view(x.shape), _RmsNormPlan(bound, eps)
 
 
 __all__ = ["rms_norm"]

@@ -41,8 +41,9 @@ from torch.autograd.function import once_differentiable
 from torch.library import triton_op
 
 from gpuperf.kernels._grid import cdiv, next_power_of_2
-from gpuperf.kernels._launch import Launcher, Plans, traced
+from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
 from gpuperf.kernels._validation import check_tensor, check_tensors
+from gpuperf.kernels.plans import planned
 
 # Launch rules, as data, each with its reason.
 #: Largest head dim taken: a program holds both halves of its heads and the four
@@ -187,7 +188,6 @@ def _rope_kernel(
 
 _launch = Launcher(_rope_kernel)
 _launch_traced = traced(_rope_kernel)
-_plans = Plans()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -327,16 +327,29 @@ def _check(q, k, cos, sin) -> None:
         )
 
 
-def _plan_key(q, k, cos, sin, addresses) -> tuple:
-    """What the checks, the launch rules and Triton's specialization read: equal keys, equal launches."""
-    return (
-        q.shape, q.stride(), q.dtype, q.get_device(), addresses[0] % 16,
-        k.shape, k.stride(), k.dtype, k.get_device(), addresses[1] % 16,
-        cos.shape, cos.stride(), cos.dtype, cos.get_device(), addresses[2] % 16,
-        sin.shape, sin.stride(), sin.dtype, sin.get_device(), addresses[3] % 16,
-    )  # fmt: skip
+class _RopePlan:
+    """A checked, configured rotation for inputs like the ones it was made for
+    (:mod:`gpuperf.kernels.plans`): ``plan(q, k, cos, sin)`` allocates both outputs and
+    launches the kernel bound to everything but the six addresses. Where there is no binary
+    to bind (Triton's interpreter), it launches through the cache instead."""
+
+    __slots__ = ("bound",)
+
+    def __init__(self, bound):
+        self.bound = bound
+
+    def __call__(self, q, k, cos, sin) -> tuple[torch.Tensor, torch.Tensor]:
+        q_out, k_out = _empty_outputs(q, k)
+        if self.bound is None:
+            _launch_into(q, k, cos, sin, q_out, k_out, False, _launch)
+        else:
+            self.bound(
+                q.data_ptr(), k.data_ptr(), cos.data_ptr(), sin.data_ptr(), q_out.data_ptr(), k_out.data_ptr()
+            )
+        return q_out, k_out
 
 
+@planned(tensors=4)
 def rope(
     q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -391,41 +404,26 @@ def rope(
     "RoFormer", arXiv:2104.09864; the convention of ``apply_rotary_pos_emb`` in Hugging
     Face transformers' Llama.
     """
-    compiling = torch.compiler.is_compiling()
-    if (
-        type(q) is torch.Tensor
-        and type(k) is torch.Tensor
-        and type(cos) is torch.Tensor
-        and type(sin) is torch.Tensor
-        and not compiling
-        and not (
-            torch.is_grad_enabled()
-            and (q.requires_grad or k.requires_grad or cos.requires_grad or sin.requires_grad)
-        )
-    ):
-        # Inputs like ones already checked and planned launch from the plan.
-        addresses = (q.data_ptr(), k.data_ptr(), cos.data_ptr(), sin.data_ptr())
-        bound = _plans.get(_plan_key(q, k, cos, sin, addresses))
-        if bound is not None:
-            q_out, k_out = _empty_outputs(q, k)
-            bound(*addresses, q_out.data_ptr(), k_out.data_ptr())
-            return q_out, k_out
     _check(q, k, cos, sin)
     needs_grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad)
     if q.numel() == 0 or k.numel() == 0:
         if needs_grad:  # the identity: empty gradients of the right shapes flow back
-            return q.clone(memory_format=torch.contiguous_format), k.clone(
-                memory_format=torch.contiguous_format
-            )
-        return _empty_outputs(q, k)
-    if compiling:
-        return torch.ops.gpuperf.rope(q, k, cos, sin)
+            return (
+                q.clone(memory_format=torch.contiguous_format),
+                k.clone(memory_format=torch.contiguous_format),
+            ), None
+        return _empty_outputs(q, k), None
+    if torch.compiler.is_compiling():
+        return torch.ops.gpuperf.rope(q, k, cos, sin), None
     if needs_grad:
-        return _Rope.apply(q, k, cos, sin)
+        return _Rope.apply(q, k, cos, sin), None
     q_out, k_out = _empty_outputs(q, k)
     bound = _launch_into(q, k, cos, sin, q_out, k_out, False, _launch, bind=True)
-    _plans.put(_plan_key(q, k, cos, sin, (q.data_ptr(), k.data_ptr(), cos.data_ptr(), sin.data_ptr())), bound)
-    return q_out, k_out
+    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans): the
+    # kernel reads every input in place, through its strides (no copy is ever made).
+    if not fast_path_enabled():
+        return (q_out, k_out), None
+    return (q_out, k_out), _RopePlan(bound)
 
 
 def rope_cos_sin(

@@ -14,8 +14,9 @@ from torch.library import triton_op
 
 from gpuperf.kernels import _configs
 from gpuperf.kernels._grid import cdiv
-from gpuperf.kernels._launch import Launcher, Plans, traced
+from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
 from gpuperf.kernels._validation import check_same_shape, check_tensors
+from gpuperf.kernels.plans import planned
 
 
 @triton.jit
@@ -33,7 +34,6 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
 
 _launch = Launcher(add_kernel)
 _launch_traced = traced(add_kernel)
-_plans = Plans()
 
 
 def _add_into(out, x, y, block_size, num_warps, launch, bind=False):
@@ -51,6 +51,27 @@ def _vector_add_op(x: torch.Tensor, y: torch.Tensor, block_size: int, num_warps:
     return out
 
 
+class _AddPlan:
+    """A checked, configured addition for inputs like the ones it was made for
+    (:mod:`gpuperf.kernels.plans`): ``plan(x, y)`` allocates the output and launches the
+    kernel bound to everything but the three addresses. Where there is no binary to bind
+    (Triton's interpreter), it launches through the cache with the checked options instead."""
+
+    __slots__ = ("block_size", "bound", "num_warps")
+
+    def __init__(self, bound, block_size: int, num_warps: int):
+        self.bound, self.block_size, self.num_warps = bound, block_size, num_warps
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        if self.bound is None:
+            _add_into(out, x, y, self.block_size, self.num_warps, _launch)
+        else:
+            self.bound(x.data_ptr(), y.data_ptr(), out.data_ptr())
+        return out
+
+
+@planned(tensors=2)
 def vector_add(
     x: torch.Tensor,
     y: torch.Tensor,
@@ -85,15 +106,6 @@ def vector_add(
     Memory traffic: reads ``2 * N`` and writes ``N`` elements, so the kernel is
     bandwidth-bound at every size; its ceiling is the device's copy bandwidth.
     """
-    tensors = type(x) is torch.Tensor and type(y) is torch.Tensor
-    if tensors and type(block_size) is int and type(num_warps) is int and not torch.compiler.is_compiling():
-        # Inputs like ones already checked and planned launch from the plan.
-        x_address, y_address = x.data_ptr(), y.data_ptr()
-        bound = _plans.get(_plan_key(x, x_address, y, y_address, block_size, num_warps))
-        if bound is not None:
-            out = torch.empty_like(x)
-            bound(x_address, y_address, out.data_ptr())
-            return out
     check_tensors(("x", "y"), (x, y))
     if x.shape != y.shape:
         check_same_shape(("x", "y"), (x, y))
@@ -107,16 +119,13 @@ def vector_add(
     x = x.contiguous()
     y = y.contiguous()
     if torch.compiler.is_compiling():
-        return torch.ops.gpuperf.vector_add(x, y, block_size, num_warps)
+        return torch.ops.gpuperf.vector_add(x, y, block_size, num_warps), None
     out = torch.empty_like(x)
-    if out.numel():
-        bound = _add_into(out, x, y, block_size, num_warps, _launch, bind=contiguous)
-        if contiguous:  # no copies were made: the plan can read x and y themselves
-            _plans.put(_plan_key(x, x.data_ptr(), y, y.data_ptr(), block_size, num_warps), bound)
-    return out
-
-
-def _plan_key(x, x_address, y, y_address, block_size, num_warps) -> tuple:
-    """Everything the checks and Triton's specialization read."""
-    key = (x.shape, x.stride(), x.dtype, x.get_device(), x_address % 16)
-    return (*key, y.shape, y.stride(), y.dtype, y.get_device(), y_address % 16, block_size, num_warps)
+    if out.numel() == 0:
+        return out, None
+    bound = _add_into(out, x, y, block_size, num_warps, _launch, bind=contiguous)
+    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans), but
+    # only where no copies were made: the plan must read x and y themselves.
+    if not contiguous or not fast_path_enabled():
+        return out, None
+    return out, _AddPlan(bound, block_size, num_warps)

@@ -293,6 +293,57 @@ def test_beyond_roof_counts_the_spread_of_both_measurements():
     assert placement.beyond_roof(_point(0.97, 0.985, flops=1e10))
 
 
+#: The synthetic GPU with a read bandwidth measured too: 1100 GB/s, above its 1000 GB/s copy.
+HARDWARE_READ = copy.deepcopy(HARDWARE)
+HARDWARE_READ["ceilings"]["read_gbps"] = {
+    "value": 1100.0,
+    "value_p20": 1095.0,
+    "value_p80": 1105.0,
+    "unit": "GB/s",
+    "ms": 1.0,
+}
+
+
+def test_without_a_read_bandwidth_the_memory_roof_is_the_copy():
+    # A hardware.json measured before the read bandwidth existed (the committed ones, say).
+    assert roofline.memory_key(HARDWARE) == "copy_gbps"
+    assert {r.bandwidth_gbps for r in roofline.roofs(HARDWARE).values()} == {1000.0}
+    placement = Placement("Test GPU 80GB", "test", HARDWARE, roofline.roofs(HARDWARE), {})
+    assert placement.memory_gbps == placement.bandwidth_gbps == 1000.0
+    # A read-heavy stream at 1050 GB/s (1 GB in 0.952 ms) is 5% above the copy roof.
+    read_heavy = _point(1 / 1.05, 1 / 1.05)
+    assert placement.fraction(read_heavy) == pytest.approx(1.05)
+    assert placement.beyond_roof(read_heavy)
+    # The table's footer names the roof the shares are of.
+    placement.points = [read_heavy]
+    assert "intensity x copy bandwidth" in roofline.table([placement])
+
+
+def test_with_a_read_bandwidth_memory_bound_rows_are_read_against_it():
+    assert roofline.memory_key(HARDWARE_READ) == "read_gbps"
+    made = roofline.roofs(HARDWARE_READ)
+    # Every roof's slope is the read bandwidth; the ridges move left by 1000/1100.
+    assert {r.bandwidth_gbps for r in made.values()} == {1100.0}
+    assert made["fp32_tflops"].ridge == pytest.approx(10e3 / 1100)
+    placement = Placement("Test GPU 80GB", "test", HARDWARE_READ, made, {})
+    assert placement.memory_gbps == 1100.0 and placement.bandwidth_gbps == 1000.0
+    # The read-heavy stream at 1050 GB/s: above the copy, within the read roof.
+    read_heavy = _point(1 / 1.05, 1 / 1.05)
+    assert placement.fraction(read_heavy) == pytest.approx(1050 / 1100)
+    assert not placement.beyond_roof(read_heavy)
+    # A stream at the copy's rate is 91% of the read roof; one past the read roof's fast
+    # end (1105 GB/s) is beyond it.
+    assert placement.fraction(_point(1.0, 1.0)) == pytest.approx(1000 / 1100)
+    assert placement.beyond_roof(_point(1 / 1.11, 1 / 1.11))
+    # The table's shares use the read roof, and its footer says so.
+    record = synthetic_record(NEW_KERNEL, n_x=3, ms=lambda c, i, p: 0.001 * (i + 1) * (1 + p))
+    placement.points, _ = place_record(record, made, None, NEW_KERNEL)
+    top = placement.largest("new_elementwise", "triton")
+    assert placement.fraction(top) == pytest.approx(top.gbps / 1100.0)
+    text = roofline.table([placement])
+    assert "intensity x read bandwidth" in text and f"{100 * top.gbps / 1100:.0f}%" in text
+
+
 #: The same kernel in two storage dtypes: half the bytes in bfloat16, so twice the intensity.
 TWO_DTYPES = Benchmark(
     **{
@@ -425,6 +476,9 @@ def test_no_table_row_is_above_its_roof_beyond_the_spread_but_read_heavy_streams
     for p in beyond:
         assert roofline.bound_by(placement, p) == "memory", p
         assert p.benchmark in READ_HEAVY, p
+    # Against a read roof (reads alone, the fastest traffic) no row is beyond its roof.
+    if placement.memory_key == "read_gbps":
+        assert beyond == []
     # A stream that reads as much as it writes, like the copy, is within it.
     gelu = placement.largest("gelu", "triton", dtype="float32")
     assert gelu is not None and not placement.beyond_roof(gelu)

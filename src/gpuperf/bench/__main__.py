@@ -29,6 +29,8 @@ examples:
   python -m gpuperf.bench --compare softmax
                                           measure, write nothing, print each provider's ratio
                                           next to the committed one; exit 1 on a regression
+  python -m gpuperf.bench --ceilings      measure only the ceilings (copy and read bandwidth,
+                                          cuBLAS per dtype) and write <gpu>/hardware.json
   python -m gpuperf.bench --out my-records
                                           write the records into my-records/<gpu>/
 """
@@ -54,6 +56,14 @@ def _parser() -> argparse.ArgumentParser:
             "provider's ratio to the baseline, then and now, with their 20th-80th percentile "
             "ranges; exit status 1 when one of the package's providers has a range wholly "
             "below its committed one"
+        ),
+    )
+    parser.add_argument(
+        "--ceilings",
+        action="store_true",
+        help=(
+            "measure the ceilings alone, write <gpu>/hardware.json and exit (a full run, with "
+            "no names, writes it too); no benchmark is measured, and no record goes stale"
         ),
     )
     parser.add_argument(
@@ -131,6 +141,12 @@ def main(argv=None) -> int:
     from gpuperf.bench.runner import run
 
     gpu = records.gpu_slug(torch.cuda.get_device_name())
+    if args.ceilings:
+        if args.compare:
+            print("gpuperf.bench: --ceilings writes hardware.json; it does not compare", file=sys.stderr)
+            return 2
+        print(f"wrote {_write_hardware(_measure_ceilings(hardware), root / gpu, records)}", flush=True)
+        return 0
     capability = torch.cuda.get_device_capability()
     runnable = []
     for benchmark in plan.stale(chosen, gpu, root) if args.stale else chosen:
@@ -156,19 +172,10 @@ def main(argv=None) -> int:
         flush=True,
     )
 
-    print("measuring ceilings ...", flush=True)
-    ceilings = hardware.measure_ceilings()
-    for key, entry in ceilings.items():
-        print(f"  {key}: {entry['value']:.1f} {entry['unit']}", flush=True)
+    ceilings = _measure_ceilings(hardware)
     full_run = not args.names and not args.stale and not args.compare
     if full_run:
-        hw = {
-            "schema_version": records.HARDWARE_SCHEMA_VERSION,
-            "provenance": records.collect_provenance(),
-            "ceilings": ceilings,
-        }
-        (root / gpu).mkdir(parents=True, exist_ok=True)
-        (root / gpu / "hardware.json").write_text(json.dumps(hw, indent=1) + "\n")
+        _write_hardware(ceilings, root / gpu, records)
 
     retune = args.tune or not (args.no_tune or args.stale or args.compare)
     if retune:
@@ -208,6 +215,29 @@ def main(argv=None) -> int:
         for line in regressions:
             print(f"  {line}", file=sys.stderr)
     return 1 if failed or regressions else 0
+
+
+def _measure_ceilings(hardware) -> dict:
+    """Every ceiling of :data:`gpuperf.bench.hardware.CEILINGS` measured, each printed."""
+    print("measuring ceilings ...", flush=True)
+    ceilings = hardware.measure_ceilings()
+    for key, entry in ceilings.items():
+        shape = f" (at {'x'.join(map(str, entry['shape']))})" if "shape" in entry else ""
+        print(f"  {key}: {entry['value']:.1f} {entry['unit']}{shape}", flush=True)
+    return ceilings
+
+
+def _write_hardware(ceilings: dict, folder: Path, records) -> Path:
+    """Write ``folder/hardware.json``: this machine's provenance and ``ceilings``; its path."""
+    hw = {
+        "schema_version": records.HARDWARE_SCHEMA_VERSION,
+        "provenance": records.collect_provenance(),
+        "ceilings": ceilings,
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "hardware.json"
+    path.write_text(json.dumps(hw, indent=1) + "\n")
+    return path
 
 
 def _tune(benchmarks, catalog) -> None:

@@ -76,6 +76,12 @@ class Ceilings:
         """Measured copy bandwidth (bytes read plus bytes written), GB/s."""
         return self.measured["copy_gbps"]
 
+    @property
+    def memory_gbps(self) -> float:
+        """The memory roof, GB/s: the measured read bandwidth (``read_gbps``, reads alone,
+        the fastest traffic), or the copy bandwidth where no read bandwidth was measured."""
+        return self.measured.get("read_gbps", self.measured["copy_gbps"])
+
     def tflops(self, dtype: str = "bf16") -> float:
         """The measured vendor-matmul rate of ``dtype`` (``'bf16'``, ``'fp16'``, ``'fp32'``,
         ``'fp8'``), TFLOP/s.
@@ -86,8 +92,9 @@ class Ceilings:
         return self.measured[self._key(dtype)]
 
     def ridge_point(self, dtype: str = "bf16", *, datasheet: bool = False) -> float:
-        """FLOPs per byte at which ``dtype``'s compute roof meets the bandwidth roof:
-        peak FLOP/s over bytes/s, from the measured ceilings (or the datasheet's).
+        """FLOPs per byte at which ``dtype``'s compute roof meets the memory roof: peak
+        FLOP/s over bytes/s, from the measured ceilings (:attr:`memory_gbps`) or the
+        datasheet's (its one memory bandwidth).
 
         Raises:
             ValueError: as :meth:`tflops`, or no datasheet peaks for this GPU.
@@ -96,7 +103,8 @@ class Ceilings:
         key = self._key(dtype)
         if key not in source or "copy_gbps" not in source:
             raise ValueError(f"no {'datasheet' if datasheet else 'measured'} {key} for {self.gpu}")
-        return source[key] * 1e12 / (source["copy_gbps"] * 1e9)
+        bandwidth = source["copy_gbps"] if datasheet else self.memory_gbps
+        return source[key] * 1e12 / (bandwidth * 1e9)
 
     def _key(self, dtype: str) -> str:
         if dtype not in DTYPES:
@@ -116,7 +124,7 @@ class Ceilings:
             line = f"  {label}: {format_rate(self.measured[key], unit)}"
             if key in self.datasheet:
                 line += f" ({format_rate(self.datasheet[key], unit)})"
-            if key != "copy_gbps":
+            if unit == "TFLOP/s":
                 dtype = key.removesuffix("_tflops")
                 line += f"; ridge point {self.ridge_point(dtype):.0f} FLOP/byte"
                 if key in self.datasheet and "copy_gbps" in self.datasheet:

@@ -335,13 +335,13 @@ def _points(gpu: str | None = None) -> list[tuple[str, str, float, float]]:
 
 
 def plot_roofline(gpu: str | None = None):
-    """The GPU's measured roofline (copy bandwidth, bf16 matmul) with the layer's phases on
+    """The GPU's measured roofline (memory roof, bf16 matmul) with the layer's phases on
     it: prefill at batch 1 and 8 (ours and eager), a decode step at batch 1 and 64 with
     4096 cached tokens (ours in a CUDA graph)."""
     import matplotlib.pyplot as plt
 
     c = hardware.ceilings(gpu)
-    bw, peak = c.copy_gbps * 1e9, c.tflops("bf16") * 1e12
+    bw, peak = c.memory_gbps * 1e9, c.tflops("bf16") * 1e12
     fig, ax = plt.subplots(figsize=(8.0, 4.8))
     fig.patch.set_facecolor("white")
     xs = (0.5, 1e5)

@@ -9,13 +9,17 @@ The two terms meet at the *ridge point* ``I = P / W``: left of it a kernel is
 bound by memory, right of it by compute.
 
 Here ``P`` and ``W`` are the ceilings measured on the GPU (``hardware.json``: a
-1 GiB copy for ``W``, cuBLAS per dtype and ``torch._scaled_mm`` for fp8 for
-``P``), one roof per compute ceiling, all sharing the copy bandwidth; the
-datasheet's figures (:data:`gpuperf.bench.hardware.DATASHEET`) give a second,
-dotted set. Each record row is placed from what every row stores, whatever the
-benchmark's metric: its ``bytes`` and ``flops`` (the least traffic and the work
-of one call, from :mod:`gpuperf.bench.metrics`) and its median time ``ms``. So a
-new benchmark's record lands on the chart without code here.
+1 GiB read for ``W``, cuBLAS per dtype and ``torch._scaled_mm`` for fp8 for
+``P``), one roof per compute ceiling, all sharing one memory roof. That roof is the
+*read* bandwidth (``read_gbps``): HBM streams reads alone faster than any mix with
+writes, so no traffic runs faster, and a copy (``copy_gbps``, read as much as written)
+tops out below it. A ``hardware.json`` without a read bandwidth falls back to the
+copy (:func:`memory_key`). The datasheet's figures
+(:data:`gpuperf.bench.hardware.DATASHEET`) give a second, dotted set. Each record
+row is placed from what every row stores, whatever the benchmark's metric: its
+``bytes`` and ``flops`` (the least traffic and the work of one call, from
+:mod:`gpuperf.bench.metrics`) and its median time ``ms``. So a new benchmark's
+record lands on the chart without code here.
 
 Which roof a row is read against: the roof of the engine and dtype its FLOPs run on.
 That is its own ceiling when that is a compute ceiling (a matmul's ``bf16_tflops``);
@@ -40,8 +44,10 @@ from pathlib import Path
 from gpuperf.bench import records
 from gpuperf.bench.hardware import CEILINGS, DATASHEET
 
-#: The ceiling whose slope every roof shares.
+#: The copy bandwidth, which every ``hardware.json`` holds.
 BANDWIDTH_KEY = "copy_gbps"
+#: The memory roofs in order of preference: reads alone (the fastest traffic), else the copy.
+MEMORY_KEYS = ("read_gbps", BANDWIDTH_KEY)
 #: The roof of rows whose own ceiling is not a compute ceiling (CUDA-core float32).
 DEFAULT_ROOF = "fp32_tflops"
 #: The metrics whose rows are GPU times of one call (others: host time, peak memory).
@@ -144,9 +150,9 @@ class Roof:
         return attainable_tflops(intensity, self.peak_tflops, self.bandwidth_gbps)
 
 
-def roofs(hardware: dict) -> dict[str, Roof]:
-    """The measured roofs of a ``hardware.json``: one per compute ceiling it holds, each
-    with the copy bandwidth as its slope, by ceiling key.
+def memory_key(hardware: dict) -> str:
+    """The ceiling of a ``hardware.json`` that is its memory roof: ``"read_gbps"`` where it
+    was measured, else ``"copy_gbps"``.
 
     Raises:
         ValueError: ``hardware`` holds no copy bandwidth.
@@ -154,7 +160,18 @@ def roofs(hardware: dict) -> dict[str, Roof]:
     ceilings = hardware.get("ceilings", {})
     if BANDWIDTH_KEY not in ceilings:
         raise ValueError(f"hardware.json must hold the ceiling {BANDWIDTH_KEY!r}, got {sorted(ceilings)}")
-    bandwidth = ceilings[BANDWIDTH_KEY]["value"]
+    return next(key for key in MEMORY_KEYS if key in ceilings)
+
+
+def roofs(hardware: dict) -> dict[str, Roof]:
+    """The measured roofs of a ``hardware.json``: one per compute ceiling it holds, each
+    with the memory roof (:func:`memory_key`) as its slope, by ceiling key.
+
+    Raises:
+        ValueError: ``hardware`` holds no copy bandwidth.
+    """
+    ceilings = hardware.get("ceilings", {})
+    bandwidth = ceilings[memory_key(hardware)]["value"]
     return {
         key: Roof(key, CEILINGS.get(key, (key,))[0], entry["value"], bandwidth)
         for key, entry in ceilings.items()
@@ -258,6 +275,16 @@ class Placement:
         """The measured copy bandwidth, GB/s."""
         return self.hardware["ceilings"][BANDWIDTH_KEY]["value"]
 
+    @property
+    def memory_key(self) -> str:
+        """The ceiling the memory roof is (:func:`memory_key`): ``"read_gbps"`` or ``"copy_gbps"``."""
+        return memory_key(self.hardware)
+
+    @property
+    def memory_gbps(self) -> float:
+        """The memory roof, GB/s: the read bandwidth where measured, else the copy's."""
+        return self.hardware["ceilings"][self.memory_key]["value"]
+
     def roof_of(self, point: Point) -> Roof:
         """The measured roof ``point`` is read against."""
         return self.roofs[point.roof]
@@ -272,9 +299,9 @@ class Placement:
         its roof built from the fast ends of the ceilings (their 80th percentiles of
         rate). A row or ceiling without percentiles is taken at its median."""
         ceilings = self.hardware["ceilings"]
-        peak, copy = ceilings[point.roof], ceilings[BANDWIDTH_KEY]
+        peak, memory = ceilings[point.roof], ceilings[self.memory_key]
         high = attainable_tflops(
-            point.intensity, peak.get("value_p80", peak["value"]), copy.get("value_p80", copy["value"])
+            point.intensity, peak.get("value_p80", peak["value"]), memory.get("value_p80", memory["value"])
         )
         slow_ms = point.ms_p80 if point.ms_p80 else point.ms
         return point.flops / (slow_ms * 1e-3) / 1e12 > high
@@ -609,17 +636,18 @@ def table(placements: list[Placement]) -> str:
     notes = [note for p in placements for note in p.notes]
     if not sections:
         return render(sections, notes)
+    memory = sorted({CEILINGS[p.memory_key][0] for p in placements})
     footer = (
         "roof: the compute roof of the unit and dtype the kernel's arithmetic runs on "
         "(fp32: the CUDA cores; bf16, fp16, fp8: the tensor cores); % of roof: the rate "
-        "over min(peak, intensity x copy bandwidth)."
+        f"over min(peak, intensity x {' or '.join(memory)})."
     )
     if beyond:
         footer += (
             f" {BEYOND_MARK}: above the roof by more than the spread of both measurements "
             "(the row's 80th-percentile time against the ceilings' 80th-percentile rates)"
         )
-        if "memory" in beyond:
+        if "memory" in beyond and any(p.memory_key == BANDWIDTH_KEY for p in placements):
             footer += (
                 "; a memory-bound one streams faster than the copy that measured the "
                 "bandwidth roof (reading A says which traffic does)"

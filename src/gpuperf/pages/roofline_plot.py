@@ -324,6 +324,9 @@ def _roof_table(ax, placement: Placement):
     lines = [f"copy {format_rate(placement.bandwidth_gbps, 'GB/s')}"]
     if sheet:
         lines[0] += f" ({format_rate(next(iter(sheet.values())).bandwidth_gbps, 'GB/s')})"
+    if placement.memory_key != "copy_gbps":
+        # The memory roof the slopes are drawn at, above the copy (the datasheet has one figure).
+        lines.insert(0, f"read {format_rate(placement.memory_gbps, 'GB/s')} (roof)")
     for roof in sorted(placement.roofs.values(), key=lambda r: -r.peak_tflops):
         theirs = f" ({fmt(sheet[roof.key].peak_tflops)})" if roof.key in sheet else ""
         lines.append(f"{_dtype(roof.key)} {fmt(roof.peak_tflops)}{theirs} TFLOP/s, ridge {fmt(roof.ridge)}")
@@ -496,7 +499,7 @@ def _legend_handles(kind: str) -> list:
     ours = provider_color("triton")
     dot = {"ls": "", "marker": "o"}
     handles = [
-        Line2D([], [], ls="-", color=_ROOF_COLOR, label="measured roofs (copy; cuBLAS, cuBLASLt)"),
+        Line2D([], [], ls="-", color=_ROOF_COLOR, label="measured roofs (memory; cuBLAS, cuBLASLt)"),
         Line2D([], [], ls=":", color=_SHEET_COLOR, label="datasheet roofs"),
         Line2D([], [], **dot, ms=8, mfc=ours, mec="black", label="gpuperf kernel, largest size"),
     ]

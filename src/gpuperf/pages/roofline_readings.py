@@ -16,6 +16,7 @@ import itertools
 import textwrap
 
 from gpuperf.bench import catalog, records
+from gpuperf.bench.hardware import CEILINGS
 from gpuperf.pages import roofline
 from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, percent
@@ -93,8 +94,8 @@ def in_one_paragraph(places: list[Placement] | None = None) -> Paragraph:
             share = percent(p.fraction(b)) if clauses else f"reaches {percent(p.fraction(b))} of its roof"
             clauses.append(f"the bf16 matmul at {format_x(b.x)} ({b.intensity:.0f} FLOP/B) {share}")
         sentences.append(
-            f"On the {short_gpu_name(p.gpu)} the measured bf16 roof meets the copy bandwidth "
-            f"({format_rate(p.bandwidth_gbps, 'GB/s')}) at {bf16.ridge:.0f} FLOP/B: "
+            f"On the {short_gpu_name(p.gpu)} the measured bf16 roof meets the "
+            f"{_memory_label(p)} ({format_rate(p.memory_gbps, 'GB/s')}) at {bf16.ridge:.0f} FLOP/B: "
             + " and ".join(clauses)
             + "."
         )
@@ -106,18 +107,28 @@ def in_one_paragraph(places: list[Placement] | None = None) -> Paragraph:
     return paragraph(*sentences, notes=notes)
 
 
+def _memory_label(placement: Placement) -> str:
+    """``'read bandwidth'`` or ``'copy bandwidth'``: what the memory roof of ``placement`` is."""
+    return CEILINGS[placement.memory_key][0]
+
+
 def roofs(places: list[Placement]) -> str:
-    """Each GPU's measured roofs beside the datasheet's: copy bandwidth, and per dtype the
-    peak TFLOP/s and ridge point, with the measured share of the datasheet figure."""
+    """Each GPU's measured roofs beside the datasheet's: the read bandwidth (where measured:
+    the memory roof, else the copy is) and the copy bandwidth, and per dtype the peak
+    TFLOP/s and ridge point, with the measured share of the datasheet figure."""
     out = []
     for p in places:
         sheet = p.datasheet
+        theirs = next(iter(sheet.values())).bandwidth_gbps if sheet else None
         out.append(f"{p.gpu}, measured {p.hardware['provenance']['date'][:10]} (datasheet):")
-        line = f"  copy bandwidth      {format_rate(p.bandwidth_gbps, 'GB/s'):>10}"
-        if sheet:
-            theirs = next(iter(sheet.values())).bandwidth_gbps
-            line += f" ({format_rate(theirs, 'GB/s')}: {p.bandwidth_gbps / theirs:.0%})"
-        out.append(line)
+        for key in roofline.MEMORY_KEYS:
+            if key not in p.hardware["ceilings"]:
+                continue
+            value = p.hardware["ceilings"][key]["value"]
+            line = f"  {CEILINGS[key][0]:<19} {format_rate(value, 'GB/s'):>10}"
+            if theirs:
+                line += f" ({format_rate(theirs, 'GB/s')}: {value / theirs:.0%})"
+            out.append(line + (", the memory roof" if key == p.memory_key else ""))
         for key, roof in sorted(p.roofs.items(), key=lambda item: -item[1].peak_tflops):
             line = f"  {roof.label:<18} {roof.peak_tflops:>5.0f} TFLOP/s"
             if key in sheet:
@@ -125,6 +136,9 @@ def roofs(places: list[Placement]) -> str:
             line += f", ridge {roof.ridge:.0f} FLOP/B"
             if key in sheet:
                 line += f" ({sheet[key].ridge:.0f})"
+            shape = p.hardware["ceilings"][key].get("shape")
+            if shape:
+                line += f", at {format_x(tuple(shape))}"
             out.append(line)
     return "\n".join(out)
 
@@ -170,7 +184,8 @@ def read_mix(places: list[Placement]) -> str:
             mark = roofline.BEYOND_MARK if p.beyond_roof(point) else ""
             parts.append(f"{bench} {reads}:1 {percent(p.fraction(point))}{mark}")
         if parts:
-            out.append(f"{_name(p)} read:write, share of the copy roof: " + ", ".join(parts))
+            roof = _memory_label(p).removesuffix(" bandwidth")
+            out.append(f"{_name(p)} read:write, share of the {roof} roof: " + ", ".join(parts))
     rising = [_rises_with_reads(p) for p in places]
     rising = [r for r in rising if r is not None]
     if rising:
@@ -181,7 +196,7 @@ def read_mix(places: list[Placement]) -> str:
 
 
 def _rises_with_reads(placement: Placement) -> bool | None:
-    """Whether the :data:`READ_MIX` kernels' shares of the copy roof rise with their reads
+    """Whether the :data:`READ_MIX` kernels' shares of the memory roof rise with their reads
     per write on ``placement`` (None without at least two of them)."""
     shares = []
     for bench, axes, _ in READ_MIX:

@@ -1,0 +1,32 @@
+"""The ceilings' measurement: which keys it measures and which matmul size sets a ceiling
+(the timing itself needs a GPU; here the timed calls are replaced)."""
+
+from gpuperf.bench import hardware
+
+
+def test_every_ceiling_is_measured_by_default_the_read_bandwidth_included(monkeypatch):
+    monkeypatch.setattr(hardware, "measure_copy_gbps", lambda: {"value": 3000.0, "unit": "GB/s"})
+    monkeypatch.setattr(hardware, "measure_read_gbps", lambda: {"value": 3200.0, "unit": "GB/s"})
+    monkeypatch.setattr(hardware, "measure_matmul_tflops", lambda d: None if d == "fp8" else {"dtype": d})
+    out = hardware.measure_ceilings()
+    assert list(out) == ["copy_gbps", "read_gbps", "bf16_tflops", "fp16_tflops", "fp32_tflops"]
+    assert out["read_gbps"]["value"] == 3200.0 and out["fp16_tflops"] == {"dtype": "fp16"}
+    assert hardware.CEILINGS["read_gbps"] == ("read bandwidth", "GB/s")
+    # The datasheet gives one memory bandwidth, whatever the traffic: no read figure.
+    assert all("read_gbps" not in sheet for sheet in hardware.DATASHEET.values())
+
+
+def test_a_matmul_ceiling_is_the_best_median_over_the_sizes_and_names_its_shape(monkeypatch):
+    rates = {4096: 755.0, 6144: 720.0, 8192: 694.0}
+    timed = []
+
+    def entry(dtype_name, n):
+        timed.append((dtype_name, n))
+        return {"value": rates[n], "value_p20": rates[n] - 5, "value_p80": rates[n] + 5, "shape": [n, n, n]}
+
+    monkeypatch.setattr(hardware, "_matmul_entry", entry)
+    best = hardware.measure_matmul_tflops("fp16")
+    assert timed == [("fp16", n) for n in hardware.MATMUL_SIZES]
+    assert best["value"] == 755.0 and best["shape"] == [4096, 4096, 4096]
+    rates[8192] = 800.0
+    assert hardware.measure_matmul_tflops("bf16")["shape"] == [8192, 8192, 8192]

@@ -97,17 +97,19 @@ for name, (flops, n_bytes) in examples.items():
 # turnarounds, and the :term:`tensor core` figure assumes a clock the chip does not
 # hold under a sustained matmul within its power limit. So every roof here is
 # measured on the GPU, in the same run as the kernels
-# (:mod:`gpuperf.bench.hardware`): a 1 GiB tensor read once for :math:`W` (the
-# :term:`read bandwidth`), with a 1 GiB device-to-device copy beside it (the
-# :term:`copy bandwidth`), and for :math:`P` the vendor's matmul on large squares,
+# (:mod:`gpuperf.bench.hardware`): for :math:`W`, the fastest of four streams over
+# 1 GiB tensors (the :term:`stream bandwidth`): a copy, which reads one byte per
+# byte it writes (the :term:`copy bandwidth`), an add (two), a multiply-add (three)
+# and a sum (reads alone). For :math:`P`, the vendor's matmul on large squares,
 # its best median among a few sizes (each line gives the size that set it, where the
 # ceilings record it): :term:`cuBLAS` per dtype, and cuBLASLt through
-# ``torch._scaled_mm`` for FP8. The memory roof is the
-# read bandwidth because no traffic streams faster than reads alone, so it bounds
-# every kernel; one that writes as much as it reads tops out a few percent lower,
-# at the copy (where a GPU's ceilings hold no read bandwidth, the copy is its roof,
-# and the lines below say which). The float32 roof is cuBLAS's float32 matmul,
-# which runs on the CUDA cores that elementwise kernels and reductions compute on.
+# ``torch._scaled_mm`` for FP8. The memory roof is the fastest stream rather than
+# the copy because how fast memory streams depends on the mix of reads and writes:
+# a kernel that reads two or three bytes per byte written can outrun a copy, and a
+# roof must bound every kernel (where a GPU's ceilings hold no stream bandwidth, the
+# copy is its roof, and the lines below say which). The float32 roof is cuBLAS's
+# float32 matmul, which runs on the CUDA cores that elementwise kernels and
+# reductions compute on.
 # The datasheet's figures are drawn beside the measured ones, dotted.
 
 print(readings.roofs(places))
@@ -172,10 +174,9 @@ print(readings.memory_bound(places))
 
 # %%
 # At or near 100%, the distance to the roof is nil. How near a streaming kernel
-# can come depends on what it streams: the read roof is reached by reads alone,
-# and a copy, which reads one byte for each byte it writes, stays below it. Against
-# a copy roof, kernels that read more than they write sit above it by more than
-# the spread of the two measurements (a † in the table: the kernel's slow end
+# can come depends on what it streams, as the stream bandwidth's four streams show.
+# Against a copy roof, kernels that read more than they write sit above it by more
+# than the spread of the two measurements (a † in the table: the kernel's slow end
 # against the roof's fast end). The streaming kernels at their largest size, by
 # bytes read per byte written:
 
@@ -183,13 +184,11 @@ print(readings.read_mix(places))
 
 # %%
 # On the GPUs the last line counts, the more a kernel reads per byte it writes,
-# the closer it streams to the read bandwidth. A likely reason, inferred from that
-# order rather than measured in the memory itself: :term:`DRAM` loses cycles
-# turning its bus around between reads and writes, and a read-heavier stream
-# turns it around less often. So the copy is the roof of traffic that reads as
-# much as it writes, and the read bandwidth the roof of all traffic: a kernel a
-# few percent under the read roof that writes as much as it reads is on its own
-# roof, and one a few percent over a copy roof is too.
+# the faster it streams. A likely reason, inferred from that order rather than
+# measured in the memory itself: :term:`DRAM` loses cycles turning its bus around
+# between reads and writes, and a read-heavier stream turns it around less often.
+# So a kernel a few percent under the stream roof that writes as much as it reads
+# is on its own roof, and one a few percent over a copy roof is too.
 #
 # On its roof, tuning a kernel is wasted effort. What remains is to move the
 # point, not raise it: fewer bytes per FLOP (a lower-precision dtype halves the
@@ -327,7 +326,7 @@ print(readings.skipped(places))
 #   the bytes it really reads (Nsight Compute), not only the least.
 # * Below the roof at small sizes is launch latency, not the kernel; above the
 #   HBM roof is L2, or, by a few percent, a read-heavy stream against a copy that
-#   reads as much as it writes: the roof of memory is the read bandwidth.
+#   reads as much as it writes: the roof of memory is the fastest stream measured.
 # * The tutorials this chart draws on: :ref:`01 <sphx_glr_tutorials_01_vector_add.py>`,
 #   :ref:`02 <sphx_glr_tutorials_02_fused_softmax.py>`,
 #   :ref:`03 <sphx_glr_tutorials_03_matmul.py>`,

@@ -1,19 +1,36 @@
-"""The ceilings' measurement: which keys it measures and which matmul size sets a ceiling
-(the timing itself needs a GPU; here the timed calls are replaced)."""
+"""The ceilings' measurement: which keys it measures, which stream sets the stream bandwidth
+and which matmul size sets a ceiling (the timing itself needs a GPU; here the timed calls
+are replaced)."""
 
 from gpuperf.bench import hardware
 
 
-def test_every_ceiling_is_measured_by_default_the_read_bandwidth_included(monkeypatch):
+def test_every_ceiling_is_measured_by_default_the_stream_bandwidth_included(monkeypatch):
     monkeypatch.setattr(hardware, "measure_copy_gbps", lambda: {"value": 3000.0, "unit": "GB/s"})
-    monkeypatch.setattr(hardware, "measure_read_gbps", lambda: {"value": 3200.0, "unit": "GB/s"})
+    monkeypatch.setattr(hardware, "measure_stream_gbps", lambda: {"value": 3100.0, "unit": "GB/s"})
     monkeypatch.setattr(hardware, "measure_matmul_tflops", lambda d: None if d == "fp8" else {"dtype": d})
     out = hardware.measure_ceilings()
-    assert list(out) == ["copy_gbps", "read_gbps", "bf16_tflops", "fp16_tflops", "fp32_tflops"]
-    assert out["read_gbps"]["value"] == 3200.0 and out["fp16_tflops"] == {"dtype": "fp16"}
-    assert hardware.CEILINGS["read_gbps"] == ("read bandwidth", "GB/s")
-    # The datasheet gives one memory bandwidth, whatever the traffic: no read figure.
-    assert all("read_gbps" not in sheet for sheet in hardware.DATASHEET.values())
+    assert list(out) == ["copy_gbps", "stream_gbps", "bf16_tflops", "fp16_tflops", "fp32_tflops"]
+    assert out["stream_gbps"]["value"] == 3100.0 and out["fp16_tflops"] == {"dtype": "fp16"}
+    assert hardware.CEILINGS["stream_gbps"] == ("stream bandwidth", "GB/s")
+    # The datasheet gives one memory bandwidth, whatever the traffic: no stream figure.
+    assert all("stream_gbps" not in sheet for sheet in hardware.DATASHEET.values())
+
+
+def test_the_stream_bandwidth_is_the_fastest_stream_and_names_it(monkeypatch):
+    rates = {"copy": 3000.0, "add": 3040.0, "addcmul": 3100.0, "sum": 2970.0}
+    timed = []
+
+    def entry(name):
+        timed.append(name)
+        rate = rates[name]
+        return {"value": rate, "value_p20": rate - 5, "value_p80": rate + 5, "stream": name}
+
+    monkeypatch.setattr(hardware, "_stream_entry", entry)
+    best = hardware.measure_stream_gbps()
+    assert timed == list(hardware.STREAMS) and best["stream"] == "addcmul" and best["value"] == 3100.0
+    rates["sum"] = 3200.0
+    assert hardware.measure_stream_gbps()["stream"] == "sum"
 
 
 def test_a_matmul_ceiling_is_the_best_median_over_the_sizes_and_names_its_shape(monkeypatch):

@@ -33,7 +33,9 @@ def test_ceilings_read_the_committed_hardware_and_compute_ridge_points():
     hw = json.loads((records.measurements_dir() / H100 / "hardware.json").read_text())
     assert c.gpu == hw["provenance"]["gpu"] == "NVIDIA H100 80GB HBM3"
     assert c.copy_gbps == hw["ceilings"]["copy_gbps"]["value"]
-    expected = hw["ceilings"]["bf16_tflops"]["value"] * 1e12 / (c.copy_gbps * 1e9)
+    # The ridge is where the compute roof meets the memory roof: the stream bandwidth.
+    assert c.memory_gbps == hw["ceilings"].get("stream_gbps", hw["ceilings"]["copy_gbps"])["value"]
+    expected = hw["ceilings"]["bf16_tflops"]["value"] * 1e12 / (c.memory_gbps * 1e9)
     assert c.ridge_point("bf16") == pytest.approx(expected)
     # The datasheet's ridge: 989 TFLOP/s over 3.35 TB/s.
     assert c.ridge_point("bf16", datasheet=True) == pytest.approx(989e12 / 3350e9)

@@ -37,7 +37,7 @@ def test_the_opening_paragraph_quotes_each_gpus_ridge_and_marked_kernels():
         if a is None and b is None:
             assert sentence == ""
             continue
-        ridge = p.roofs["bf16_tflops"].peak_tflops * 1e12 / (p.bandwidth_gbps * 1e9)
+        ridge = p.roofs["bf16_tflops"].peak_tflops * 1e12 / (p.memory_gbps * 1e9)
         assert f"at {ridge:.0f} FLOP/B" in sentence
         assert ("vector add" in sentence) == (a is not None)
         assert ("bf16 matmul" in sentence) == (b is not None)

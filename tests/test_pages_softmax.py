@@ -8,7 +8,7 @@ from gpuperf.pages import load, run_or_load
 from gpuperf.pages import softmax as page
 from gpuperf.pages.plotting import format_x, short_gpu_name
 from gpuperf.pages.prose import percent, span
-from tests._pages import copy_measurements, records_as_text  # noqa: F401 (autouse)
+from tests._pages import copy_measurements, current_measurements, records_as_text  # noqa: F401 (autouse)
 
 SOFTMAX, LONG = catalog.SOFTMAX, catalog.SOFTMAX_LONG
 
@@ -27,7 +27,8 @@ def test_there_are_softmax_records_to_test_against():
     assert records.gpus_with_record(LONG.name), "no committed softmax_long_rows records"
 
 
-def test_paragraph_names_every_gpu_with_its_numbers():
+def test_paragraph_names_every_gpu_with_its_numbers(tmp_path, monkeypatch):
+    current_measurements(tmp_path, monkeypatch)  # every GPU's record current: each is named
     text = page.in_one_paragraph().text()
     for gpu in _gpus():
         short, long = load(SOFTMAX, gpu), load(LONG, gpu)

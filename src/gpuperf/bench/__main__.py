@@ -29,7 +29,7 @@ examples:
   python -m gpuperf.bench --compare softmax
                                           measure, write nothing, print each provider's ratio
                                           next to the committed one; exit 1 on a regression
-  python -m gpuperf.bench --ceilings      measure only the ceilings (copy and read bandwidth,
+  python -m gpuperf.bench --ceilings      measure only the ceilings (copy and stream bandwidth,
                                           cuBLAS per dtype) and write <gpu>/hardware.json
   python -m gpuperf.bench --out my-records
                                           write the records into my-records/<gpu>/
@@ -223,6 +223,7 @@ def _measure_ceilings(hardware) -> dict:
     ceilings = hardware.measure_ceilings()
     for key, entry in ceilings.items():
         shape = f" (at {'x'.join(map(str, entry['shape']))})" if "shape" in entry else ""
+        shape += f" ({entry['stream']})" if "stream" in entry else ""
         print(f"  {key}: {entry['value']:.1f} {entry['unit']}{shape}", flush=True)
     return ceilings
 

@@ -78,9 +78,9 @@ class Ceilings:
 
     @property
     def memory_gbps(self) -> float:
-        """The memory roof, GB/s: the measured read bandwidth (``read_gbps``, reads alone,
-        the fastest traffic), or the copy bandwidth where no read bandwidth was measured."""
-        return self.measured.get("read_gbps", self.measured["copy_gbps"])
+        """The memory roof, GB/s: the measured stream bandwidth (``stream_gbps``, the fastest
+        of a few streams), or the copy bandwidth where no stream bandwidth was measured."""
+        return self.measured.get("stream_gbps", self.measured["copy_gbps"])
 
     def tflops(self, dtype: str = "bf16") -> float:
         """The measured vendor-matmul rate of ``dtype`` (``'bf16'``, ``'fp16'``, ``'fp32'``,

@@ -8,13 +8,14 @@ an insightful visual performance model for multicore architectures", CACM 2009).
 The two terms meet at the *ridge point* ``I = P / W``: left of it a kernel is
 bound by memory, right of it by compute.
 
-Here ``P`` and ``W`` are the ceilings measured on the GPU (``hardware.json``: a
-1 GiB read for ``W``, cuBLAS per dtype and ``torch._scaled_mm`` for fp8 for
-``P``), one roof per compute ceiling, all sharing one memory roof. That roof is the
-*read* bandwidth (``read_gbps``): HBM streams reads alone faster than any mix with
-writes, so no traffic runs faster, and a copy (``copy_gbps``, read as much as written)
-tops out below it. A ``hardware.json`` without a read bandwidth falls back to the
-copy (:func:`memory_key`). The datasheet's figures
+Here ``P`` and ``W`` are the ceilings measured on the GPU (``hardware.json``: the
+fastest of a few 1 GiB streams for ``W``, cuBLAS per dtype and ``torch._scaled_mm``
+for fp8 for ``P``), one roof per compute ceiling, all sharing one memory roof. That
+roof is the *stream* bandwidth (``stream_gbps``, :func:`gpuperf.bench.hardware.measure_stream_gbps`):
+how fast HBM streams depends on the mix of reads and writes, and a copy
+(``copy_gbps``, one read per write) sits below what a kernel reading two or three
+bytes per byte written reaches. A ``hardware.json`` without a stream bandwidth falls
+back to the copy (:func:`memory_key`). The datasheet's figures
 (:data:`gpuperf.bench.hardware.DATASHEET`) give a second, dotted set. Each record
 row is placed from what every row stores, whatever the benchmark's metric: its
 ``bytes`` and ``flops`` (the least traffic and the work of one call, from
@@ -46,8 +47,8 @@ from gpuperf.bench.hardware import CEILINGS, DATASHEET
 
 #: The copy bandwidth, which every ``hardware.json`` holds.
 BANDWIDTH_KEY = "copy_gbps"
-#: The memory roofs in order of preference: reads alone (the fastest traffic), else the copy.
-MEMORY_KEYS = ("read_gbps", BANDWIDTH_KEY)
+#: The memory roofs in order of preference: the fastest stream measured, else the copy.
+MEMORY_KEYS = ("stream_gbps", BANDWIDTH_KEY)
 #: The roof of rows whose own ceiling is not a compute ceiling (CUDA-core float32).
 DEFAULT_ROOF = "fp32_tflops"
 #: The metrics whose rows are GPU times of one call (others: host time, peak memory).
@@ -151,7 +152,7 @@ class Roof:
 
 
 def memory_key(hardware: dict) -> str:
-    """The ceiling of a ``hardware.json`` that is its memory roof: ``"read_gbps"`` where it
+    """The ceiling of a ``hardware.json`` that is its memory roof: ``"stream_gbps"`` where it
     was measured, else ``"copy_gbps"``.
 
     Raises:
@@ -277,12 +278,12 @@ class Placement:
 
     @property
     def memory_key(self) -> str:
-        """The ceiling the memory roof is (:func:`memory_key`): ``"read_gbps"`` or ``"copy_gbps"``."""
+        """The ceiling the memory roof is (:func:`memory_key`): ``"stream_gbps"`` or ``"copy_gbps"``."""
         return memory_key(self.hardware)
 
     @property
     def memory_gbps(self) -> float:
-        """The memory roof, GB/s: the read bandwidth where measured, else the copy's."""
+        """The memory roof, GB/s: the stream bandwidth where measured, else the copy's."""
         return self.hardware["ceilings"][self.memory_key]["value"]
 
     def roof_of(self, point: Point) -> Roof:

@@ -108,14 +108,15 @@ def in_one_paragraph(places: list[Placement] | None = None) -> Paragraph:
 
 
 def _memory_label(placement: Placement) -> str:
-    """``'read bandwidth'`` or ``'copy bandwidth'``: what the memory roof of ``placement`` is."""
+    """``'stream bandwidth'`` or ``'copy bandwidth'``: what the memory roof of ``placement`` is."""
     return CEILINGS[placement.memory_key][0]
 
 
 def roofs(places: list[Placement]) -> str:
-    """Each GPU's measured roofs beside the datasheet's: the read bandwidth (where measured:
-    the memory roof, else the copy is) and the copy bandwidth, and per dtype the peak
-    TFLOP/s and ridge point, with the measured share of the datasheet figure."""
+    """Each GPU's measured roofs beside the datasheet's: the stream bandwidth (where
+    measured: the memory roof, else the copy is; with the stream that set it) and the copy
+    bandwidth, and per dtype the peak TFLOP/s and ridge point, with the measured share of
+    the datasheet figure."""
     out = []
     for p in places:
         sheet = p.datasheet
@@ -128,6 +129,9 @@ def roofs(places: list[Placement]) -> str:
             line = f"  {CEILINGS[key][0]:<19} {format_rate(value, 'GB/s'):>10}"
             if theirs:
                 line += f" ({format_rate(theirs, 'GB/s')}: {value / theirs:.0%})"
+            stream = p.hardware["ceilings"][key].get("stream")
+            if stream:
+                line += f", by {stream}"
             out.append(line + (", the memory roof" if key == p.memory_key else ""))
         for key, roof in sorted(p.roofs.items(), key=lambda item: -item[1].peak_tflops):
             line = f"  {roof.label:<18} {roof.peak_tflops:>5.0f} TFLOP/s"

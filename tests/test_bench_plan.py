@@ -95,6 +95,17 @@ def test_compare_flags_only_our_providers_whose_whole_range_falls_below_the_comm
     assert worse == [] and any("no committed point" in line for line in lines)
 
 
+def test_compare_needs_a_drop_beyond_the_floor_where_the_spreads_are_tight():
+    # Spreads of 0.2% (a long GPU-bound kernel): a 1% slowdown puts the whole range below
+    # the committed one, within the drift between runs; 5% is a regression.
+    bench = catalog.VECTOR_ADD
+    old = copy.deepcopy(synthetic_record(bench, n_x=1))
+    for row in old["rows"]:
+        row["ms_p20"], row["ms_p80"] = row["ms"] * 0.999, row["ms"] * 1.001
+    assert plan.compare(bench, old, _slower(old, "triton", 1.01))[1] == []
+    assert len(plan.compare(bench, old, _slower(old, "triton", 1.05))[1]) == 1
+
+
 def test_dry_run_lists_what_is_stale_without_a_gpu(tmp_path, capsys):
     record = synthetic_record(n_x=99)
     records.write(record, tmp_path)

@@ -106,7 +106,12 @@ print(page.config_sweep())
 #    :pyobject: _softmax_online_kernel
 #
 # The wrapper picks the kernel by row length, views the input as a matrix of
-# rows without copying when its strides allow, and passes the strides through:
+# rows without copying when its strides allow, and passes the strides through.
+# It returns the result and a *plan*: ``@planned`` keeps the plan for inputs of
+# the same shape, strides and dtype, so a repeat call skips the checks and the
+# launch configuration and calls the kernel already bound to its arguments, all
+# but the two addresses (the host time per call that :ref:`tutorial 01
+# <sphx_glr_tutorials_01_vector_add.py>` measures; :mod:`gpuperf.kernels.plans`):
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/softmax.py
 #    :pyobject: softmax

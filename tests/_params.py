@@ -86,3 +86,11 @@ def with_changed_source(measurement: dict, rel: str | None = None) -> dict:
     rel = rel or next(iter(changed))
     changed[rel] = "0" * 64
     return {**measurement, "sources": changed, "sources_sha256": sources.combined_sha256(changed)}
+
+
+def record_calls(monkeypatch, module, name: str) -> list:
+    """Replace ``module.name`` by a wrapper that appends each call's positional arguments to
+    the returned list and then calls the original (to count an op's checks, say)."""
+    calls, original = [], getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a: calls.append(a) or original(*a))
+    return calls

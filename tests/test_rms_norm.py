@@ -9,7 +9,7 @@ from gpuperf.kernels import rms_norm
 from gpuperf.kernels.rms_norm import RMS_NORM_BWD_MAX_FUSED_COLS, RMS_NORM_MAX_FUSED_COLS
 from gpuperf.reference import rms_norm_eager, rms_norm_ref
 from gpuperf.testing import assert_close
-from tests._params import FLOAT_DTYPES, called_ops, randn, recording_backend, shape_id
+from tests._params import FLOAT_DTYPES, called_ops, randn, record_calls, recording_backend, shape_id
 from tests.conftest import DEVICE
 
 LONG = RMS_NORM_MAX_FUSED_COLS + 1  # the chunked forward (and backward)
@@ -203,9 +203,7 @@ def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
     """The first call of a layout and eps checks and plans; the next ones, on new tensors, skip
     the checks (none run) and compute on their own inputs, bit for bit as the op does. An int
     eps is keyed apart from a float one and gives the same output."""
-    checks = []
-    check = rms_norm_module._check
-    monkeypatch.setattr(rms_norm_module, "_check", lambda *a: checks.append(a[2]) or check(*a))
+    checks = record_calls(monkeypatch, rms_norm_module, "_check")
     rms_norm.plans.clear()
     outputs = []
     for seed in (1, 2, 1):

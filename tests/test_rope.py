@@ -10,7 +10,7 @@ from gpuperf.kernels import rope, rope_cos_sin
 from gpuperf.kernels.rope import ROPE_BLOCK_H, ROPE_MAX_HEAD_DIM, rope_launch
 from gpuperf.reference import rope_eager, rope_ref
 from gpuperf.testing import assert_close
-from tests._params import FLOAT_DTYPES, called_ops, randn, recording_backend
+from tests._params import FLOAT_DTYPES, called_ops, randn, record_calls, recording_backend
 from tests.conftest import DEVICE
 
 #: (B, H, H_kv, S, D)
@@ -532,9 +532,7 @@ def test_bad_inputs_are_refused_after_a_planned_call(device):
 def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
     """The first call of a layout checks and plans; the next ones, on new tensors, skip the
     checks (none run) and compute on their own inputs, bit for bit as the op does."""
-    checks = []
-    check = rope_module._check
-    monkeypatch.setattr(rope_module, "_check", lambda *a: checks.append(a) or check(*a))
+    checks = record_calls(monkeypatch, rope_module, "_check")
     rope.plans.clear()
     shape = (2, 4, 2, 9, 32)
     outputs = []

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from gpuperf.kernels import _configs, softmax
 from gpuperf.reference import softmax_ref
 from gpuperf.testing import assert_close
-from tests._params import FLOAT_DTYPES, randn, shape_id
+from tests._params import FLOAT_DTYPES, randn, record_calls, shape_id
 
 LONG = _configs.SOFTMAX_MAX_FUSED_COLS
 SHAPES = [
@@ -83,9 +83,7 @@ def test_large_inputs_do_not_overflow():
 def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch, n_cols):
     """The first call of a layout checks and plans; the next ones, on new tensors, skip the
     checks (none run) and compute on their own inputs, bit for bit as the op does."""
-    checks = []
-    check = softmax_module.check_tensors
-    monkeypatch.setattr(softmax_module, "check_tensors", lambda *a: checks.append(a[0]) or check(*a))
+    checks = record_calls(monkeypatch, softmax_module, "check_tensors")
     softmax.plans.clear()
     outputs = []
     for seed in (1, 2, 1):

@@ -7,7 +7,7 @@ from gpuperf.kernels import vector_add
 from gpuperf.kernels._configs import VECTOR_ADD_BLOCK_SIZE, VECTOR_ADD_NUM_WARPS
 from gpuperf.reference import vector_add_ref
 from gpuperf.testing import assert_close
-from tests._params import FLOAT_DTYPES, randn, shape_id
+from tests._params import FLOAT_DTYPES, randn, record_calls, shape_id
 
 # 1 element; one partial block; exactly one and two blocks; non-powers of two;
 # several dimensions (flattened by the wrapper).
@@ -48,9 +48,7 @@ def test_empty_returns_empty():
 def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
     """The first call of a layout and options checks and plans; the next ones, on new tensors,
     skip the checks (none run) and compute on their own inputs, bit for bit as the op does."""
-    checks = []
-    check = vector_add_module.check_tensors
-    monkeypatch.setattr(vector_add_module, "check_tensors", lambda *a: checks.append(a[0]) or check(*a))
+    checks = record_calls(monkeypatch, vector_add_module, "check_tensors")
     vector_add.plans.clear()
     outputs = []
     for seed in (1, 2, 1):

@@ -326,7 +326,7 @@ def _roof_table(ax, placement: Placement):
         lines[0] += f" ({format_rate(next(iter(sheet.values())).bandwidth_gbps, 'GB/s')})"
     if placement.memory_key != "copy_gbps":
         # The memory roof the slopes are drawn at, above the copy (the datasheet has one figure).
-        lines.insert(0, f"read {format_rate(placement.memory_gbps, 'GB/s')} (roof)")
+        lines.insert(0, f"stream {format_rate(placement.memory_gbps, 'GB/s')} (roof)")
     for roof in sorted(placement.roofs.values(), key=lambda r: -r.peak_tflops):
         theirs = f" ({fmt(sheet[roof.key].peak_tflops)})" if roof.key in sheet else ""
         lines.append(f"{_dtype(roof.key)} {fmt(roof.peak_tflops)}{theirs} TFLOP/s, ridge {fmt(roof.ridge)}")

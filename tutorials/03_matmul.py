@@ -79,9 +79,10 @@ for shape in [*squares, (8192, 14336, 4096), (16, 14336, 4096)]:
 # :term:`ridge point`: its peak FLOP/s divided by its memory bandwidth. Below
 # it, a kernel cannot keep the tensor cores fed (:term:`memory-bound`); above
 # it, memory can keep up (:term:`compute-bound`). Here are the ceilings
-# measured on the GPU these pages show (a large :term:`cuBLAS` matmul and a
-# 1 GiB copy, in the same run), the datasheet's in brackets, and where the
-# largest tile falls. Every benchmark run measures these ceilings again at its
+# measured on the GPU these pages show (a large :term:`cuBLAS` matmul, a 1 GiB
+# copy and the fastest of a few 1 GiB streams, the :term:`stream bandwidth` the
+# ridge is taken against, in the same run), the datasheet's in brackets, and
+# where the largest tile falls. Every benchmark run measures these ceilings again at its
 # start and its record keeps them: the percentages further down are taken of the
 # matmul run's own, which the page prints beside these.
 

@@ -110,8 +110,8 @@ print(page.config_sweep())
 # It returns the result and a *plan*: ``@planned`` keeps the plan for inputs of
 # the same shape, strides and dtype, so a repeat call skips the checks and the
 # launch configuration and calls the kernel already bound to its arguments, all
-# but the two addresses (the host time per call that :ref:`tutorial 01
-# <sphx_glr_tutorials_01_vector_add.py>` measures; :mod:`gpuperf.kernels.plans`):
+# but the two addresses (the :term:`host time per call` that the :ref:`profiling
+# guide <sphx_glr_guides_01_profiling.py>` measures; :mod:`gpuperf.kernels.plans`):
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/softmax.py
 #    :pyobject: softmax

@@ -55,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
             "measure and compare with the committed records instead of writing them: each "
             "provider's ratio to the baseline, then and now, with their 20th-80th percentile "
             "ranges; exit status 1 when one of the package's providers has a range wholly "
-            "below its committed one, by more than 2%"
+            "below its committed one, by more than 2%%"
         ),
     )
     parser.add_argument(

@@ -184,9 +184,11 @@ print(readings.read_mix(places))
 
 # %%
 # On the GPUs the last line counts, the more a kernel reads per byte it writes,
-# the faster it streams. A likely reason, inferred from that order rather than
-# measured in the memory itself: :term:`DRAM` loses cycles turning its bus around
-# between reads and writes, and a read-heavier stream turns it around less often.
+# the faster it streams, up to a point: the fastest of the four streams, named in
+# the roofs above, need not be the sum that only reads. A likely reason for the
+# order, inferred from it rather than measured in the memory itself: :term:`DRAM`
+# loses cycles turning its bus around between reads and writes, and a
+# read-heavier stream turns it around less often.
 # So a kernel a few percent under the stream roof that writes as much as it reads
 # is on its own roof, and one a few percent over a copy roof is too.
 #

@@ -80,6 +80,19 @@ def test_ceilings_drop_what_was_not_measured_and_refuse_unknown_dtypes(tmp_path,
         c.ridge_point("bf16", datasheet=True)
 
 
+def test_ceilings_leave_out_keys_this_version_does_not_know(tmp_path, monkeypatch):
+    # A hardware.json written by another version of gpuperf (read_gbps was one for a while).
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    _write_hardware(tmp_path, "test-gpu", "Test GPU")
+    path = tmp_path / "test-gpu" / "hardware.json"
+    hw = json.loads(path.read_text())
+    hw["ceilings"]["read_gbps"] = {"value": 2900.0, "unit": "GB/s"}
+    path.write_text(json.dumps(hw))
+    c = hardware.ceilings("test-gpu")
+    assert set(c.measured) == {"copy_gbps", "bf16_tflops"}
+    assert "read" not in str(c) and c.memory_gbps == 2000.0
+
+
 def _capture(name, gpu="NVIDIA Test GPU", sources=()):
     return captures.build(
         name, tool="a test tool", payload={"n": 1}, sources=sources, provenance=fake_provenance(gpu)

@@ -163,7 +163,8 @@ def ceilings(gpu: str | None = None) -> Ceilings:
             f"no measured ceilings for {gpu} (expected {path}): "
             f"{records.advice(records.bench_command(), 'that GPU')}"
         )
-    entries = {k: c for k, c in entries.items() if c and _finite(c.get("value"))}
+    # Keys of CEILINGS only: a hardware.json written by another version of gpuperf may hold others.
+    entries = {k: c for k, c in entries.items() if k in CEILINGS and c and _finite(c.get("value"))}
     measured = {k: c["value"] for k, c in entries.items()}
     spread = {
         k: (c["value_p20"], c["value_p80"])

@@ -193,13 +193,7 @@ def classify_table(cases: Sequence[tuple] = CLASSIFY) -> str:
     for gpu in hardware.gpus():
         ceilings = hardware.ceilings(gpu)
         roofs = roofline.roofs(
-            {
-                "ceilings": {
-                    k: {"value": v, "unit": CEILINGS[k][1]}
-                    for k, v in ceilings.measured.items()
-                    if k in CEILINGS  # a ceiling of another version of gpuperf is not drawn
-                }
-            }
+            {"ceilings": {k: {"value": v, "unit": CEILINGS[k][1]} for k, v in ceilings.measured.items()}}
         )
         header = ["kernel", "x", "FLOP/byte", "roof (ridge FLOP/byte)", "bound by", "ours, % of that roof"]
         section = Section(ceilings.name, header)

@@ -7,12 +7,19 @@ from gpuperf.bench import hardware
 
 def test_every_ceiling_is_measured_by_default_the_stream_bandwidth_included(monkeypatch):
     monkeypatch.setattr(hardware, "measure_copy_gbps", lambda: {"value": 3000.0, "unit": "GB/s"})
-    monkeypatch.setattr(hardware, "measure_stream_gbps", lambda: {"value": 3100.0, "unit": "GB/s"})
+    given = []
+    monkeypatch.setattr(
+        hardware,
+        "measure_stream_gbps",
+        lambda copy=None: given.append(copy) or {"value": 3100.0, "unit": "GB/s"},
+    )
     monkeypatch.setattr(hardware, "measure_matmul_tflops", lambda d: None if d == "fp8" else {"dtype": d})
     out = hardware.measure_ceilings()
     assert list(out) == ["copy_gbps", "stream_gbps", "bf16_tflops", "fp16_tflops", "fp32_tflops"]
     assert out["stream_gbps"]["value"] == 3100.0 and out["fp16_tflops"] == {"dtype": "fp16"}
     assert hardware.CEILINGS["stream_gbps"] == ("stream bandwidth", "GB/s")
+    # The copy measured for copy_gbps is the stream bandwidth's copy: timed once.
+    assert given == [{"value": 3000.0, "unit": "GB/s"}]
     # The datasheet gives one memory bandwidth, whatever the traffic: no stream figure.
     assert all("stream_gbps" not in sheet for sheet in hardware.DATASHEET.values())
 
@@ -31,6 +38,15 @@ def test_the_stream_bandwidth_is_the_fastest_stream_and_names_it(monkeypatch):
     assert timed == list(hardware.STREAMS) and best["stream"] == "addcmul" and best["value"] == 3100.0
     rates["sum"] = 3200.0
     assert hardware.measure_stream_gbps()["stream"] == "sum"
+    # A copy measured already is not timed again, and is named as the copy stream.
+    timed.clear()
+    best = hardware.measure_stream_gbps({"value": 3300.0, "value_p20": 3295.0, "value_p80": 3305.0})
+    assert "copy" not in timed and best == {
+        "value": 3300.0,
+        "value_p20": 3295.0,
+        "value_p80": 3305.0,
+        "stream": "copy",
+    }
 
 
 def test_a_matmul_ceiling_is_the_best_median_over_the_sizes_and_names_its_shape(monkeypatch):

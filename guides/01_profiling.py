@@ -342,10 +342,11 @@ print("the CUDA extension builds here" if why_not is None else f"not here: {why_
 extension = captures.show("cuda_extension", profiling.extension_summary)
 
 # %%
-# The build takes a while (the time above), once: PyTorch caches it under
-# ``~/.cache/torch_extensions`` and rebuilds only when the source or the flags
-# change. Set ``TORCH_CUDA_ARCH_LIST`` (``"9.0"`` for an H100) to build for
-# your GPU alone.
+# The build takes a while (the time above), once: PyTorch caches it in
+# ``$TORCH_EXTENSIONS_DIR`` (``~/.cache/torch_extensions`` unless set; a docs
+# build sets it to ``~/.cache/gpuperf/torch_extensions``) and rebuilds only when
+# the source or the flags change. Set ``TORCH_CUDA_ARCH_LIST`` (``"9.0"`` for
+# an H100) to build for your GPU alone.
 #
 # The three versions on 4096 rows of growing length, against the measured
 # :term:`copy bandwidth` (the row mean reads each element once and writes one

@@ -1,7 +1,10 @@
 """Time every page of the site the way ``nox -s docs`` runs them: one process, pages in
 build order (tutorials, then guides), each executed as a script. Prints each page's
 wall time and the wall time of each benchmark it measured live, and writes them as
-JSON (``--json``).
+JSON (``--json``) with, for each benchmark, where its time went per provider: the
+checked first calls (compiling included, on a first run) and the timing itself
+(:func:`provider_seconds`); the rest of a benchmark's time is its inputs, references
+and checks.
 
 Run it on a GPU, with the caches cold for a first run and warm for a second::
 
@@ -16,6 +19,7 @@ and writes HTML; this script times what a page runs, not that.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import runpy
@@ -38,6 +42,63 @@ def pages(only: list[str]) -> list[Path]:
     return found
 
 
+@contextlib.contextmanager
+def provider_seconds(into: dict):
+    """Add to ``into[benchmark][provider]`` the seconds :func:`gpuperf.bench.runner.run` spends
+    in that provider's checked first calls (``first_call_s``: a compile where nothing is
+    cached) and in timing it (``timing_s``), for every benchmark measured in this block.
+
+    It wraps the runner's step hook (which names the provider about to run), its
+    source-tracing block (around each first call) and its timers, and restores them on
+    exit."""
+    from gpuperf.bench import runner
+
+    current: list = [None]
+    run, traced, timers = runner.run, runner.traced_sources, dict(runner.TIMERS)
+
+    def add(phase: str, seconds: float) -> None:
+        benchmark, provider = current[0]
+        phases = into.setdefault(benchmark, {}).setdefault(provider, {"first_call_s": 0.0, "timing_s": 0.0})
+        phases[phase] = round(phases[phase] + seconds, 2)
+
+    def counted_run(benchmark, **kwargs):
+        step = kwargs.get("step")
+
+        def named_step(what: str) -> None:
+            current[0] = (benchmark.name, what.rsplit(" ", 1)[-1])
+            if step is not None:
+                step(what)
+
+        return run(benchmark, **{**kwargs, "step": named_step})
+
+    @contextlib.contextmanager
+    def counted_traced(found):
+        t0 = time.perf_counter()
+        try:
+            with traced(found):
+                yield
+        finally:
+            add("first_call_s", time.perf_counter() - t0)
+
+    def counted_timer(timer):
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return timer(*args, **kwargs)
+            finally:
+                add("timing_s", time.perf_counter() - t0)
+
+        return timed
+
+    runner.run, runner.traced_sources = counted_run, counted_traced
+    runner.TIMERS.update({name: counted_timer(timer) for name, timer in timers.items()})
+    try:
+        yield
+    finally:
+        runner.run, runner.traced_sources = run, traced
+        runner.TIMERS.update(timers)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", default="", help="comma-separated page stems (default: all)")
@@ -58,8 +119,9 @@ def main(argv=None) -> int:
         sys.argv = [str(page)]
         t0 = time.perf_counter()
         error = None
+        split: dict = {}
         try:
-            with open(os.devnull, "w") as quiet:
+            with open(os.devnull, "w") as quiet, provider_seconds(split):
                 stdout, sys.stdout = sys.stdout, quiet
                 try:
                     runpy.run_path(str(page), run_name="__main__")
@@ -77,6 +139,7 @@ def main(argv=None) -> int:
                 "page": f"{page.parent.name}/{page.name}",
                 "wall_s": round(wall, 1),
                 "benchmarks_wall_s": measured,
+                "providers_s": split,
                 "error": error,
             }
         )
@@ -86,6 +149,14 @@ def main(argv=None) -> int:
             + (f"  FAILED {error}" if error else ""),
             flush=True,
         )
+        for benchmark, providers in split.items():
+            first = sorted(providers.items(), key=lambda kv: -kv[1]["first_call_s"])
+            print(
+                f"    {benchmark}: first calls "
+                + ", ".join(f"{p} {t['first_call_s']:.1f}" for p, t in first)
+                + f"; timing {sum(t['timing_s'] for t in providers.values()):.1f} s",
+                flush=True,
+            )
         if args.json:
             args.json.write_text(json.dumps(results, indent=1))
     total = time.perf_counter() - start

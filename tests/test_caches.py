@@ -28,6 +28,7 @@ def test_it_sets_every_cache_under_the_folder_where_nothing_is_set():
     assert got == {
         "TRITON_CACHE_DIR": "/c/triton",
         "TORCHINDUCTOR_CACHE_DIR": "/c/inductor",
+        "TORCH_EXTENSIONS_DIR": "/c/torch_extensions",
         "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
         "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
     }
@@ -45,7 +46,8 @@ def test_a_variable_you_set_wins_and_an_empty_one_counts_as_unset():
 
 def test_torch_and_triton_read_what_it_sets(tmp_path):
     """In a fresh process, as docs/conf.py does: the function before torch; then Triton's cache
-    folder, Inductor's, and the FX graph cache on even where a site-wide default is off.
+    folder, Inductor's, the CUDA extensions' build folder, and the FX graph cache on even where
+    a site-wide default is off.
     Importing gpuperf.caches imports no torch (conf.py calls it before torch comes in)."""
     program = """
 import json, sys
@@ -56,17 +58,23 @@ import inspect
 import torch._functorch.config as functorch_config
 import torch._inductor.config as inductor_config
 from torch._inductor.runtime.cache_dir_utils import cache_dir
+from torch.utils.cpp_extension import _get_build_directory
 from triton import knobs
 print(json.dumps({
     "torch_before": before,
     "triton": knobs.cache.dir,
     "inductor": cache_dir(),
+    "extension": _get_build_directory("row_mean", verbose=False),
     "fx_graph_cache": inductor_config.fx_graph_cache,
     "autograd_var_known": "TORCHINDUCTOR_AUTOGRAD_CACHE" in inspect.getsource(functorch_config),
     "autograd_cache": functorch_config.enable_autograd_cache,
 }))
 """
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRITON_CACHE", "TORCHINDUCTOR_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("TRITON_CACHE", "TORCHINDUCTOR_", "TORCH_EXTENSIONS"))
+    }
     env |= {"GPUPERF_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(SRC)}
     env["TORCHINDUCTOR_FX_GRAPH_CACHE_DEFAULT"] = "0"  # a site-wide default that turns it off
     done = subprocess.run(
@@ -77,6 +85,7 @@ print(json.dumps({
         "torch_before": False,
         "triton": str(tmp_path / "triton"),
         "inductor": str(tmp_path / "inductor"),
+        "extension": str(tmp_path / "torch_extensions" / "row_mean"),
         "fx_graph_cache": True,
         "autograd_var_known": True,
         "autograd_cache": True,

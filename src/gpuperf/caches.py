@@ -1,6 +1,7 @@
 """Where compiled work is kept between pages and between runs: one folder for Triton's
-compiled kernels and for Inductor's caches (compiled FX graphs, AOT autograd graphs and
-the timings behind ``torch.compile(mode="max-autotune")``'s choices).
+compiled kernels, Inductor's caches (compiled FX graphs, AOT autograd graphs and the
+timings behind ``torch.compile(mode="max-autotune")``'s choices) and the CUDA C++
+extensions PyTorch builds at run time (the profiling guide's row mean).
 
 A second ``nox -s docs`` on a GPU, or a tutorial run as a script after it, then finds
 the kernels and the ``max-autotune`` choices of the first run instead of compiling and
@@ -28,15 +29,19 @@ CACHE_VAR = "GPUPERF_CACHE_DIR"
 #: autograd cache (``aotautograd/``) and the autotuning timings of max-autotune (``cache/``).
 #: ``TORCHINDUCTOR_FX_GRAPH_CACHE`` and ``TORCHINDUCTOR_AUTOGRAD_CACHE``: those two caches on
 #: (their default in the pinned torch; set so that they are on whatever a build defaults to).
+#: ``TORCH_EXTENSIONS_DIR``: the builds of ``torch.utils.cpp_extension.load_inline``
+#: (``nvcc`` and ``ninja``, tens of seconds the first time), under the same root so that
+#: deleting it starts every compile cold.
 SETTINGS = {
     "TRITON_CACHE_DIR": "triton",
     "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "TORCH_EXTENSIONS_DIR": "torch_extensions",
     "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
     "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
 }
 
 #: The variables whose value is a folder under the root.
-FOLDERS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+FOLDERS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TORCH_EXTENSIONS_DIR")
 
 
 def cache_root(environ=None) -> Path:

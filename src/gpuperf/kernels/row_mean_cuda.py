@@ -9,7 +9,9 @@ CUDA", NVIDIA, 2007, with warp shuffles in place of the last shared-memory steps
 
 Nothing is compiled on import. The first call of :func:`row_mean_cuda` builds the
 extension with ``nvcc`` and ``ninja`` (tens of seconds; PyTorch caches the build
-under ``~/.cache/torch_extensions``, so later processes only load it).
+in ``$TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions`` and in a docs
+build ``~/.cache/gpuperf/torch_extensions`` (:mod:`gpuperf.caches`), so later processes
+only load it).
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ torch::Tensor row_mean(torch::Tensor x) {
 
 CPP_SOURCE = "torch::Tensor row_mean(torch::Tensor x);"
 
-#: The extension's module name (and its build folder under ``~/.cache/torch_extensions``).
+#: The extension's module name (and its build folder under ``$TORCH_EXTENSIONS_DIR``).
 EXTENSION_NAME = "gpuperf_row_mean_cuda"
 
 

@@ -7,7 +7,7 @@ from gpuperf.kernels import MatmulConfig, matmul
 from gpuperf.kernels.matmul import ACTIVATIONS, matmul_config
 from gpuperf.reference import matmul_ref
 from gpuperf.testing import assert_close
-from tests._params import randn, record_calls
+from tests._params import check_planned_calls, randn, record_calls
 
 # gpuperf.kernels.matmul is the function; the module is looked up by name.
 matmul_module = importlib.import_module("gpuperf.kernels.matmul")
@@ -124,20 +124,21 @@ def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
     checks = record_calls(monkeypatch, matmul_module, "check_tensors")
     matmul.plans.clear()
     config = MatmulConfig(16, 32, 16, group_m=2, num_warps=4, num_stages=1)
-    outputs = []
-    for seed in (1, 2, 1):
+
+    def cases(seed):
         a, b = operands(20, 40, 50, torch.float16, seed=seed)
         bias = randn((40,), torch.float16, seed=seed + 10)
-        for kwargs in ({}, {"bias": bias, "activation": "gelu"}, {"activation": "relu", "config": config}):
-            out = matmul(a, b, **kwargs)
-            bias_or_none, activation = kwargs.get("bias"), kwargs.get("activation")
-            chosen = kwargs.get("config") or matmul_config(a, b)
-            assert torch.equal(out, torch.ops.gpuperf.matmul(a, b, bias_or_none, activation, *fields(chosen)))
-            ref = matmul_ref(a, b, bias_or_none, activation)
-            assert_close(f"planned matmul {sorted(kwargs)}, seed {seed}", ref, out, k=50)
-            outputs.append(out)
+        options = ({}, {"bias": bias, "activation": "gelu"}, {"activation": "relu", "config": config})
+        return [((a, b), kwargs) for kwargs in options]
+
+    def registered(a, b, bias=None, activation=None, config=None):
+        return torch.ops.gpuperf.matmul(a, b, bias, activation, *fields(config or matmul_config(a, b)))
+
+    def reference(a, b, bias=None, activation=None, config=None):
+        return matmul_ref(a, b, bias, activation)
+
+    check_planned_calls(matmul, registered, reference, cases, k=50)
     assert len(checks) == 3 and len(matmul.plans) == 3  # one per options
-    assert torch.equal(outputs[6], outputs[0]) and not torch.equal(outputs[3], outputs[0])
 
 
 def test_each_layout_dtype_bias_and_option_has_its_own_plan():

@@ -18,7 +18,7 @@ from gpuperf.kernels.matmul_splitk import (
 )
 from gpuperf.reference import matmul_ref
 from gpuperf.testing import assert_close
-from tests._params import called_ops, randn, record_calls, recording_backend, shape_id
+from tests._params import called_ops, check_planned_calls, randn, record_calls, recording_backend, shape_id
 from tests.conftest import DEVICE
 
 DTYPES = [
@@ -137,16 +137,14 @@ def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
     with one slice and with several (the workspace and the reduction)."""
     checks = record_calls(monkeypatch, splitk_module, "_check")
     matmul_splitk.plans.clear()
-    outputs = []
-    for seed in (1, 2, 1):
-        a, b = operands(3, 33, 300, torch.float16, seed=seed)
-        for split_k in (None, 1, 7):
-            out = matmul_splitk(a, b, split_k=split_k)
-            assert torch.equal(out, torch.ops.gpuperf.matmul_splitk(a, b, split_k or 0))
-            assert_close(f"planned matmul_splitk {split_k}, seed {seed}", matmul_ref(a, b), out, k=300)
-            outputs.append(out)
+    check_planned_calls(
+        matmul_splitk,
+        lambda a, b, split_k: torch.ops.gpuperf.matmul_splitk(a, b, split_k or 0),
+        lambda a, b, split_k: matmul_ref(a, b),
+        lambda seed: [(operands(3, 33, 300, torch.float16, seed), {"split_k": s}) for s in (None, 1, 7)],
+        k=300,
+    )
     assert len(checks) == 3 and len(matmul_splitk.plans) == 3  # one per split_k
-    assert torch.equal(outputs[6], outputs[0]) and not torch.equal(outputs[3], outputs[0])
 
 
 def test_each_layout_dtype_and_split_has_its_own_plan():

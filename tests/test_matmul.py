@@ -49,6 +49,19 @@ def test_bias_and_activation_fused(activation, dtype):
     assert_close(f"matmul {activation}", matmul_ref(a, b, bias, activation), out, k=40)
 
 
+@pytest.mark.parametrize("bias_layout", ["stride_2", "expanded_scalar"])
+def test_a_strided_bias_is_read_at_its_strides_also_after_a_contiguous_one_was_planned(bias_layout):
+    a, b = operands(24, 40, 32, torch.float16, seed=11)
+    contiguous = randn((40,), torch.float16, seed=12)
+    strided = {
+        "stride_2": randn((80,), torch.float16, seed=13)[::2],
+        "expanded_scalar": randn((1,), torch.float16, seed=14).expand(40),
+    }[bias_layout]
+    for bias in (contiguous, strided, contiguous, strided):
+        out = matmul(a, b, bias=bias, activation="gelu")
+        assert_close(f"matmul bias {tuple(bias.stride())}", matmul_ref(a, b, bias, "gelu"), out, k=32)
+
+
 @pytest.mark.parametrize("activation", ACTIVATIONS, ids=str)
 def test_activation_without_bias(activation):
     a, b = operands(20, 24, 48, torch.float16, seed=7)

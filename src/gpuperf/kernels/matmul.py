@@ -55,6 +55,7 @@ def _matmul_kernel(
     stride_bk,
     stride_bn,
     stride_cm,
+    stride_bias,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
@@ -104,7 +105,7 @@ def _matmul_kernel(
     offs_cm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     if HAS_BIAS:
-        bias = tl.load(bias_ptr + offs_cn, mask=offs_cn < N, other=0.0)
+        bias = tl.load(bias_ptr + offs_cn * stride_bias, mask=offs_cn < N, other=0.0)
         acc += bias.to(tl.float32)[None, :]
     if ACTIVATION == "relu":
         acc = tl.maximum(acc, 0.0)
@@ -180,6 +181,7 @@ def _matmul_into(c, a, b, bias, activation, config: MatmulConfig, launch, bind=F
         stride_bk,
         stride_bn,
         c.stride(0),
+        1 if bias is None else bias.stride(0),
     )
     constexprs = (
         config.block_m,
@@ -301,7 +303,8 @@ def matmul(
             in place, without a copy); on a CUDA device (or on the CPU when
             ``TRITON_INTERPRET=1``).
         b: ``(K, N)``, the same dtype and device as ``a``, any strides.
-        bias: optional ``(N,)`` tensor of ``a``'s dtype, added to every row in
+        bias: optional ``(N,)`` tensor of ``a``'s dtype, any stride (a strided
+            view or an expanded scalar is read in place), added to every row in
             float32 before the activation.
         activation: ``None``, ``"relu"``, ``"leaky_relu"`` (slope 0.01) or
             ``"gelu"`` (the tanh approximation, as

@@ -36,7 +36,7 @@ def main() -> int:
             for name, value in zip(names, (per_sm, stages, block_n, block_k), strict=True):
                 setattr(mod, name, value)
             mod.splitk_launch.cache_clear()
-            mod._plans.clear()
+            mod.matmul_splitk.plans.clear()
             try:
                 results.append((gbps(lambda: mod.matmul_splitk(a, b)), per_sm, stages, block_n, block_k))
             except Exception as err:  # a config that does not fit is reported, not fatal
@@ -44,7 +44,7 @@ def main() -> int:
         for name, value in saved.items():
             setattr(mod, name, value)
         mod.splitk_launch.cache_clear()
-        mod._plans.clear()
+        mod.matmul_splitk.plans.clear()
         results.sort(reverse=True)
         for value, *config in results[:6]:
             print(f"   per_sm, stages, BLOCK_N, BLOCK_K = {tuple(config)}: {value:.0f} GB/s", flush=True)

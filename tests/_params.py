@@ -94,3 +94,24 @@ def record_calls(monkeypatch, module, name: str) -> list:
     calls, original = [], getattr(module, name)
     monkeypatch.setattr(module, name, lambda *a: calls.append(a) or original(*a))
     return calls
+
+
+def check_planned_calls(op, registered, reference, cases, k: int = 1) -> None:
+    """The calls of an op's plan test: ``op(*args, **kwargs)`` for each ``(args, kwargs)`` of
+    ``cases(seed)``, for seeds 1, 2 and 1 again (the first seed's calls check and plan, the
+    later ones launch from the plans). Each output must equal ``registered(*args, **kwargs)``
+    (the ``torch.library`` op) bit for bit and ``reference(*args, **kwargs)`` within
+    :func:`gpuperf.testing.assert_close` (``k``: the length of the reduction); seed 2's
+    outputs must differ from seed 1's, and seed 1's second run must give its first outputs
+    again: the planned calls read their own inputs."""
+    runs = []
+    for seed in (1, 2, 1):
+        outputs = []
+        for i, (args, kwargs) in enumerate(cases(seed)):
+            out = op(*args, **kwargs)
+            assert torch.equal(out, registered(*args, **kwargs)), (i, seed)
+            assert_close(f"planned {op.__name__} case {i}, seed {seed}", reference(*args, **kwargs), out, k=k)
+            outputs.append(out)
+        runs.append(outputs)
+    for i, (first, other, again) in enumerate(zip(*runs, strict=True)):
+        assert torch.equal(again, first) and not torch.equal(other, first), i

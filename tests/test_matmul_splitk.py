@@ -18,7 +18,7 @@ from gpuperf.kernels.matmul_splitk import (
 )
 from gpuperf.reference import matmul_ref
 from gpuperf.testing import assert_close
-from tests._params import called_ops, randn, recording_backend, shape_id
+from tests._params import called_ops, check_planned_calls, randn, record_calls, recording_backend, shape_id
 from tests.conftest import DEVICE
 
 DTYPES = [
@@ -119,21 +119,65 @@ def test_k_zero_gives_zeros_and_empty_shapes_give_empty():
 
 
 def test_second_call_reads_new_inputs():
-    """The second call with like inputs launches from the plan (on a GPU): new tensors,
-    new addresses, a new output each time."""
-    splitk_module._plans.clear()
+    """The second call with like inputs launches from the plan: new tensors, new addresses, a
+    new output each time."""
+    matmul_splitk.plans.clear()
     outs = []
     for seed in range(3):
         for split_k in (None, 1, 3):
             a, b = operands(4, 33, 300, torch.float16, seed=10 + seed)
             outs.append(check(a, b, f"call {seed} split_k={split_k}", split_k=split_k))
     assert len({o.data_ptr() for o in outs[-3:]}) == 3
-    if DEVICE == "cuda":
-        assert len(splitk_module._plans) == 3
+    assert len(matmul_splitk.plans) == 3
+
+
+def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
+    """The first call of a layout and split_k checks and plans; the next ones, on new tensors,
+    skip the checks (none run) and compute on their own inputs, bit for bit as the op does,
+    with one slice and with several (the workspace and the reduction)."""
+    checks = record_calls(monkeypatch, splitk_module, "_check")
+    matmul_splitk.plans.clear()
+    check_planned_calls(
+        matmul_splitk,
+        lambda a, b, split_k: torch.ops.gpuperf.matmul_splitk(a, b, split_k or 0),
+        lambda a, b, split_k: matmul_ref(a, b),
+        lambda seed: [(operands(3, 33, 300, torch.float16, seed), {"split_k": s}) for s in (None, 1, 7)],
+        k=300,
+    )
+    assert len(checks) == 3 and len(matmul_splitk.plans) == 3  # one per split_k
+
+
+def test_each_layout_dtype_and_split_has_its_own_plan():
+    matmul_splitk.plans.clear()
+    a, b = operands(5, 33, 200, torch.float16, seed=3)
+    variants = [
+        (a, b, None),
+        (a.t().contiguous().t(), b, None),  # a column-major
+        (a, b.t().contiguous().t(), None),  # b in nn.Linear's layout
+        (a[:2], b, None),  # another M
+        (a.bfloat16(), b.bfloat16(), None),
+        (a, b, 2),
+        (a, b, 3),
+    ]
+    for i, (a_v, b_v, split_k) in enumerate(variants):
+        for _ in range(2):
+            check(a_v, b_v, f"matmul_splitk variant {i}", split_k=split_k)
+        assert len(matmul_splitk.plans) == i + 1
+
+
+def test_k_zero_and_empty_outputs_are_not_planned():
+    matmul_splitk.plans.clear()
+    for _ in range(2):
+        a, b = operands(5, 7, 0, torch.float16)
+        assert torch.equal(matmul_splitk(a, b), torch.zeros(5, 7, dtype=torch.float16, device=a.device))
+        assert matmul_splitk(*operands(0, 7, 16, torch.float16)).shape == (0, 7)
+    assert len(matmul_splitk.plans) == 0
 
 
 def test_inputs_that_require_grad_are_refused():
     a, b = operands(2, 16, 32, torch.float16)
+    for _ in range(2):  # a plan for these inputs, which needs no gradient
+        matmul_splitk(a, b)
     with pytest.raises(RuntimeError, match=r"not differentiable.*gpuperf\.kernels\.matmul for training"):
         matmul_splitk(a, b.requires_grad_())
     with torch.no_grad():
@@ -184,10 +228,16 @@ def test_bad_input_raises_a_clear_error(changes, error, message):
 def test_bad_split_is_refused_after_a_planned_call():
     """A plan made with split_k=1 must not let split_k=True (equal to 1 as a key) through."""
     a, b = operands(2, 16, 32, torch.float16)
+    matmul_splitk.plans.clear()
     matmul_splitk(a, b, split_k=1)
     matmul_splitk(a, b, split_k=1)
+    assert len(matmul_splitk.plans) == 1
     with pytest.raises(TypeError, match="got bool"):
         matmul_splitk(a, b, split_k=True)
+    with pytest.raises(ValueError, match=r"inner dimensions must match.*\(32 != 31\)"):
+        matmul_splitk(a, b[:31], split_k=1)
+    with pytest.raises(TypeError, match="same dtype, got a float16, b bfloat16"):
+        matmul_splitk(a, b.bfloat16(), split_k=1)
 
 
 def test_split_k_is_keyword_only():
@@ -333,13 +383,13 @@ def test_gpu_launch_rule_fills_one_wave():
 
 @pytest.mark.gpu
 def test_gpu_planned_launches_read_new_inputs():
-    splitk_module._plans.clear()
+    matmul_splitk.plans.clear()
     for m, n, k in ((1, 4096, 14336), (1, 28672, 4096)):  # several slices, and one
         w = torch.randn(k, n, device="cuda", dtype=torch.bfloat16) * k**-0.5
         for step in range(3):
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             check(x, w, f"{m}x{n}x{k} step {step}")
-    assert len(splitk_module._plans) == 2
+    assert len(matmul_splitk.plans) == 2
 
 
 @pytest.mark.gpu

@@ -28,8 +28,9 @@ from gpuperf._runtime import gpu_slug
 from gpuperf.kernels import _configs
 from gpuperf.kernels._configs import MatmulConfig
 from gpuperf.kernels._grid import cdiv
-from gpuperf.kernels._launch import Launcher, Plans, traced
+from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
+from gpuperf.kernels.plans import planned
 
 #: Epilogue activations, by name; the kernel takes the name as a constexpr.
 ACTIVATIONS = (None, "relu", "leaky_relu", "gelu")
@@ -54,6 +55,7 @@ def _matmul_kernel(
     stride_bk,
     stride_bn,
     stride_cm,
+    stride_bias,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
@@ -103,7 +105,7 @@ def _matmul_kernel(
     offs_cm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     if HAS_BIAS:
-        bias = tl.load(bias_ptr + offs_cn, mask=offs_cn < N, other=0.0)
+        bias = tl.load(bias_ptr + offs_cn * stride_bias, mask=offs_cn < N, other=0.0)
         acc += bias.to(tl.float32)[None, :]
     if ACTIVATION == "relu":
         acc = tl.maximum(acc, 0.0)
@@ -119,7 +121,6 @@ def _matmul_kernel(
 
 _launch = Launcher(_matmul_kernel)
 _launch_traced = traced(_matmul_kernel)
-_plans = Plans()
 
 
 @functools.cache
@@ -137,7 +138,7 @@ def forget_tuned_configs() -> None:
     """Drop every cached config choice and plan: the next call reads the tuning sweeps again."""
     _configs._tuned_table.cache_clear()
     _config_for.cache_clear()
-    _plans.clear()
+    matmul.plans.clear()
 
 
 def matmul_config(a: torch.Tensor, b: torch.Tensor) -> MatmulConfig:
@@ -180,6 +181,7 @@ def _matmul_into(c, a, b, bias, activation, config: MatmulConfig, launch, bind=F
         stride_bk,
         stride_bn,
         c.stride(0),
+        1 if bias is None else bias.stride(0),
     )
     constexprs = (
         config.block_m,
@@ -215,6 +217,77 @@ def _matmul_op(
     return c
 
 
+class _MatmulPlan:
+    """A checked, configured matmul for inputs like the ones it was made for
+    (:mod:`gpuperf.kernels.plans`): ``plan(a, b)`` (or ``plan(a, b, bias)``) allocates the
+    output and launches the kernel bound to everything but the four addresses. Where there is
+    no binary to bind (Triton's interpreter), it launches through the cache with the checked
+    activation and config instead."""
+
+    __slots__ = ("activation", "bound", "config", "shape")
+
+    def __init__(self, bound, shape: tuple[int, int], activation: str | None, config: MatmulConfig):
+        self.bound, self.shape, self.activation, self.config = bound, shape, activation, config
+
+    def __call__(self, a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        c = a.new_empty(self.shape)
+        if self.bound is None:
+            _matmul_into(c, a, b, bias, self.activation, self.config, _launch)
+        else:
+            c_address = c.data_ptr()
+            self.bound(a.data_ptr(), b.data_ptr(), c_address, c_address if bias is None else bias.data_ptr())
+        return c
+
+
+def _matmul(a, b, bias, activation, config) -> tuple[torch.Tensor, _MatmulPlan | None]:
+    """The body of :func:`matmul`: every check, the config, the launch; ``(c, plan)``, with no
+    plan where the output is empty, where K = 0 (the launch reads stand-in pointers, not the
+    inputs) or while the fast path is off."""
+    if bias is None:
+        check_tensors(("a", "b"), (a, b), HALF_DTYPES)
+    else:
+        check_tensors(("a", "b", "bias"), (a, b, bias), HALF_DTYPES)
+    if a.dim() != 2 or b.dim() != 2:
+        raise ValueError(f"a and b must be 2-D, got a {tuple(a.shape)} and b {tuple(b.shape)}")
+    m, k = a.shape
+    k_b, n = b.shape
+    if k != k_b:
+        raise ValueError(
+            f"inner dimensions must match: a is {tuple(a.shape)} and b is {tuple(b.shape)} ({k} != {k_b})"
+        )
+    if bias is not None and bias.shape != (n,):
+        raise ValueError(f"bias must have shape ({n},) for N = {n}, got {tuple(bias.shape)}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {list(ACTIVATIONS)}, got {activation!r}")
+    if config is not None and not isinstance(config, MatmulConfig):
+        raise TypeError(f"config must be a gpuperf.kernels.MatmulConfig, got {type(config).__name__}")
+    if torch.compiler.is_compiling():
+        fields = _config_fields(a.get_device(), a.dtype, m, n, k) if config is None else _fields(config)
+        return torch.ops.gpuperf.matmul(a, b, bias, activation, *fields), None
+    launch_config = _config_for(a.get_device(), a.dtype, m, n, k) if config is None else config
+    c = a.new_empty((m, n))
+    if m == 0 or n == 0:
+        return c, None
+    bound = _matmul_into(c, a, b, bias, activation, launch_config, _launch, bind=k > 0)
+    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans), but not
+    # at K = 0, whose launch reads stand-in pointers instead of a and b.
+    if k == 0 or not fast_path_enabled():
+        return c, None
+    return c, _MatmulPlan(bound, (m, n), activation, launch_config)
+
+
+# A bias is a tensor input, keyed by its layout like a and b (its address changes from call to
+# call): one planned op without a bias and one with.
+@planned(tensors=2)
+def _matmul_without_bias(a, b, activation, config) -> tuple[torch.Tensor, _MatmulPlan | None]:
+    return _matmul(a, b, None, activation, config)
+
+
+@planned(tensors=3)
+def _matmul_with_bias(a, b, bias, activation, config) -> tuple[torch.Tensor, _MatmulPlan | None]:
+    return _matmul(a, b, bias, activation, config)
+
+
 def matmul(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -230,7 +303,8 @@ def matmul(
             in place, without a copy); on a CUDA device (or on the CPU when
             ``TRITON_INTERPRET=1``).
         b: ``(K, N)``, the same dtype and device as ``a``, any strides.
-        bias: optional ``(N,)`` tensor of ``a``'s dtype, added to every row in
+        bias: optional ``(N,)`` tensor of ``a``'s dtype, any stride (a strided
+            view or an expanded scalar is read in place), added to every row in
             float32 before the activation.
         activation: ``None``, ``"relu"``, ``"leaky_relu"`` (slope 0.01) or
             ``"gelu"`` (the tanh approximation, as
@@ -254,65 +328,32 @@ def matmul(
             the CPU while the interpreter is off), or ``activation`` is unknown.
 
     Also registered as ``torch.ops.gpuperf.matmul`` (``torch.library.triton_op``):
-    inside ``torch.compile`` this function calls that op.
+    inside ``torch.compile`` this function calls that op. Called eagerly, a call whose
+    inputs are like ones already checked (shapes, strides, dtypes, device, 16-byte
+    alignment, ``activation`` and ``config`` of the same types and values) launches from
+    their plan (:mod:`gpuperf.kernels.plans`).
 
     Algorithm: tiled matmul with grouped program order, as Triton's tutorial 03;
     FLOPs ``2 * M * N * K``.
     """
-    # (Only plain values reach the plans' dictionary: a bad argument, hashable or
-    # not, goes to the checks below and gets their error.)
-    tensors = (
-        type(a) is torch.Tensor and type(b) is torch.Tensor and (bias is None or type(bias) is torch.Tensor)
-    )
-    known = activation in ACTIVATIONS and (config is None or type(config) is MatmulConfig)
-    if tensors and known and not torch.compiler.is_compiling():
-        # Inputs like ones already checked and planned launch from the plan.
-        a_address, b_address = a.data_ptr(), b.data_ptr()
-        plan = _plans.get(_plan_key(a, a_address, b, b_address, bias, activation, config))
-        if plan is not None:
-            bound, shape = plan
-            c = a.new_empty(shape)
-            c_address = c.data_ptr()
-            bound(a_address, b_address, c_address, c_address if bias is None else bias.data_ptr())
-            return c
     if bias is None:
-        check_tensors(("a", "b"), (a, b), HALF_DTYPES)
-    else:
-        check_tensors(("a", "b", "bias"), (a, b, bias), HALF_DTYPES)
-    if a.dim() != 2 or b.dim() != 2:
-        raise ValueError(f"a and b must be 2-D, got a {tuple(a.shape)} and b {tuple(b.shape)}")
-    m, k = a.shape
-    k_b, n = b.shape
-    if k != k_b:
-        raise ValueError(
-            f"inner dimensions must match: a is {tuple(a.shape)} and b is {tuple(b.shape)} ({k} != {k_b})"
-        )
-    if bias is not None and bias.shape != (n,):
-        raise ValueError(f"bias must have shape ({n},) for N = {n}, got {tuple(bias.shape)}")
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {list(ACTIVATIONS)}, got {activation!r}")
-    if config is not None and not isinstance(config, MatmulConfig):
-        raise TypeError(f"config must be a gpuperf.kernels.MatmulConfig, got {type(config).__name__}")
-    if torch.compiler.is_compiling():
-        fields = _config_fields(a.get_device(), a.dtype, m, n, k) if config is None else _fields(config)
-        return torch.ops.gpuperf.matmul(a, b, bias, activation, *fields)
-    launch_config = _config_for(a.get_device(), a.dtype, m, n, k) if config is None else config
-    c = a.new_empty((m, n))
-    if m and n:
-        bound = _matmul_into(c, a, b, bias, activation, launch_config, _launch, bind=k > 0)
-        if bound is not None:  # (K = 0 launches with stand-in pointers: not a plan for other inputs)
-            key = _plan_key(a, a.data_ptr(), b, b.data_ptr(), bias, activation, config)
-            _plans.put(key, (bound, (m, n)))
-    return c
+        return _matmul_without_bias(a, b, activation, config)
+    return _matmul_with_bias(a, b, bias, activation, config)
 
 
-def _plan_key(a, a_address, b, b_address, bias, activation, config) -> tuple:
-    """Everything the checks, the config choice and Triton's specialization read."""
-    key = (a.shape, a.stride(), a.dtype, a.get_device(), a_address % 16, b.shape, b.stride(), b.dtype)
-    key += (b.get_device(), b_address % 16, activation, config)
-    if bias is not None:
-        key += (bias.shape, bias.stride(), bias.dtype, bias.get_device(), bias.data_ptr() % 16)
-    return key
+class _MatmulPlans:
+    """The plans of :func:`matmul` (:mod:`gpuperf.kernels.plans`): those without a bias and
+    those with one, counted and cleared together."""
+
+    def __len__(self) -> int:
+        return len(_matmul_without_bias.plans) + len(_matmul_with_bias.plans)
+
+    def clear(self) -> None:
+        _matmul_without_bias.plans.clear()
+        _matmul_with_bias.plans.clear()
+
+
+matmul.plans = _MatmulPlans()
 
 
 __all__ = ["ACTIVATIONS", "MatmulConfig", "matmul", "matmul_config"]

@@ -41,8 +41,9 @@ from torch.library import triton_op
 
 from gpuperf._runtime import is_interpreter
 from gpuperf.kernels._grid import cdiv, next_power_of_2
-from gpuperf.kernels._launch import Launcher, Plans, traced
+from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
+from gpuperf.kernels.plans import planned
 
 # Launch rules, as data, each with its reason. Measured on an H100 (scripts/llama_splitk_sweep.py,
 # bf16, M = 1 and 8, Llama-3-8B's QKV, output and down projections): of programs per SM
@@ -168,7 +169,6 @@ def _splitk_reduce_kernel(
 _KERNELS = (_matmul_splitk_kernel, _splitk_reduce_kernel)
 _launch = {k: Launcher(k) for k in _KERNELS}
 _launch_traced = {k: traced(k) for k in _KERNELS}
-_plans = Plans()
 
 
 class SplitKLaunch(NamedTuple):
@@ -322,14 +322,37 @@ def _check(a, b, split_k) -> None:
         )
 
 
-def _plan_key(a, b, a_address: int, b_address: int, split_k) -> tuple:
-    """What the checks, the launch rule and Triton's specialization read: equal keys, equal launches."""
-    return (
-        a.shape, a.stride(), a.dtype, a.get_device(), a_address % 16,
-        b.shape, b.stride(), b.dtype, b.get_device(), b_address % 16, split_k,
-    )  # fmt: skip
+class _SplitKPlan:
+    """A checked, configured split-K matmul for inputs like the ones it was made for
+    (:mod:`gpuperf.kernels.plans`): ``plan(a, b)`` allocates the output (and, with several
+    slices, the float32 workspace of the partials) and launches the split-K kernel and the
+    reduction, bound to everything but the addresses. Where there is no binary to bind
+    (Triton's interpreter), it launches through the cache with the checked launch instead."""
+
+    __slots__ = ("launch", "main", "reduce", "shape", "workspace")
+
+    def __init__(self, launch: SplitKLaunch, shape: tuple[int, int], workspace: int, bound: tuple):
+        self.launch, self.shape, self.workspace = launch, shape, workspace
+        self.main, self.reduce = bound
+        if self.main is None or (self.reduce is None and workspace):
+            self.main = self.reduce = None
+
+    def __call__(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        c = a.new_empty(self.shape)
+        # The workspace is held until both kernels are queued.
+        ws = a.new_empty((self.workspace,), dtype=torch.float32) if self.workspace else None
+        if self.main is None:
+            _launch_into(c, ws, a, b, self.launch, _launch)
+        elif ws is None:
+            self.main(a.data_ptr(), b.data_ptr(), c.data_ptr())
+        else:
+            ws_address = ws.data_ptr()
+            self.main(a.data_ptr(), b.data_ptr(), ws_address)
+            self.reduce(ws_address, c.data_ptr())
+        return c
 
 
+@planned(tensors=2)
 def matmul_splitk(a: torch.Tensor, b: torch.Tensor, *, split_k: int | None = None) -> torch.Tensor:
     """Return ``a @ b`` for a few rows of ``a``, with the reduction over K split among programs.
 
@@ -366,7 +389,10 @@ def matmul_splitk(a: torch.Tensor, b: torch.Tensor, *, split_k: int | None = Non
 
     Never synchronizes with the device: it can be captured in a CUDA graph. Registered
     as ``torch.ops.gpuperf.matmul_splitk`` (``torch.library.triton_op``): inside
-    ``torch.compile`` this function calls it, so a compiled model keeps one graph.
+    ``torch.compile`` this function calls it, so a compiled model keeps one graph. Called
+    eagerly, a call whose inputs are like ones already checked (shapes, strides, dtypes,
+    device, 16-byte alignment, ``split_k`` of the same type and value) launches from their
+    plan (:mod:`gpuperf.kernels.plans`).
 
     Memory traffic: ``a`` is read once per column block (from L2 after the first),
     ``b`` once per block of 64 rows (once for ``M <= 64``), the output written once;
@@ -375,46 +401,25 @@ def matmul_splitk(a: torch.Tensor, b: torch.Tensor, *, split_k: int | None = Non
     Algorithm: split-K GEMM with a parallel reduction, as CUTLASS's
     ``GemmSplitKParallel``, on the tile loop of Triton's matmul tutorial.
     """
-    compiling = torch.compiler.is_compiling()
-    if (
-        type(a) is torch.Tensor
-        and type(b) is torch.Tensor
-        and (split_k is None or type(split_k) is int)
-        and not compiling
-        and not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad))
-    ):
-        # Inputs like ones already checked and planned launch from the plan.
-        a_address, b_address = a.data_ptr(), b.data_ptr()
-        plan = _plans.get(_plan_key(a, b, a_address, b_address, split_k))
-        if plan is not None:
-            main, reduce, shape, workspace = plan
-            c = a.new_empty(shape)
-            c_address = c.data_ptr()
-            if reduce is None:
-                main(a_address, b_address, c_address)
-            else:
-                ws = a.new_empty(workspace, dtype=torch.float32)  # held until both are queued
-                ws_address = ws.data_ptr()
-                main(a_address, b_address, ws_address)
-                reduce(ws_address, c_address)
-            return c
     _check(a, b, split_k)
-    if compiling:
-        return torch.ops.gpuperf.matmul_splitk(a, b, split_k or 0)
+    if torch.compiler.is_compiling():
+        return torch.ops.gpuperf.matmul_splitk(a, b, split_k or 0), None
     m, k = a.shape
     n = b.shape[1]
     if k == 0:
-        return a.new_zeros((m, n))
+        return a.new_zeros((m, n)), None
     c = a.new_empty((m, n))
     if m == 0 or n == 0:
-        return c
+        return c, None
     launch = splitk_launch(m, n, k, a.get_device(), split_k)
     workspace = launch.split_k * m * n if launch.split_k > 1 else 0
     ws = a.new_empty((workspace,), dtype=torch.float32) if workspace else None
-    main, reduce = _launch_into(c, ws, a, b, launch, _launch, bind=True)
-    if main is not None and (reduce is not None or not workspace):
-        _plans.put(_plan_key(a, b, a.data_ptr(), b.data_ptr(), split_k), (main, reduce, (m, n), (workspace,)))
-    return c
+    bound = _launch_into(c, ws, a, b, launch, _launch, bind=True)
+    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans): the
+    # kernels read a and b in place, through their strides (no copy is ever made).
+    if not fast_path_enabled():
+        return c, None
+    return c, _SplitKPlan(launch, (m, n), workspace, bound)
 
 
 __all__ = ["SPLITK_MAX_M", "SplitKLaunch", "matmul_splitk", "splitk_launch", "splitk_splits"]

@@ -21,11 +21,13 @@ from gpuperf.bench import records, runner
 from gpuperf.pages import plan, report
 
 
-def cut_record(benchmark, x_values, combos) -> dict:
-    """The reference GPU's committed record of ``benchmark`` with the rows at ``x_values``
-    and ``combos`` only: what a live run of those points would have written."""
+def cut_record(benchmark, x_values, combos, providers) -> dict:
+    """The reference GPU's committed record of ``benchmark`` with the rows at ``x_values``,
+    ``combos`` and ``providers`` (keys) only: what a live run of those would have written."""
     record = records.read(records.record_path(benchmark.name, records.reference_gpu()))
-    rows = [r for r in record["rows"] if r["x"] in x_values and r["axes"] in combos]
+    rows = [
+        r for r in record["rows"] if r["x"] in x_values and r["axes"] in combos and r["provider"] in providers
+    ]
     return {**record, "rows": rows}
 
 
@@ -39,8 +41,9 @@ def quick_live(setattr_):
     setattr_(report, "LIVE", report.LiveRecords())
     setattr_(caches, "use_compile_caches", lambda: {})
 
-    def run(benchmark, *, x_values=None, combos=None, ceilings=None, log=print, step=None):
-        return cut_record(benchmark, x_values or benchmark.x_values, combos or benchmark.combos())
+    def run(benchmark, *, x_values=None, combos=None, ceilings=None, providers=None, log=print, step=None):
+        keys = providers or tuple(p.key for p in benchmark.providers)
+        return cut_record(benchmark, x_values or benchmark.x_values, combos or benchmark.combos(), keys)
 
     setattr_(runner, "run", run)
     yield

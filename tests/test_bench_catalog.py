@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from gpuperf.bench import catalog
+from gpuperf.bench import catalog, plan
 from gpuperf.bench.catalog import Provider, call
 from tests.test_bench_records import HOST_LIKE, MATMUL_LIKE
 
@@ -44,6 +44,8 @@ _TRITON = catalog.VECTOR_ADD.providers[0]
         ({"quick": (("n_elements", (3,)),)}, "quick: 'n_elements' needs distinct values among"),
         ({"quick": (("n_elements", ()),)}, "quick: 'n_elements' needs distinct values"),
         ({"quick": (("n_elements", (4096,)), ("n_elements", (8192,)))}, "quick must name each"),
+        ({"quick": (("provider", ("triton", "cuda")),)}, "quick: 'provider' needs distinct values among"),
+        ({"quick": (("provider", ("triton",)),)}, "must keep the baseline 'torch'"),
     ],
     ids=lambda v: next(iter(v)) if isinstance(v, dict) else None,
 )
@@ -64,6 +66,15 @@ def test_a_quick_sweep_keeps_the_declared_values_it_names_in_declared_order():
     assert catalog.VECTOR_ADD.sweep(quick=True) == (catalog.VECTOR_ADD.x_values, [{}])
     reordered = dataclasses.replace(catalog.VECTOR_ADD, quick=(("n_elements", (2**20, 2**12)),))
     assert reordered.sweep(quick=True)[0] == (2**12, 2**20)
+
+
+def test_a_quick_run_measures_the_providers_it_names_in_declared_order():
+    attention = catalog.ATTENTION_FORWARD
+    assert [p.key for p in attention.measured_providers(quick=True)] == ["triton", "flash", "cudnn", "naive"]
+    assert attention.measured_providers() == attention.providers
+    assert catalog.VECTOR_ADD.measured_providers(quick=True) == catalog.VECTOR_ADD.providers
+    # 2 sequence lengths x 4 masks x 4 providers, of 6 x 8 x 7 in the whole sweep.
+    assert plan.points(attention, quick=True) == 32 and plan.points(attention) == 336
 
 
 def test_combos_without_axes():

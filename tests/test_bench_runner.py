@@ -81,6 +81,9 @@ def test_a_provider_is_checked_as_its_check_as_says_and_timed_as_it_is(monkeypat
     rows = runner.run(bench, log=lambda line: None)["rows"]
     assert [r["status"] for r in rows] == ["ok", "ok", "mismatch"]
     assert torch.equal(timed[1], torch.arange(4, dtype=torch.float32))  # timed as it is
+    # A quick run measures the providers it names, in declared order.
+    some = runner.run(bench, providers=("part", "fused"), log=lambda line: None)["rows"]
+    assert [r["provider"] for r in some] == ["fused", "part"]
 
 
 def test_the_bench_command_skips_a_benchmark_whose_kernels_cannot_run_here(monkeypatch, tmp_path, capsys):

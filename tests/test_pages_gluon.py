@@ -109,6 +109,27 @@ def test_each_attention_schedule_compiles_for_sm90_here(fields, waits):
     assert "(workers: 240 and 24)" in compiled.line()
 
 
+def test_schedules_compile_side_by_side_and_come_back_under_their_names(monkeypatch):
+    """Three compiles that each wait for the other two finish only if they run at once; the
+    answers keep the order and names of the configs, and a failed compile raises."""
+    import threading
+
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    together = threading.Barrier(3, timeout=30)
+
+    def compile_one(config):
+        together.wait()
+        return config * 10
+
+    assert page.compile_schedules(compile_one, {"c": 3, "a": 1, "b": 2}) == {"c": 30, "a": 10, "b": 20}
+
+    def failing(config):
+        raise RuntimeError(f"the offline compile failed: {config}")
+
+    with pytest.raises(RuntimeError, match="failed: 1"):
+        page.compile_schedules(failing, {"a": 1})
+
+
 def test_the_clock_comes_from_the_measured_ceiling_and_the_sms_rate():
     from gpuperf.pages import hardware
 

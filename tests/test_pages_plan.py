@@ -250,7 +250,9 @@ def test_a_live_page_shows_its_plan_and_a_progress_bar_off_the_page(measured, pa
     terminal = io.StringIO()
     monkeypatch.setattr(sys, "__stderr__", terminal)
 
-    def fake_run(benchmark, *, x_values=None, combos=None, ceilings=None, log=print, step=None):
+    def fake_run(
+        benchmark, *, x_values=None, combos=None, ceilings=None, providers=None, log=print, step=None
+    ):
         step("vector_add size=4096 triton")
         step("vector_add size=4096 torch")
         return synthetic_record(benchmark, n_x=99)
@@ -296,7 +298,9 @@ def test_a_benchmark_shown_on_two_pages_is_measured_once_and_ceilings_are_reused
     monkeypatch.setenv("TORCHINDUCTOR_AUTOGRAD_CACHE", "1")
     calls = []
 
-    def fake_run(benchmark, *, x_values=None, combos=None, ceilings=None, log=print, step=None):
+    def fake_run(
+        benchmark, *, x_values=None, combos=None, ceilings=None, providers=None, log=print, step=None
+    ):
         calls.append((benchmark.name, dict(ceilings)))
         record = synthetic_record(benchmark, n_x=3)
         record["ceilings"] = {"copy_gbps": {"value": 3000.0, "unit": "GB/s"}}

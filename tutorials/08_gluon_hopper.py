@@ -145,12 +145,16 @@ print(f"idle tensor cores if the two take turns: {add / (mma + add):.0%}")
 
 from gpuperf.kernels.gluon import GluonFP8Config
 
-for name, config in {
-    "drain": GluonFP8Config(schedule="drain", persistent=False),
-    "pingpong": GluonFP8Config(persistent=False),
-    "pingpong, persistent": GluonFP8Config(),
-}.items():
-    print(f"{name}:\n    {gluon.compile_fp8_schedule(config).line()}")
+schedules = gluon.compile_schedules(
+    gluon.compile_fp8_schedule,
+    {
+        "drain": GluonFP8Config(schedule="drain", persistent=False),
+        "pingpong": GluonFP8Config(persistent=False),
+        "pingpong, persistent": GluonFP8Config(),
+    },
+)
+for name, schedule in schedules.items():
+    print(f"{name}:\n    {schedule.line()}")
 
 # %%
 # The pingpong schedule waits with one MMA left in flight (``wait_group 1``);
@@ -318,11 +322,15 @@ for d in (128, 64):
 
 from gpuperf.kernels.gluon import FA3Config, attention_fa3
 
-for name, config in {
-    "FlashAttention-2 order": FA3Config(overlap=False, persistent=False),
-    "overlapped softmax": FA3Config(persistent=False),
-}.items():
-    print(f"{name}:\n    {gluon.compile_attention_schedule(config).line()}")
+schedules = gluon.compile_schedules(
+    gluon.compile_attention_schedule,
+    {
+        "FlashAttention-2 order": FA3Config(overlap=False, persistent=False),
+        "overlapped softmax": FA3Config(persistent=False),
+    },
+)
+for name, schedule in schedules.items():
+    print(f"{name}:\n    {schedule.line()}")
 
 # %%
 # The overlapped step waits with one GEMM in flight (``wait_group 1``). Its

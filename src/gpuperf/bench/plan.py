@@ -50,9 +50,10 @@ def stale(benchmarks, gpu: str, root=None) -> list[Benchmark]:
 
 def points(benchmark: Benchmark, quick: bool = False) -> int:
     """Provider measurements in one run of ``benchmark``: combinations × x values × providers,
-    of its whole sweep or, with ``quick``, of its quick part (:meth:`Benchmark.sweep`)."""
+    of its whole sweep or, with ``quick``, of its quick part (:meth:`Benchmark.sweep`,
+    :meth:`Benchmark.measured_providers`)."""
     xs, combos = benchmark.sweep(quick)
-    return len(combos) * len(xs) * len(benchmark.providers)
+    return len(combos) * len(xs) * len(benchmark.measured_providers(quick))
 
 
 def expected_wall_s(benchmark: Benchmark, gpu: str, root=None, quick: bool = False) -> float | None:

@@ -28,6 +28,7 @@ def run(
     x_values=None,
     combos: list[dict] | None = None,
     ceilings: dict | None = None,
+    providers: tuple[str, ...] | None = None,
     log: Callable[[str], None] = print,
     step: Callable[[str], None] | None = None,
 ) -> dict:
@@ -47,6 +48,8 @@ def run(
             with ``x_values``, :meth:`Benchmark.sweep`'s answer for a quick run.
         ceilings: ceilings measured earlier in the same run; those the benchmark
             needs and that are absent are measured now, once each.
+        providers: keys of the providers to measure (default: all of them, in declared
+            order); :meth:`Benchmark.measured_providers`'s answer for a quick run.
         log: called with one line per measurement.
         step: called before each provider is checked and timed, with what is about to
             be measured (``'softmax n_cols=4096 torch'``): a progress bar's hook.
@@ -68,6 +71,7 @@ def run(
     importlib.import_module("gpuperf.kernels")
     ran: set[str] = set()
     combos = benchmark.combos() if combos is None else list(combos)
+    measured = [p for p in benchmark.providers if providers is None or p.key in providers]
     ceilings = dict(ceilings or {})
     needed = dict.fromkeys(k for c in combos if (k := benchmark.ceiling_key(**c)) is not None)
     missing = tuple(k for k in needed if k not in ceilings)
@@ -85,7 +89,7 @@ def run(
             n_bytes, flops = benchmark.bytes(x, **combo), benchmark.flops(x, **combo)
             where = ", ".join(f"{k}={v}" for k, v in {benchmark.x_name: x, **combo}.items())
             k = benchmark.reduction(x, **combo) if benchmark.reduction else None
-            for provider in benchmark.providers:
+            for provider in measured:
                 row = {
                     "x": x,
                     "axes": dict(combo),

@@ -148,6 +148,23 @@ def compile_attention_schedule(config, head_dim: int = 128, causal: bool = False
     return _read_compiled(lambda: compile_attention_fa3(asdict(config), shape, causal=causal))
 
 
+def compile_schedules(compile_one, configs: dict) -> dict[str, CompiledSchedule]:
+    """``{name: compile_one(config)}`` for each ``name: config`` of ``configs``, compiled side
+    by side: each compile runs in a Python process of its own and then ``ptxas``, so up to one
+    thread per CPU waits on them at once (five schedules in the time of about one or two).
+    ``compile_one`` is :func:`compile_fp8_schedule` or :func:`compile_attention_schedule`.
+
+    Raises:
+        RuntimeError: a compile failed (the first failure, as :func:`compile_one` raised it).
+    """
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(configs), os.cpu_count() or 1))) as pool:
+        compiled = list(pool.map(compile_one, configs.values()))
+    return dict(zip(configs, compiled, strict=True))
+
+
 def _read_compiled(compile_kernel) -> CompiledSchedule:
     """Run ``compile_kernel() -> {"ptx", "shared", ...}`` and read what ptxas says of the PTX."""
     from gpuperf.kernels.gluon.offline import ptxas_report
@@ -427,6 +444,7 @@ __all__ = [
     "clock_ghz",
     "compile_attention_schedule",
     "compile_fp8_schedule",
+    "compile_schedules",
     "fp8_ladder_table",
     "fp8_sentence",
     "in_one_paragraph",

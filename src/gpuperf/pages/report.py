@@ -187,7 +187,12 @@ class Result:
         bench = self.benchmark
         all_rows = [r for result in results for r in result.record["rows"] if r["axes"] == combo]
         rec = results[0].record
-        keys = list(dict.fromkeys(r["provider"] for r in all_rows))
+        declared = [p.key for p in bench.providers]
+        # In declared order, whichever GPU's rows (a quick live run's measure fewer) come first.
+        keys = sorted(
+            dict.fromkeys(r["provider"] for r in all_rows),
+            key=lambda k: declared.index(k) if k in declared else len(declared),
+        )
         subject, base = bench.subject.key, rec["baseline"]
         host = rec["metric"] in LOWER_IS_BETTER
         cost = "memory" if rec["metric"] == "GiB" else "time"
@@ -388,6 +393,7 @@ def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result
         gpu = records.gpu_slug(build.gpu) if build.gpu else records.reference_gpu()
 
         xs, combos = benchmark.sweep(build.quick)
+        providers = tuple(p.key for p in benchmark.measured_providers(build.quick))
 
         def measure(known: dict) -> dict:
             with progress([benchmark], gpu, file=sys.__stderr__, quick=build.quick) as bar:
@@ -396,6 +402,7 @@ def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result
                     x_values=xs,
                     combos=combos,
                     ceilings=known,
+                    providers=providers,
                     log=lambda line: None,
                     step=bar.step,
                 )

@@ -144,8 +144,15 @@ def _attention_grads_ref(q, k, v, grad_out, causal):
 ATTENTION_SOURCES = ("kernels/attention.py",)
 #: What a quick live build measures of the forward and backward sweeps: a medium and a
 #: long sequence (the page's ratios start at S = 4096), float16 only (bfloat16 runs the
-#: same kernels), every head dimension and mask.
-ATTENTION_QUICK = (("seq_len", (4096, 16384)), ("dtype", ("float16",)))
+#: same kernels), every head dimension and mask, and the providers the page's sentences
+#: read: ours, SDPA's FlashAttention-2 and cuDNN backends, and the naive version.
+#: FlexAttention's torch.compile (about 45 s on a first build) and the other SDPA
+#: backends are drawn from the committed sweep.
+ATTENTION_QUICK = (
+    ("seq_len", (4096, 16384)),
+    ("dtype", ("float16",)),
+    ("provider", ("triton", "flash", "cudnn", "naive")),
+)
 
 ATTENTION_FORWARD = Benchmark(
     name="attention_forward",
@@ -204,7 +211,8 @@ ATTENTION_MEMORY = Benchmark(
     sources=ATTENTION_SOURCES,
     timer="memory",
     reduction=lambda seq_len: seq_len,
-    quick=(("seq_len", (4096, 16384)),),
+    # The peak memory the page's sentence compares: ours, FlashAttention-2's and the naive one's.
+    quick=(("seq_len", (4096, 16384)), ("provider", ("triton", "flash", "naive"))),
 )
 
 

@@ -17,6 +17,9 @@ import torch
 from gpuperf.bench import hardware, metrics
 from gpuperf.bench.timing import TIMING_METHODS
 
+#: The name under which :attr:`Benchmark.quick` keeps some of the providers.
+QUICK_PROVIDERS = "provider"
+
 
 @dataclass(frozen=True)
 class Provider:
@@ -126,10 +129,12 @@ class Benchmark:
         quick: the part of the sweep a page measures live by default (:mod:`gpuperf.pages.plan`):
             ``(name, values)`` pairs, each naming the x (by :attr:`x_name`) or an axis and
             the values of it to measure, in declared order; a name left out keeps all its
-            values. Declared where the whole sweep is long, as the points the pages' text
-            reads; the page draws the committed sweep beside them. Empty (the default): a
-            live page measures the whole sweep. ``python -m gpuperf.bench`` always measures
-            the whole sweep.
+            values. The name ``"provider"`` keeps only the providers with those keys (the
+            baseline and the first provider, the one under study, always among them).
+            Declared where the whole sweep is long, as the points and providers the pages'
+            text reads; the page draws the committed sweep beside them. Empty (the
+            default): a live page measures the whole sweep. ``python -m gpuperf.bench``
+            always measures the whole sweep.
 
     Raises:
         ValueError: the declaration is inconsistent; the message names the field.
@@ -212,17 +217,26 @@ class Benchmark:
         self._check_quick()
 
     def _check_quick(self) -> None:
-        declared = {self.x_name: tuple(self.x_values), **dict(self.axes)}
+        keys = tuple(p.key for p in self.providers)
+        declared = {self.x_name: tuple(self.x_values), **dict(self.axes), QUICK_PROVIDERS: keys}
         names = [name for name, _ in self.quick]
         if len(set(names)) != len(names):
-            raise ValueError(f"quick must name each of x and the axes once, got {names}")
+            raise ValueError(f"quick must name each of x, the axes and {QUICK_PROVIDERS!r} once, got {names}")
         for name, values in self.quick:
             if name not in declared:
                 axes = [axis for axis, _ in self.axes]
-                raise ValueError(f"quick: {name!r} is neither the x ({self.x_name!r}) nor an axis ({axes})")
+                raise ValueError(
+                    f"quick: {name!r} is neither the x ({self.x_name!r}), an axis ({axes}) "
+                    f"nor {QUICK_PROVIDERS!r}"
+                )
             if not values or len(set(values)) != len(values) or any(v not in declared[name] for v in values):
                 raise ValueError(
                     f"quick: {name!r} needs distinct values among {list(declared[name])}, got {values!r}"
+                )
+            if name == QUICK_PROVIDERS and not {self.baseline, keys[0]} <= set(values):
+                raise ValueError(
+                    f"quick: {QUICK_PROVIDERS!r} must keep the baseline {self.baseline!r} and the "
+                    f"provider under study {keys[0]!r}, got {values!r}"
                 )
 
     def sweep(self, quick: bool = False) -> tuple[tuple, list[dict]]:
@@ -232,6 +246,12 @@ class Benchmark:
         xs = tuple(x for x in self.x_values if x in keep.get(self.x_name, self.x_values))
         combos = [c for c in self.combos() if all(v in keep.get(k, (v,)) for k, v in c.items())]
         return xs, combos
+
+    def measured_providers(self, quick: bool = False) -> tuple[Provider, ...]:
+        """The providers a run measures: all of them, or with ``quick`` those :attr:`quick`
+        keeps under ``"provider"`` (in declared order)."""
+        keep = dict(self.quick).get(QUICK_PROVIDERS) if quick else None
+        return tuple(p for p in self.providers if keep is None or p.key in keep)
 
     @property
     def subject(self) -> Provider:

@@ -10,7 +10,7 @@ from gpuperf.pages import load, report
 from gpuperf.pages import matmul as page
 from gpuperf.pages.plotting import short_gpu_name
 from gpuperf.pages.prose import percent, span, times
-from tests._pages import copy_measurements, records_as_text  # noqa: F401 (autouse)
+from tests._pages import copy_measurements, current_measurements, records_as_text  # noqa: F401 (autouse)
 
 MATMUL, ORDER, EPILOGUE = catalog.MATMUL, catalog.MATMUL_ORDER, catalog.MATMUL_EPILOGUE
 
@@ -23,7 +23,8 @@ def test_there_are_matmul_records_to_test_against():
     assert _gpus_with_matmul(), "no committed matmul records"
 
 
-def test_paragraph_names_every_gpu_with_its_numbers():
+def test_paragraph_names_every_gpu_with_its_numbers(tmp_path, monkeypatch):
+    current_measurements(tmp_path, monkeypatch)  # every GPU's records current: each is named
     text = page.in_one_paragraph().text()
     for gpu in _gpus_with_matmul():
         plain, order, epilogue = load(MATMUL, gpu), load(ORDER, gpu), load(EPILOGUE, gpu)
@@ -70,7 +71,8 @@ def test_launch_order_is_the_kernels_arithmetic():
         page.launch_order(0, 3, 1)
 
 
-def test_tables_name_each_gpu_and_refuse_the_wrong_result():
+def test_tables_name_each_gpu_and_refuse_the_wrong_result(tmp_path, monkeypatch):
+    current_measurements(tmp_path, monkeypatch)  # every GPU's records current: each is drawn
     plain, order, epilogue = (report.run_or_load(b) for b in (MATMUL, ORDER, EPILOGUE))
     names = [short_gpu_name(r.gpu) for r in plain.gpus()]
     for text in (

@@ -13,6 +13,7 @@ from gpuperf.pages.plotting import short_gpu_name
 from gpuperf.pages.prose import percent, times
 from gpuperf.pages.report import gpus_with_current
 from gpuperf.pages.tables import FORMAT_VAR
+from tests._pages import current_measurements
 
 SQUARE = (4096, 4096, 4096)
 PARAGRAPH_BENCHMARKS = (cat.GELU, cat.MATMUL, cat.MATMUL_PERSISTENT, cat.MATMUL_FP8, cat.STRIDED_COPY)
@@ -47,7 +48,8 @@ def _expected_clauses(gpu: str) -> list[str]:
     return clauses
 
 
-def test_paragraph_names_every_gpu_with_the_numbers_of_its_records():
+def test_paragraph_names_every_gpu_with_the_numbers_of_its_records(tmp_path, monkeypatch):
+    current_measurements(tmp_path, monkeypatch)  # every GPU's records current: each is named
     gpus = hardware.gpus()
     assert len(gpus) >= 2  # the H100 and the H200 are committed
     para = strategy.in_one_paragraph()
@@ -75,8 +77,11 @@ def _copy_measurements(tmp_path, drop=()):
 
 
 def test_a_missing_record_is_a_note_and_its_clause_is_left_out(tmp_path, monkeypatch):
+    current_measurements(tmp_path / "current", monkeypatch)  # the others current: they speak
     gpus = hardware.gpus()
-    _copy_measurements(tmp_path, drop={(gpus[0], "gelu")})
+    (tmp_path / "dropped").mkdir()
+    _copy_measurements(tmp_path / "dropped", drop={(gpus[0], "gelu")})
+    tmp_path = tmp_path / "dropped"
     monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
     para = strategy.in_one_paragraph()
     assert len(para.notes) == 1

@@ -291,7 +291,8 @@ MATMUL_SMALL_M = Benchmark(
     ceiling="copy_gbps",
     # Its FLOPs run on the tensor cores in bfloat16: left of that roof's ridge, not fp32's.
     compute_roof="bf16_tflops",
-    sources=("kernels/matmul_splitk.py",),
+    # Every kernel it times: split-K, the persistent matmul and tutorial 03's.
+    sources=("kernels/matmul_splitk.py", "kernels/matmul_persistent.py", "kernels/matmul.py"),
     reduction=_matmul_k,
 )
 

@@ -166,12 +166,14 @@ print(f"the bf16 ridge point: {hw.ridge_point('bf16'):.0f} FLOP/B")
 # The wrapper
 # -----------
 #
-# ``matmul`` validates its inputs, picks a launch configuration, allocates
-# :math:`C` and launches. Inputs like ones it has already checked skip straight
-# to a stored launch plan (the section on host time explains):
+# ``matmul`` hands its arguments to ``_matmul``, the body of the op: it
+# validates the inputs, picks a launch configuration, allocates :math:`C`,
+# launches, and returns with :math:`C` the launch plan for inputs like these.
+# Inputs like ones already checked skip straight to that plan (the section on
+# host time explains):
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/matmul.py
-#    :pyobject: matmul
+#    :pyobject: _matmul
 #
 # ``_matmul_into`` computes the grid, passes the strides (any layout is read in
 # place) and the constexprs, and handles :math:`K = 0`, where the loop runs zero
@@ -562,15 +564,18 @@ print(page.host_time(host))
 #
 # The wrapper goes one step further. Once a call's inputs have passed the
 # checks and been planned (config, grid, strides, key), the launch with
-# everything fixed but the tensors' addresses is kept as a ``Bound`` in the
-# op's ``Plans``, keyed by what the checks and the planning read:
+# everything fixed but the tensors' addresses is kept as a ``Bound``: the
+# op is decorated with ``@planned`` (``src/gpuperf/kernels/plans.py``, shared
+# by every op of the package), which keeps that plan under the key of the
+# call, everything the checks and the planning read:
 #
-# .. literalinclude:: ../../src/gpuperf/kernels/matmul.py
-#    :pyobject: _plan_key
+# .. literalinclude:: ../../src/gpuperf/kernels/plans.py
+#    :pyobject: call_key
 #
-# A later call whose inputs match that key (same shapes, strides, dtypes,
-# devices, alignment, activation and config) allocates the output and
-# launches from the plan, skipping the checks, the config lookup and the key.
+# A later call with the same key (same shapes, strides, dtypes, devices,
+# alignment, and the same activation and config, each of the same type)
+# allocates the output and launches from the plan, skipping the checks, the
+# config lookup and the launcher's key.
 # Anything new, including every bad input, takes the full path with its
 # checks and error messages. The ``triton_jit`` column is the very same wrapper
 # with both caches off, launching through ``kernel[grid]``: the difference is

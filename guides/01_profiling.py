@@ -142,21 +142,20 @@ for capture in launch.values():
 # counts. Above it, the host's cost hides behind the GPU's.
 #
 # **A worked example: our wrappers' host time.** This is how the wrappers got
-# their launch path. The first measurement of host time per call (commit
-# ``053b95f``) put our softmax wrapper at several times ``torch.softmax``. A
-# profile of the call in Python (``cProfile``, then reading Triton's launcher)
-# showed where the time went: computing the grid with ``triton.cdiv`` and
-# ``triton.next_power_of_2`` (constexpr-function wrappers, several
-# microseconds each; replaced by plain Python, :mod:`gpuperf.kernels._grid`,
-# commit ``42a7a37``), and ``kernel[grid](...)`` itself, which binds the
-# arguments, recomputes Triton's specialization key and looks the binary up on
-# every call. :class:`gpuperf.kernels._launch.Launcher` keeps the compiled
-# binaries by exactly that key, computed in a few lines, and calls Triton's C
-# launcher directly; a wrapper then keeps a *plan* per input metadata (shape,
-# strides, dtype, alignment) and skips its checks for inputs like ones already
-# seen (commit ``b6e908f``). The host-time benchmark keeps the before and the
-# after in the same record: ``triton_jit`` is the same wrapper launching
-# through ``kernel[grid]``, the path before the change.
+# their launch path. Measured first, our softmax wrapper spent several times
+# ``torch.softmax``'s host time per call. A profile of the call in Python
+# (``cProfile``, then reading Triton's launcher) showed where the time went:
+# computing the grid with ``triton.cdiv`` and ``triton.next_power_of_2``
+# (constexpr-function wrappers, several microseconds each; replaced by plain
+# Python, :mod:`gpuperf.kernels._grid`), and ``kernel[grid](...)`` itself,
+# which binds the arguments, recomputes Triton's specialization key and looks
+# the binary up on every call. :class:`gpuperf.kernels._launch.Launcher` keeps
+# the compiled binaries by exactly that key, computed in a few lines, and
+# calls Triton's C launcher directly; each op then keeps a *plan* per input
+# layout (shape, strides, dtype, alignment: :mod:`gpuperf.kernels.plans`) and
+# skips its checks for inputs like ones already seen. The host-time benchmark
+# keeps the before and the after in the same record: ``triton_jit`` is the
+# same wrapper launching through ``kernel[grid]``, the path before the change.
 
 from gpuperf.bench.catalog import HOST_OVERHEAD
 from gpuperf.pages import show

@@ -71,6 +71,11 @@ def test_softmax_rejects(x, error, match):
 
 def test_cpu_tensor_without_interpreter_is_rejected(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "0")
+    # A plan keys on the inputs, not on the interpreter, which a process sets once; this test
+    # turns it off mid-process, so it starts without the plans earlier tests left (a CPU input
+    # of the same layout would launch from one of them, unchecked).
+    for op in (softmax, vector_add, matmul):
+        op.plans.clear()
     with pytest.raises(ValueError, match=r"x must be on a CUDA device, got a tensor on cpu"):
         softmax(torch.randn(4, 4))
     with pytest.raises(ValueError, match=r"must be on a CUDA device"):

@@ -3,8 +3,8 @@ build order (tutorials, then guides), each executed as a script. Prints each pag
 wall time and the wall time of each benchmark it measured live, and writes them as
 JSON (``--json``) with, for each benchmark, where its time went per provider: the
 checked first calls (compiling included, on a first run) and the timing itself
-(:func:`provider_seconds`); the rest of a benchmark's time is its inputs, references
-and checks.
+(:func:`provider_seconds`, from the rows of each live record); the rest of a benchmark's
+time is its inputs, references and checks.
 
 Run it on a GPU, with the caches cold for a first run and warm for a second::
 
@@ -19,7 +19,6 @@ and writes HTML; this script times what a page runs, not that.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import runpy
@@ -42,61 +41,16 @@ def pages(only: list[str]) -> list[Path]:
     return found
 
 
-@contextlib.contextmanager
-def provider_seconds(into: dict):
-    """Add to ``into[benchmark][provider]`` the seconds :func:`gpuperf.bench.runner.run` spends
-    in that provider's checked first calls (``first_call_s``: a compile where nothing is
-    cached) and in timing it (``timing_s``), for every benchmark measured in this block.
-
-    It wraps the runner's step hook (which names the provider about to run), its
-    source-tracing block (around each first call) and its timers, and restores them on
-    exit."""
-    from gpuperf.bench import runner
-
-    current: list = [None]
-    run, traced, timers = runner.run, runner.traced_sources, dict(runner.TIMERS)
-
-    def add(phase: str, seconds: float) -> None:
-        benchmark, provider = current[0]
-        phases = into.setdefault(benchmark, {}).setdefault(provider, {"first_call_s": 0.0, "timing_s": 0.0})
-        phases[phase] = round(phases[phase] + seconds, 2)
-
-    def counted_run(benchmark, **kwargs):
-        step = kwargs.get("step")
-
-        def named_step(what: str) -> None:
-            current[0] = (benchmark.name, what.rsplit(" ", 1)[-1])
-            if step is not None:
-                step(what)
-
-        return run(benchmark, **{**kwargs, "step": named_step})
-
-    @contextlib.contextmanager
-    def counted_traced(found):
-        t0 = time.perf_counter()
-        try:
-            with traced(found):
-                yield
-        finally:
-            add("first_call_s", time.perf_counter() - t0)
-
-    def counted_timer(timer):
-        def timed(*args, **kwargs):
-            t0 = time.perf_counter()
-            try:
-                return timer(*args, **kwargs)
-            finally:
-                add("timing_s", time.perf_counter() - t0)
-
-        return timed
-
-    runner.run, runner.traced_sources = counted_run, counted_traced
-    runner.TIMERS.update({name: counted_timer(timer) for name, timer in timers.items()})
-    try:
-        yield
-    finally:
-        runner.run, runner.traced_sources = run, traced
-        runner.TIMERS.update(timers)
+def provider_seconds(record: dict) -> dict:
+    """``{provider: {"first_call_s", "timing_s"}}``: the seconds a live record's rows spent in
+    each provider's checked first calls (a compile, where nothing is cached) and in timing
+    it, summed over its points (:func:`gpuperf.bench.runner.run` keeps them per row)."""
+    split: dict = {}
+    for row in record["rows"]:
+        phases = split.setdefault(row["provider"], {"first_call_s": 0.0, "timing_s": 0.0})
+        for phase in phases:
+            phases[phase] = round(phases[phase] + (row.get(phase) or 0.0), 2)
+    return split
 
 
 def main(argv=None) -> int:
@@ -119,9 +73,8 @@ def main(argv=None) -> int:
         sys.argv = [str(page)]
         t0 = time.perf_counter()
         error = None
-        split: dict = {}
         try:
-            with open(os.devnull, "w") as quiet, provider_seconds(split):
+            with open(os.devnull, "w") as quiet:
                 stdout, sys.stdout = sys.stdout, quiet
                 try:
                     runpy.run_path(str(page), run_name="__main__")
@@ -131,9 +84,9 @@ def main(argv=None) -> int:
             error = f"{type(err).__name__}: {err}"
         wall = time.perf_counter() - t0
         plt.close("all")
-        measured = {
-            b.name: report.LIVE.records[b].get("wall_s") for b in report.LIVE.records if b not in before
-        }
+        new = [b for b in report.LIVE.records if b not in before]
+        measured = {b.name: report.LIVE.records[b].get("wall_s") for b in new}
+        split = {b.name: provider_seconds(report.LIVE.records[b]) for b in new}
         results.append(
             {
                 "page": f"{page.parent.name}/{page.name}",

@@ -80,6 +80,9 @@ def test_a_provider_is_checked_as_its_check_as_says_and_timed_as_it_is(monkeypat
     )
     rows = runner.run(bench, log=lambda line: None)["rows"]
     assert [r["status"] for r in rows] == ["ok", "ok", "mismatch"]
+    # Each row keeps how long its first call and its timing took; a mismatch is never timed.
+    assert all(r["first_call_s"] >= 0 and r["timing_s"] >= 0 for r in rows[:2])
+    assert rows[2]["first_call_s"] >= 0 and rows[2]["timing_s"] is None
     assert torch.equal(timed[1], torch.arange(4, dtype=torch.float32))  # timed as it is
     # A quick run measures the providers it names, in declared order.
     some = runner.run(bench, providers=("part", "fused"), log=lambda line: None)["rows"]

@@ -56,7 +56,9 @@ def run(
 
     The record also says which of the package's source files ran during the providers'
     checked calls (``ran``, :func:`traced_sources`) and how long the whole run took
-    (``wall_s``).
+    (``wall_s``); each row, how long its provider's checked first call took
+    (``first_call_s``: a compile, where nothing is cached) and its timing (``timing_s``),
+    in seconds (None where it did not get that far).
 
     Raises:
         RuntimeError: no CUDA device is available.
@@ -107,13 +109,17 @@ def run(
                     "value_p20": None,
                     "value_p80": None,
                     "config": None,
+                    "first_call_s": None,
+                    "timing_s": None,
                 }
                 if step is not None:
                     step(f"{benchmark.name} {where} {provider.key}")
+                first = time.perf_counter()
                 try:
                     with traced_sources(ran):
                         fn = provider.make(*inputs)
                         out = fn()
+                    row["first_call_s"] = round(time.perf_counter() - first, 2)
                     out = out if provider.check_as is None else provider.check_as(out)
                     check(
                         f"{benchmark.name} {provider.key} {where}",
@@ -126,11 +132,13 @@ def run(
                     if provider.config is not None:
                         row["config"] = provider.config(*inputs)
                         json.dumps(row["config"])  # a record must stay JSON
+                    timing = time.perf_counter()
                     if benchmark.timer == "memory":
                         gib = peak_memory_bytes(fn) / metrics.GIB
                         row.update(value=gib, value_p20=gib, value_p80=gib)
                     else:
                         t = timer(fn, **timer_options(benchmark, x, combo))
+                    row["timing_s"] = round(time.perf_counter() - timing, 2)
                 except AssertionError as err:
                     row.update(status="mismatch", message=str(err)[:500])
                 except Exception as err:  # a baseline that cannot run is reported, not fatal

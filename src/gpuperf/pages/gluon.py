@@ -9,8 +9,10 @@ kernel for ``sm_90`` without a GPU (:mod:`gpuperf.kernels.gluon.offline`), readi
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from gpuperf.bench.catalog import GLUON_ATTENTION, GLUON_FP8
@@ -157,9 +159,6 @@ def compile_schedules(compile_one, configs: dict) -> dict[str, CompiledSchedule]
     Raises:
         RuntimeError: a compile failed (the first failure, as :func:`compile_one` raised it).
     """
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(max_workers=max(1, min(len(configs), os.cpu_count() or 1))) as pool:
         compiled = list(pool.map(compile_one, configs.values()))
     return dict(zip(configs, compiled, strict=True))

@@ -7,9 +7,9 @@ The roofline model: every kernel against its GPU
 * the roofline model from first principles: why a kernel's speed is bounded by
   :math:`\\min(\\text{peak compute},\\ \\text{intensity} \\times \\text{bandwidth})`,
   and what the *ridge point* tells you before you write a line of code;
-* why the roofs on this site are *measured* (a copy for bandwidth, cuBLAS per
-  dtype, ``torch._scaled_mm`` for FP8) and the datasheet's figures only drawn
-  beside them;
+* why the roofs on this site are *measured* (the fastest of a few streaming ops
+  for bandwidth, cuBLAS per dtype, ``torch._scaled_mm`` for FP8) and the
+  datasheet's figures only drawn beside them;
 * how to read a chart that holds every benchmark of every tutorial, on the
   H100 and the H200: which kernels sit on their roof, which do not, and what
   the distance means;

@@ -42,7 +42,9 @@ def current_measurements(tmp_path, monkeypatch):
         record = json.loads(path.read_text())
         if not isinstance(record, dict) or not isinstance(record.get("sources"), dict):
             continue
-        record["sources"] = sources.hashes(record["sources"])
+        stored = record["sources"]
+        present = [rel for rel in sources.files(stored) if (sources.PACKAGE_ROOT / rel).is_file()]
+        record["sources"] = sources.hashes(present, host=sources.is_host_keyed(stored))
         record["sources_sha256"] = sources.combined_sha256(record["sources"])
         path.write_text(json.dumps(record))
     return root

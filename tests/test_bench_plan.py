@@ -26,7 +26,7 @@ def test_stale_lists_missing_and_changed_records_and_not_current_ones(tmp_path):
         catalog.SOFTMAX,
     ]
     text = plan.describe([catalog.VECTOR_ADD], gpu, tmp_path)
-    assert "vector_add" in text and "kernels/vector_add.py changed" in text
+    assert "vector_add" in text and "kernels/vector_add.py::add_kernel changed" in text
 
 
 def test_describe_gives_each_benchmarks_points_and_last_wall_time(tmp_path):

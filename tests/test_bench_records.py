@@ -207,7 +207,7 @@ def test_changed_kernel_source_makes_a_record_stale():
     record = synthetic_record(n_x=99)
     assert records.staleness(record, catalog.VECTOR_ADD) == []
     (reason,) = records.staleness(with_changed_source(record, "kernels/vector_add.py"), catalog.VECTOR_ADD)
-    assert reason.startswith("its code changed") and "kernels/vector_add.py changed" in reason
+    assert reason.startswith("its code changed") and "kernels/vector_add.py::add_kernel changed" in reason
 
 
 def test_unmeasured_sizes_make_a_record_stale():

@@ -115,7 +115,7 @@ def test_capture_show_renders_each_gpu_with_notes_and_provenance(tmp_path, monke
     shown = pages_captures.show("kernels_per_call", lambda cap: f"payload n = {cap['payload']['n']}")
     out = capsys.readouterr().out
     assert list(shown) == ["nvidia-b-gpu", "nvidia-a-gpu"] and "--- A GPU" in out and "--- B GPU" in out
-    assert "STALE: its code changed" in out and "kernels/gelu.py changed" in out
+    assert "STALE: its code changed" in out and "kernels/gelu.py::_gelu_kernel changed" in out
     assert "python scripts/strategy_captures.py" in out  # how to take it again
 
 

@@ -79,6 +79,22 @@ def _copy_of_package(tmp_path, monkeypatch):
     return root
 
 
+def _current(names=None) -> dict:
+    """The reference GPU's records that are current now, by benchmark name."""
+    found = {}
+    for bench in catalog.ALL:
+        path = records.record_path(bench.name, records.REFERENCE_GPU)
+        if (names is None or bench.name in names) and path.is_file():
+            record = records.read(path)
+            if records.staleness(record, bench) == []:
+                found[bench.name] = record
+    return found
+
+
+def _stale(current: dict) -> set[str]:
+    return {name for name, record in current.items() if records.staleness(record, catalog.by_name(name))}
+
+
 def test_a_docstring_edit_leaves_the_committed_record_current_and_a_code_edit_does_not(tmp_path, monkeypatch):
     record = records.read(records.record_path(catalog.SOFTMAX.name, records.REFERENCE_GPU))
     assert records.staleness(record, catalog.SOFTMAX) == []
@@ -92,18 +108,106 @@ def test_a_docstring_edit_leaves_the_committed_record_current_and_a_code_edit_do
     assert records.staleness(record, catalog.SOFTMAX) == []
     kernel.write_text(text.replace('eviction_policy="evict_first"', 'eviction_policy="evict_last"', 1))
     (reason,) = records.staleness(record, catalog.SOFTMAX)
-    assert "kernels/softmax.py changed" in reason
+    assert "kernels/softmax.py::_softmax_online_kernel changed" in reason
 
 
-def test_a_new_import_makes_a_record_stale(tmp_path, monkeypatch):
+def test_editing_the_launch_glue_leaves_device_records_current_and_stales_the_host_record(
+    tmp_path, monkeypatch
+):
+    current = _current()
+    assert {"softmax", "softmax_long_rows", "llama_prefill"} <= set(current)
+    root = _copy_of_package(tmp_path, monkeypatch)
+    wrapper = root / "kernels" / "softmax.py"
+    text = wrapper.read_text()
+    # The wrapper's body: its check, and a statement the launch path gains.
+    edited = text.replace(
+        '    check_tensors(("x",), (x,))\n',
+        '    check_tensors(("x",), (x,))\n    x = x if x.is_contiguous() or x.dim() > 0 else x\n',
+        1,
+    )
+    assert edited != text
+    wrapper.write_text(edited)
+    launch = root / "kernels" / "_launch.py"
+    launch.write_text(launch.read_text() + "\n\ndef unused_helper():\n    return 1\n")
+    # The host time of a call counts every line of the wrapper; the device times do not.
+    assert _stale(current) == ({"host_overhead"} & set(current))
+
+
+def test_editing_a_kernel_stales_exactly_the_records_that_hash_it(tmp_path, monkeypatch):
+    current = _current()
+    root = _copy_of_package(tmp_path, monkeypatch)
+    module = root / "kernels" / "rope.py"
+    text = module.read_text()
+    edited = text.replace(
+        "@triton.jit\ndef _rope_kernel(", "@triton.jit(do_not_specialize=[])\ndef _rope_kernel(", 1
+    )
+    assert edited != text
+    module.write_text(edited)
+    hashing = {
+        "rope",
+        "llama_prefill",
+        "llama_prefill_autotune",
+        "llama_decode",
+        "llama_train",
+        "llama_train_memory",
+    }
+    assert _stale(current) == hashing & set(current) | ({"host_overhead"} & set(current))
+
+
+def test_a_kernel_moved_to_another_module_is_the_same_kernel(tmp_path, monkeypatch):
+    current = _current({"rope"})
+    assert set(current) == {"rope"}
+    root = _copy_of_package(tmp_path, monkeypatch)
+    module = root / "kernels" / "rope.py"
+    text = module.read_text()
+    start = text.index("@triton.jit\ndef _rotate_heads(")
+    end = text.index("@triton.jit\ndef _rope_kernel(")
+    helper = text[start:end]
+    (root / "kernels" / "rope_tiles.py").write_text(
+        "import triton\nimport triton.language as tl\n\n\n"
+        + helper.replace("_rotate_heads", "rotate_heads", 1)
+    )
+    module.write_text(
+        text[:start].replace(
+            "import triton\n", "import triton\n\nfrom gpuperf.kernels.rope_tiles import rotate_heads\n", 1
+        )
+        + text[end:].replace("_rotate_heads(", "rotate_heads(")
+    )
+    record = current["rope"]
+    assert records.staleness(record, catalog.by_name("rope")) != []  # its caller's body now names it anew
+    # The helper alone, moved and renamed, changes nothing: put the caller back as it was.
+    module.write_text(
+        text[:start].replace(
+            "import triton\n",
+            "import triton\n\nfrom gpuperf.kernels.rope_tiles import rotate_heads as _rotate_heads\n",
+            1,
+        )
+        + text[end:]
+    )
+    assert records.staleness(record, catalog.by_name("rope")) == []
+
+
+def test_a_new_import_of_kernels_makes_a_record_stale_and_one_of_glue_does_not(tmp_path, monkeypatch):
     record = records.read(records.record_path(catalog.VECTOR_ADD.name, records.REFERENCE_GPU))
     root = _copy_of_package(tmp_path, monkeypatch)
     (root / "kernels" / "new_helper.py").write_text("def helper():\n    return 1\n")
     kernel = root / "kernels" / "vector_add.py"
+    text = kernel.read_text()
     kernel.write_text(
-        kernel.read_text().replace(
-            "import torch\n", "import torch\n\nfrom gpuperf.kernels.new_helper import helper\n", 1
-        )
+        text.replace("import torch\n", "import torch\n\nfrom gpuperf.kernels.new_helper import helper\n", 1)
+    )
+    assert records.staleness(record, catalog.VECTOR_ADD) == []
+    (root / "kernels" / "new_helper.py").write_text(
+        "import triton\n\n\n@triton.jit\ndef helper(x):\n    return x + 1\n"
     )
     (reason,) = records.staleness(record, catalog.VECTOR_ADD)
-    assert "kernels/new_helper.py is new" in reason and "kernels/vector_add.py changed" in reason
+    assert "kernels/new_helper.py::helper is new" in reason
+
+
+def test_a_config_table_is_hashed_whole():
+    entries = sources.device_entries("kernels/_configs.py")
+    assert list(entries) == ["kernels/_configs.py"]
+    assert sources.device_entries("kernels/_launch.py") == {}  # launch glue: no entry
+    kernels = sources.device_entries("kernels/softmax.py")
+    assert {"kernels/softmax.py::_softmax_kernel", "kernels/softmax.py::LOG2E"} <= set(kernels)
+    assert not any(name.endswith("::softmax") for name in kernels)  # the wrapper is glue

@@ -31,6 +31,9 @@ examples:
                                           next to the committed one; exit 1 on a regression
   python -m gpuperf.bench --ceilings      measure only the ceilings (copy and stream bandwidth,
                                           cuBLAS per dtype) and write <gpu>/hardware.json
+  python -m gpuperf.bench --rekey         re-key the committed records whose kernels did not
+                                          change to the current hashes, measuring nothing:
+                                          works without a GPU, in a git checkout
   python -m gpuperf.bench --out my-records
                                           write the records into my-records/<gpu>/
 """
@@ -64,6 +67,15 @@ def _parser() -> argparse.ArgumentParser:
         help=(
             "measure the ceilings alone, write <gpu>/hardware.json and exit (a full run, with "
             "no names, writes it too); no benchmark is measured, and no record goes stale"
+        ),
+    )
+    parser.add_argument(
+        "--rekey",
+        action="store_true",
+        help=(
+            "measure nothing: give every record (of every GPU) whose measured code is unchanged "
+            "the current hashes (gpuperf.bench.rekey), and list those that must be measured "
+            "again; needs a git checkout, no GPU"
         ),
     )
     parser.add_argument(
@@ -109,6 +121,17 @@ def main(argv=None) -> int:
         print(f"gpuperf.bench: {err.args[0]}", file=sys.stderr)
         return 2
     root = args.out or records.measurements_dir()
+    if args.rekey:
+        from gpuperf.bench.rekey import rekey_records
+
+        checkout = records.checkout_root()
+        if checkout is None:
+            print(
+                "gpuperf.bench: --rekey reads git history: run it in a checkout of gpuperf", file=sys.stderr
+            )
+            return 2
+        rekey_records(root, {b.name: b for b in chosen}, checkout)
+        return 0
 
     import torch
 

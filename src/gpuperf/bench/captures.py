@@ -59,6 +59,21 @@ COMMANDS = {
 }
 
 
+#: The captures of host time, or of tables that hold it (a profiler's CPU columns): they key on
+#: every line of their modules. The others (kernels' counters and times, generated code)
+#: key on what the device runs (:func:`gpuperf.bench.sources.hashes`).
+HOST_TIMED = frozenset(
+    {
+        "timing_methods",
+        "launch_bound",
+        "torch_profiler",
+        "cuda_extension",
+        "compile_modes",
+        *(name for name in COMMANDS if name.startswith("recipe_")),
+    }
+)
+
+
 def command(name: str) -> str:
     """The command that takes the capture ``name`` on a GPU machine: its script
     (:data:`COMMANDS`), or for any other capture :func:`gpuperf.bench.records.bench_command`.
@@ -87,8 +102,9 @@ def build(
         tool: what produced the output (a command line, ``"torch.profiler"``).
         payload: the captured output: any JSON-able dict.
         sources: files under ``src/gpuperf`` the output describes; they and the modules
-            they import are hashed (:func:`gpuperf.bench.sources.hashes`), and when the
-            code of one of them changes the capture reads as stale (:func:`staleness`).
+            they import are hashed (:func:`gpuperf.bench.sources.hashes`: every line for
+            a capture of host time, :data:`HOST_TIMED`, else what the device runs), and
+            when that changes the capture reads as stale (:func:`staleness`).
         method: how it was measured, for the provenance (default: the device timing method).
         provenance: given instead of collected (tests; a capture made elsewhere).
 
@@ -109,7 +125,7 @@ def build(
         "name": name,
         "tool": tool,
         "provenance": provenance,
-        "sources": (hashed := code.hashes(sources)),
+        "sources": (hashed := code.hashes(sources, host=name in HOST_TIMED)),
         "sources_sha256": code.combined_sha256(hashed),
         "payload": payload,
     }
@@ -205,7 +221,8 @@ def staleness(capture: dict) -> list[str]:
     """Reasons why ``capture`` no longer describes the code as it stands (empty: fresh): the
     code of a source it hashed changed, or those sources now import another module.
     Docstrings, comments and layout do not count (:mod:`gpuperf.bench.sources`)."""
-    changed = code.changes(capture["sources"], capture["sources"])
+    host = capture["name"] in HOST_TIMED or code.is_host_keyed(capture["sources"])
+    changed = code.changes(capture["sources"], code.files(capture["sources"]), host=host)
     if not changed:
         return []
     return [

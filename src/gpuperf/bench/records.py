@@ -9,18 +9,19 @@ runs line by line.
 A record (schema version 3) holds ``schema_version``, ``benchmark``, ``title``,
 ``x_name``, ``x_label``, ``metric``, ``baseline``, ``axes`` (``{name: [values]}``),
 ``ceilings`` (``{key: {label, unit, value, value_p20, value_p80, ms}}`` for every
-ceiling its rows are read against), ``sources`` (``{path: sha256}``: every source file
-the benchmark's code is made of, :mod:`gpuperf.bench.sources`), ``sources_sha256`` (one
-hash of those), ``ran`` (the package's files whose functions ran during the providers'
-checked calls, or None where that was not traced), ``wall_s`` (seconds the whole
-measurement took, or None), ``provenance`` and ``rows``. Each row holds ``x`` (an int, a
-shape as a list of ints, or a string), ``axes`` (``{name: value}``), ``provider``,
-``label``, ``status`` (``"ok"``, ``"mismatch"`` or ``"error"``, with a ``message`` when
-not ok), ``bytes`` and ``flops`` of one call (both, whatever the metric, so that any
-record can be placed on a roofline), ``ceiling`` (a key of ``ceilings``, or None), the
-times ``ms``, ``ms_p20``, ``ms_p80``, the metric ``value``, ``value_p20``, ``value_p80``
-(None when not ok) and ``config``, the launch or autotune configuration the provider ran
-(or None).
+ceiling its rows are read against), ``sources`` (``{entry: sha256}``: what the
+measurement keys on, :func:`gpuperf.bench.sources.hashes`: for device time each kernel
+``"path::name"``, constant and config table its modules hold, for host time every file
+whole), ``sources_sha256`` (one hash of those), ``ran`` (the package's files whose
+functions ran during the providers' checked calls, or None where that was not traced),
+``wall_s`` (seconds the whole measurement took, or None), ``provenance`` and ``rows``.
+Each row holds ``x`` (an int, a shape as a list of ints, or a string), ``axes``
+(``{name: value}``), ``provider``, ``label``, ``status`` (``"ok"``, ``"mismatch"`` or
+``"error"``, with a ``message`` when not ok), ``bytes`` and ``flops`` of one call (both,
+whatever the metric, so that any record can be placed on a roofline), ``ceiling`` (a key
+of ``ceilings``, or None), the times ``ms``, ``ms_p20``, ``ms_p80``, the metric
+``value``, ``value_p20``, ``value_p80`` (None when not ok) and ``config``, the launch or
+autotune configuration the provider ran (or None).
 """
 
 from __future__ import annotations
@@ -349,7 +350,7 @@ def build_record(
         "ceilings": {
             key: {"label": CEILINGS[key][0], "unit": CEILINGS[key][1], **ceilings[key]} for key in used
         },
-        "sources": (hashed := code.hashes(benchmark.sources)),
+        "sources": (hashed := code.hashes(benchmark.sources, host=benchmark.timer == "host")),
         "sources_sha256": code.combined_sha256(hashed),
         "ran": None if ran is None else sorted(ran),
         "wall_s": None if wall_s is None else round(wall_s, 1),
@@ -439,11 +440,14 @@ def _point(x, axes: dict, provider: str) -> tuple:
 
 def staleness(record: dict, benchmark) -> list[str]:
     """Reasons why ``record`` no longer describes ``benchmark`` as the code stands: its
-    code changed (a source file the record hashed, or one the benchmark's sources now
-    import), or a declared point was never measured. Docstrings, comments and layout do
-    not count (:mod:`gpuperf.bench.sources`)."""
+    code changed (a kernel or config table the record hashed, or one the benchmark's
+    sources now import), or a declared point was never measured. A record of host time
+    keys on every line of its modules; one of device time on what the device runs
+    (:func:`gpuperf.bench.sources.hashes`): launch glue, checks, docstrings, comments
+    and layout do not count."""
     reasons = []
-    changed = code.changes(record["sources"], benchmark.sources)
+    host = benchmark.timer == "host" or code.is_host_keyed(record["sources"])
+    changed = code.changes(record["sources"], benchmark.sources, host=host)
     if changed:
         reasons.append(
             f"its code changed after it was measured at gpuperf "

@@ -1,13 +1,23 @@
 """What a measurement's code is: the source files it ran, followed through their imports,
-and a hash of each that changes with the code and with nothing else.
+and hashes of what in them decides the measurement, that change with that code and with
+nothing else.
 
 A record (or a capture) names the modules its providers call, such as
 ``kernels/softmax.py``. :func:`closure` follows their imports, at module level or inside
 functions, to every module of the package's code under study (:data:`FOLLOWED`) that they
-reach: the launch path, the validation, the configs. :func:`file_sha256` hashes a module's
-*code*: its syntax tree without docstrings, comments or layout, written out in a form
-that every Python from 3.10 on gives alike. So a reworded docstring or a reformatted
-line leaves a record current, and any change to what runs makes it stale.
+reach: the launch path, the validation, the configs. :func:`canonical_code` reduces code to
+its syntax tree without docstrings, comments or layout, written out in a form that every
+Python from 3.10 on gives alike, so a reworded docstring or a reformatted line changes no
+hash.
+
+What is hashed depends on what was timed (:func:`hashes`). A time on the device keys on
+what the device runs: each kernel (``@triton.jit``, ``@gluon.jit``) by its definition,
+the constants and launch tables beside it, the config tables (``*configs.py``), the
+models, the CUDA C++ (:func:`device_entries`). The launch glue around a kernel (argument
+checks, allocation, the launch itself) is left out, so rewriting it leaves those records
+current, and editing a kernel makes every record that hashed it stale. A time on the
+host (the cost of a call) keys on every line of every module it ran
+(:func:`file_sha256`).
 
 What is not followed: ``reference.py`` (the PyTorch references and the eager formulas the
 baselines run, which are PyTorch's speed, not the package's), ``testing.py``, and the
@@ -19,6 +29,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -187,9 +198,122 @@ def closure(sources: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(seen))
 
 
-def hashes(sources: Iterable[str]) -> dict[str, str]:
-    """``{path: file_sha256(path)}`` over the :func:`closure` of ``sources``."""
-    return {rel: file_sha256(rel) for rel in closure(sources)}
+#: What a record of device time keys on, file by file (:func:`device_entries`): the kernels
+#: and the tables that configure them, not the launch glue around them. A module whose
+#: name ends with this is a config table, hashed whole.
+CONFIG_SUFFIX = "configs.py"
+
+#: Sources hashed whole in a record of device time, by how their path starts or ends: a
+#: model's code decides which ops run, in which order and on what shapes, and a
+#: ``*_cuda.py`` module holds CUDA C++ in its strings.
+WHOLE = ("models/",)
+WHOLE_SUFFIXES = (CONFIG_SUFFIX, "_cuda.py")
+
+_CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*")
+_JIT_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
+
+
+def _decorator_name(node: ast.expr) -> str:
+    """``jit`` for ``@triton.jit``, ``@gluon.jit``, ``@jit`` or ``@triton.jit(...)``."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def is_kernel(node: ast.stmt) -> bool:
+    """Whether ``node`` defines a Triton or Gluon kernel (or a jit function kernels call): a
+    function decorated with ``jit`` (``@triton.jit``, ``@gluon.jit``), ``autotune`` or
+    ``heuristics``."""
+    return isinstance(node, ast.FunctionDef) and any(
+        _decorator_name(d) in _JIT_DECORATORS for d in node.decorator_list
+    )
+
+
+def _constant_names(node: ast.stmt) -> list[str]:
+    """The UPPER_CASE names a module-level assignment binds (a table or a constant)."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        targets = [node.target]
+    else:
+        return []
+    return [t.id for t in targets if isinstance(t, ast.Name) and _CONSTANT.fullmatch(t.id)]
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def device_entries(rel: str) -> dict[str, str]:
+    """What the device runs of the source ``rel``, as ``{entry: sha256}``.
+
+    * A config table (a module named ``*configs.py``), a model, a module of CUDA C++
+      (:data:`WHOLE`, :data:`WHOLE_SUFFIXES`) and any file that is not Python: one entry,
+      ``rel``, the :func:`file_sha256` of all of it.
+    * A module that defines kernels: one entry per kernel (:func:`is_kernel`), ``"rel::name"``, the
+      hash of its definition, decorators included, with its name left out (so a kernel
+      moved to another module or renamed is the same kernel); and one entry per
+      module-level UPPER_CASE constant, ``"rel::NAME"``, the hash of its value: the
+      constants kernels read and the launch tables (block sizes, warps) a wrapper picks
+      from. Functions that are not kernels (checks, allocation, the launch itself) and
+      docstrings give no entry: changing them leaves what the device runs as it was.
+    * A module that defines no kernel (the launch path, the checks): no entry.
+
+    Raises:
+        FileNotFoundError: no such file.
+    """
+    path = PACKAGE_ROOT / rel
+    if path.suffix != ".py" or _whole(rel):
+        return {rel: file_sha256(rel)}
+    tree = ast.parse(path.read_text())
+    _drop_strings(tree)
+    kernels = {
+        f"{rel}::{node.name}": _sha256(_canonical(node).replace(f"name={node.name!r}", "", 1))
+        for node in tree.body
+        if is_kernel(node)
+    }
+    if not kernels:
+        return {}
+    constants = {
+        f"{rel}::{name}": _sha256(_canonical(node.value))
+        for node in tree.body
+        for name in _constant_names(node)
+    }
+    return {**kernels, **constants}
+
+
+def _whole(rel: str) -> bool:
+    return rel.startswith(WHOLE) or rel.endswith(WHOLE_SUFFIXES)
+
+
+def hashes(sources: Iterable[str], *, host: bool = False) -> dict[str, str]:
+    """What a measurement of ``sources`` keys on, over their :func:`closure`:
+    ``{entry: sha256}``.
+
+    With ``host=True`` (a measurement of host time, where every line of the wrapper counts)
+    every module of the closure is hashed whole: ``{path: file_sha256(path)}``. Otherwise
+    (device time) each module gives its :func:`device_entries`: the kernels it defines,
+    its constants and config tables, but not the Python around the launch.
+    """
+    closed = closure(sources)
+    if host:
+        return {rel: file_sha256(rel) for rel in closed}
+    return {entry: sha for rel in closed for entry, sha in device_entries(rel).items()}
+
+
+def is_host_keyed(stored: dict[str, str]) -> bool:
+    """Whether a measurement's stored hashes are of whole files (host time, and records
+    written before device keys existed) rather than :func:`device_entries`."""
+    return not any("::" in entry for entry in stored) and not all(
+        _whole(rel) or not rel.endswith(".py") for rel in stored
+    )
+
+
+def files(stored: dict[str, str]) -> list[str]:
+    """The source files a measurement's stored hashes name, in order, each once."""
+    return list(dict.fromkeys(entry.split("::")[0] for entry in stored))
 
 
 def combined_sha256(file_hashes: dict[str, str]) -> str:
@@ -200,13 +324,22 @@ def combined_sha256(file_hashes: dict[str, str]) -> str:
     return h.hexdigest()
 
 
-def changes(stored: dict[str, str], sources: Iterable[str]) -> list[str]:
-    """What differs between the file hashes ``stored`` with a measurement and the code as it
-    stands, for the sources the measurement names: ``['kernels/softmax.py changed',
-    'kernels/launch.py is new']``; empty when nothing does. A named source that no longer
-    exists is gone (and its imports are not followed)."""
-    now = hashes(rel for rel in sources if (PACKAGE_ROOT / rel).is_file())
-    found = [f"{rel} changed" for rel in sorted(now) if rel in stored and stored[rel] != now[rel]]
-    found += [f"{rel} is new" for rel in sorted(set(now) - set(stored))]
-    found += [f"{rel} is gone" for rel in sorted(set(stored) - set(now))]
+def changes(stored: dict[str, str], sources: Iterable[str], *, host: bool | None = None) -> list[str]:
+    """What differs between the hashes ``stored`` with a measurement and the code as it
+    stands, for the sources the measurement names: ``['kernels/softmax.py::_softmax_kernel
+    changed', 'kernels/tiles.py::tile_coords is new']``; empty when nothing does. A named
+    source that no longer exists is gone (and its imports are not followed).
+
+    ``host`` says how ``stored`` was hashed (:func:`hashes`); None reads it off ``stored``
+    (:func:`is_host_keyed`). An entry that moved (the same hash under another name or in
+    another module: a kernel renamed, or moved to the module it belongs in) is no change.
+    """
+    host = is_host_keyed(stored) if host is None else host
+    now = hashes((rel for rel in sources if (PACKAGE_ROOT / rel).is_file()), host=host)
+    found = [f"{e} changed" for e in sorted(now) if e in stored and stored[e] != now[e]]
+    new = sorted(set(now) - set(stored))
+    gone = sorted(set(stored) - set(now))
+    moved = set(now[e] for e in new) & set(stored[e] for e in gone)
+    found += [f"{e} is new" for e in new if now[e] not in moved]
+    found += [f"{e} is gone" for e in gone if stored[e] not in moved]
     return found

@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 from torch.library import triton_op
 
-from gpuperf.kernels import _elementwise
+from gpuperf.kernels import _elementwise_configs
 from gpuperf.kernels._grid import cdiv
 from gpuperf.kernels._launch import Launcher, traced
 from gpuperf.kernels._validation import check_same_shape, check_tensors
@@ -61,8 +61,8 @@ def add_relu_mul(
     y: torch.Tensor,
     z: torch.Tensor,
     *,
-    block_size: int = _elementwise.BLOCK_SIZE,
-    num_warps: int = _elementwise.NUM_WARPS,
+    block_size: int = _elementwise_configs.BLOCK_SIZE,
+    num_warps: int = _elementwise_configs.NUM_WARPS,
 ) -> torch.Tensor:
     """Return ``relu(x + y) * z`` computed by one Triton kernel.
 
@@ -93,7 +93,7 @@ def add_relu_mul(
     names, tensors = ("x", "y", "z"), (x, y, z)
     check_tensors(names, tensors)
     check_same_shape(names, tensors)
-    _elementwise.check_launch(block_size, num_warps)
+    _elementwise_configs.check_launch(block_size, num_warps)
     x, y, z = x.contiguous(), y.contiguous(), z.contiguous()
     if torch.compiler.is_compiling():
         return torch.ops.gpuperf.add_relu_mul(x, y, z, block_size, num_warps)

@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 from torch.library import triton_op
 
-from gpuperf.kernels import _elementwise
+from gpuperf.kernels import _elementwise_configs
 from gpuperf.kernels._grid import cdiv
 from gpuperf.kernels._launch import Launcher, traced
 from gpuperf.kernels._validation import check_tensors
@@ -56,7 +56,10 @@ def _gelu_op(x: torch.Tensor, block_size: int, num_warps: int) -> torch.Tensor:
 
 
 def gelu(
-    x: torch.Tensor, *, block_size: int = _elementwise.BLOCK_SIZE, num_warps: int = _elementwise.NUM_WARPS
+    x: torch.Tensor,
+    *,
+    block_size: int = _elementwise_configs.BLOCK_SIZE,
+    num_warps: int = _elementwise_configs.NUM_WARPS,
 ) -> torch.Tensor:
     """Return GELU of ``x`` (tanh approximation), computed by one Triton kernel.
 
@@ -87,7 +90,7 @@ def gelu(
     FLOPs per element (:func:`gpuperf.bench.metrics.gelu_flops`): bandwidth-bound.
     """
     check_tensors(("x",), (x,))
-    _elementwise.check_launch(block_size, num_warps)
+    _elementwise_configs.check_launch(block_size, num_warps)
     x = x.contiguous()
     if torch.compiler.is_compiling():
         return torch.ops.gpuperf.gelu(x, block_size, num_warps)

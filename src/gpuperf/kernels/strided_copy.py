@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from gpuperf.kernels import _elementwise
+from gpuperf.kernels import _elementwise_configs
 from gpuperf.kernels._grid import cdiv
 from gpuperf.kernels._launch import Launcher
 from gpuperf.kernels._validation import check_tensors
@@ -66,7 +66,7 @@ def strided_copy(x: torch.Tensor, stride: int) -> torch.Tensor:
     n_out = cdiv(x.numel(), stride)
     out = torch.empty(n_out, dtype=x.dtype, device=x.device)
     if n_out:
-        grid = (cdiv(n_out, _elementwise.BLOCK_SIZE),)
+        grid = (cdiv(n_out, _elementwise_configs.BLOCK_SIZE),)
         runtime = (x, out, n_out, stride)
-        _launch(grid, runtime, (_elementwise.BLOCK_SIZE,), num_warps=_elementwise.NUM_WARPS)
+        _launch(grid, runtime, (_elementwise_configs.BLOCK_SIZE,), num_warps=_elementwise_configs.NUM_WARPS)
     return out

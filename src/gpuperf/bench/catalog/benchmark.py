@@ -101,9 +101,10 @@ class Benchmark:
             matmul (``"fp32_tflops"``), where elementwise kernels and reductions compute
             whatever their storage dtype. Unused when ``ceiling`` is a TFLOP/s ceiling.
         sources: the modules under ``src/gpuperf`` that the providers call (the kernel
-            under study, the model); the record hashes their code and that of every
-            module they import (:mod:`gpuperf.bench.sources`), and is stale once that
-            code changes.
+            under study, the model); the record hashes what the device runs of them and
+            of every module they import (their kernels, constants and config tables;
+            every line where the timer is ``"host"``: :func:`gpuperf.bench.sources.hashes`),
+            and is stale once that changes.
         axes: declared axes, each ``(name, values)``, e.g.
             ``(("dtype", ("float16", "bfloat16")),)``; every combination is
             measured at every x, and passed by keyword to ``make_inputs``,

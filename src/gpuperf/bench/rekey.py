@@ -1,0 +1,158 @@
+"""Re-key committed records without measuring again, where what they measured is unchanged.
+
+A record stores the hashes of what it measured (:func:`gpuperf.bench.sources.hashes`). When
+the way those hashes are taken changes (records of device time once hashed whole files;
+they now hash the kernels and config tables alone), or when a change touched only what a
+record does not depend on (the launch glue around a kernel), the record still describes
+the code: its times hold. :func:`rekey` proves that and writes the current hashes into it:
+
+1. Find the code the record measured: the checkout as it stands if the record's stored
+   hashes match it, else the package at the commit its provenance names
+   (``git archive``), if the stored hashes match that.
+2. Hash that code the current way, and the code as it stands the same way; when the two
+   agree (a kernel moved or renamed counts as the same, :func:`gpuperf.bench.sources.changes`,
+   and so does a file renamed unchanged that is hashed whole now), the record gets the
+   current hashes. Its rows, provenance and ``ran`` are kept as they are.
+
+A record whose kernels did change is left stale: it needs ``python -m gpuperf.bench --stale``
+on a GPU. Works without a GPU, in a git checkout of gpuperf.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from gpuperf.bench import sources as code
+
+
+@contextlib.contextmanager
+def package_at(root: Path) -> Iterator[None]:
+    """Read the package's sources from ``root`` (a copy of ``src/gpuperf``) inside this block."""
+    saved = code.PACKAGE_ROOT
+    code.PACKAGE_ROOT = Path(root)
+    code._reexports.cache_clear()
+    try:
+        yield
+    finally:
+        code.PACKAGE_ROOT = saved
+        code._reexports.cache_clear()
+
+
+def _matches(stored: dict[str, str], sources, host: bool) -> bool:
+    """Whether ``stored`` hashes the package that :data:`code.PACKAGE_ROOT` points at now."""
+    try:
+        return code.changes(stored, sources, host=host) == []
+    except (FileNotFoundError, SyntaxError):
+        return False
+
+
+@contextlib.contextmanager
+def package_at_commit(checkout: Path, commit: str) -> Iterator[Path | None]:
+    """``src/gpuperf`` as it was at ``commit`` in the git checkout ``checkout``, unpacked in a
+    temporary folder; None when git does not know the commit (or it names a dirty tree)."""
+    if not commit or commit.endswith("-dirty") or commit == "unknown":
+        yield None
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / "src.tar"
+        done = subprocess.run(
+            ["git", "archive", "--format=tar", "-o", str(archive), commit, "src/gpuperf"],
+            cwd=checkout,
+            capture_output=True,
+        )
+        if done.returncode != 0:
+            yield None
+            return
+        with tarfile.open(archive) as tar:
+            tar.extractall(tmp, filter="data")
+        yield Path(tmp) / "src" / "gpuperf"
+
+
+def rekey(
+    stored: dict[str, str], sources, commit: str, *, host: bool, checkout: Path
+) -> dict[str, str] | None:
+    """The current hashes for a measurement that stored ``stored`` of ``sources`` (paths under
+    ``src/gpuperf``) at gpuperf ``commit``, or None when the code it measured has changed
+    since (or cannot be found) and it must be measured again (see the module's text).
+
+    ``host`` is how the current hashes are taken (:func:`gpuperf.bench.sources.hashes`).
+    """
+    stored_host = code.is_host_keyed(stored)
+    sources = [rel for rel in sources if (code.PACKAGE_ROOT / rel).is_file()]
+    now = code.hashes(sources, host=host)
+    if _matches(stored, sources, stored_host):
+        return now
+    with package_at_commit(checkout, commit) as old_root:
+        if old_root is None:
+            return None
+        with package_at(old_root):
+            # The record's own files, as the commit had them: the benchmark may name others now.
+            measured = code.files(stored)
+            if not _matches(stored, measured, stored_host):
+                return None  # the commit is not the code the record hashed
+            then = code.hashes(measured, host=host)
+    if stored_host and not host:
+        # A module hashed whole now that was hashed whole then under another name (a config
+        # table renamed *configs.py) is the same table: the stored file hash shows it.
+        whole_now = {sha for entry, sha in now.items() if "::" not in entry}
+        renamed = whole_now - set(then.values())
+        then |= {f"{rel} (as stored)": sha for rel, sha in stored.items() if sha in renamed}
+    return now if code.changes(then, sources, host=host) == [] else None
+
+
+def rekey_records(folder: Path, benchmarks: dict, checkout: Path, log=print) -> dict[str, list[str]]:
+    """:func:`rekey` every record under ``folder`` (``<gpu>/<benchmark>.json``) of a benchmark
+    in ``benchmarks`` (``{name: Benchmark}``), and every capture (``<gpu>/captures/*.json``),
+    writing those whose hashes change; return their paths (``gpu/name``) by outcome:
+    ``"re-keyed"``, ``"unchanged"`` (already keyed the current way) and ``"stale"`` (its
+    code changed: measure it again)."""
+    import json
+
+    from gpuperf.bench import captures, records
+
+    outcome: dict[str, list[str]] = {"re-keyed": [], "unchanged": [], "stale": []}
+    found = []
+    for path in sorted(folder.glob("*/*.json")):
+        if path.name != "hardware.json" and path.stem in benchmarks:
+            bench = benchmarks[path.stem]
+            found.append((path, bench.sources, bench.timer == "host", records.validate))
+    if len(benchmarks) == len(records_catalog()):
+        for path in sorted(folder.glob("*/captures/*.json")):
+            stored = json.loads(path.read_text())["sources"]
+            found.append((path, code.files(stored), path.stem in captures.HOST_TIMED, captures.validate))
+    for path, sources, host, validate in found:
+        measurement = json.loads(path.read_text())
+        name = str(path.relative_to(folder).with_suffix(""))
+        keyed = rekey(
+            measurement["sources"],
+            sources,
+            measurement["provenance"].get("gpuperf_commit", ""),
+            host=host,
+            checkout=checkout,
+        )
+        if keyed is None:
+            outcome["stale"].append(name)
+        elif keyed == measurement["sources"]:
+            outcome["unchanged"].append(name)
+        else:
+            measurement["sources"], measurement["sources_sha256"] = keyed, code.combined_sha256(keyed)
+            problems = validate(measurement)
+            if problems:
+                raise ValueError(f"{name}: re-keyed, it is malformed: {problems}")
+            path.write_text(json.dumps(measurement, indent=1) + "\n")
+            outcome["re-keyed"].append(name)
+    for what, names in outcome.items():
+        log(f"{what}: {len(names)}" + (f" ({', '.join(names)})" if names and what != "unchanged" else ""))
+    return outcome
+
+
+def records_catalog() -> tuple:
+    """Every benchmark of the catalog: captures are re-keyed only with all of them."""
+    from gpuperf.bench import catalog
+
+    return tuple(catalog.ALL)

@@ -204,10 +204,22 @@ def test_a_new_import_of_kernels_makes_a_record_stale_and_one_of_glue_does_not(t
     assert "kernels/new_helper.py::helper is new" in reason
 
 
-def test_a_config_table_is_hashed_whole():
+def test_a_config_table_keys_on_its_rules_and_fields_not_its_checks(tmp_path, monkeypatch):
     entries = sources.device_entries("kernels/_configs.py")
-    assert list(entries) == ["kernels/_configs.py"]
+    assert {"kernels/_configs.py::MatmulConfig", "kernels/_configs.py::softmax_fused_launch"} <= set(entries)
+    assert "kernels/_configs.py::SOFTMAX_MAX_FUSED_COLS" in entries
     assert sources.device_entries("kernels/_launch.py") == {}  # launch glue: no entry
     kernels = sources.device_entries("kernels/softmax.py")
     assert {"kernels/softmax.py::_softmax_kernel", "kernels/softmax.py::LOG2E"} <= set(kernels)
     assert not any(name.endswith("::softmax") for name in kernels)  # the wrapper is glue
+    root = _copy_of_package(tmp_path, monkeypatch)
+    table = root / "kernels" / "_configs.py"
+    text = table.read_text()
+    # A check in a config's __post_init__ is glue; a field's default is what launches.
+    table.write_text(
+        text.replace("    def __post_init__(self):\n", "    def __post_init__(self):\n        pass\n", 1)
+    )
+    assert sources.device_entries("kernels/_configs.py") == entries
+    table.write_text(text.replace("    num_stages: int = 3\n", "    num_stages: int = 4\n", 1))
+    changed = sources.device_entries("kernels/_configs.py")
+    assert [e for e in entries if changed[e] != entries[e]] == ["kernels/_configs.py::MatmulConfig"]

@@ -8,7 +8,8 @@ the code: its times hold. :func:`rekey` proves that and writes the current hashe
 
 1. Find the code the record measured: the checkout as it stands if the record's stored
    hashes match it, else the package at the commit its provenance names
-   (``git archive``), if the stored hashes match that.
+   (``git archive``), if that commit's own ``bench/sources.py`` hashes it to what the
+   record stored.
 2. Hash that code the current way, and the code as it stands the same way; when the two
    agree (a kernel moved or renamed counts as the same, :func:`gpuperf.bench.sources.changes`,
    and so does a file renamed unchanged that is hashed whole now), the record gets the
@@ -21,6 +22,8 @@ on a GPU. Works without a GPU, in a git checkout of gpuperf.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import inspect
 import subprocess
 import tarfile
 import tempfile
@@ -73,6 +76,24 @@ def package_at_commit(checkout: Path, commit: str) -> Iterator[Path | None]:
         yield Path(tmp) / "src" / "gpuperf"
 
 
+def _hashes_then(old_root: Path, measured: list[str], host: bool) -> dict[str, str] | None:
+    """What the commit unpacked at ``old_root`` stored for ``measured``: its own
+    ``bench/sources.py`` hashes its own tree (the way hashes are taken changes with gpuperf);
+    None where it has none."""
+    spec = importlib.util.spec_from_file_location("gpuperf_sources_then", old_root / "bench" / "sources.py")
+    if spec is None or spec.loader is None:
+        return None
+    then = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(then)
+        then.PACKAGE_ROOT = old_root
+        if "host" in inspect.signature(then.hashes).parameters:
+            return then.hashes(measured, host=host)
+        return then.hashes(measured) if host else None  # it hashed whole files alone
+    except (FileNotFoundError, SyntaxError):
+        return None
+
+
 def rekey(
     stored: dict[str, str], sources, commit: str, *, host: bool, checkout: Path
 ) -> dict[str, str] | None:
@@ -85,23 +106,25 @@ def rekey(
     stored_host = code.is_host_keyed(stored)
     sources = [rel for rel in sources if (code.PACKAGE_ROOT / rel).is_file()]
     now = code.hashes(sources, host=host)
+    current = {code.file_sha256(rel): rel for rel in code.closure(sources)}
     if _matches(stored, sources, stored_host):
         return now
     with package_at_commit(checkout, commit) as old_root:
         if old_root is None:
             return None
+        # The record's own files, as the commit had them: the benchmark may name others now.
+        measured = code.files(stored)
         with package_at(old_root):
-            # The record's own files, as the commit had them: the benchmark may name others now.
-            measured = code.files(stored)
-            if not _matches(stored, measured, stored_host):
+            # Hashed by that commit's own rules, or (older than them) by today's rules.
+            if _hashes_then(old_root, measured, stored_host) != stored and not _matches(
+                stored, measured, stored_host
+            ):
                 return None  # the commit is not the code the record hashed
-            then = code.hashes(measured, host=host)
-    if stored_host and not host:
-        # A module hashed whole now that was hashed whole then under another name (a config
-        # table renamed *configs.py) is the same table: the stored file hash shows it.
-        whole_now = {sha for entry, sha in now.items() if "::" not in entry}
-        renamed = whole_now - set(then.values())
-        then |= {f"{rel} (as stored)": sha for rel, sha in stored.items() if sha in renamed}
+            # A file renamed since, its code unchanged, is read under its name now (a
+            # module renamed *configs.py is hashed as the config table it now says it is).
+            old = code.closure(measured)
+            names = {rel: current[sha] for rel in old if (sha := code.file_sha256(rel)) in current}
+            then = code.hashes(measured, host=host, names=names)
     return now if code.changes(then, sources, host=host) == [] else None
 
 

@@ -12,12 +12,12 @@ hash.
 
 What is hashed depends on what was timed (:func:`hashes`). A time on the device keys on
 what the device runs: each kernel (``@triton.jit``, ``@gluon.jit``) by its definition,
-the constants and launch tables beside it, the config tables (``*configs.py``), the
-models, the CUDA C++ (:func:`device_entries`). The launch glue around a kernel (argument
-checks, allocation, the launch itself) is left out, so rewriting it leaves those records
-current, and editing a kernel makes every record that hashed it stale. A time on the
-host (the cost of a call) keys on every line of every module it ran
-(:func:`file_sha256`).
+the constants and launch tables beside it, the config tables (``*configs.py``: their
+rules and fields, not their checks), the models, the CUDA C++ (:func:`device_entries`).
+The launch glue around a kernel (argument checks, allocation, the launch itself) is left
+out, so rewriting it leaves those records current, and editing a kernel makes every
+record that hashed it stale. A time on the host (the cost of a call) keys on every line
+of every module it ran (:func:`file_sha256`).
 
 What is not followed: ``reference.py`` (the PyTorch references and the eager formulas the
 baselines run, which are PyTorch's speed, not the package's), ``testing.py``, and the
@@ -200,14 +200,14 @@ def closure(sources: Iterable[str]) -> tuple[str, ...]:
 
 #: What a record of device time keys on, file by file (:func:`device_entries`): the kernels
 #: and the tables that configure them, not the launch glue around them. A module whose
-#: name ends with this is a config table, hashed whole.
+#: name ends with this is a config table.
 CONFIG_SUFFIX = "configs.py"
 
 #: Sources hashed whole in a record of device time, by how their path starts or ends: a
 #: model's code decides which ops run, in which order and on what shapes, and a
 #: ``*_cuda.py`` module holds CUDA C++ in its strings.
 WHOLE = ("models/",)
-WHOLE_SUFFIXES = (CONFIG_SUFFIX, "_cuda.py")
+WHOLE_SUFFIXES = ("_cuda.py",)
 
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*")
 _JIT_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
@@ -246,12 +246,14 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def device_entries(rel: str) -> dict[str, str]:
+def device_entries(rel: str, *, name: str | None = None) -> dict[str, str]:
     """What the device runs of the source ``rel``, as ``{entry: sha256}``.
 
-    * A config table (a module named ``*configs.py``), a model, a module of CUDA C++
-      (:data:`WHOLE`, :data:`WHOLE_SUFFIXES`) and any file that is not Python: one entry,
-      ``rel``, the :func:`file_sha256` of all of it.
+    * A model, a module of CUDA C++ (:data:`WHOLE`, :data:`WHOLE_SUFFIXES`) and any file
+      that is not Python: one entry, ``rel``, the :func:`file_sha256` of all of it.
+    * A config table (a module named ``*configs.py``): one entry per top-level function,
+      class (its fields, not its methods: the checks in ``__post_init__`` are glue) and
+      constant, ``"rel::name"``.
     * A module that defines kernels: one entry per kernel (:func:`is_kernel`), ``"rel::name"``, the
       hash of its definition, decorators included, with its name left out (so a kernel
       moved to another module or renamed is the same kernel); and one entry per
@@ -261,14 +263,20 @@ def device_entries(rel: str) -> dict[str, str]:
       docstrings give no entry: changing them leaves what the device runs as it was.
     * A module that defines no kernel (the launch path, the checks): no entry.
 
+    ``name`` (default ``rel``) is the path the entries are named by and classified by: the
+    file's name elsewhere (:mod:`gpuperf.bench.rekey` reads an old tree with the current names).
+
     Raises:
         FileNotFoundError: no such file.
     """
     path = PACKAGE_ROOT / rel
+    source, rel = rel, name or rel
     if path.suffix != ".py" or _whole(rel):
-        return {rel: file_sha256(rel)}
+        return {rel: file_sha256(source)}
     tree = ast.parse(path.read_text())
     _drop_strings(tree)
+    if rel.endswith(CONFIG_SUFFIX):
+        return _config_entries(rel, tree)
     kernels = {
         f"{rel}::{node.name}": _sha256(_canonical(node).replace(f"name={node.name!r}", "", 1))
         for node in tree.body
@@ -284,23 +292,48 @@ def device_entries(rel: str) -> dict[str, str]:
     return {**kernels, **constants}
 
 
+def _config_entries(rel: str, tree: ast.Module) -> dict[str, str]:
+    """The entries of a config table's module: each top-level function (the rules that pick
+    a configuration), each class without its methods (its fields and their defaults, not
+    the checks and formatting of ``__post_init__`` or ``label``), and every other
+    top-level statement but the imports, in order."""
+    found = {}
+    for i, node in enumerate(tree.body):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.ClassDef):
+            node.body = [item for item in node.body if not isinstance(item, ast.FunctionDef)] or [ast.Pass()]
+        name = getattr(node, "name", None) or next(iter(_assigned_names(node)), f"statement {i}")
+        found[f"{rel}::{name}"] = _sha256(_canonical(node))
+    return found
+
+
+def _assigned_names(node: ast.stmt) -> list[str]:
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+    return [t.id for t in targets if isinstance(t, ast.Name)]
+
+
 def _whole(rel: str) -> bool:
     return rel.startswith(WHOLE) or rel.endswith(WHOLE_SUFFIXES)
 
 
-def hashes(sources: Iterable[str], *, host: bool = False) -> dict[str, str]:
+def hashes(
+    sources: Iterable[str], *, host: bool = False, names: dict[str, str] | None = None
+) -> dict[str, str]:
     """What a measurement of ``sources`` keys on, over their :func:`closure`:
     ``{entry: sha256}``.
 
     With ``host=True`` (a measurement of host time, where every line of the wrapper counts)
     every module of the closure is hashed whole: ``{path: file_sha256(path)}``. Otherwise
     (device time) each module gives its :func:`device_entries`: the kernels it defines,
-    its constants and config tables, but not the Python around the launch.
+    its constants and config tables, but not the Python around the launch. ``names`` maps
+    a path to the name its entries take (:func:`device_entries`).
     """
     closed = closure(sources)
+    names = names or {}
     if host:
-        return {rel: file_sha256(rel) for rel in closed}
-    return {entry: sha for rel in closed for entry, sha in device_entries(rel).items()}
+        return {names.get(rel, rel): file_sha256(rel) for rel in closed}
+    return {entry: sha for rel in closed for entry, sha in device_entries(rel, name=names.get(rel)).items()}
 
 
 def is_host_keyed(stored: dict[str, str]) -> bool:

@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict, dataclass
 
 from gpuperf.kernels._configs import TUNED_DIR
+from gpuperf.kernels._validation import check_launch_config
 
 #: Head dims the attention kernels take: powers of two, so a tile's rows are whole
 #: 16-byte vectors and ``tl.dot``'s inner dimension is at least 16.
@@ -40,14 +41,7 @@ class AttentionConfig:
     num_stages: int = 3
 
     def __post_init__(self):
-        for name in ("block_m", "block_n"):
-            value = getattr(self, name)
-            if type(value) is not int or value < 16 or value & (value - 1):
-                raise ValueError(f"AttentionConfig.{name} must be a power of two >= 16, got {value!r}")
-        for name in ("num_warps", "num_stages"):
-            value = getattr(self, name)
-            if type(value) is not int or value < 1:
-                raise ValueError(f"AttentionConfig.{name} must be a positive int, got {value!r}")
+        check_launch_config(self, ("block_m", "block_n"))
 
     def as_dict(self) -> dict:
         return asdict(self)

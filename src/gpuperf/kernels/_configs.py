@@ -15,6 +15,8 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from gpuperf.kernels._validation import check_launch_config
+
 # --- vector add --------------------------------------------------------------------
 
 #: Elements per program and warps per program for ``vector_add``: 1024 fp32
@@ -85,16 +87,7 @@ class MatmulConfig:
     num_stages: int = 3
 
     def __post_init__(self):
-        for name in ("block_m", "block_n", "block_k"):
-            value = getattr(self, name)
-            if type(value) is not int or value < 16 or value & (value - 1):
-                raise ValueError(f"MatmulConfig.{name} must be a power of two >= 16, got {value!r}")
-        for name in ("group_m", "num_warps", "num_stages"):
-            value = getattr(self, name)
-            if type(value) is not int or value < 1:
-                raise ValueError(f"MatmulConfig.{name} must be a positive int, got {value!r}")
-        if self.num_warps & (self.num_warps - 1):
-            raise ValueError(f"MatmulConfig.num_warps must be a power of two, got {self.num_warps}")
+        check_launch_config(self, ("block_m", "block_n", "block_k"), ("group_m", "num_warps", "num_stages"))
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -14,6 +14,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from gpuperf.kernels._configs import SHARED_MEMORY_BYTES, TUNED_DIR
+from gpuperf.kernels._validation import check_launch_config
 
 
 @dataclass(frozen=True)
@@ -44,23 +45,12 @@ class PersistentConfig:
     warp_specialize: bool = False
 
     def __post_init__(self):
-        for name in ("block_m", "block_n", "block_k"):
-            value = getattr(self, name)
-            if type(value) is not int or value < 16 or value & (value - 1):
-                raise ValueError(f"PersistentConfig.{name} must be a power of two >= 16, got {value!r}")
-        for name in ("group_m", "num_warps", "num_stages"):
-            value = getattr(self, name)
-            if type(value) is not int or value < 1:
-                raise ValueError(f"PersistentConfig.{name} must be a positive int, got {value!r}")
-        if self.num_warps & (self.num_warps - 1):
-            raise ValueError(f"PersistentConfig.num_warps must be a power of two, got {self.num_warps}")
-        for name in ("tma", "warp_specialize"):
-            if type(getattr(self, name)) is not bool:
-                # fmt: off
-                # (No spaces inside the f-string's braces: Python 3.11 and 3.12 tokenize them
-                # differently, and the records' source hash must not depend on the version.)
-                raise TypeError(f"PersistentConfig.{name} must be a bool, got {getattr(self,name)!r}")
-                # fmt: on
+        check_launch_config(
+            self,
+            ("block_m", "block_n", "block_k"),
+            ("group_m", "num_warps", "num_stages"),
+            ("tma", "warp_specialize"),
+        )
         if self.warp_specialize and not self.tma:
             raise ValueError(
                 "PersistentConfig.warp_specialize needs tma=True (the producer issues TMA loads)"

@@ -18,6 +18,36 @@ FLOAT_DTYPES: tuple[torch.dtype, ...] = (torch.float32, torch.float16, torch.bfl
 HALF_DTYPES: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16)
 
 
+def check_launch_config(
+    config,
+    tiles: Sequence[str],
+    counts: Sequence[str] = ("num_warps", "num_stages"),
+    flags: Sequence[str] = (),
+) -> None:
+    """Check a launch-configuration dataclass's fields where it is made (its ``__post_init__``):
+    each of ``tiles`` a power of two of at least 16 (a ``tl.dot`` operand's smallest side),
+    each of ``counts`` a positive int, ``num_warps`` a power of two, each of ``flags`` a bool.
+
+    Raises:
+        ValueError: a tile or count out of range, naming ``Class.field`` and the value.
+        TypeError: a flag that is not a bool.
+    """
+    kind = type(config).__name__
+    for name in tiles:
+        value = getattr(config, name)
+        if type(value) is not int or value < 16 or value & (value - 1):
+            raise ValueError(f"{kind}.{name} must be a power of two >= 16, got {value!r}")
+    for name in counts:
+        value = getattr(config, name)
+        if type(value) is not int or value < 1:
+            raise ValueError(f"{kind}.{name} must be a positive int, got {value!r}")
+    if config.num_warps & (config.num_warps - 1):
+        raise ValueError(f"{kind}.num_warps must be a power of two, got {config.num_warps}")
+    for name in flags:
+        if type(getattr(config, name)) is not bool:
+            raise TypeError(f"{kind}.{name} must be a bool, got {getattr(config, name)!r}")
+
+
 def dtype_names(dtypes: Sequence[torch.dtype]) -> str:
     return ", ".join(str(d).removeprefix("torch.") for d in dtypes)
 

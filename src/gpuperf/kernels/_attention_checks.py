@@ -37,20 +37,7 @@ def check_attention(q, k, v, causal, scale, head_dims) -> float:
         )
     if k.shape != v.shape:
         raise ValueError(f"k and v must have the same shape, got k {tuple(k.shape)} and v {tuple(v.shape)}")
-    batch, n_heads, seq_q, head_dim = q.shape
-    _, n_kv_heads, seq_k, head_dim_k = k.shape
-    if k.shape[0] != batch:
-        raise ValueError(f"q and k must have the same batch size, got q {batch} and k {k.shape[0]}")
-    if head_dim_k != head_dim:
-        raise ValueError(
-            f"q and k must have the same head dim (last dimension), got {head_dim} and {head_dim_k}"
-        )
-    if head_dim not in head_dims:
-        raise ValueError(f"head dim {head_dim} is not supported; supported head dims are {head_dims}")
-    if n_kv_heads == 0 or n_heads % n_kv_heads:
-        raise ValueError(
-            f"the query heads ({n_heads}) must be a multiple of the key/value heads ({n_kv_heads})"
-        )
+    _, _, seq_q, head_dim, _, seq_k = check_heads(q, k, "k", head_dims)
     if seq_k == 0:
         raise ValueError("k and v must hold at least one key (S_k = 0: the softmax would be over nothing)")
     if type(causal) is not bool:
@@ -59,6 +46,42 @@ def check_attention(q, k, v, causal, scale, head_dims) -> float:
         raise ValueError(
             f"causal=True needs as many queries as keys (S_q == S_k), got S_q {seq_q} and S_k {seq_k}"
         )
+    return check_scale(scale, head_dim)
+
+
+def check_heads(q, k, k_name: str, head_dims) -> tuple[int, int, int, int, int, int]:
+    """Check that 4-D ``q`` (B, H, S_q, D) and ``k`` (named ``k_name``: the keys, or a KV
+    cache, (B, H_kv, S_k, D)) agree on the batch and the head dim, that ``D`` is one of
+    ``head_dims`` and ``H`` a multiple of ``H_kv`` (grouped-query attention); return
+    ``(B, H, S_q, D, H_kv, S_k)``.
+
+    Raises:
+        ValueError: naming the rule broken and both values.
+    """
+    batch, n_heads, seq_q, head_dim = q.shape
+    _, n_kv_heads, seq_k, head_dim_k = k.shape
+    if k.shape[0] != batch:
+        raise ValueError(f"q and {k_name} must have the same batch size, got {batch} and {k.shape[0]}")
+    if head_dim_k != head_dim:
+        raise ValueError(
+            f"q and {k_name} must have the same head dim (last dimension), got {head_dim} and {head_dim_k}"
+        )
+    if head_dim not in head_dims:
+        raise ValueError(f"head dim {head_dim} is not supported; supported head dims are {head_dims}")
+    if n_kv_heads == 0 or n_heads % n_kv_heads:
+        raise ValueError(
+            f"the query heads ({n_heads}) must be a multiple of the key/value heads ({n_kv_heads})"
+        )
+    return batch, n_heads, seq_q, head_dim, n_kv_heads, seq_k
+
+
+def check_scale(scale, head_dim: int) -> float:
+    """The softmax scale: ``1 / sqrt(head_dim)`` when ``scale`` is None, else ``scale``.
+
+    Raises:
+        TypeError: ``scale`` is not a number (a bool is not).
+        ValueError: ``scale`` is not positive and finite.
+    """
     if scale is None:
         return 1.0 / math.sqrt(head_dim)
     if isinstance(scale, bool) or not isinstance(scale, (int, float)):

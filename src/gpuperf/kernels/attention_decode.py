@@ -38,7 +38,6 @@ length out of range makes that sequence's output NaN on the device.
 from __future__ import annotations
 
 import functools
-import math
 from typing import NamedTuple
 
 import torch
@@ -47,9 +46,11 @@ import triton.language as tl
 from torch.library import triton_op
 
 from gpuperf._runtime import is_interpreter
+from gpuperf.kernels._attention_checks import check_heads, check_scale
 from gpuperf.kernels._grid import cdiv, next_power_of_2
 from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
+from gpuperf.kernels.device import num_sms
 from gpuperf.kernels.plans import planned
 
 # exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
@@ -353,13 +354,6 @@ class DecodeLaunch(NamedTuple):
         return self._asdict()
 
 
-@functools.cache
-def _sm_count(device_index: int) -> int:
-    if device_index < 0 or is_interpreter():
-        return DECODE_INTERPRETER_SMS
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
 def decode_splits(programs: int, s_max: int, n_sms: int, min_keys: int = DECODE_MIN_KEYS_PER_SPLIT) -> int:
     """How many splits of the keys to launch for ``programs`` (sequence, KV head, row block)
     programs on a cache of ``s_max`` keys, on ``n_sms`` SMs.
@@ -408,7 +402,7 @@ def decode_launch(
     n_row_blocks = cdiv(rows_per_head, block_m)
     if num_splits is None:
         num_splits = decode_splits(
-            batch * n_kv_heads * n_row_blocks, s_max, _sm_count(device_index), min_keys
+            batch * n_kv_heads * n_row_blocks, s_max, num_sms(device_index, DECODE_INTERPRETER_SMS), min_keys
         )
         if num_splits == 1 and config is None and not is_interpreter():
             num_stages = DECODE_SINGLE_SPLIT_STAGES
@@ -529,20 +523,7 @@ def _check(q, k_cache, v_cache, cache_seqlens, scale, check_lengths, num_splits,
             "k_cache and v_cache must have the same shape, got "
             f"{tuple(k_cache.shape)} and {tuple(v_cache.shape)}"
         )
-    batch, n_heads, seq_q, head_dim = q.shape
-    _, n_kv_heads, s_max, head_dim_k = k_cache.shape
-    if k_cache.shape[0] != batch:
-        raise ValueError(f"q and k_cache must have the same batch size, got {batch} and {k_cache.shape[0]}")
-    if head_dim_k != head_dim:
-        raise ValueError(
-            f"q and k_cache must have the same head dim (last dimension), got {head_dim} and {head_dim_k}"
-        )
-    if head_dim not in DECODE_HEAD_DIMS:
-        raise ValueError(f"head dim {head_dim} is not supported; supported head dims are {DECODE_HEAD_DIMS}")
-    if n_kv_heads == 0 or n_heads % n_kv_heads:
-        raise ValueError(
-            f"the query heads ({n_heads}) must be a multiple of the key/value heads ({n_kv_heads})"
-        )
+    batch, _, seq_q, head_dim, _, s_max = check_heads(q, k_cache, "k_cache", DECODE_HEAD_DIMS)
     if not 1 <= seq_q <= DECODE_MAX_QUERIES:
         raise ValueError(
             f"q must hold 1 to {DECODE_MAX_QUERIES} queries per sequence (S_q = q.shape[2]), got {seq_q}; "
@@ -554,12 +535,7 @@ def _check(q, k_cache, v_cache, cache_seqlens, scale, check_lengths, num_splits,
         )
     if cache_seqlens.shape != (batch,):
         raise ValueError(f"cache_seqlens must have shape (B,) = ({batch},), got {tuple(cache_seqlens.shape)}")
-    if scale is None:
-        scale = 1.0 / math.sqrt(head_dim)
-    elif isinstance(scale, bool) or not isinstance(scale, (int, float)):
-        raise TypeError(f"scale must be a number or None, got {type(scale).__name__}")
-    elif not (math.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be positive and finite, got {scale}")
+    scale = check_scale(scale, head_dim)
     if type(check_lengths) is not bool:
         raise TypeError(f"check_lengths must be a bool, got {type(check_lengths).__name__}")
     if num_splits is not None and (

@@ -36,11 +36,12 @@ def capability(device_index: int) -> tuple[int, int]:
 
 
 @functools.cache
-def num_sms(device_index: int) -> int:
+def num_sms(device_index: int, stand_in: int = INTERPRETER_SMS) -> int:
     """Streaming multiprocessors of CUDA device ``device_index`` (132 on an H100 SXM);
-    :data:`INTERPRETER_SMS` for the CPU or under the interpreter."""
+    ``stand_in`` (default :data:`INTERPRETER_SMS`) for the CPU or under the interpreter,
+    where an op may want more or fewer programs to cover its code paths on small shapes."""
     if device_index < 0 or is_interpreter():
-        return INTERPRETER_SMS
+        return stand_in
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 

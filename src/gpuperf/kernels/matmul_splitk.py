@@ -43,6 +43,7 @@ from gpuperf._runtime import is_interpreter
 from gpuperf.kernels._grid import cdiv, next_power_of_2
 from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
+from gpuperf.kernels.device import num_sms
 from gpuperf.kernels.plans import planned
 
 # Launch rules, as data, each with its reason. Measured on an H100 (scripts/llama_splitk_sweep.py,
@@ -185,13 +186,6 @@ class SplitKLaunch(NamedTuple):
         return self._asdict()
 
 
-@functools.cache
-def _sm_count(device_index: int) -> int:
-    if device_index < 0 or is_interpreter():
-        return SPLITK_INTERPRETER_SMS
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
 def _k_per_split(k: int, block_k: int, split_k: int) -> int:
     """The K slice of each program: a whole number of BLOCK_K tiles, at most ``split_k`` slices."""
     return cdiv(cdiv(k, block_k), split_k) * block_k
@@ -241,7 +235,7 @@ def splitk_launch(m: int, n: int, k: int, device_index: int, split_k: int | None
     block_m = min(SPLITK_MAX_BLOCK_M, max(SPLITK_MIN_BLOCK_M, next_power_of_2(m)))
     if split_k is None:
         tiles = cdiv(n, block_n) * cdiv(m, block_m)
-        split_k = splitk_splits(tiles, k, _sm_count(device_index), block_k, min_k)
+        split_k = splitk_splits(tiles, k, num_sms(device_index, SPLITK_INTERPRETER_SMS), block_k, min_k)
     else:
         split_k = cdiv(k, _k_per_split(k, block_k, split_k))
     return SplitKLaunch(block_m, block_n, block_k, split_k, SPLITK_NUM_WARPS, num_stages)

@@ -560,7 +560,7 @@ def _triton_compiler_report() -> list[dict]:
     x = torch.randn(NCU_SHAPE, device="cuda")
     y = torch.empty_like(x)
     report = []
-    kernel, block_n, block_m, num_warps = softmax_module._plan(NCU_SHAPE[1])
+    kernel, block_n, block_m, num_warps = softmax_module._launch_config(NCU_SHAPE[1])
     compiled = kernel[(NCU_SHAPE[0] // block_m,)](
         x,
         y,

@@ -32,7 +32,7 @@ import torch
 import triton
 import triton.language as tl
 
-from gpuperf.kernels import _persistent_configs as _configs
+from gpuperf.kernels import _persistent_configs
 from gpuperf.kernels._grid import cdiv
 from gpuperf.kernels._launch import Launcher
 from gpuperf.kernels._persistent_configs import PersistentConfig
@@ -282,13 +282,15 @@ def persistent_config(a: torch.Tensor, b: torch.Tensor, which: str = "best") -> 
     sweep); ``which`` names a rung of tutorial 06's ladder (``"pointer"``, ``"tma"``,
     ``"tma_ws"``) to get that variant's fastest config instead."""
     slug = tuned_folder(a.get_device())
-    tuned = _configs.tuned_config("matmul_persistent", slug, a.shape[0], b.shape[1], a.shape[1], which)
-    return tuned or _configs.PERSISTENT_DEFAULT
+    tuned = _persistent_configs.tuned_config(
+        "matmul_persistent", slug, a.shape[0], b.shape[1], a.shape[1], which
+    )
+    return tuned or _persistent_configs.PERSISTENT_DEFAULT
 
 
 def forget_tuned_configs() -> None:
     """Drop the cached sweeps and plans: the next call reads ``kernels/tuned`` again."""
-    _configs.forget_tuned()
+    _persistent_configs.forget_tuned()
     matmul_persistent.plans.clear()
 
 

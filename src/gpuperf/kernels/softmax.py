@@ -121,7 +121,7 @@ _launch_traced = {k: traced(k) for k in (_softmax_kernel, _softmax_online_kernel
 
 
 @functools.lru_cache(maxsize=1024)
-def _plan(n_cols: int) -> tuple:
+def _launch_config(n_cols: int) -> tuple:
     """``(kernel, BLOCK_N, BLOCK_M, num_warps)`` for rows of ``n_cols``.
 
     BLOCK_M is None for the online kernel, which gives each row its own program.
@@ -136,7 +136,7 @@ def _plan(n_cols: int) -> tuple:
 def _softmax_into(y2d: torch.Tensor, x2d: torch.Tensor, launchers: dict, bind: bool = False):
     """Launch the softmax of ``x2d`` into ``y2d``; return the :class:`Bound` launch when ``bind``."""
     n_rows, n_cols = x2d.shape
-    kernel, block_n, block_m, num_warps = _plan(n_cols)
+    kernel, block_n, block_m, num_warps = _launch_config(n_cols)
     stride_xm, stride_xn = x2d.stride()
     if block_m is None:
         runtime = (x2d, y2d, n_cols, stride_xm, stride_xn, n_cols)

@@ -58,7 +58,7 @@ import triton.language as tl
 from torch.library import triton_op
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from gpuperf.kernels import _persistent_configs as _configs
+from gpuperf.kernels import _persistent_configs
 from gpuperf.kernels._grid import cdiv, next_power_of_2
 from gpuperf.kernels._launch import Launcher, traced
 from gpuperf.kernels._persistent_configs import SHARED_MEMORY_BYTES, PersistentConfig
@@ -401,7 +401,7 @@ def _config_for(device_index: int, m: int, n: int, k: int) -> PersistentConfig:
     if slug is None:  # the interpreter
         return SWIGLU_INTERPRETER
     tma = capability(device_index)[0] >= 9
-    tuned = _configs.tuned_config("swiglu", slug, m, n, k, "best" if tma else "pointer")
+    tuned = _persistent_configs.tuned_config("swiglu", slug, m, n, k, "best" if tma else "pointer")
     if tuned is not None:
         return tuned
     if not tma:
@@ -446,7 +446,7 @@ def launch_config(
 
 def forget_tuned_configs() -> None:
     """Drop the cached sweeps and plans: the next call reads ``kernels/tuned`` again."""
-    _configs.forget_tuned()
+    _persistent_configs.forget_tuned()
     swiglu.plans.clear()
 
 

@@ -60,7 +60,7 @@ from gpuperf.kernels.device import num_sms, require_gluon_hopper
 from gpuperf.kernels.matmul_fp8 import FP8_DTYPES, FP8_OUT_DTYPES, check_scale
 from gpuperf.kernels.matmul_persistent import check_matmul_shapes
 from gpuperf.kernels.plans import planned
-from gpuperf.kernels.tma import BoundDescriptors, Described, check_tma_operands, tma_layout
+from gpuperf.kernels.tma import BoundDescriptors, Described, check_tma_operands, tma_copy, tma_layout
 
 #: The promotion schedules: ``"pingpong"`` overlaps each float32 addition with the next
 #: step's MMA (two partial accumulators); ``"drain"`` waits for each MMA first (Triton's).
@@ -362,9 +362,10 @@ def matmul_fp8_promoted(
 
     Args:
         a: ``(M, K)``, ``torch.float8_e4m3fn`` or ``torch.float8_e5m2``; copied to
-            row-major if it is not.
+            row-major if TMA cannot read it so (:func:`gpuperf.kernels.tma.tma_copy`: a
+            contiguous view whose base is not 16-byte aligned is copied too).
         b: ``(K, N)``, an FP8 dtype, same device; copied to column-major (``bt.t()`` of
-            a row-major ``(N, K)``) if it is not, as ``torch._scaled_mm`` wants it.
+            a row-major ``(N, K)``) if TMA cannot read it so, as ``torch._scaled_mm`` wants it.
         scale_a: float32, shape ``()`` (per tensor) or ``(M, 1)`` (per row).
         scale_b: float32, shape ``()`` or ``(1, N)`` (per column).
         out_dtype: ``torch.bfloat16`` (default), ``torch.float16`` or ``torch.float32``.
@@ -378,9 +379,7 @@ def matmul_fp8_promoted(
             ``out_dtype`` unsupported, or ``config`` not a :class:`GluonFP8Config`.
         ValueError: shapes or devices do not match, a scale has the wrong shape, or an
             operand cannot be read K-major through TMA, even as a copy (its other stride,
-            ``K`` bytes for a contiguous copy, must be a multiple of 16; ``K = 1`` never is),
-            or is a contiguous view whose base is not 16-byte aligned (a slice at an odd
-            offset, which ``.contiguous()`` returns as it is: pass ``a.clone()``).
+            ``K`` bytes for a contiguous copy, must be a multiple of 16; ``K = 1`` never is).
         RuntimeError: Gluon cannot run here: Triton's interpreter is on, or the GPU is
             not a Hopper (compute capability 9.x).
 
@@ -407,10 +406,7 @@ def matmul_fp8_promoted(
     if m == 0 or n == 0 or k == 0:
         return torch.zeros((m, n), dtype=out_dtype, device=a.device), None
     operands = (a, b)
-    if tma_layout(a) != "row":
-        a = a.contiguous()
-    if tma_layout(b) != "col":
-        b = b.t().contiguous().t()
+    a, b = tma_copy(a, "row"), tma_copy(b, "col")
     check_tma_operands(("a", "b"), (a, b))
     # A copy cannot make every operand K-major: PyTorch gives a (1, N) b (K = 1) the strides
     # of a row-major one, and the kernel's descriptor of bᵀ would have a misaligned stride.

@@ -594,7 +594,7 @@ def attention_configs(q: torch.Tensor, *, causal: bool = False) -> dict[str, Att
 
 def forget_tuned_configs() -> None:
     """Drop the cached config choices and plans: the next call reads the tuning sweeps again."""
-    _configs._attention_table.cache_clear()
+    _configs.forget_tuned()
     _configs_for.cache_clear()
     attention.plans.clear()
 

@@ -488,8 +488,9 @@ def _descriptor(t: torch.Tensor, rows: int) -> TensorDescriptor:
 
 
 def kernel_arguments(o, q, k, v, causal: bool, scale: float, config: FA3Config):
-    """The grid, the arguments and the compile-time constants of one launch (also what
-    ``_fa3_kernel.warmup`` takes to compile it without launching)."""
+    """``(kernel, grid, args, constants)`` of one launch: ``kernel[grid](*args, **constants)``
+    launches it, ``kernel.warmup(*args, grid=grid, **constants)`` compiles it without launching
+    (:mod:`gpuperf.kernels.gluon.offline`)."""
     batch, n_heads, seq_q, head_dim = q.shape
     n_kv_heads, seq_k = k.shape[1], k.shape[2]
     block_n = config.block_n
@@ -513,7 +514,7 @@ def kernel_arguments(o, q, k, v, causal: bool, scale: float, config: FA3Config):
         REGISTERS=config.registers_for(head_dim),
         num_warps=4,
     )
-    return grid, args, constants
+    return _fa3_kernel, grid, args, constants
 
 
 @planned(tensors=3)
@@ -574,14 +575,14 @@ def attention_fa3(
     # A copy is contiguous at a new, aligned address: its strides (D a multiple of 64 elements)
     # are multiples of 16 bytes, so a descriptor describes every input that reaches the kernel.
     ready = [tma_copy(t) for t in (q, k, v)]
-    grid, args, constants = kernel_arguments(o, *ready, causal, scale, config)
-    compiled = _fa3_kernel[grid](*args, **constants)
+    kernel, grid, args, constants = kernel_arguments(o, *ready, causal, scale, config)
+    compiled = kernel[grid](*args, **constants)
     # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans), unless
     # an input was copied.
     copied = any(t is not r for t, r in zip((q, k, v), ready, strict=True))
     if copied or not fast_path_enabled():
         return o, None
-    return o, Plan(BoundDescriptors.of_compiled(_fa3_kernel, compiled, grid, args, constants, 4), o, args)
+    return o, Plan(BoundDescriptors.of_compiled(kernel, compiled, grid, args, constants, 4), o, args)
 
 
 class Plan:

@@ -448,18 +448,17 @@ def launch(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> Plan | None:
     """Launch the kernel on checked operands: ``a`` row-major, ``b`` column-major (K-major
     both), flat scales of 1 or M (N) elements, ``c`` contiguous. Returns the :class:`Plan`
     that repeats the launch on operands like these (None where the launch cache is off)."""
-    grid, args, constants = kernel_arguments(c, a, b, scale_a, scale_b, config)
-    compiled = _fp8_promoted_kernel[grid](*args, **constants)
+    kernel, grid, args, constants = kernel_arguments(c, a, b, scale_a, scale_b, config)
+    compiled = kernel[grid](*args, **constants)
     if not fast_path_enabled():
         return None
-    return Plan(
-        BoundDescriptors.of_compiled(_fp8_promoted_kernel, compiled, grid, args, constants, 5), c, args
-    )
+    return Plan(BoundDescriptors.of_compiled(kernel, compiled, grid, args, constants, 5), c, args)
 
 
-def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple[tuple, tuple, dict]:
-    """The grid, the arguments and the compile-time constants of one launch (also what
-    ``_fp8_promoted_kernel.warmup`` takes to compile it without launching)."""
+def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple:
+    """``(kernel, grid, args, constants)`` of one launch: ``kernel[grid](*args, **constants)``
+    launches it, ``kernel.warmup(*args, grid=grid, **constants)`` compiles it without launching
+    (:mod:`gpuperf.kernels.gluon.offline`)."""
     m = a.shape[0]
     n = b.shape[1]
     bm, bn, bk = config.block_m, config.block_n, config.block_k
@@ -487,7 +486,7 @@ def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple
         TMA_STORE=tma_store,
         num_warps=config.num_warps,
     )
-    return grid, args, constants
+    return _fp8_promoted_kernel, grid, args, constants
 
 
 __all__ = ["DEFAULT_CONFIG", "SCHEDULES", "GluonFP8Config", "matmul_fp8_promoted"]

@@ -2,7 +2,7 @@
 
 A tutorial's benchmarks are the catalog names it passes to ``run_or_load`` or ``show``
 (read from its source, so a new tutorial is picked up without a change here);
-each benchmark's headline comes from :func:`gpuperf.pages.summary.headline`, and
+each benchmark's headline comes from :func:`gpuperf.pages.report.headline`, and
 each tutorial says when and at which commit it was last measured on each GPU.
 """
 
@@ -13,8 +13,7 @@ from pathlib import Path
 
 from gpuperf.bench import catalog, records
 from gpuperf.pages.plotting import short_gpu_name
-from gpuperf.pages.report import load
-from gpuperf.pages.summary import headline, last_measured
+from gpuperf.pages.report import headline, last_measured, load
 
 
 def tutorial_benchmarks(path: Path) -> list[catalog.Benchmark]:

@@ -4,8 +4,7 @@ import pytest
 
 from gpuperf.bench import catalog
 from gpuperf.pages.plotting import format_x
-from gpuperf.pages.report import Result
-from gpuperf.pages.summary import headline, last_measured
+from gpuperf.pages.report import Result, headline, last_measured
 from tests.test_bench_records import HOST_LIKE, MATMUL_LIKE, synthetic_record
 
 

@@ -7,7 +7,14 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from gpuperf.kernels import PersistentConfig
 from gpuperf.kernels.plans import call_key, planned, tensor_key
-from gpuperf.kernels.tma import DescriptorLauncher, box_offset_aligned, check_tma_operands, tma_layout
+from gpuperf.kernels.tma import (
+    DescriptorLauncher,
+    box_offset_aligned,
+    check_tma_operands,
+    tma_copy,
+    tma_layout,
+    tma_ready,
+)
 from tests._params import randn
 
 
@@ -144,6 +151,39 @@ def test_tma_layout_and_the_named_error(shape, strides, offset, expected):
             check_tma_operands(("w",), (t,))
     else:
         check_tma_operands(("w",), (t,))
+
+
+@pytest.mark.parametrize(
+    "shape, strides, offset, layout, copied",
+    [
+        ((64, 32), (32, 1), 0, "row", False),
+        ((64, 32), (1, 64), 0, "col", False),
+        ((64, 32), (32, 1), 1, "row", True),  # contiguous, 2 bytes past an aligned address
+        ((64, 32), (1, 64), 1, "col", True),
+        ((64, 32), (32, 1), 0, "col", True),  # row-major, wanted column-major
+        ((64, 32), (33, 1), 0, "row", True),  # rows of 66 bytes; the copy's are 64
+        ((64, 30), (30, 1), 1, "row", False),  # rows of 60 bytes, copied or not: left as it is
+        ((2, 3, 5, 64), (960, 320, 64, 1), 1, "row", True),  # (B, H, S, D) at an unaligned address
+        ((1, 1, 1, 64), (67, 67, 67, 1), 0, "row", True),  # contiguous, yet a stride of 134 bytes
+    ],
+    ids=["row", "col", "row-misaligned", "col-misaligned", "row-as-col", "odd-rows", "odd-copy",
+         "4d-misaligned", "4d-odd-strides"],
+)  # fmt: skip
+def test_tma_copy_copies_what_no_descriptor_describes(shape, strides, offset, layout, copied):
+    storage = torch.arange(64 * 67 + 16, dtype=torch.float16)
+    t = torch.as_strided(storage, shape, strides, offset)
+    out = tma_copy(t, layout)
+    assert torch.equal(out, t) and (out is not t) == copied
+    if copied:  # (.contiguous() returns a contiguous t as it is, its address and strides too)
+        assert (tma_layout(out) == layout) if out.dim() == 2 else tma_ready(out)
+        assert tma_layout(t) != layout if t.dim() == 2 else not tma_ready(t)
+
+
+def test_tma_copy_layouts():
+    with pytest.raises(ValueError, match=r'must be "row", or "col" for a 2-D tensor; got \'col\' for 3-D'):
+        tma_copy(torch.zeros(2, 2, 16), "col")
+    with pytest.raises(ValueError, match="got 'diagonal'"):
+        tma_copy(torch.zeros(2, 16), "diagonal")
 
 
 def test_a_box_starts_aligned_only_on_a_16_byte_boundary():

@@ -15,6 +15,7 @@ The GPU tests (one per path) run on an H100; the small tests of paths 1-3 run th
 strategies on tiny shapes, in Triton's interpreter where there is no GPU.
 """
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -28,7 +29,7 @@ from gpuperf.kernels.device import has_tma
 from gpuperf.kernels.gluon import attention_fa3, matmul_fp8_promoted
 from gpuperf.kernels.matmul_persistent import persistent_config
 from gpuperf.kernels.swiglu import launch_config, swiglu_config
-from gpuperf.kernels.tma import box_offset_aligned, tma_layout
+from gpuperf.kernels.tma import box_offset_aligned, tma_copy, tma_layout
 from gpuperf.reference import attention_ref, matmul_fp8_ref, matmul_ref, swiglu_ref
 from gpuperf.testing import assert_close
 from tests._params import assert_close_fp8, randn
@@ -445,23 +446,27 @@ fp8_cases = st.builds(
 )  # fmt: skip
 
 
+def k_major_copies(a, b) -> tuple[torch.Tensor, torch.Tensor]:
+    """The operands as the FP8 matmuls' wrappers pass them on (their docstrings): ``a`` copied
+    unless TMA reads it row-major, ``b`` unless column-major, where TMA can read the copy
+    (:func:`gpuperf.kernels.tma.tma_copy`; a contiguous view at an unaligned address is
+    copied too)."""
+    return tma_copy(a, "row"), tma_copy(b, "col")
+
+
 def copied_undescribable(a, b) -> str | None:
-    """matmul_fp8 copies ``a`` (``.contiguous()``) unless TMA reads it row-major, and ``b``
-    (``.t().contiguous().t()``) unless TMA reads it column-major (its docstring), and its
-    kernel reads either orientation: the operand, if any, no descriptor describes after that."""
-    a = a if tma_layout(a) == "row" else a.contiguous()
-    b = b if tma_layout(b) == "col" else b.t().contiguous().t()
+    """matmul_fp8 copies its operands K-major (:func:`k_major_copies`), and its kernel reads
+    either orientation: the operand, if any, no descriptor describes after that."""
+    a, b = k_major_copies(a, b)
     return undescribable({"a": a, "b": b})
 
 
 def k_major_undescribable(a, b) -> str | None:
     """Gluon's kernel reads ``a`` row-major and ``b`` column-major only (K-major, as
     ``torch._scaled_mm``), and its wrapper copies an operand TMA cannot read so
-    (``.contiguous()``, its docstring): the operand, if any, that no descriptor describes
-    after that. (A copy needs K a multiple of 16; a contiguous view at an unaligned
-    offset is returned as it is by ``.contiguous()``, so it stays unreadable.)"""
-    a = a if tma_layout(a) == "row" else a.contiguous()
-    b = b if tma_layout(b) == "col" else b.t().contiguous().t()
+    (:func:`k_major_copies`): the operand, if any, that no descriptor describes so after
+    that. (A copy needs K a multiple of 16 bytes.)"""
+    a, b = k_major_copies(a, b)
     if tma_layout(a) != "row":
         return "a"
     if tma_layout(b) != "col":
@@ -589,3 +594,108 @@ def test_gpu_attention_fa3_matches_or_rejects(case):
             assert out.shape == q.shape and out.dtype == q.dtype and out.is_contiguous()
             assert_close(f"attention_fa3, {call}", ref, out, k=case.seq_k)
     sync()
+
+
+# --- 7. A contiguous operand at an unaligned address (issue 34) ----------------------------
+#
+# ``buf[1:].view(...)`` is contiguous, so ``.contiguous()`` returns it as it is, but its base
+# is one element (2 bytes, or 1 in FP8) past a 16-byte boundary: a descriptor of it faults the
+# GPU, and Triton's TensorDescriptor asserts on it. Each op with a TMA path checks on the host
+# first and does what its docstring says: computes the result (the operand copied, or read
+# through computed pointers), or raises a ValueError naming the operand and its address % 16.
+# The Triton ops' tests run in the interpreter too (their checks come before any GPU's).
+
+MISALIGNED = Layout("offset", 1)  # contiguous, one element past a 16-byte boundary
+
+
+def tma_config(fp8: bool = False) -> PersistentConfig:
+    """A config that loads through TMA: interpreter-sized tiles on the CPU."""
+    if DEVICE == "cpu":
+        return SMALL_TMA
+    return FP8_TMA if fp8 else PersistentConfig(128, 128, 64, 8, 8, 3)
+
+
+def misaligned_error(name: str, t: torch.Tensor):
+    """``pytest.raises`` for the ValueError naming ``name`` and its address's miss of 16 bytes."""
+    shape, miss = re.escape(str(tuple(t.shape))), t.data_ptr() % 16
+    return pytest.raises(ValueError, match=rf"^{name} \(shape {shape}, .*address % 16 = {miss}\)")
+
+
+def fp8_operands(misplaced: str):
+    """FP8 ``a`` (40, 64) row-major and ``b`` (64, 48) column-major, per-row scales, the one
+    ``misplaced`` names contiguous at an unaligned address (``b`` through its transpose)."""
+    a, scale_a = to_fp8(randn((40, 64), torch.float32, seed=11), axis=-1)
+    bt, scale_bt = to_fp8(randn((48, 64), torch.float32, seed=12), axis=-1)
+    a = place(a, MISALIGNED) if misplaced == "a" else a
+    bt = place(bt, MISALIGNED) if misplaced == "b" else bt
+    assert (a if misplaced == "a" else bt).data_ptr() % 16
+    return a, bt.t(), scale_a, scale_bt.t()
+
+
+@pytest.mark.parametrize("operand", ["a", "b"])
+def test_matmul_persistent_names_a_misaligned_operand(operand):
+    """A TMA config refuses the operand, named (docstring); the pointer config computes it."""
+    require_capability(9)
+    layouts = (MISALIGNED, Layout("row")) if operand == "a" else (Layout("row"), MISALIGNED)
+    a, b = MatmulCase(40, 48, 32, torch.float16, *layouts, seed=13).operands()
+    config = tma_config()
+    with misaligned_error(operand, a if operand == "a" else b):
+        matmul_persistent(a, b, config=config)
+    out = matmul_persistent(a, b, config=dataclasses.replace(config, tma=False, warp_specialize=False))
+    sync()
+    assert_close("matmul_persistent, pointers", matmul_ref(a, b), out, k=32)
+
+
+@pytest.mark.parametrize("operand", ["x", "w_gate_up"])
+def test_swiglu_computes_a_misaligned_operand_through_pointers(operand):
+    """swiglu takes any strides (docstring): TMA is left for computed pointers."""
+    require_capability(9)
+    x_layout, w_layout = (MISALIGNED, Layout("row")) if operand == "x" else (Layout("row"), MISALIGNED)
+    case = SwigluCase(40, 48, 32, torch.float16, x_layout, Weight("placed", w_layout), seed=14)
+    x, w = case.inputs()
+    assert (x if operand == "x" else w).data_ptr() % 16
+    assert not launch_config(x, w, tma_config()).tma
+    check_swiglu_forward(case, tma_config())
+
+
+@pytest.mark.parametrize("operand", ["a", "b"])
+def test_matmul_fp8_copies_a_misaligned_operand(operand):
+    """An operand TMA cannot describe is copied K-major (docstring), by default and with a
+    config that asks for TMA."""
+    require_capability(9)
+    a, b, scale_a, scale_b = fp8_operands(operand)
+    ref = matmul_fp8_ref(a, b, scale_a, scale_b)
+    for config in (None, tma_config(fp8=True)):
+        out = matmul_fp8(a, b, scale_a, scale_b, config=config)
+        sync()
+        assert_close_fp8(f"matmul_fp8, config {config}", ref, out, k=64)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("operand", ["a", "b"])
+def test_gpu_matmul_fp8_promoted_copies_a_misaligned_operand(operand):
+    """Gluon's kernel reads through TMA only: the operand is copied K-major (docstring)."""
+    require_capability(9, exact=True)
+    a, b, scale_a, scale_b = fp8_operands(operand)
+    out = matmul_fp8_promoted(a, b, scale_a, scale_b)
+    sync()
+    assert_close_fp8("matmul_fp8_promoted", matmul_fp8_ref(a, b, scale_a, scale_b), out, k=64)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("operand", ["q", "k", "v"])
+@pytest.mark.parametrize("head_dim", FA3_HEAD_DIMS)
+def test_gpu_attention_fa3_copies_a_misaligned_input(operand, head_dim):
+    """An input a descriptor cannot describe is copied (docstring), a contiguous view at an
+    unaligned address included; the result is the reference's, on the first call and the next."""
+    require_capability(9, exact=True)
+    layouts = {name: MISALIGNED if name == operand else Layout("bhsd") for name in ("q", "k", "v")}
+    case = AttentionCase(2, 2, 2, 77, 77, head_dim, True, torch.bfloat16, **layouts, seed=15)
+    q, k, v = case.inputs()
+    t = {"q": q, "k": k, "v": v}[operand]
+    assert t.is_contiguous() and t.data_ptr() % 16
+    ref = attention_ref(q, k, v, True)
+    for call in ("first call", "second call"):
+        out = attention_fa3(q, k, v, causal=True)
+        sync()
+        assert_close(f"attention_fa3, {operand} misaligned, {call}", ref, out, k=77)

@@ -40,7 +40,7 @@ import inspect
 
 from gpuperf import reference
 
-print(inspect.getsource(reference._attention_rows))
+print(inspect.getsource(reference.attention_rows))
 
 # %%
 # The work is two matrix products, :math:`4 S_q S_k D` FLOPs per head, and the

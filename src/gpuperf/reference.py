@@ -96,7 +96,7 @@ def attention_naive(q, k, v, causal: bool = False, scale: float | None = None) -
     (needs ``S_q == S_k``). It writes the ``(B, H, S_q, S_k)`` scores and
     probabilities to memory and reads them back: the unfused baseline of tutorial 04.
     """
-    return _attention_rows(q, k, v, causal, 0, scale)
+    return attention_rows(q, k, v, causal, 0, scale)
 
 
 #: Queries per chunk in the float32 references: bounds the score matrix they hold.
@@ -112,7 +112,7 @@ def attention_ref(q, k, v, causal: bool = False, scale: float | None = None) -> 
     """
     q, k, v = q.float(), k.float(), v.float()
     chunks = [
-        _attention_rows(q[..., start:stop, :], *_keys_for(k, v, causal, stop), causal, start, scale)
+        attention_rows(q[..., start:stop, :], *_keys_for(k, v, causal, stop), causal, start, scale)
         for start, stop in _chunks(q.shape[-2])
     ]
     return torch.cat(chunks, dim=-2)
@@ -133,7 +133,7 @@ def attention_grads_ref(q, k, v, grad_out, causal: bool = False, scale: float | 
     dv = torch.zeros_like(v32)
     for start, stop in _chunks(q.shape[-2]):
         q_rows = q[..., start:stop, :].detach().float().requires_grad_()
-        out = _attention_rows(q_rows, *_keys_for(k32, v32, causal, stop), causal, start, scale)
+        out = attention_rows(q_rows, *_keys_for(k32, v32, causal, stop), causal, start, scale)
         g_q, g_k, g_v = torch.autograd.grad(out, (q_rows, k32, v32), grad_out[..., start:stop, :].float())
         dq[..., start:stop, :] = g_q
         dk += g_k
@@ -150,8 +150,10 @@ def _keys_for(k, v, causal: bool, stop: int):
     return (k[..., :stop, :], v[..., :stop, :]) if causal else (k, v)
 
 
-def _attention_rows(q, k, v, causal: bool, first_row: int, scale: float | None):
-    """Attention of the query rows ``first_row, first_row + 1, ...`` held in ``q``."""
+def attention_rows(q, k, v, causal: bool, first_row: int, scale: float | None):
+    """Attention of the query rows ``first_row, first_row + 1, ...`` held in ``q``, written the
+    obvious way (the scores and the probabilities materialised): what :func:`attention_ref`
+    computes a chunk of rows at a time, and what tutorial 04 shows first."""
     group = q.shape[1] // k.shape[1]
     if group > 1:
         k = k.repeat_interleave(group, dim=1)
@@ -316,7 +318,7 @@ def attention_decode_ref(q, k_cache, v_cache, cache_seqlens, scale: float | None
         if seq_q <= n <= s_max:
             keys = k_cache[b : b + 1, :, :n].double()
             values = v_cache[b : b + 1, :, :n].double()
-            out[b] = _attention_rows(q[b : b + 1].double(), keys, values, True, n - seq_q, scale)[0]
+            out[b] = attention_rows(q[b : b + 1].double(), keys, values, True, n - seq_q, scale)[0]
     return out
 
 

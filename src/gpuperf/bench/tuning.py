@@ -317,11 +317,11 @@ def _tune_attention_case(head_dim: int, causal: bool, candidates: dict, log) -> 
     chosen = dict(zip(configs.ATTENTION_KERNELS, configs.ATTENTION_DEFAULT[head_dim], strict=True))
 
     def forward(config):
-        ops._forward_into(o, lse, q, k, v, causal, scale, config)
+        ops.forward_into(o, lse, q, k, v, causal, scale, config)
         return o
 
     def backward(dkdv, dq):
-        ops._backward_into(*grads, grad_out, q, k, v, o, lse, causal, scale, (None, dkdv, dq))
+        ops.backward_into(*grads, grad_out, q, k, v, o, lse, causal, scale, (None, dkdv, dq))
         return grads
 
     trials = []

@@ -594,17 +594,20 @@ def attention_configs(q: torch.Tensor, *, causal: bool = False) -> dict[str, Att
 
 def forget_tuned_configs() -> None:
     """Drop the cached config choices and plans: the next call reads the tuning sweeps again."""
-    _configs._attention_table.cache_clear()
+    _configs.forget_tuned()
     _configs_for.cache_clear()
     attention.plans.clear()
 
 
-def _forward_into(
-    o, lse, q, k, v, causal: bool, scale: float, config: AttentionConfig, launchers, bind=False
+def forward_into(
+    o, lse, q, k, v, causal: bool, scale: float, config: AttentionConfig, launchers=_launch, bind=False
 ):
-    """Launch the forward into ``o`` and ``lse`` by ``launchers`` (:data:`_launch` or
-    :data:`_launch_traced`); with ``bind``, return the launch bound for the next inputs like
-    these (:class:`~gpuperf.kernels._launch.Bound`, None where there can be none)."""
+    """Launch the forward kernel with ``config`` into ``o`` (``q``'s shape) and ``lse`` (float32,
+    ``(B, H, S_q)``) by ``launchers`` (the launch cache by default, or the op's traced
+    launches); with ``bind``, return the launch bound for the next inputs like these
+    (:class:`~gpuperf.kernels._launch.Bound`, None where there can be none). No checks: the
+    callers pass checked tensors (the op, and the tuning sweep of :mod:`gpuperf.bench.tuning`,
+    which times each config)."""
     batch, n_heads, seq_q, head_dim = q.shape
     n_kv_heads, seq_k = k.shape[1], k.shape[2]
     grid = (cdiv(seq_q, config.block_m), batch * n_heads)
@@ -625,7 +628,12 @@ def _forward_into(
     )
 
 
-def _backward_into(dq, dk, dv, do, q, k, v, o, lse, causal: bool, scale: float, configs, launchers) -> None:
+def backward_into(
+    dq, dk, dv, do, q, k, v, o, lse, causal: bool, scale: float, configs, launchers=_launch
+) -> None:
+    """Launch the backward into ``dq``, ``dk`` and ``dv`` from the upstream gradient ``do`` and
+    the forward's ``o`` and ``lse``, with ``configs`` ``(forward, dK/dV, dQ)`` (the first
+    unused), by ``launchers`` as :func:`forward_into`. No checks, as there."""
     _, dkdv, dq_config = configs
     batch, n_heads, seq_q, head_dim = q.shape
     n_kv_heads, seq_k = k.shape[1], k.shape[2]
@@ -679,7 +687,7 @@ def _attention_forward_op(
     o, lse = _new_outputs(q)
     if o.numel():
         config = _configs_for(q.get_device(), q.shape[3], causal)[0]
-        _forward_into(o, lse, q, k, v, causal, scale, config, _launch_traced)
+        forward_into(o, lse, q, k, v, causal, scale, config, _launch_traced)
     return o, lse
 
 
@@ -701,7 +709,7 @@ def _attention_backward_op(
         return dq, dk.zero_(), dv.zero_()
     if dk.numel():
         configs = _configs_for(q.get_device(), q.shape[3], causal)
-        _backward_into(dq, dk, dv, grad_out, q, k, v, out, lse, causal, scale, configs, _launch_traced)
+        backward_into(dq, dk, dv, grad_out, q, k, v, out, lse, causal, scale, configs, _launch_traced)
     return dq, dk, dv
 
 
@@ -737,7 +745,7 @@ class _Attention(torch.autograd.Function):
         o, lse = _new_outputs(q)
         if o.numel():
             config = _configs_for(q.get_device(), q.shape[3], causal)[0]
-            _forward_into(o, lse, q, k, v, causal, scale, config, _launch)
+            forward_into(o, lse, q, k, v, causal, scale, config, _launch)
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.causal, ctx.scale = causal, scale
         return o
@@ -750,7 +758,7 @@ class _Attention(torch.autograd.Function):
             return dq, dk.zero_(), dv.zero_(), None, None
         if dk.numel():
             configs = _configs_for(q.get_device(), q.shape[3], ctx.causal)
-            _backward_into(dq, dk, dv, grad_out, q, k, v, o, lse, ctx.causal, ctx.scale, configs, _launch)
+            backward_into(dq, dk, dv, grad_out, q, k, v, o, lse, ctx.causal, ctx.scale, configs, _launch)
         return dq, dk, dv, None, None
 
 
@@ -769,7 +777,7 @@ class _ForwardPlan:
     def __call__(self, q, k, v) -> torch.Tensor:
         o, lse = _new_outputs(q)
         if self.bound is None:
-            _forward_into(o, lse, q, k, v, self.causal, self.scale, self.config, _launch)
+            forward_into(o, lse, q, k, v, self.causal, self.scale, self.config, _launch)
         else:
             self.bound(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr())
         return o
@@ -782,7 +790,7 @@ def _forward(q, k, v, causal: bool, scale: float) -> tuple[torch.Tensor, _Forwar
     if o.numel() == 0:
         return o, None
     config = _configs_for(q.get_device(), q.shape[3], causal)[0]
-    bound = _forward_into(o, lse, q, k, v, causal, scale, config, _launch, bind=True)
+    bound = forward_into(o, lse, q, k, v, causal, scale, config, _launch, bind=True)
     return o, (_ForwardPlan(bound, causal, scale, config) if fast_path_enabled() else None)
 
 
@@ -860,4 +868,4 @@ def attention(
     return _forward(q, k, v, causal, scale)
 
 
-__all__ = ["AttentionConfig", "attention", "attention_configs"]
+__all__ = ["AttentionConfig", "attention", "attention_configs", "backward_into", "forward_into"]

@@ -32,7 +32,7 @@ from gpuperf.kernels._validation import FLOAT_DTYPES, check_tensor, dtype_names
 from gpuperf.kernels.device import capability, has_tma, require_tma, tuned_folder
 from gpuperf.kernels.matmul_persistent import check_matmul_shapes, launch_persistent
 from gpuperf.kernels.plans import planned
-from gpuperf.kernels.tma import check_tma_operands, tma_layout
+from gpuperf.kernels.tma import check_tma_operands, tma_copy, tma_layout
 
 #: The FP8 formats, with the largest finite value of each.
 FP8_DTYPES: tuple[torch.dtype, ...] = (torch.float8_e4m3fn, torch.float8_e5m2)
@@ -166,8 +166,10 @@ def matmul_fp8(
     both operands K-major: ``a`` row-major and ``b`` column-major (``b = bt.t()``
     for a row-major ``bt`` of shape (N, K)), as ``torch._scaled_mm`` requires. An
     operand in another layout, or one that TMA cannot describe (see
-    :func:`~gpuperf.kernels.matmul_persistent.tma_layout`), is copied into that
-    layout first (``M * K`` or ``K * N`` bytes, read and written once).
+    :func:`~gpuperf.kernels.tma.tma_layout`: a contiguous view whose base is not 16-byte
+    aligned among them), is copied into that layout first (``M * K`` or ``K * N`` bytes,
+    read and written once: :func:`~gpuperf.kernels.tma.tma_copy`), unless TMA could not
+    describe the copy either (``K`` bytes not a multiple of 16): computed pointers read it.
 
     Args:
         a: ``(M, K)``, ``torch.float8_e4m3fn`` or ``torch.float8_e5m2``, any strides.
@@ -233,10 +235,7 @@ def matmul_fp8(
     operands = (a, b)
     if has_tma(a):
         # K-major operands: the layout the FP8 tensor cores read, and one TMA describes.
-        if tma_layout(a) != "row":
-            a = a.contiguous()
-        if tma_layout(b) != "col":
-            b = b.t().contiguous().t()
+        a, b = tma_copy(a, "row"), tma_copy(b, "col")
     chosen = config or fit_output(fp8_config(a, b, fast_accum=fast_accum), out_dtype)
     if chosen.tma:
         require_tma("matmul_fp8 with a TMA config", a)

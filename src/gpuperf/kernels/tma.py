@@ -16,8 +16,9 @@ dimension must also be a multiple of 16 bytes in Triton 3.6's lowering: a box of
 second half of ``[W_gate | W_up]`` starting ``N`` columns in, with ``N * element size``
 not a multiple of 16, is an illegal instruction on the GPU, and the whole CUDA context is
 lost with it (:func:`box_offset_aligned`). A descriptor that breaks a rule is never
-launched: :func:`tma_layout` says which tensors can be described, :func:`check_tma_operands`
-says why one cannot, and the kernels take their computed-pointer path for the others.
+launched: :func:`tma_layout` (2-D) and :func:`tma_ready` (any rank) say which tensors can be
+described, :func:`check_tma_operands` says why one cannot, :func:`tma_copy` copies one into a
+layout that can be, and the kernels take their computed-pointer path for the others.
 """
 
 from __future__ import annotations
@@ -47,6 +48,47 @@ def tma_layout(t: torch.Tensor) -> str | None:
     if (s0 == 1 or rows == 1) and (s1 * size) % TMA_ALIGNMENT == 0:
         return "col"
     return None
+
+
+def tma_ready(t: torch.Tensor) -> bool:
+    """Whether a descriptor with ``t``'s own shape and strides can describe ``t`` (of any rank,
+    its last dimension innermost): a 16-byte aligned base, a unit last stride and every other
+    stride a multiple of 16 bytes."""
+    size = t.element_size()
+    return (
+        t.data_ptr() % TMA_ALIGNMENT == 0
+        and t.stride(-1) == 1
+        and all((s * size) % TMA_ALIGNMENT == 0 for s in t.stride()[:-1])
+    )
+
+
+def tma_copy(t: torch.Tensor, layout: str = "row") -> torch.Tensor:
+    """``t`` where a descriptor reads it in ``layout`` as it is, else a copy in that layout that
+    a descriptor reads: ``"row"`` (last dimension innermost: :func:`tma_layout` ``"row"`` for a
+    2-D ``t``, :func:`tma_ready` for any other rank) or ``"col"`` (a 2-D ``t`` column-major).
+    Where no copy could be read either (a row of the copy is not a multiple of 16 bytes),
+    ``t`` is returned as it is: the caller checks (:func:`check_tma_operands`) or takes its
+    computed-pointer path.
+
+    The copy is new memory, whose base is 16-byte aligned: ``.contiguous()`` returns a
+    contiguous view at an unaligned address (a slice of a bigger buffer at an odd offset) as
+    it is, and a descriptor of that faults the GPU.
+
+    Raises:
+        ValueError: ``layout`` is not ``"row"`` or ``"col"``, or ``"col"`` for a ``t`` not 2-D.
+    """
+    if layout not in ("row", "col") or (layout == "col" and t.dim() != 2):
+        raise ValueError(f'layout must be "row", or "col" for a 2-D tensor; got {layout!r} for {t.dim()}-D')
+    if (tma_layout(t) == layout) if t.dim() == 2 else tma_ready(t):
+        return t
+    view = t.t() if layout == "col" else t
+    stride = 1  # the copy's strides, from the last: each the product of the sizes after it
+    for dim in range(view.dim() - 1, 0, -1):
+        stride *= max(view.shape[dim], 1)
+        if (stride * view.element_size()) % TMA_ALIGNMENT:
+            return t
+    copy = view.clone(memory_format=torch.contiguous_format)
+    return copy.t() if layout == "col" else copy
 
 
 def box_offset_aligned(offset: int, element_size: int) -> bool:
@@ -184,5 +226,7 @@ __all__ = [
     "box_offset_aligned",
     "check_tma_operands",
     "descriptor",
+    "tma_copy",
     "tma_layout",
+    "tma_ready",
 ]

@@ -6,7 +6,8 @@ a measurement. The plumbing behind those calls (loading records and captures, GP
 folders, provenance captions, MISSING and STALE notes, formatting) lives here.
 
 * :mod:`~gpuperf.pages.report`: :func:`run_or_load` and :func:`show` (a benchmark's
-  table and plot, every GPU side by side).
+  table and plot, every GPU side by side), and one headline per benchmark and GPU
+  (:func:`~gpuperf.pages.report.headline`).
 * :mod:`~gpuperf.pages.plan`: what a docs build or a page run as a script says first:
   live or records, on which GPU, and each page's time from its records' wall times.
 * :mod:`~gpuperf.pages.hardware`: the GPU a page describes and its measured ceilings
@@ -16,7 +17,6 @@ folders, provenance captions, MISSING and STALE notes, formatting) lives here.
 * :mod:`~gpuperf.pages.prose`: the paragraph that opens each page, written from the
   records by the page's topic module.
 * :mod:`~gpuperf.pages.plotting` and :mod:`~gpuperf.pages.tables`: the house style.
-* :mod:`~gpuperf.pages.summary`: one headline per benchmark and GPU.
 * :mod:`~gpuperf.pages.roofline` and :mod:`~gpuperf.pages.roofline_plot`: every record
   placed on its GPU's measured roofline, and the charts of it (an overview and the
   compute-bound corner per GPU).

@@ -23,8 +23,8 @@ from gpuperf.bench import metrics, records
 from gpuperf.bench.catalog import SCALE_SHIFT
 from gpuperf.pages import captures as pages_captures
 from gpuperf.pages.plotting import format_rate, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, per_gpu, percent_span, span, times
-from gpuperf.pages.report import Result, load
+from gpuperf.pages.prose import Paragraph, paragraph, percent_span, span, times
+from gpuperf.pages.report import Result, load, per_gpu
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The captures the guide shows, in the order it shows them.

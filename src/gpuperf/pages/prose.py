@@ -14,12 +14,8 @@ import html
 import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from gpuperf.pages.tables import output_format
-
-if TYPE_CHECKING:
-    from gpuperf.pages.report import Result
 
 #: The CSS class of a paragraph on the site; ``docs/_ext/html_tables.py`` puts any printed
 #: line that starts with ``<div class="gpuperf-`` on the page as HTML.
@@ -109,18 +105,3 @@ def percent_span(fractions) -> str:
         ValueError: ``fractions`` is empty.
     """
     return span(fractions, lambda f: percent(f).removesuffix("%")) + "%"
-
-
-def per_gpu(result: Result, write: Callable[[Result], list[str]]) -> str:
-    """The lines ``write(r)`` returns for each GPU with a record, under the GPU's name
-    (indented) when there are several; the result's notes when none has one.
-
-    Tutorials 01 and 02 (:mod:`gpuperf.pages.vector_add`, :mod:`gpuperf.pages.softmax`)
-    print their lines this way.
-    """
-    shown = result.gpus()
-    if not shown:
-        return "\n".join(result.all_notes())
-    if len(shown) == 1:
-        return "\n".join(write(shown[0]))
-    return "\n".join("\n".join([f"{r.name}:", *(f"  {line}" for line in write(r))]) for r in shown)

@@ -17,8 +17,8 @@ import textwrap
 from gpuperf.bench import records
 from gpuperf.bench.catalog import SOFTMAX, SOFTMAX_LONG
 from gpuperf.pages.plotting import format_x, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, per_gpu, percent, percent_span, span
-from gpuperf.pages.report import Result, load
+from gpuperf.pages.prose import Paragraph, paragraph, percent, percent_span, span
+from gpuperf.pages.report import Result, load, per_gpu
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The benchmarks this page reads: rows that fit in registers, and rows that take the

@@ -14,8 +14,8 @@ from __future__ import annotations
 from gpuperf.bench import records
 from gpuperf.bench.catalog import VECTOR_ADD, Benchmark
 from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, per_gpu, percent_span, span
-from gpuperf.pages.report import Result, load
+from gpuperf.pages.prose import Paragraph, paragraph, percent_span, span
+from gpuperf.pages.report import Result, load, per_gpu
 
 #: From this many elements up the three tensors are far larger than L2: the kernel
 #: streams from HBM and is read against the copy bandwidth.

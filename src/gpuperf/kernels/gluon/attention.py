@@ -53,7 +53,7 @@ from gpuperf.kernels._attention_checks import check_attention
 from gpuperf.kernels._launch import fast_path_enabled
 from gpuperf.kernels.device import num_sms, require_gluon_hopper
 from gpuperf.kernels.plans import planned
-from gpuperf.kernels.tma import BoundDescriptors, Described
+from gpuperf.kernels.tma import BoundDescriptors, Described, tma_copy
 
 #: The head dims the kernel is written for (a ``wgmma``'s K is a multiple of 16; the
 #: shared-memory ring holds two ``BLOCK_N x D`` tiles a slot).
@@ -487,16 +487,10 @@ def _descriptor(t: torch.Tensor, rows: int) -> TensorDescriptor:
     return TensorDescriptor(t, list(t.shape), list(t.stride()), box, layout)
 
 
-def _tma_ready(t: torch.Tensor) -> bool:
-    """Whether a descriptor can describe ``t``: unit last stride, 16-byte aligned base and
-    strides."""
-    size = t.element_size()
-    return t.stride(3) == 1 and t.data_ptr() % 16 == 0 and all((s * size) % 16 == 0 for s in t.stride()[:3])
-
-
 def kernel_arguments(o, q, k, v, causal: bool, scale: float, config: FA3Config):
-    """The grid, the arguments and the compile-time constants of one launch (also what
-    ``_fa3_kernel.warmup`` takes to compile it without launching)."""
+    """``(kernel, grid, args, constants)`` of one launch: ``kernel[grid](*args, **constants)``
+    launches it, ``kernel.warmup(*args, grid=grid, **constants)`` compiles it without launching
+    (:mod:`gpuperf.kernels.gluon.offline`)."""
     batch, n_heads, seq_q, head_dim = q.shape
     n_kv_heads, seq_k = k.shape[1], k.shape[2]
     block_n = config.block_n
@@ -520,7 +514,7 @@ def kernel_arguments(o, q, k, v, causal: bool, scale: float, config: FA3Config):
         REGISTERS=config.registers_for(head_dim),
         num_warps=4,
     )
-    return grid, args, constants
+    return _fa3_kernel, grid, args, constants
 
 
 @planned(tensors=3)
@@ -549,7 +543,9 @@ def attention_fa3(
         config: an :class:`FA3Config` (the ladder's rungs); :data:`DEFAULT_CONFIG` by default.
 
     Inputs are read in place through TMA where a descriptor can describe them (unit last
-    stride, 16-byte aligned base and strides); otherwise they are copied to contiguous first.
+    stride, 16-byte aligned base and strides); otherwise they are copied to contiguous
+    memory first (:func:`gpuperf.kernels.tma.tma_copy`): a contiguous view whose base is
+    not 16-byte aligned (a slice of a bigger buffer at an odd offset) included.
 
     Returns:
         ``(B, H, S_q, D)``, contiguous, in ``q``'s dtype: scores, softmax and the weighted
@@ -576,15 +572,17 @@ def attention_fa3(
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     if o.numel() == 0:
         return o, None
-    ready = [t if _tma_ready(t) else t.contiguous() for t in (q, k, v)]
-    grid, args, constants = kernel_arguments(o, *ready, causal, scale, config)
-    compiled = _fa3_kernel[grid](*args, **constants)
+    # A copy is contiguous at a new, aligned address: its strides (D a multiple of 64 elements)
+    # are multiples of 16 bytes, so a descriptor describes every input that reaches the kernel.
+    ready = [tma_copy(t) for t in (q, k, v)]
+    kernel, grid, args, constants = kernel_arguments(o, *ready, causal, scale, config)
+    compiled = kernel[grid](*args, **constants)
     # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans), unless
     # an input was copied.
     copied = any(t is not r for t, r in zip((q, k, v), ready, strict=True))
     if copied or not fast_path_enabled():
         return o, None
-    return o, Plan(BoundDescriptors.of_compiled(_fa3_kernel, compiled, grid, args, constants, 4), o, args)
+    return o, Plan(BoundDescriptors.of_compiled(kernel, compiled, grid, args, constants, 4), o, args)
 
 
 class Plan:

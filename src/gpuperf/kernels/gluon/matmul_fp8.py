@@ -60,7 +60,7 @@ from gpuperf.kernels.device import num_sms, require_gluon_hopper
 from gpuperf.kernels.matmul_fp8 import FP8_DTYPES, FP8_OUT_DTYPES, check_scale
 from gpuperf.kernels.matmul_persistent import check_matmul_shapes
 from gpuperf.kernels.plans import planned
-from gpuperf.kernels.tma import BoundDescriptors, Described, check_tma_operands, tma_layout
+from gpuperf.kernels.tma import BoundDescriptors, Described, check_tma_operands, tma_copy, tma_layout
 
 #: The promotion schedules: ``"pingpong"`` overlaps each float32 addition with the next
 #: step's MMA (two partial accumulators); ``"drain"`` waits for each MMA first (Triton's).
@@ -362,9 +362,10 @@ def matmul_fp8_promoted(
 
     Args:
         a: ``(M, K)``, ``torch.float8_e4m3fn`` or ``torch.float8_e5m2``; copied to
-            row-major if it is not.
+            row-major if TMA cannot read it so (:func:`gpuperf.kernels.tma.tma_copy`: a
+            contiguous view whose base is not 16-byte aligned is copied too).
         b: ``(K, N)``, an FP8 dtype, same device; copied to column-major (``bt.t()`` of
-            a row-major ``(N, K)``) if it is not, as ``torch._scaled_mm`` wants it.
+            a row-major ``(N, K)``) if TMA cannot read it so, as ``torch._scaled_mm`` wants it.
         scale_a: float32, shape ``()`` (per tensor) or ``(M, 1)`` (per row).
         scale_b: float32, shape ``()`` or ``(1, N)`` (per column).
         out_dtype: ``torch.bfloat16`` (default), ``torch.float16`` or ``torch.float32``.
@@ -378,9 +379,7 @@ def matmul_fp8_promoted(
             ``out_dtype`` unsupported, or ``config`` not a :class:`GluonFP8Config`.
         ValueError: shapes or devices do not match, a scale has the wrong shape, or an
             operand cannot be read K-major through TMA, even as a copy (its other stride,
-            ``K`` bytes for a contiguous copy, must be a multiple of 16; ``K = 1`` never is),
-            or is a contiguous view whose base is not 16-byte aligned (a slice at an odd
-            offset, which ``.contiguous()`` returns as it is: pass ``a.clone()``).
+            ``K`` bytes for a contiguous copy, must be a multiple of 16; ``K = 1`` never is).
         RuntimeError: Gluon cannot run here: Triton's interpreter is on, or the GPU is
             not a Hopper (compute capability 9.x).
 
@@ -407,10 +406,7 @@ def matmul_fp8_promoted(
     if m == 0 or n == 0 or k == 0:
         return torch.zeros((m, n), dtype=out_dtype, device=a.device), None
     operands = (a, b)
-    if tma_layout(a) != "row":
-        a = a.contiguous()
-    if tma_layout(b) != "col":
-        b = b.t().contiguous().t()
+    a, b = tma_copy(a, "row"), tma_copy(b, "col")
     check_tma_operands(("a", "b"), (a, b))
     # A copy cannot make every operand K-major: PyTorch gives a (1, N) b (K = 1) the strides
     # of a row-major one, and the kernel's descriptor of bᵀ would have a misaligned stride.
@@ -452,18 +448,17 @@ def launch(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> Plan | None:
     """Launch the kernel on checked operands: ``a`` row-major, ``b`` column-major (K-major
     both), flat scales of 1 or M (N) elements, ``c`` contiguous. Returns the :class:`Plan`
     that repeats the launch on operands like these (None where the launch cache is off)."""
-    grid, args, constants = kernel_arguments(c, a, b, scale_a, scale_b, config)
-    compiled = _fp8_promoted_kernel[grid](*args, **constants)
+    kernel, grid, args, constants = kernel_arguments(c, a, b, scale_a, scale_b, config)
+    compiled = kernel[grid](*args, **constants)
     if not fast_path_enabled():
         return None
-    return Plan(
-        BoundDescriptors.of_compiled(_fp8_promoted_kernel, compiled, grid, args, constants, 5), c, args
-    )
+    return Plan(BoundDescriptors.of_compiled(kernel, compiled, grid, args, constants, 5), c, args)
 
 
-def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple[tuple, tuple, dict]:
-    """The grid, the arguments and the compile-time constants of one launch (also what
-    ``_fp8_promoted_kernel.warmup`` takes to compile it without launching)."""
+def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple:
+    """``(kernel, grid, args, constants)`` of one launch: ``kernel[grid](*args, **constants)``
+    launches it, ``kernel.warmup(*args, grid=grid, **constants)`` compiles it without launching
+    (:mod:`gpuperf.kernels.gluon.offline`)."""
     m = a.shape[0]
     n = b.shape[1]
     bm, bn, bk = config.block_m, config.block_n, config.block_k
@@ -491,7 +486,7 @@ def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple
         TMA_STORE=tma_store,
         num_warps=config.num_warps,
     )
-    return grid, args, constants
+    return _fp8_promoted_kernel, grid, args, constants
 
 
 __all__ = ["DEFAULT_CONFIG", "SCHEDULES", "GluonFP8Config", "matmul_fp8_promoted"]

@@ -198,7 +198,7 @@ def _matmul_fp8_launch(request: dict):
     scale_a = torch.ones(m if request["row_scales"] else 1)
     scale_b = torch.ones(n if request["row_scales"] else 1)
     config = GluonFP8Config(**request["fields"])
-    return (matmul_fp8._fp8_promoted_kernel, *matmul_fp8.kernel_arguments(c, a, b, scale_a, scale_b, config))
+    return matmul_fp8.kernel_arguments(c, a, b, scale_a, scale_b, config)
 
 
 def _attention_fa3_launch(request: dict):
@@ -210,8 +210,7 @@ def _attention_fa3_launch(request: dict):
     q = torch.zeros(batch, heads, seq_q, head_dim, dtype=torch.float16)
     k = torch.zeros(batch, kv_heads, seq_k, head_dim, dtype=torch.float16)
     config = attention_fa3.FA3Config(**request["fields"])
-    launch = attention_fa3.kernel_arguments(torch.empty_like(q), q, k, k, request["causal"], 0.125, config)
-    return (attention_fa3._fa3_kernel, *launch)
+    return attention_fa3.kernel_arguments(torch.empty_like(q), q, k, k, request["causal"], 0.125, config)
 
 
 #: How each kernel :func:`_child` compiles is set up: ``request -> (kernel, grid, args, constants)``.

@@ -33,19 +33,6 @@ from pathlib import Path
 from gpuperf.bench import sources as code
 
 
-@contextlib.contextmanager
-def package_at(root: Path) -> Iterator[None]:
-    """Read the package's sources from ``root`` (a copy of ``src/gpuperf``) inside this block."""
-    saved = code.PACKAGE_ROOT
-    code.PACKAGE_ROOT = Path(root)
-    code._reexports.cache_clear()
-    try:
-        yield
-    finally:
-        code.PACKAGE_ROOT = saved
-        code._reexports.cache_clear()
-
-
 def _matches(stored: dict[str, str], sources, host: bool) -> bool:
     """Whether ``stored`` hashes the package that :data:`code.PACKAGE_ROOT` points at now."""
     try:
@@ -114,7 +101,7 @@ def rekey(
             return None
         # The record's own files, as the commit had them: the benchmark may name others now.
         measured = code.files(stored)
-        with package_at(old_root):
+        with code.package_at(old_root):
             # Hashed by that commit's own rules, or (older than them) by today's rules.
             if _hashes_then(old_root, measured, stored_host) != stored and not _matches(
                 stored, measured, stored_host

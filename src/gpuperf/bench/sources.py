@@ -27,10 +27,11 @@ measuring and rendering code under ``bench/`` and ``pages/``.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 #: The package's root: ``src/gpuperf``. Source paths are relative to it.
@@ -303,8 +304,16 @@ def _config_entries(rel: str, tree: ast.Module) -> dict[str, str]:
             continue
         if isinstance(node, ast.ClassDef):
             node.body = [item for item in node.body if not isinstance(item, ast.FunctionDef)] or [ast.Pass()]
-        name = getattr(node, "name", None) or next(iter(_assigned_names(node)), f"statement {i}")
-        found[f"{rel}::{name}"] = _sha256(_canonical(node))
+        names = _assigned_names(node)
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            # Named as kernels are, without the name: a table renamed is the same table.
+            code = _canonical(node).replace(f"name={node.name!r}", "", 1)
+            found[f"{rel}::{node.name}"] = _sha256(code)
+        elif len(names) == 1 and isinstance(node, (ast.Assign, ast.AnnAssign)):
+            # A constant by its value, as in a kernel's module: one moved here is the same.
+            found[f"{rel}::{names[0]}"] = _sha256(_canonical(node.value))
+        else:
+            found[f"{rel}::{names[0] if names else f'statement {i}'}"] = _sha256(_canonical(node))
     return found
 
 
@@ -347,6 +356,20 @@ def is_host_keyed(stored: dict[str, str]) -> bool:
 def files(stored: dict[str, str]) -> list[str]:
     """The source files a measurement's stored hashes name, in order, each once."""
     return list(dict.fromkeys(entry.split("::")[0] for entry in stored))
+
+
+@contextlib.contextmanager
+def package_at(root: Path) -> Iterator[None]:
+    """Read the package's sources from ``root`` (a copy of ``src/gpuperf``: another commit's,
+    :mod:`gpuperf.bench.rekey`) inside this block."""
+    global PACKAGE_ROOT
+    saved, PACKAGE_ROOT = PACKAGE_ROOT, Path(root)
+    _reexports.cache_clear()
+    try:
+        yield
+    finally:
+        PACKAGE_ROOT = saved
+        _reexports.cache_clear()
 
 
 def combined_sha256(file_hashes: dict[str, str]) -> str:

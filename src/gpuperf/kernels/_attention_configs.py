@@ -135,8 +135,3 @@ def attention_configs(
         return ATTENTION_INTERPRETER
     tuned = _attention_table(gpu_slug).get((head_dim, causal))
     return tuned or ATTENTION_DEFAULT[head_dim]
-
-
-def forget_tuned() -> None:
-    """Drop the cached sweeps: the next :func:`attention_configs` reads ``kernels/tuned`` again."""
-    _attention_table.cache_clear()

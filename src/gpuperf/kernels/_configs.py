@@ -189,8 +189,3 @@ def matmul_config(gpu_slug: str | None, dtype_name: str, m: int, n: int, k: int)
         return sum(abs(math.log2(max(a, 1) / b)) for a, b in zip((m, n, k), shape, strict=True))
 
     return min(entries, key=lambda e: distance(e[0]))[1]
-
-
-def forget_tuned() -> None:
-    """Drop the cached sweeps: the next :func:`matmul_config` reads ``kernels/tuned`` again."""
-    _tuned_table.cache_clear()

@@ -34,7 +34,7 @@ import triton.language as tl
 from torch.library import triton_op
 
 from gpuperf._runtime import gpu_slug, is_interpreter
-from gpuperf.kernels import _attention_configs as _configs
+from gpuperf.kernels import _attention_configs
 from gpuperf.kernels._attention_checks import check_attention
 from gpuperf.kernels._attention_configs import ATTENTION_HEAD_DIMS, AttentionConfig
 from gpuperf.kernels._grid import cdiv
@@ -581,20 +581,24 @@ _launch_traced = {k: traced(k) for k in _KERNELS}
 @functools.lru_cache(maxsize=256)
 def _configs_for(device_index: int, head_dim: int, causal: bool):
     slug = None if is_interpreter() else gpu_slug(torch.cuda.get_device_name(device_index))
-    return _configs.attention_configs(slug, head_dim, causal)
+    return _attention_configs.attention_configs(slug, head_dim, causal)
 
 
 def attention_configs(q: torch.Tensor, *, causal: bool = False) -> dict[str, AttentionConfig]:
     """The launch configs :func:`attention` uses for queries like ``q``, by kernel:
     ``{"forward": ..., "dkdv": ..., "dq": ...}`` (from the committed tuning sweep)."""
     return dict(
-        zip(_configs.ATTENTION_KERNELS, _configs_for(q.get_device(), q.shape[-1], causal), strict=True)
+        zip(
+            _attention_configs.ATTENTION_KERNELS,
+            _configs_for(q.get_device(), q.shape[-1], causal),
+            strict=True,
+        )
     )
 
 
 def forget_tuned_configs() -> None:
     """Drop the cached config choices and plans: the next call reads the tuning sweeps again."""
-    _configs.forget_tuned()
+    _attention_configs._attention_table.cache_clear()
     _configs_for.cache_clear()
     attention.plans.clear()
 
@@ -811,7 +815,7 @@ def attention(
     Args:
         q: ``(B, H, S_q, D)``, float16 or bfloat16, on a CUDA device (or on the CPU
             under ``TRITON_INTERPRET=1``). ``D`` is one of
-            :data:`~gpuperf.kernels._configs.ATTENTION_HEAD_DIMS` (16, 32, 64, 128).
+            :data:`~gpuperf.kernels._attention_configs.ATTENTION_HEAD_DIMS` (16, 32, 64, 128).
         k: ``(B, H_kv, S_k, D)``, the same dtype and device; ``H`` must be a multiple
             of ``H_kv``: each group of ``H / H_kv`` consecutive query heads shares one
             key/value head (grouped-query attention; ``H_kv = 1`` is multi-query).

@@ -136,7 +136,7 @@ def _config_for(device_index: int, dtype: torch.dtype, m: int, n: int, k: int) -
 
 def forget_tuned_configs() -> None:
     """Drop every cached config choice and plan: the next call reads the tuning sweeps again."""
-    _configs.forget_tuned()
+    _configs._tuned_table.cache_clear()
     _config_for.cache_clear()
     matmul.plans.clear()
 

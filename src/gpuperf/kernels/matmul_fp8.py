@@ -26,7 +26,7 @@ from dataclasses import replace
 import torch
 
 from gpuperf._runtime import check_kernel_device, is_interpreter
-from gpuperf.kernels import _persistent_configs as _configs
+from gpuperf.kernels import _persistent_configs
 from gpuperf.kernels._persistent_configs import PersistentConfig
 from gpuperf.kernels._validation import FLOAT_DTYPES, check_tensor, dtype_names
 from gpuperf.kernels.device import capability, has_tma, require_tma, tuned_folder
@@ -122,12 +122,12 @@ def fp8_config(
     slug = tuned_folder(a.get_device())
     accumulation = "fast" if fast_accum else "float32"
     m, k = a.shape
-    tuned = _configs.tuned_config("matmul_fp8", slug, m, b.shape[1], k, which, accumulation)
+    tuned = _persistent_configs.tuned_config("matmul_fp8", slug, m, b.shape[1], k, which, accumulation)
     if tuned:
         return tuned
     if which == "pointer":
-        return _configs.FP8_POINTER_DEFAULT
-    return _configs.FP8_DEFAULT if fast_accum else _configs.FP8_PROMOTED_DEFAULT
+        return _persistent_configs.FP8_POINTER_DEFAULT
+    return _persistent_configs.FP8_DEFAULT if fast_accum else _persistent_configs.FP8_PROMOTED_DEFAULT
 
 
 def fit_output(config: PersistentConfig, out_dtype: torch.dtype) -> PersistentConfig:
@@ -143,7 +143,7 @@ def fit_output(config: PersistentConfig, out_dtype: torch.dtype) -> PersistentCo
     tile = config.block_m * config.block_n * 4
     stage = (config.block_m + config.block_n) * config.block_k
     stages = config.num_stages
-    while stages > 1 and stages * stage + tile > _configs.SHARED_MEMORY_BYTES:
+    while stages > 1 and stages * stage + tile > _persistent_configs.SHARED_MEMORY_BYTES:
         stages -= 1
     return config if stages == config.num_stages else replace(config, num_stages=stages)
 
@@ -249,7 +249,7 @@ def matmul_fp8(
 
 def forget_tuned_configs() -> None:
     """Drop the cached sweeps and plans: the next call reads ``kernels/tuned`` again."""
-    _configs.forget_tuned()
+    _persistent_configs.forget_tuned()
     matmul_fp8.plans.clear()
 
 

@@ -44,6 +44,10 @@
 #                                        benchmark, Nsight Compute capture and compute-sanitizer
 #   bash scripts/device_run.sh tma       the TMA family (persistent, SwiGLU, FP8, Gluon): GPU tests, the
 #                                        property tests of every descriptor path, compute-sanitizer on them
+#   bash scripts/device_run.sh suite     the whole test suite on 8 workers, timed, with its 25 slowest tests
+#   bash scripts/device_run.sh host      host_overhead three times (into /tmp/host1-3, packed as
+#                                        $OUT/host_runs.tgz: the pages read one, the note gives all three)
+#                                        and the host-time captures (load_inline, timing methods, launch-bound)
 #   bash scripts/device_run.sh stale     every record that is missing or stale on this GPU, measured again
 #                                        (python -m gpuperf.bench --stale --no-tune), then the stale captures listed
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
@@ -159,6 +163,11 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
           tests/test_gluon_attention_fa3.py tests/test_llama.py tests/test_library.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
         compute-sanitizer --tool memcheck python3 -m pytest -q -p no:cacheprovider tests/test_tma_paths.py 2>&1 | tail -n 5
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py persistent swiglu gluon_fp8 gluon_attention 2>&1 | tail -n 5 ;;
+      suite) time python3 -m pytest -q -p no:cacheprovider -n 8 --durations=25 tests 2>&1 | tail -n 70 ;;
+      host)
+        for run in 1 2 3; do time python3 -m gpuperf.bench --no-tune --out "/tmp/host$run" host_overhead; done
+        tar -czf "$OUT/host_runs.tgz" -C /tmp host1 host2 host3
+        time python3 scripts/profile_capture.py --only cuda timing launch ;;
       stale) time python3 -m gpuperf.bench --stale --no-tune ;;
       llama-explore) time python3 scripts/llama_explore.py ${LLAMA_EXPLORE:-} ;;
       llama)

@@ -151,7 +151,7 @@ def test_editing_a_kernel_stales_exactly_the_records_that_hash_it(tmp_path, monk
         "llama_train",
         "llama_train_memory",
     }
-    assert _stale(current) == hashing & set(current) | ({"host_overhead"} & set(current))
+    assert _stale(current) == hashing & set(current)
 
 
 def test_a_kernel_moved_to_another_module_is_the_same_kernel(tmp_path, monkeypatch):

@@ -37,7 +37,7 @@ import hardware_numbers
 import headlines_page
 import measurements_page
 
-from gpuperf.pages import can_measure, plan
+from gpuperf.pages import announce, can_measure
 
 project = "gpuperf"
 author = "the gpuperf authors"
@@ -118,14 +118,14 @@ sphinx_gallery_conf = {
 }
 
 # Before the build: whether the pages measure live or load the records, on which GPU, and
-# how long each page's measuring took last time (gpuperf.pages.plan).
+# how long each page's measuring took last time (gpuperf.pages.announce).
 PAGES = [
     path
     for folder in sphinx_gallery_conf["examples_dirs"]
     for path in sorted((DOCS / folder).resolve().glob("*.py"))
     if re.search(sphinx_gallery_conf["filename_pattern"], str(path))
 ]
-plan.announce_site(PAGES, plan.current(can_measure()), caches=CACHES)
+announce.announce_site(PAGES, announce.current(can_measure()), caches=CACHES)
 
 # The H100's measured numbers (|h100-copy| and the others) for the prose that quotes them,
 # the glossary above all: read from the committed records, never typed by hand.

@@ -18,7 +18,7 @@ import sys
 
 from gpuperf import caches
 from gpuperf.bench import records, runner
-from gpuperf.pages import plan, report
+from gpuperf.pages import announce, report
 
 
 def cut_record(benchmark, x_values, combos, providers) -> dict:
@@ -37,7 +37,7 @@ def quick_live(setattr_):
     reference GPU, each run answered by :func:`cut_record`. ``setattr_`` is
     ``monkeypatch.setattr`` (or a function that sets an attribute and undoes it later)."""
     name = records.read(records.record_path("vector_add", records.reference_gpu()))["provenance"]["gpu"]
-    setattr_(plan, "current", lambda usable: plan.Build("live", name))
+    setattr_(announce, "current", lambda usable: announce.Build("live", name))
     setattr_(report, "LIVE", report.LiveRecords())
     setattr_(caches, "use_compile_caches", lambda: {})
 

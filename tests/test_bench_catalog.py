@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from gpuperf.bench import catalog, plan
+from gpuperf.bench import catalog, runs
 from gpuperf.bench.catalog import Provider, call
 from tests.test_bench_records import HOST_LIKE, MATMUL_LIKE
 
@@ -74,7 +74,7 @@ def test_a_quick_run_measures_the_providers_it_names_in_declared_order():
     assert attention.measured_providers() == attention.providers
     assert catalog.VECTOR_ADD.measured_providers(quick=True) == catalog.VECTOR_ADD.providers
     # 2 sequence lengths x 4 masks x 4 providers, of 6 x 8 x 7 in the whole sweep.
-    assert plan.points(attention, quick=True) == 32 and plan.points(attention) == 336
+    assert runs.points(attention, quick=True) == 32 and runs.points(attention) == 336
 
 
 def test_combos_without_axes():

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from gpuperf.bench import catalog
-from gpuperf.pages import plan
+from gpuperf.pages import announce
 from gpuperf.pages.tables import FORMAT_VAR
 from tests._quick_live import quick_live, run_page
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "tutorials").glob("[0-9]*.py")) + sorted((ROOT / "guides").glob("[0-9]*.py"))
-QUICK_PAGES = [p for p in PAGES if any(b.quick for b in plan.benchmarks_of(p))]
+QUICK_PAGES = [p for p in PAGES if any(b.quick for b in announce.benchmarks_of(p))]
 
 
 def test_the_long_sweeps_have_a_quick_part_on_the_pages():

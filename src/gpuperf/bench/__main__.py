@@ -113,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
 
-    from gpuperf.bench import catalog, plan, records
+    from gpuperf.bench import catalog, records, runs
 
     try:
         chosen = [catalog.by_name(n) for n in args.names] if args.names else list(catalog.ALL)
@@ -141,8 +141,8 @@ def main(argv=None) -> int:
     if args.dry_run:
         gpu = args.gpu or (records.gpu_slug(torch.cuda.get_device_name()) if usable else None)
         gpu = gpu or records.reference_gpu()
-        todo = plan.stale(chosen, gpu, root) if args.stale else chosen
-        print(plan.describe(todo, gpu, root))
+        todo = runs.stale(chosen, gpu, root) if args.stale else chosen
+        print(runs.describe(todo, gpu, root))
         return 0
     if not usable:
         print(
@@ -172,7 +172,7 @@ def main(argv=None) -> int:
         return 0
     capability = torch.cuda.get_device_capability()
     runnable = []
-    for benchmark in plan.stale(chosen, gpu, root) if args.stale else chosen:
+    for benchmark in runs.stale(chosen, gpu, root) if args.stale else chosen:
         if benchmark.runs_on is not None and not benchmark.runs_on(capability):
             print(
                 f"skipped {benchmark.name}: its kernels do not run on compute capability "
@@ -181,7 +181,7 @@ def main(argv=None) -> int:
             )
         else:
             runnable.append(benchmark)
-    print(plan.describe(runnable, gpu, root), flush=True)
+    print(runs.describe(runnable, gpu, root), flush=True)
     if not runnable:
         return 0
     # Before anything compiles: Triton's and Inductor's caches (max-autotune's choices among
@@ -205,12 +205,12 @@ def main(argv=None) -> int:
         _tune(runnable, catalog)
 
     failed, regressions = [], []
-    with plan.progress(runnable, gpu, root) as bar:
+    with runs.progress(runnable, gpu, root) as bar:
         for benchmark in runnable:
             record = run(benchmark, ceilings=ceilings, log=bar.write_line, step=bar.step)
             if args.compare:
-                committed = plan.committed(benchmark, gpu, root)
-                lines, worse = plan.compare(benchmark, committed, record)
+                committed = runs.committed(benchmark, gpu, root)
+                lines, worse = runs.compare(benchmark, committed, record)
                 bar.write_line("\n".join(lines))
                 regressions += worse
             else:
@@ -226,7 +226,7 @@ def main(argv=None) -> int:
                 and not r.get("message", "").startswith("UnsupportedGPU:")
             ]
     if not args.compare:
-        left = plan.stale_captures(gpu, root)
+        left = runs.stale_captures(gpu, root)
         if left:
             print("captures whose code changed (not measured by this command):", flush=True)
             for name, command in left:

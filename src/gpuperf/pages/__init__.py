@@ -8,7 +8,7 @@ folders, provenance captions, MISSING and STALE notes, formatting) lives here.
 * :mod:`~gpuperf.pages.report`: :func:`run_or_load` and :func:`show` (a benchmark's
   table and plot, every GPU side by side), and one headline per benchmark and GPU
   (:func:`~gpuperf.pages.report.headline`).
-* :mod:`~gpuperf.pages.plan`: what a docs build or a page run as a script says first:
+* :mod:`~gpuperf.pages.announce`: what a docs build or a page run as a script says first:
   live or records, on which GPU, and each page's time from its records' wall times.
 * :mod:`~gpuperf.pages.hardware`: the GPU a page describes and its measured ceilings
   (:func:`ceilings`: copy bandwidth, matmul peaks, ridge points).

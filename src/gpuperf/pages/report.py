@@ -11,7 +11,7 @@ from gpuperf._runtime import has_cuda, is_interpreter
 from gpuperf.bench import records
 from gpuperf.bench.catalog import Benchmark
 from gpuperf.bench.metrics import LOWER_IS_BETTER
-from gpuperf.pages import plan
+from gpuperf.pages import announce
 from gpuperf.pages.plotting import (
     combos,
     format_combo,
@@ -372,8 +372,8 @@ def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result
     it is stale or missing. ``GPUPERF_BENCH`` overrides the choice: ``records`` always
     loads, ``live`` always measures (and fails without a GPU).
 
-    The first call of a page run as a script prints the page's plan (live or records,
-    the GPU, how long its measuring took last time: :func:`gpuperf.pages.plan.announce_page`).
+    The first call of a page run as a script prints the page's announcement (live or records,
+    the GPU, how long its measuring took last time: :func:`gpuperf.pages.announce.announce_page`).
     Measuring live shows a progress bar (the size and the provider being timed) on the
     process's own stderr, not on the page, and keeps compiled work in the folder of
     :func:`gpuperf.caches.use_compile_caches`. A benchmark already measured live in this
@@ -383,11 +383,11 @@ def run_or_load(benchmark: Benchmark, *, ceilings: dict | None = None) -> Result
     Raises:
         ValueError: ``GPUPERF_BENCH`` is not auto, live, full or records.
     """
-    build = plan.current(can_measure())
-    plan.announce_page(sys.argv[0], build)
+    build = announce.current(can_measure())
+    announce.announce_page(sys.argv[0], build)
     if build.live:
-        from gpuperf.bench.plan import progress
         from gpuperf.bench.runner import run
+        from gpuperf.bench.runs import progress
         from gpuperf.caches import use_compile_caches
 
         use_compile_caches()

@@ -127,7 +127,7 @@ class Benchmark:
             calls timed per round at ``x``, where the default
             (:data:`gpuperf.bench.timing.HOST_CALLS`) times the kernels launched would fill
             the GPU's launch queue (about a thousand), which would time the host waiting.
-        quick: the part of the sweep a page measures live by default (:mod:`gpuperf.pages.plan`):
+        quick: the part of the sweep a page measures live by default (:mod:`gpuperf.pages.announce`):
             ``(name, values)`` pairs, each naming the x (by :attr:`x_name`) or an axis and
             the values of it to measure, in declared order; a name left out keeps all its
             values. The name ``"provider"`` keeps only the providers with those keys (the

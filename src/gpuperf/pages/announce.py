@@ -6,13 +6,13 @@ measuring took the last time, from the wall time each record stores about its ow
 * :func:`benchmarks_of`: the benchmarks a page measures, read from its source: the
   benchmarks it passes to :func:`~gpuperf.pages.show` and :func:`~gpuperf.pages.run_or_load`.
 * :func:`current`: live or records, as ``GPUPERF_BENCH`` and the GPU present decide.
-* :func:`describe` and :func:`describe_page`: the plan of a build, page by page, and of
+* :func:`describe` and :func:`describe_page`: what a build will do, page by page, and
   one page.
 * :func:`announce_site` and :func:`announce_page`: print them; ``docs/conf.py`` calls
   the first before the build, :func:`~gpuperf.pages.run_or_load` the second before a
-  page's first benchmark (a page run as a script says its plan there).
+  page's first benchmark (a page run as a script announces itself there).
 
-The per-benchmark wording and sums are :mod:`gpuperf.bench.plan`'s, the same as
+The per-benchmark wording and sums are :mod:`gpuperf.bench.runs`'s, the same as
 ``python -m gpuperf.bench --dry-run`` prints.
 """
 
@@ -24,8 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuperf.bench import catalog, records
-from gpuperf.bench import plan as bench_plan
+from gpuperf.bench import catalog, records, runs
 from gpuperf.bench.catalog import Benchmark
 
 #: ``GPUPERF_BENCH=records`` renders committed records even where a GPU is present;
@@ -142,7 +141,7 @@ def benchmarks_of(script) -> list[Benchmark]:
             shown = ast.unparse(arg) if arg is not None else "nothing"
             raise ValueError(
                 f"{path}:{node.lineno}: {ast.unparse(node.func)}() is passed {shown}, not a "
-                f"benchmark of {_CATALOG} by name: the plan cannot tell what this page measures"
+                f"benchmark of {_CATALOG} by name: the announcement cannot tell what this page measures"
             )
         benchmark = getattr(catalog, name, None)
         if not isinstance(benchmark, Benchmark):
@@ -232,17 +231,17 @@ def describe_page(script, build: Build, root=None) -> str:
         listed = ", ".join(b.name for b in benchmarks) or "no benchmark"
         return f"{headline(build, name)}; it shows {listed}."
     gpu = _estimate_gpu(build, root)
-    walls = {b.name: bench_plan.expected_wall_s(b, gpu, root, build.quick) for b in benchmarks}
+    walls = {b.name: runs.expected_wall_s(b, gpu, root, build.quick) for b in benchmarks}
     lines = [f"{headline(build, name)}; {MODE_VAR}=records loads the committed records instead."]
     for b in benchmarks:
         lines.append(f"  {b.name:<24} {_points(b, build.quick)}, {_expected(walls[b.name])}")
-    lines.append(f"  {bench_plan.about(walls.values())} ({_source(build, gpu)})")
+    lines.append(f"  {runs.about(walls.values())} ({_source(build, gpu)})")
     return "\n".join(lines)
 
 
 def _points(benchmark: Benchmark, quick: bool) -> str:
     """``'336 points'``, or ``'24 of 336 points (quick)'`` where a quick build measures part."""
-    every, measured = bench_plan.points(benchmark), bench_plan.points(benchmark, quick)
+    every, measured = runs.points(benchmark), runs.points(benchmark, quick)
     return f"{every:>5} points" if measured == every else f"{measured:>5} of {every} points (quick)"
 
 
@@ -273,9 +272,9 @@ def describe(scripts, build: Build, root=None, caches: dict | None = None) -> st
     for _, benchmarks in pages:
         new = [b for b in benchmarks if b.name not in seen]
         seen.update(b.name for b in new)
-        walls.append({b.name: bench_plan.expected_wall_s(b, gpu, root, build.quick) for b in new})
+        walls.append({b.name: runs.expected_wall_s(b, gpu, root, build.quick) for b in new})
     every = [w for page in walls for w in page.values()]
-    total = f"{len(every)} measurements on {len(pages)} pages: {bench_plan.about(every)}"
+    total = f"{len(every)} measurements on {len(pages)} pages: {runs.about(every)}"
     if not build.live:
         lines.append(
             f"Unset {MODE_VAR} (or set it to live) to measure live on {build.gpu}: "

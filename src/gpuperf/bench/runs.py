@@ -2,8 +2,8 @@
 while it runs, and how a fresh run compares with the committed records.
 
 * :func:`stale`: the benchmarks whose record on a GPU is missing, malformed or stale.
-* :func:`describe`: the plan, one line per benchmark with its points and last wall time
-  (:func:`last_wall_s`, :func:`took`, :func:`about`, which the pages' plan reads too).
+* :func:`describe`: what the run will measure, one line per benchmark with its points and last wall time
+  (:func:`last_wall_s`, :func:`took`, :func:`about`, which the pages' announcement reads too).
 * :func:`progress`: a progress bar over every point of the run, with an ETA.
 * :func:`compare`: each provider's ratio to the baseline in a fresh record next to the
   committed one's, and the regressions beyond the committed spread.

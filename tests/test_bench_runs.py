@@ -6,7 +6,7 @@ import copy
 import pytest
 import torch
 
-from gpuperf.bench import catalog, plan, records, sources
+from gpuperf.bench import catalog, records, runs, sources
 from gpuperf.bench.__main__ import main
 from gpuperf.bench.runner import traced_sources
 from tests._params import with_changed_source
@@ -17,15 +17,15 @@ def test_stale_lists_missing_and_changed_records_and_not_current_ones(tmp_path):
     current = synthetic_record(n_x=99)
     records.write(current, tmp_path)
     gpu = records.gpu_slug(current["provenance"]["gpu"])
-    assert plan.stale([catalog.VECTOR_ADD], gpu, tmp_path) == []
-    assert plan.stale([catalog.SOFTMAX], gpu, tmp_path) == [catalog.SOFTMAX]  # no record
-    assert plan.why_stale(catalog.SOFTMAX, gpu, tmp_path) == ["no record"]
+    assert runs.stale([catalog.VECTOR_ADD], gpu, tmp_path) == []
+    assert runs.stale([catalog.SOFTMAX], gpu, tmp_path) == [catalog.SOFTMAX]  # no record
+    assert runs.why_stale(catalog.SOFTMAX, gpu, tmp_path) == ["no record"]
     records.write(with_changed_source(current, "kernels/vector_add.py"), tmp_path)
-    assert plan.stale([catalog.VECTOR_ADD, catalog.SOFTMAX], gpu, tmp_path) == [
+    assert runs.stale([catalog.VECTOR_ADD, catalog.SOFTMAX], gpu, tmp_path) == [
         catalog.VECTOR_ADD,
         catalog.SOFTMAX,
     ]
-    text = plan.describe([catalog.VECTOR_ADD], gpu, tmp_path)
+    text = runs.describe([catalog.VECTOR_ADD], gpu, tmp_path)
     assert "vector_add" in text and "kernels/vector_add.py::add_kernel changed" in text
 
 
@@ -34,11 +34,11 @@ def test_describe_gives_each_benchmarks_points_and_last_wall_time(tmp_path):
     record["wall_s"] = 90.0
     records.write(record, tmp_path)
     gpu = records.gpu_slug(record["provenance"]["gpu"])
-    text = plan.describe([catalog.VECTOR_ADD, catalog.SOFTMAX], gpu, tmp_path)
+    text = runs.describe([catalog.VECTOR_ADD, catalog.SOFTMAX], gpu, tmp_path)
     points = len(catalog.VECTOR_ADD.x_values) * len(catalog.VECTOR_ADD.providers)
     assert f"{points} points, took 1.5 min last time" in text
     assert "softmax" in text and "time not recorded; no record" in text
-    assert plan.describe([], gpu, tmp_path) == f"nothing to measure on {gpu}"
+    assert runs.describe([], gpu, tmp_path) == f"nothing to measure on {gpu}"
 
 
 def test_wall_times_are_read_from_the_records_and_never_guessed(tmp_path):
@@ -47,19 +47,19 @@ def test_wall_times_are_read_from_the_records_and_never_guessed(tmp_path):
     records.write(record, tmp_path)
     records.write(synthetic_record(catalog.SOFTMAX, n_x=99), tmp_path)  # wall_s None
     gpu = records.gpu_slug(record["provenance"]["gpu"])
-    assert plan.last_wall_s(catalog.VECTOR_ADD, gpu, tmp_path) == 90.0
-    assert plan.last_wall_s(catalog.SOFTMAX, gpu, tmp_path) is None
-    assert plan.last_wall_s(catalog.MATMUL, gpu, tmp_path) is None  # no record
-    assert plan.took(90.0) == "took 1.5 min last time" and plan.took(None) == "time not recorded"
-    assert plan.about([90.0, None, 30.0]) == "about 2.0 min for the 2 whose last wall time is recorded"
-    assert plan.about([None, None]) == "no wall time recorded"
+    assert runs.last_wall_s(catalog.VECTOR_ADD, gpu, tmp_path) == 90.0
+    assert runs.last_wall_s(catalog.SOFTMAX, gpu, tmp_path) is None
+    assert runs.last_wall_s(catalog.MATMUL, gpu, tmp_path) is None  # no record
+    assert runs.took(90.0) == "took 1.5 min last time" and runs.took(None) == "time not recorded"
+    assert runs.about([90.0, None, 30.0]) == "about 2.0 min for the 2 whose last wall time is recorded"
+    assert runs.about([None, None]) == "no wall time recorded"
 
 
 def test_the_progress_bar_names_each_point_on_the_stream_given(capsys):
     import io
 
     out = io.StringIO()
-    with plan.progress([catalog.VECTOR_ADD], "gpu", file=out) as bar:
+    with runs.progress([catalog.VECTOR_ADD], "gpu", file=out) as bar:
         bar.step("vector_add size=4096 triton")
     assert "vector_add size=4096 triton" in out.getvalue()
     assert "size=4096" not in capsys.readouterr().err
@@ -81,17 +81,17 @@ def test_compare_flags_only_our_providers_whose_whole_range_falls_below_the_comm
     bench = catalog.VECTOR_ADD
     old = synthetic_record(bench, n_x=2)
     for factor in (1.1, 1.4):  # slower, within the spreads of the two runs
-        lines, worse = plan.compare(bench, old, _slower(old, "triton", factor))
+        lines, worse = runs.compare(bench, old, _slower(old, "triton", factor))
         assert worse == [] and any("committed" in line for line in lines)
-    lines, worse = plan.compare(bench, old, _slower(old, "triton", 1.6))
+    lines, worse = runs.compare(bench, old, _slower(old, "triton", 1.6))
     assert len(worse) == 2 and all("triton" in w for w in worse)
     assert sum("REGRESSION" in line for line in lines) == 2
     # Another library's provider getting slower is no regression of ours.
     theirs = [p.key for p in catalog.SOFTMAX.providers if p.key not in ("triton", catalog.SOFTMAX.baseline)]
     one = synthetic_record(catalog.SOFTMAX, n_x=1)
-    assert plan.compare(catalog.SOFTMAX, one, one)[1] == []
-    assert plan.compare(catalog.SOFTMAX, one, _slower(one, theirs[0], 3))[1] == []
-    lines, worse = plan.compare(bench, None, old)
+    assert runs.compare(catalog.SOFTMAX, one, one)[1] == []
+    assert runs.compare(catalog.SOFTMAX, one, _slower(one, theirs[0], 3))[1] == []
+    lines, worse = runs.compare(bench, None, old)
     assert worse == [] and any("no committed point" in line for line in lines)
 
 
@@ -102,8 +102,8 @@ def test_compare_needs_a_drop_beyond_the_floor_where_the_spreads_are_tight():
     old = copy.deepcopy(synthetic_record(bench, n_x=1))
     for row in old["rows"]:
         row["ms_p20"], row["ms_p80"] = row["ms"] * 0.999, row["ms"] * 1.001
-    assert plan.compare(bench, old, _slower(old, "triton", 1.01))[1] == []
-    assert len(plan.compare(bench, old, _slower(old, "triton", 1.05))[1]) == 1
+    assert runs.compare(bench, old, _slower(old, "triton", 1.01))[1] == []
+    assert len(runs.compare(bench, old, _slower(old, "triton", 1.05))[1]) == 1
 
 
 def test_dry_run_lists_what_is_stale_without_a_gpu(tmp_path, capsys):

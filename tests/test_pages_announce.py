@@ -11,7 +11,7 @@ import pytest
 
 from gpuperf.bench import catalog, records
 from gpuperf.bench.catalog import Benchmark
-from gpuperf.pages import plan, report
+from gpuperf.pages import announce, report
 from tests.test_bench_records import synthetic_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,13 +35,13 @@ def _catalog_benchmarks_named_in(path: Path) -> set[str]:
 def test_every_benchmark_a_page_names_is_one_the_plan_finds(page):
     """The plan reads each page's benchmarks from its calls of show and run_or_load; a page
     that names a benchmark some other way (a variable, a loop) fails here, not silently."""
-    found = [b.name for b in plan.benchmarks_of(page)]
+    found = [b.name for b in announce.benchmarks_of(page)]
     assert len(found) == len(set(found))
     assert set(found) == _catalog_benchmarks_named_in(page)
 
 
 def test_the_pages_benchmarks_as_the_tutorials_call_them():
-    by_page = {p.stem: [b.name for b in plan.benchmarks_of(p)] for p in PAGES}
+    by_page = {p.stem: [b.name for b in announce.benchmarks_of(p)] for p in PAGES}
     assert by_page["03_matmul"] == ["matmul_order", "matmul_epilogue", "matmul", "host_overhead"]
     assert by_page["05_fp8_matmul"] == ["matmul_fp8"]
     assert by_page["02_roofline"] == []
@@ -56,11 +56,11 @@ def test_no_page_module_measures_behind_the_page_scripts_back():
     folder = ROOT / "src" / "gpuperf" / "pages"
     offenders = []
     for path in sorted(folder.rglob("*.py")):
-        if path.name in ("__init__.py", "report.py", "plan.py"):
+        if path.name in ("__init__.py", "report.py", "announce.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module in ("gpuperf.pages", "gpuperf.pages.report"):
-                offenders += [f"{path.name}: {a.name}" for a in node.names if a.name in plan.MEASURING]
+                offenders += [f"{path.name}: {a.name}" for a in node.names if a.name in announce.MEASURING]
     assert offenders == []
 
 
@@ -86,19 +86,19 @@ def test_benchmarks_of_reads_every_way_a_script_names_them(tmp_path):
         "run_or_load(benchmark=S)\n"
         "show(VECTOR_ADD, dtype='float32')\n",
     )
-    assert [b.name for b in plan.benchmarks_of(script)] == ["vector_add", "matmul", "softmax"]
+    assert [b.name for b in announce.benchmarks_of(script)] == ["vector_add", "matmul", "softmax"]
 
 
 def test_benchmarks_of_refuses_a_call_it_cannot_read(tmp_path):
     script = _script(tmp_path, "01_a.py", "from gpuperf.pages import show\nbench = 1\n\nshow(bench)\n")
     with pytest.raises(ValueError, match=r"01_a.py:4: show\(\) is passed bench"):
-        plan.benchmarks_of(script)
+        announce.benchmarks_of(script)
     script = _script(
         tmp_path, "02_b.py", "from gpuperf.bench import catalog\nfrom gpuperf.pages import show\n"
     )
     script.write_text(script.read_text() + "show(catalog.NO_SUCH)\n")
     with pytest.raises(ValueError, match="no benchmark named 'NO_SUCH'"):
-        plan.benchmarks_of(script)
+        announce.benchmarks_of(script)
 
 
 @pytest.fixture
@@ -128,7 +128,9 @@ def pages(tmp_path):
 
 
 def test_a_live_plan_gives_each_pages_time_from_its_records_and_says_which_are_not_recorded(measured, pages):
-    text = plan.describe(pages, plan.Build("auto", GPU), measured, caches={"TRITON_CACHE_DIR": "/c/triton"})
+    text = announce.describe(
+        pages, announce.Build("auto", GPU), measured, caches={"TRITON_CACHE_DIR": "/c/triton"}
+    )
     lines = text.splitlines()
     assert lines[0] == "gpuperf: the pages measure live on Test GPU 80GB (GPUPERF_BENCH=auto)."
     assert "GPUPERF_BENCH=records nox -s docs" in lines[1]
@@ -149,23 +151,23 @@ def test_a_plan_never_puts_a_time_on_a_page_whose_records_have_none(measured, pa
         "03_c.py",
         "from gpuperf.bench.catalog import SOFTMAX\nfrom gpuperf.pages import show\nshow(SOFTMAX)\n",
     )
-    text = plan.describe([only_untimed], plan.Build("auto", GPU), measured)
+    text = announce.describe([only_untimed], announce.Build("auto", GPU), measured)
     assert "tutorials/03_c.py  time not recorded" in text
     assert "1 measurements on 1 pages: no wall time recorded" in text
     assert " min" not in text
-    page = plan.describe_page(only_untimed, plan.Build("auto", GPU), measured)
+    page = announce.describe_page(only_untimed, announce.Build("auto", GPU), measured)
     assert "softmax" in page and "time not recorded" in page and " min" not in page
 
 
 def test_on_another_gpu_the_times_are_the_reference_gpus_and_say_so(measured, pages):
-    text = plan.describe(pages, plan.Build("auto", "NVIDIA A100-SXM4-80GB"), measured)
+    text = announce.describe(pages, announce.Build("auto", "NVIDIA A100-SXM4-80GB"), measured)
     assert "live on NVIDIA A100-SXM4-80GB" in text
     assert f"on {SLUG}, another GPU than this one: a rough guide" in text
     assert "about 1.5 min (time not recorded for softmax)" in text
 
 
 def test_a_records_plan_measures_nothing_and_says_how_to_measure(measured, pages):
-    text = plan.describe(pages, plan.Build("records", GPU), measured)
+    text = announce.describe(pages, announce.Build("records", GPU), measured)
     assert text.splitlines()[0] == (
         f"gpuperf: the pages load the committed records of {SLUG} (GPUPERF_BENCH=records): "
         "nothing is measured on Test GPU 80GB."
@@ -175,16 +177,16 @@ def test_a_records_plan_measures_nothing_and_says_how_to_measure(measured, pages
 
 
 def test_without_a_gpu_the_plan_is_one_line(measured, pages):
-    text = plan.describe(pages, plan.Build("auto", None), measured)
+    text = announce.describe(pages, announce.Build("auto", None), measured)
     assert text == (
         f"gpuperf: the pages load the committed records of {SLUG}: no CUDA GPU is usable here "
         "(or TRITON_INTERPRET=1), so the kernels run in Triton's interpreter and nothing is measured."
     )
-    assert "will fail" in plan.describe(pages, plan.Build("live", None), measured)
+    assert "will fail" in announce.describe(pages, announce.Build("live", None), measured)
 
 
 def test_a_pages_own_plan(measured, pages):
-    live = plan.describe_page(pages[0], plan.Build("auto", GPU), measured).splitlines()
+    live = announce.describe_page(pages[0], announce.Build("auto", GPU), measured).splitlines()
     assert live[0] == (
         "tutorials/01_a.py measures live on Test GPU 80GB (GPUPERF_BENCH=auto); "
         "GPUPERF_BENCH=records loads the committed records instead."
@@ -192,7 +194,7 @@ def test_a_pages_own_plan(measured, pages):
     assert "vector_add" in live[1] and live[1].endswith("points, about 1.5 min")
     assert "softmax" in live[2] and live[2].endswith("points, time not recorded")
     assert live[3] == f"  about 1.5 min for the 1 whose last wall time is recorded (on {SLUG})"
-    loads = plan.describe_page(pages[0], plan.Build("records", GPU), measured)
+    loads = announce.describe_page(pages[0], announce.Build("records", GPU), measured)
     assert loads.startswith(
         f"tutorials/01_a.py loads the committed records of {SLUG} (GPUPERF_BENCH=records)"
     )
@@ -203,32 +205,32 @@ def test_the_setting_is_checked(monkeypatch):
     monkeypatch.setenv("GPUPERF_BENCH", "sometimes")
     refused = "GPUPERF_BENCH must be auto, live, full or records, got 'sometimes'"
     with pytest.raises(ValueError, match=refused):
-        plan.current(False)
+        announce.current(False)
     monkeypatch.delenv("GPUPERF_BENCH")
-    assert plan.current(False) == plan.Build("auto", None)
-    assert not plan.Build("auto", None).live and plan.Build("auto", GPU).live
-    assert plan.Build("live", None).live and not plan.Build("records", GPU).live
+    assert announce.current(False) == announce.Build("auto", None)
+    assert not announce.Build("auto", None).live and announce.Build("auto", GPU).live
+    assert announce.Build("live", None).live and not announce.Build("records", GPU).live
 
 
 def test_a_page_announces_its_plan_once_and_other_scripts_stay_quiet(measured, pages, monkeypatch):
-    monkeypatch.setattr(plan, "_SHOWN", plan._Shown())
+    monkeypatch.setattr(announce, "_SHOWN", announce._Shown())
     out = io.StringIO()
-    live = plan.Build("auto", GPU)
-    assert plan.announce_page(pages[0], live, measured, file=out)
-    assert not plan.announce_page(pages[0], live, measured, file=out)  # once per script
+    live = announce.Build("auto", GPU)
+    assert announce.announce_page(pages[0], live, measured, file=out)
+    assert not announce.announce_page(pages[0], live, measured, file=out)  # once per script
     assert out.getvalue().startswith("tutorials/01_a.py measures live")
     assert out.getvalue().count("measures live") == 1
-    assert not plan.announce_page(pages[1], live, measured, file=out)  # no benchmark: not a page
-    assert not plan.announce_page(Path(sys.argv[0]), live, measured, file=out)  # the test runner
+    assert not announce.announce_page(pages[1], live, measured, file=out)  # no benchmark: not a page
+    assert not announce.announce_page(Path(sys.argv[0]), live, measured, file=out)  # the test runner
 
 
 def test_after_the_site_plan_only_pages_that_measure_say_more(measured, pages, monkeypatch):
-    monkeypatch.setattr(plan, "_SHOWN", plan._Shown())
+    monkeypatch.setattr(announce, "_SHOWN", announce._Shown())
     site, page = io.StringIO(), io.StringIO()
-    plan.announce_site(pages, plan.Build("records", GPU), measured, file=site)
+    announce.announce_site(pages, announce.Build("records", GPU), measured, file=site)
     assert site.getvalue().startswith("gpuperf: the pages load")
-    assert not plan.announce_page(pages[0], plan.Build("records", GPU), measured, file=page)
-    assert plan.announce_page(pages[0], plan.Build("auto", GPU), measured, file=page)
+    assert not announce.announce_page(pages[0], announce.Build("records", GPU), measured, file=page)
+    assert announce.announce_page(pages[0], announce.Build("auto", GPU), measured, file=page)
     # A newline first: sphinx's progress line is still on screen.
     assert page.getvalue().startswith("\ntutorials/01_a.py measures live")
 
@@ -240,8 +242,8 @@ def test_a_live_page_shows_its_plan_and_a_progress_bar_off_the_page(measured, pa
     from gpuperf.bench import runner
 
     monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(measured))
-    monkeypatch.setattr(plan, "_SHOWN", plan._Shown())
-    monkeypatch.setattr(plan, "current", lambda usable: plan.Build("auto", GPU))
+    monkeypatch.setattr(announce, "_SHOWN", announce._Shown())
+    monkeypatch.setattr(announce, "current", lambda usable: announce.Build("auto", GPU))
     monkeypatch.setattr(report, "LIVE", report.LiveRecords())  # nothing measured before
     monkeypatch.setattr(sys, "argv", [str(pages[0])])
     for name in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TORCHINDUCTOR_FX_GRAPH_CACHE"):
@@ -270,7 +272,7 @@ def test_a_live_page_shows_its_plan_and_a_progress_bar_off_the_page(measured, pa
 def test_the_records_path_stays_as_it_was(monkeypatch, capsys):
     """Without a GPU, run_or_load loads the records and prints nothing (the test runner's own
     script is not a page)."""
-    monkeypatch.setattr(plan, "_SHOWN", plan._Shown())
+    monkeypatch.setattr(announce, "_SHOWN", announce._Shown())
     monkeypatch.setattr(report, "can_measure", lambda: False)
     monkeypatch.delenv("GPUPERF_BENCH", raising=False)
     terminal = io.StringIO()
@@ -288,8 +290,8 @@ def test_a_benchmark_shown_on_two_pages_is_measured_once_and_ceilings_are_reused
     from gpuperf.bench import runner
 
     monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(measured))
-    monkeypatch.setattr(plan, "_SHOWN", plan._Shown())
-    monkeypatch.setattr(plan, "current", lambda usable: plan.Build("auto", GPU))
+    monkeypatch.setattr(announce, "_SHOWN", announce._Shown())
+    monkeypatch.setattr(announce, "current", lambda usable: announce.Build("auto", GPU))
     monkeypatch.setattr(report, "LIVE", report.LiveRecords())
     monkeypatch.setattr(sys, "argv", [str(pages[0])])
     monkeypatch.setattr(sys, "__stderr__", io.StringIO())
@@ -321,7 +323,7 @@ def test_a_benchmark_two_pages_show_counts_on_the_first_only(measured, pages, tm
         "03_c.py",
         "from gpuperf.bench.catalog import VECTOR_ADD\nfrom gpuperf.pages import show\nshow(VECTOR_ADD)\n",
     )
-    text = plan.describe([*pages, again], plan.Build("auto", GPU), measured)
+    text = announce.describe([*pages, again], announce.Build("auto", GPU), measured)
     assert "2 measurements on 3 pages: about 1.5 min for the 1 whose last wall time is recorded" in text
     lines = text.splitlines()
     at = next(i for i, line in enumerate(lines) if "tutorials/03_c.py" in line)
@@ -338,13 +340,13 @@ def test_a_quick_build_counts_the_points_it_measures_and_full_measures_every_swe
 
     quick = dataclasses.replace(catalog.VECTOR_ADD, quick=(("n_elements", (2**12, 2**20)),))
     monkeypatch.setattr(catalog, "VECTOR_ADD", quick)
-    page = plan.describe_page(pages[0], plan.Build("auto", GPU), measured).splitlines()
+    page = announce.describe_page(pages[0], announce.Build("auto", GPU), measured).splitlines()
     assert " ".join(page[1].split()) == "vector_add 4 of 34 points (quick), about 0.2 min"
-    site = plan.describe(pages, plan.Build("live", GPU), measured)
+    site = announce.describe(pages, announce.Build("live", GPU), measured)
     assert "GPUPERF_BENCH=full measures every sweep whole" in site
     assert "scaled to the points measured" in site
-    full = plan.describe_page(pages[0], plan.Build("full", GPU), measured).splitlines()
+    full = announce.describe_page(pages[0], announce.Build("full", GPU), measured).splitlines()
     assert " ".join(full[1].split()) == "vector_add 34 points, about 1.5 min"
-    assert "every sweep whole" not in plan.describe(pages, plan.Build("full", GPU), measured)
-    assert plan.Build("full", GPU).live and not plan.Build("full", GPU).quick
-    assert plan.Build("auto", GPU).quick and not plan.Build("records", GPU).quick
+    assert "every sweep whole" not in announce.describe(pages, announce.Build("full", GPU), measured)
+    assert announce.Build("full", GPU).live and not announce.Build("full", GPU).quick
+    assert announce.Build("auto", GPU).quick and not announce.Build("records", GPU).quick

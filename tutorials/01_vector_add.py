@@ -129,15 +129,17 @@ except ValueError as err:
 # -----------------------------------
 #
 # One timing is one call of :term:`do_bench`, which runs the function many
-# times, flushing the :term:`L2` cache before each run, and returns the median
-# in milliseconds; bytes moved over that time is the bandwidth:
+# times, flushing the :term:`L2` cache before each run, and returns one time in
+# milliseconds; bytes moved over that time is the bandwidth. Ask for the median:
+# Triton 3.6's ``do_bench`` returns the *mean* unless told otherwise
+# (``return_mode="mean"``), and a mean moves with every stall:
 #
 # .. code-block:: python
 #
 #    from triton.testing import do_bench
 #
 #    x, y = torch.randn(2**24, device="cuda"), torch.randn(2**24, device="cuda")
-#    ms = do_bench(lambda: add(x, y))
+#    ms = do_bench(lambda: add(x, y), return_mode="median")
 #    gbps = 3 * x.numel() * x.element_size() / (ms * 1e-3) / 1e9
 #
 # The benchmark below does exactly this for :math:`N` from :math:`2^{12}` to

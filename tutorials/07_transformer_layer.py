@@ -96,7 +96,7 @@ print(page.work_per_token())
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/attention_decode.py
 #    :pyobject: _attention_decode_combine_kernel
-#
+
 # %%
 # Correct first
 # -------------

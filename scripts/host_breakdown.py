@@ -1,0 +1,72 @@
+"""Where a planned call's host time goes: softmax and vector_add, part by part, on a GPU.
+
+The host_overhead benchmark times whole calls (our wrapper against PyTorch's op). This
+script times, with the same timer (``gpuperf.bench.timing.host_time_ms``: the GPU kept
+busy, so only the host's work counts), each part of a call that launches from its plan:
+the key of the call (``plans.call_key``), the plan's lookup, the output's allocation,
+and the bound launch alone; then the whole call and PyTorch's op. Shapes are the
+host_overhead benchmark's (softmax 4096 x 256 float32, vector_add 4096 float32).
+
+    python scripts/host_breakdown.py [--out FILE.json]
+
+Prints one table per op (µs per call, median of rounds) and writes them as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+
+from gpuperf.bench.timing import host_time_ms
+from gpuperf.kernels import softmax, vector_add
+from gpuperf.kernels.plans import call_key
+
+
+def _parts(op, tensors: tuple, reference) -> dict[str, float]:
+    op(*tensors)  # checks, compiles, plans
+    key = call_key(tensors, (), {})
+    plan = op.plans.get(key)
+    if plan is None or getattr(plan, "bound", None) is None:
+        raise RuntimeError(f"{op.__name__}: no bound plan for these inputs")
+    out = op(*tensors)
+    addresses = [t.data_ptr() for t in tensors] + [out.data_ptr()]
+    timed = {
+        "call_key": lambda: call_key(tensors, (), {}),
+        "plans.get": lambda: op.plans.get(key),
+        "torch.empty_like": lambda: torch.empty_like(tensors[0]),
+        "bound launch": lambda: plan.bound(*addresses),
+        "plan(*inputs)": lambda: plan(*tensors),
+        "whole call": lambda: op(*tensors),
+        "PyTorch op": lambda: reference(*tensors),
+    }
+    return {name: host_time_ms(fn).ms * 1e3 for name, fn in timed.items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=None, help="write the tables as JSON here")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("host_breakdown.py needs a CUDA GPU", file=sys.stderr)
+        return 2
+    x = torch.randn(4096, 256, device="cuda")
+    a, b = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
+    tables = {
+        "softmax": _parts(softmax, (x,), lambda t: torch.softmax(t, dim=-1)),
+        "vector_add": _parts(vector_add, (a, b), torch.add),
+    }
+    for op, parts in tables.items():
+        print(f"{op} ({torch.cuda.get_device_name()}), µs per call:")
+        for name, us in parts.items():
+            print(f"  {name:<18} {us:7.2f}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(), "us_per_call": tables}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -4,7 +4,8 @@ A page describes one GPU first: the GPU present when it measures live, else the
 reference GPU whose records are committed (:func:`page_gpu`). Its ceilings, a 1 GiB
 copy and a large vendor matmul per dtype measured in the same run as the
 benchmarks, come from that GPU's ``hardware.json`` (:func:`ceilings`), with the
-datasheet's peaks beside them for citation.
+datasheet's peaks beside them for citation. A ceiling is named beside its value by
+:func:`ceiling_label`, from the entry the value comes from: its call, shape and mode.
 """
 
 from __future__ import annotations
@@ -15,11 +16,52 @@ import textwrap
 from dataclasses import dataclass, field
 
 from gpuperf.bench import records
-from gpuperf.bench.hardware import CEILINGS, DATASHEET
-from gpuperf.pages.plotting import format_rate, short_gpu_name
+from gpuperf.bench.hardware import CEILINGS, DATASHEET, FP8_UNNAMED_ACCUMULATION, MATMUL_CALLS
+from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
 
 #: The ceilings a page can name, by their short name: ``ceilings().tflops("bf16")``.
 DTYPES = ("bf16", "fp16", "fp32", "fp8")
+
+
+def ceiling_label(key: str, entry: dict | None = None) -> str:
+    """What a ceiling is, as a page names it beside its value: the label of ``key`` in
+    :data:`gpuperf.bench.hardware.CEILINGS` (library, dtype), then for a matmul the call it
+    timed (:data:`~gpuperf.bench.hardware.MATMUL_CALLS`), for FP8 the accumulation mode, and
+    the shape ``entry`` holds; for the stream bandwidth, the stream that set it.
+
+    ``entry`` is the ceiling's entry in the record its value comes from (a record's
+    ``ceilings[key]`` or ``hardware.json``'s): a label is formatted from the record the
+    number beside it comes from, never typed. An entry without a ``shape`` (written before
+    ceilings named theirs) says so rather than guessing one; an FP8 entry without an
+    ``accumulation`` was measured with ``torch._scaled_mm``'s default, promoted
+    (:data:`~gpuperf.bench.hardware.FP8_UNNAMED_ACCUMULATION`).
+
+    >>> ceiling_label("bf16_tflops", {"shape": [4096, 4096, 4096]})
+    'cuBLAS bf16 matmul (torch.matmul) at 4096³'
+    >>> ceiling_label("fp8_tflops", {"shape": [6144, 6144, 6144]})
+    'cuBLASLt fp8 matmul (torch._scaled_mm, promoted accumulation) at 6144³'
+    >>> ceiling_label("fp16_tflops", {})
+    'cuBLAS fp16 matmul (torch.matmul), shape not recorded'
+
+    Raises:
+        ValueError: ``key`` is not a key of :data:`~gpuperf.bench.hardware.CEILINGS`.
+        TypeError: ``entry`` is neither a dict nor None.
+    """
+    if key not in CEILINGS:
+        raise ValueError(f"key must be one of {list(CEILINGS)}, got {key!r}")
+    if entry is not None and not isinstance(entry, dict):
+        raise TypeError(f"entry must be a ceiling's entry (dict) or None, got {type(entry).__name__}")
+    entry = entry or {}
+    label = CEILINGS[key][0]
+    if key not in MATMUL_CALLS:
+        stream = entry.get("stream")
+        return f"{label} ({stream})" if stream and key == "stream_gbps" else label
+    how = MATMUL_CALLS[key]
+    if key == "fp8_tflops":
+        how += f", {entry.get('accumulation', FP8_UNNAMED_ACCUMULATION)} accumulation"
+    shape = entry.get("shape")
+    where = f" at {format_x(tuple(shape))}" if shape else ", shape not recorded"
+    return f"{label} ({how}){where}"
 
 
 def _can_measure() -> bool:
@@ -58,6 +100,8 @@ class Ceilings:
         provenance: where, when and how they were measured (a record's provenance).
         spread: ``{key: (20th percentile, 80th percentile)}`` of each measured ceiling,
             in its unit (empty where the source gave none).
+        entries: ``{key: entry}``, each measured ceiling's whole entry (its ``shape``, FP8's
+            ``accumulation``, the ``stream``...), which :meth:`label` names.
     """
 
     gpu: str
@@ -65,6 +109,7 @@ class Ceilings:
     datasheet: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
     spread: dict = field(default_factory=dict)
+    entries: dict = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -90,6 +135,17 @@ class Ceilings:
             ValueError: ``dtype`` is not one of :data:`DTYPES`, or was not measured.
         """
         return self.measured[self._key(dtype)]
+
+    def label(self, key: str) -> str:
+        """The ceiling ``key`` (``'bf16_tflops'``; a key of
+        :data:`~gpuperf.bench.hardware.CEILINGS`) named from its entry: :func:`ceiling_label`.
+
+        Raises:
+            ValueError: ``key`` is not a key of ``CEILINGS``, or was not measured.
+        """
+        if key in CEILINGS and key not in self.measured:
+            raise ValueError(f"{self.gpu} has no measured {key}; it has {sorted(self.measured)}")
+        return ceiling_label(key, self.entries.get(key))
 
     def ridge_point(self, dtype: str = "bf16", *, datasheet: bool = False) -> float:
         """FLOPs per byte at which ``dtype``'s compute roof meets the memory roof: peak
@@ -118,10 +174,10 @@ class Ceilings:
         """One line per ceiling, measured (datasheet), and each dtype's ridge point, then
         where and when they were measured."""
         lines = [f"{self.gpu}, measured {self.provenance.get('date', '?')[:10]} (datasheet):"]
-        for key, (label, unit) in CEILINGS.items():
+        for key, (_, unit) in CEILINGS.items():
             if key not in self.measured:
                 continue
-            line = f"  {label}: {format_rate(self.measured[key], unit)}"
+            line = f"  {self.label(key)}: {format_rate(self.measured[key], unit)}"
             if key in self.datasheet:
                 line += f" ({format_rate(self.datasheet[key], unit)})"
             if unit == "TFLOP/s":
@@ -129,7 +185,7 @@ class Ceilings:
                 line += f"; ridge point {self.ridge_point(dtype):.0f} FLOP/byte"
                 if key in self.datasheet and "copy_gbps" in self.datasheet:
                     line += f" ({self.ridge_point(dtype, datasheet=True):.0f})"
-            lines.append(line)
+            lines += textwrap.wrap(line, 88, subsequent_indent="    ")
         if self.provenance:
             caption = " ".join(records.caption(self.provenance).split())
             lines += textwrap.wrap(caption, 88, subsequent_indent="  ")
@@ -172,7 +228,7 @@ def ceilings(gpu: str | None = None) -> Ceilings:
         if _finite(c.get("value_p20")) and _finite(c.get("value_p80"))
     }
     name = provenance["gpu"]
-    return Ceilings(name, measured, dict(DATASHEET.get(name, {})), provenance, spread)
+    return Ceilings(name, measured, dict(DATASHEET.get(name, {})), provenance, spread, entries)
 
 
 def _finite(value) -> bool:

@@ -136,13 +136,15 @@ class Ceilings:
         """
         return self.measured[self._key(dtype)]
 
-    def label(self, key: str) -> str:
-        """The ceiling ``key`` (``'bf16_tflops'``; a key of
-        :data:`~gpuperf.bench.hardware.CEILINGS`) named from its entry: :func:`ceiling_label`.
+    def label(self, ceiling: str = "bf16") -> str:
+        """What a ceiling is, named from its entry (:func:`ceiling_label`): ``ceiling`` a
+        dtype of :data:`DTYPES` (its matmul ceiling: ``'bf16'``) or a key of
+        :data:`~gpuperf.bench.hardware.CEILINGS` (``'copy_gbps'``).
 
         Raises:
-            ValueError: ``key`` is not a key of ``CEILINGS``, or was not measured.
+            ValueError: ``ceiling`` is neither, or was not measured.
         """
+        key = self._key(ceiling) if ceiling in DTYPES else ceiling
         if key in CEILINGS and key not in self.measured:
             raise ValueError(f"{self.gpu} has no measured {key}; it has {sorted(self.measured)}")
         return ceiling_label(key, self.entries.get(key))

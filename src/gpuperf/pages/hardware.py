@@ -5,7 +5,9 @@ reference GPU whose records are committed (:func:`page_gpu`). Its ceilings, a 1 
 copy and a large vendor matmul per dtype measured in the same run as the
 benchmarks, come from that GPU's ``hardware.json`` (:func:`ceilings`), with the
 datasheet's peaks beside them for citation. A ceiling is named beside its value by
-:func:`ceiling_label`, from the entry the value comes from: its call, shape and mode.
+:func:`ceiling_label` (defined with the site's other formats in :mod:`gpuperf.pages.plotting`,
+which draws it in each plot's legend), from the entry the value comes from: its call,
+shape and mode.
 """
 
 from __future__ import annotations
@@ -16,52 +18,11 @@ import textwrap
 from dataclasses import dataclass, field
 
 from gpuperf.bench import records
-from gpuperf.bench.hardware import CEILINGS, DATASHEET, FP8_UNNAMED_ACCUMULATION, MATMUL_CALLS
-from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
+from gpuperf.bench.hardware import CEILINGS, DATASHEET
+from gpuperf.pages.plotting import ceiling_label, format_rate, short_gpu_name
 
 #: The ceilings a page can name, by their short name: ``ceilings().tflops("bf16")``.
 DTYPES = ("bf16", "fp16", "fp32", "fp8")
-
-
-def ceiling_label(key: str, entry: dict | None = None) -> str:
-    """What a ceiling is, as a page names it beside its value: the label of ``key`` in
-    :data:`gpuperf.bench.hardware.CEILINGS` (library, dtype), then for a matmul the call it
-    timed (:data:`~gpuperf.bench.hardware.MATMUL_CALLS`), for FP8 the accumulation mode, and
-    the shape ``entry`` holds; for the stream bandwidth, the stream that set it.
-
-    ``entry`` is the ceiling's entry in the record its value comes from (a record's
-    ``ceilings[key]`` or ``hardware.json``'s): a label is formatted from the record the
-    number beside it comes from, never typed. An entry without a ``shape`` (written before
-    ceilings named theirs) says so rather than guessing one; an FP8 entry without an
-    ``accumulation`` was measured with ``torch._scaled_mm``'s default, promoted
-    (:data:`~gpuperf.bench.hardware.FP8_UNNAMED_ACCUMULATION`).
-
-    >>> ceiling_label("bf16_tflops", {"shape": [4096, 4096, 4096]})
-    'cuBLAS bf16 matmul (torch.matmul) at 4096³'
-    >>> ceiling_label("fp8_tflops", {"shape": [6144, 6144, 6144]})
-    'cuBLASLt fp8 matmul (torch._scaled_mm, promoted accumulation) at 6144³'
-    >>> ceiling_label("fp16_tflops", {})
-    'cuBLAS fp16 matmul (torch.matmul), shape not recorded'
-
-    Raises:
-        ValueError: ``key`` is not a key of :data:`~gpuperf.bench.hardware.CEILINGS`.
-        TypeError: ``entry`` is neither a dict nor None.
-    """
-    if key not in CEILINGS:
-        raise ValueError(f"key must be one of {list(CEILINGS)}, got {key!r}")
-    if entry is not None and not isinstance(entry, dict):
-        raise TypeError(f"entry must be a ceiling's entry (dict) or None, got {type(entry).__name__}")
-    entry = entry or {}
-    label = CEILINGS[key][0]
-    if key not in MATMUL_CALLS:
-        stream = entry.get("stream")
-        return f"{label} ({stream})" if stream and key == "stream_gbps" else label
-    how = MATMUL_CALLS[key]
-    if key == "fp8_tflops":
-        how += f", {entry.get('accumulation', FP8_UNNAMED_ACCUMULATION)} accumulation"
-    shape = entry.get("shape")
-    where = f" at {format_x(tuple(shape))}" if shape else ", shape not recorded"
-    return f"{label} ({how}){where}"
 
 
 def _can_measure() -> bool:

@@ -22,7 +22,7 @@ import pytest
 
 from gpuperf.bench import catalog, records
 from gpuperf.bench.hardware import FP8_UNNAMED_ACCUMULATION
-from gpuperf.pages import fp8, hardware, matmul, plotting, strategy
+from gpuperf.pages import fp8, hardware, matmul, plotting, roofline_readings, strategy
 from gpuperf.pages.plotting import ceiling_label
 from gpuperf.pages.report import headline, load
 from tests._pages import records_as_text  # noqa: F401 (autouse)
@@ -215,6 +215,7 @@ def _rendered():
     yield "matmul.ceilings_by_run", matmul.ceilings_by_run(plain)
     yield "strategy.matmul_vs_cublas", strategy.matmul_vs_cublas(plain)
     yield "fp8.in_one_paragraph", str(fp8.in_one_paragraph())
+    yield "roofline_readings.roofs", roofline_readings.roofs(roofline_readings.placements())
     for benchmark in (catalog.MATMUL, catalog.MATMUL_PERSISTENT, catalog.MATMUL_FP8):
         yield f"headline({benchmark.name})", headline(load(benchmark)) or ""
     for key in ("bf16_tflops", "fp16_tflops", "fp32_tflops", "fp8_tflops"):
@@ -299,6 +300,12 @@ def test_ceiling_label_names_call_dtype_shape_and_fp8_mode():
         == "cuBLAS fp16 matmul (torch.matmul), shape not recorded"
     )
     assert ceiling_label("fp16_tflops") == "cuBLAS fp16 matmul (torch.matmul), shape not recorded"
+    # Without the library and dtype, for a line that names them already.
+    assert ceiling_label("bf16_tflops", {"shape": [4096] * 3}, name=False) == "torch.matmul at 4096³"
+    assert (
+        ceiling_label("fp8_tflops", {}, name=False)
+        == "torch._scaled_mm, promoted accumulation, shape not recorded"
+    )
     # Bandwidth ceilings: the label, and the stream that set the stream bandwidth.
     assert ceiling_label("copy_gbps", {"value": 3000.0}) == "copy bandwidth"
     assert ceiling_label("stream_gbps", {"stream": "addcmul"}) == "stream bandwidth (addcmul)"

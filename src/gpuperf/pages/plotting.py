@@ -134,7 +134,7 @@ def format_x(x) -> str:
     return format_size(x)
 
 
-def ceiling_label(key: str, entry: dict | None = None) -> str:
+def ceiling_label(key: str, entry: dict | None = None, *, name: bool = True) -> str:
     """What a ceiling is, as a page names it beside its value: the label of ``key`` in
     :data:`gpuperf.bench.hardware.CEILINGS` (library, dtype), then for a matmul the call it
     timed (:data:`~gpuperf.bench.hardware.MATMUL_CALLS`), for FP8 the accumulation mode, and
@@ -154,6 +154,11 @@ def ceiling_label(key: str, entry: dict | None = None) -> str:
     >>> ceiling_label("fp16_tflops", {})
     'cuBLAS fp16 matmul (torch.matmul), shape not recorded'
 
+    ``name=False`` leaves out the library and dtype, for a line that names them already:
+
+    >>> ceiling_label("fp8_tflops", {"shape": [6144, 6144, 6144]}, name=False)
+    'torch._scaled_mm, promoted accumulation, at 6144³'
+
     Raises:
         ValueError: ``key`` is not a key of :data:`~gpuperf.bench.hardware.CEILINGS`.
         TypeError: ``entry`` is neither a dict nor None.
@@ -165,12 +170,17 @@ def ceiling_label(key: str, entry: dict | None = None) -> str:
     entry = entry or {}
     label = CEILINGS[key][0]
     if key not in MATMUL_CALLS:
-        stream = entry.get("stream")
-        return f"{label} ({stream})" if stream and key == "stream_gbps" else label
+        stream = entry.get("stream") if key == "stream_gbps" else None
+        if not name:
+            return stream or ""
+        return f"{label} ({stream})" if stream else label
     how = MATMUL_CALLS[key]
     if key == "fp8_tflops":
         how += f", {entry.get('accumulation', FP8_UNNAMED_ACCUMULATION)} accumulation"
     shape = entry.get("shape")
+    if not name:
+        at = f" at {format_x(tuple(shape))}" if shape else ", shape not recorded"
+        return f"{how}{',' if ', ' in how and shape else ''}{at}"
     where = f" at {format_x(tuple(shape))}" if shape else ", shape not recorded"
     return f"{label} ({how}){where}"
 

@@ -15,7 +15,8 @@ def test_rate_headline_gives_the_ratio_range_and_the_best_share_of_the_ceiling()
     x = catalog.VECTOR_ADD.x_values[2]  # the largest of the three sizes: the most bytes in 0.5 ms
     best = catalog.VECTOR_ADD.bytes(x) / 0.5e-3 / 1e9 / 3000
     assert line == (
-        f"2.00–4.00× the speed of PyTorch x + y; up to {100 * best:.0f}% of copy bandwidth, reached at {format_x(x)}"
+        f"2.00–4.00× the speed of PyTorch x + y; up to {100 * best:.0f}% of copy bandwidth, "
+        f"reached at {format_x(x)}"
     )
 
 

@@ -17,7 +17,8 @@ GPU = "nvidia-h100-80gb-hbm3"
 
 def substitutions(gpu: str = GPU) -> dict[str, str]:
     """``{name: text}``: the GPU's SM count, L2 size, memory, measured copy bandwidth and
-    matmul peaks, the bf16 ridge point and the date they were measured."""
+    matmul peaks (the bf16 and fp8 ones also named by call, shape and mode), the bf16 ridge
+    point and the date they were measured."""
     c = ceilings(gpu)
     p = c.provenance
     return {
@@ -28,6 +29,9 @@ def substitutions(gpu: str = GPU) -> dict[str, str]:
         "h100-bf16": format_rate(c.tflops("bf16"), "TFLOP/s"),
         "h100-fp8": format_rate(c.tflops("fp8"), "TFLOP/s"),
         "h100-fp32": format_rate(c.tflops("fp32"), "TFLOP/s"),
+        # What each matmul ceiling is, named from its entry: call, shape (fp8: accumulation).
+        "h100-bf16-label": c.label("bf16"),
+        "h100-fp8-label": c.label("fp8"),
         "h100-ridge-bf16": f"{c.ridge_point('bf16'):.0f} FLOP/byte",
         "h100-measured": p["date"][:10],
     }

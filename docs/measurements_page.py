@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 from gpuperf.bench import catalog, records
-from gpuperf.bench.hardware import CEILINGS, DATASHEET
-from gpuperf.pages.plotting import format_rate
+from gpuperf.bench.hardware import DATASHEET
+from gpuperf.pages.plotting import ceiling_label, format_rate
 
 
 def _hardware_rows(root: Path):
@@ -56,7 +56,7 @@ def write(out_dir: Path, *, interpreted: bool) -> Path:
         p = hw["provenance"]
         sheet = DATASHEET.get(p["gpu"], {})
         ceilings = "; ".join(
-            f"{CEILINGS[k][0]} {format_rate(v['value'], v['unit'])}"
+            f"{ceiling_label(k, v)}: {format_rate(v['value'], v['unit'])}"
             + (f" ({format_rate(sheet[k], v['unit'])})" if k in sheet else "")
             for k, v in hw["ceilings"].items()
         )

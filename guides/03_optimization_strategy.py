@@ -332,13 +332,16 @@ print(page.strided_share(strided))
 #
 # On Hopper, the tensor cores do bf16 and fp16 products many times faster than
 # the float32 units, and :term:`FP8` twice as fast again. The ceilings measured on
-# each GPU (cuBLAS at 8192³, ``torch._scaled_mm`` for FP8) say how much:
+# each GPU say how much; each is named under them, from its record, by its call
+# and the shape that set it (for FP8, also how ``torch._scaled_mm`` accumulated):
 
 for gpu in hardware.gpus():
     c = ceilings(gpu)
     fp32, bf16, fp8 = c.tflops("fp32"), c.tflops("bf16"), c.tflops("fp8")
     print(f"{c.name}: fp32 {fp32:.0f}, bf16 {bf16:.0f}, fp8 {fp8:.0f} TFLOP/s;")
     print(f"    bf16 / fp32 = {bf16 / fp32:.0f}x, fp8 / bf16 = {fp8 / bf16:.1f}x")
+    for dtype in ("fp32", "bf16", "fp8"):
+        print(f"    {dtype}: {c.label(dtype)}")
 
 # %%
 # (cuBLAS's float32 matmul here is true float32; with TF32 allowed it would use

@@ -32,11 +32,14 @@ def test_the_paragraph_quotes_each_gpus_records():
         for ratios in (fast, row, promoted):
             assert span(ratios.values()) + "×" in text
         shape = fp8.HEADLINE_SHAPE
-        ceiling = result.fraction_of_ceiling(scaling="tensor", accumulation="fast")[shape]
-        assert f"{percent(ceiling)} of the measured FP8 ceiling at {format_x(shape)}" in text
+        share = result.fraction_of_ceiling(scaling="tensor", accumulation="fast")[shape]
+        # The ceiling is named from the record's entry: the call, mode and shape it was measured
+        # with, not the shape the share is quoted at.
+        label = hardware.ceiling_label("fp8_tflops", result.record["ceilings"]["fp8_tflops"])
+        assert f"{percent(share)} of the FP8 ceiling measured in the same run, {label}" in text
         ours = result.values(scaling="tensor", accumulation="fast")[shape]
         cublas = report.load(catalog.MATMUL_PERSISTENT, gpu).values("cublas")[shape]
-        assert f"({times(ours / cublas, 1)} cuBLAS's bfloat16 TFLOP/s)" in text
+        assert f"at {format_x(shape)}, {times(ours / cublas, 1)} cuBLAS's bfloat16 TFLOP/s and " in text
 
 
 def test_the_paragraph_notes_a_gpu_without_records(tmp_path, monkeypatch):

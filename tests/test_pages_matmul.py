@@ -149,15 +149,28 @@ def test_graph_ops_refuses_what_is_not_a_graph():
 
 
 def test_against_cublas_names_the_ceiling_its_shares_are_of():
+    from gpuperf.pages import hardware
+
     plain = report.run_or_load(MATMUL)
     text = page.against_cublas(plain)
+    flat = " ".join(text.split())
     for res in plain.gpus():
         for dtype, key in (("float16", "fp16_tflops"), ("bfloat16", "bf16_tflops")):
             ceiling = res.record["ceilings"][key]
-            assert f"{dtype}, against the ceiling measured at the start of this run: " in text
+            # Named from the record's own entry: its call and the shape that set it.
+            label = hardware.ceiling_label(key, ceiling)
+            assert f"{dtype}, against the ceiling measured at the start of this run, {label}: " in flat
             assert f"{ceiling['value']:.0f} TFLOP/s ({ceiling['value_p20']:.0f}–" in text
             share = res.values(dtype=dtype)[(4096,) * 3] / ceiling["value"]
             assert f"= {percent(share)} of that ceiling" in text
+            # cuBLAS's own row at the ceiling's shape, the same call and shape later in the run.
+            shape = tuple(ceiling["shape"])
+            theirs = res.fraction_of_ceiling("cublas", dtype=dtype)[shape]
+            at = f"at {shape[0]}³, the ceiling's shape, "
+            assert (
+                f"{at}{res.values('cublas', dtype=dtype)[shape]:.0f} TFLOP/s = {percent(theirs)} of it"
+                in flat
+            )
 
 
 def test_ceilings_by_run_sets_both_runs_side_by_side_with_their_verdicts():
@@ -178,13 +191,17 @@ def test_ceilings_by_run_sets_both_runs_side_by_side_with_their_verdicts():
                 ceilings["fp16_tflops"],
                 ceilings["bf16_tflops"],
             )
-            assert f"{fp16:.0f} ({fp16_lo:.0f}–{fp16_hi:.0f})" in text
-            assert f"{bf16:.0f} ({bf16_lo:.0f}–{bf16_hi:.0f})" in text
+            assert f"{fp16:.0f} ({fp16_lo:.0f}–{fp16_hi:.0f}) at " in text
+            assert f"{bf16:.0f} ({bf16_lo:.0f}–{bf16_hi:.0f}) at " in text
             assert f"{fp16 / bf16:.2f}" in text
             apart = fp16_hi < bf16_lo or fp16_lo > bf16_hi
             side = "below" if fp16 < bf16 else "at or above"
             verdict = f"in the {name} fp16 is {side} bf16, {'beyond' if apart else 'within'} their"
             assert verdict in " ".join(text.lower().split())
+        # Each ceiling of the matmul's run over the same ceiling of the other, with their shapes.
+        later, earlier = res.record["ceilings"]["bf16_tflops"], hw.entries["bf16_tflops"]
+        moved = f"bf16 {times(later['value'] / earlier['value'])} ("
+        assert "The matmul's run over the ceilings' run: " in text and moved in " ".join(text.split())
     with pytest.raises(ValueError, match="expected the result of 'matmul'"):
         page.ceilings_by_run(report.run_or_load(ORDER))
 

@@ -373,3 +373,19 @@ def test_persistent_ladder_gives_each_rung_against_cublas():
     line = next(line for line in text.splitlines() if "4096³" in line)
     expected = [f"{result.ratios(key)[SQUARE]:.2f}" for key, _ in strategy.LADDER]
     assert line.split()[-len(expected) :] == expected
+
+
+def test_matmul_vs_cublas_names_the_ceiling_its_shares_are_of():
+    matmul = load(cat.MATMUL)
+    text = strategy.matmul_vs_cublas(matmul)
+    share = matmul.fraction_of_ceiling(dtype="bfloat16")[SQUARE]
+    assert (
+        f"ours / cuBLAS {matmul.ratios(dtype='bfloat16')[SQUARE]:.2f}x, {percent(share)} of the ceiling"
+        in text
+    )
+    # The ceiling is named from the record's own entry (its call and the shape that set it).
+    entry = matmul.record["ceilings"]["bf16_tflops"]
+    named = (
+        f"the ceiling, same run: {hardware.ceiling_label('bf16_tflops', entry)}, {entry['value']:.0f} TFLOP/s"
+    )
+    assert named in " ".join(text.split())

@@ -15,7 +15,8 @@ def test_rate_headline_gives_the_ratio_range_and_the_best_share_of_the_ceiling()
     x = catalog.VECTOR_ADD.x_values[2]  # the largest of the three sizes: the most bytes in 0.5 ms
     best = catalog.VECTOR_ADD.bytes(x) / 0.5e-3 / 1e9 / 3000
     assert line == (
-        f"2.00–4.00× the speed of PyTorch x + y; up to {100 * best:.0f}% of copy bandwidth (at {format_x(x)})"
+        f"2.00–4.00× the speed of PyTorch x + y; up to {100 * best:.0f}% of copy bandwidth, "
+        f"reached at {format_x(x)}"
     )
 
 
@@ -24,9 +25,11 @@ def test_headline_names_the_axis_values_and_ceiling_of_its_best_point():
     ms = lambda c, i, p: [1.0, 2.0, 3.0][p] * (2.0 if c == 1 and p == 0 else 1.0)
     line = headline(Result(MATMUL_LIKE, synthetic_record(MATMUL_LIKE, ms=ms), "committed"))
     best = 2 * 8192 * 4096 * 14336 / 1e-3 / 1e12 / 700  # the largest product, float16 (700 TFLOP/s)
+    # The ceiling is named from its entry (this synthetic one has no shape, and says so),
+    # apart from the x where the share was reached.
     assert line == (
         f"1.50–3.00× the speed of cuBLAS; up to {100 * best:.0f}% of cuBLAS fp16 matmul "
-        "(at 8192×4096×14336, dtype=float16)"
+        "(torch.matmul), shape not recorded, reached at 8192×4096×14336, dtype=float16"
     )
 
 

@@ -79,10 +79,11 @@ for shape in [*squares, (8192, 14336, 4096), (16, 14336, 4096)]:
 # :term:`ridge point`: its peak FLOP/s divided by its memory bandwidth. Below
 # it, a kernel cannot keep the tensor cores fed (:term:`memory-bound`); above
 # it, memory can keep up (:term:`compute-bound`). Here are the ceilings
-# measured on the GPU these pages show (a large :term:`cuBLAS` matmul, a 1 GiB
-# copy and the fastest of a few 1 GiB streams, the :term:`stream bandwidth` the
-# ridge is taken against, in the same run), the datasheet's in brackets, and
-# where the largest tile falls. Every benchmark run measures these ceilings again at its
+# measured on the GPU these pages show (a :term:`cuBLAS` matmul per dtype at a
+# few large squares, the fastest kept and named with its shape, a 1 GiB copy and
+# the fastest of a few 1 GiB streams, the :term:`stream bandwidth` the ridge is
+# taken against, in the same run), the datasheet's in brackets, and where the
+# largest tile falls. Every benchmark run measures these ceilings again at its
 # start and its record keeps them: the percentages further down are taken of the
 # matmul run's own, which the page prints beside these.
 
@@ -452,27 +453,36 @@ result = show(MATMUL)
 # sphinx_gallery_thumbnail_number = 4
 
 # %%
-# Per dtype, from the records: the ceiling the percentages are taken of
-# (cuBLAS at 8192³, measured at the start of this benchmark's run and kept in
-# its record, not the one printed with the ridge points), the ratio to cuBLAS
-# at the large squares, its geometric mean over the squares from 1024³ to 8192³
-# that the run measured (each line names them), and how close the kernel comes
-# to that ceiling and to the datasheet's dense peak.
+# Per dtype, from the records: the ceiling the percentages are taken of (named
+# by its call and the shape that set it, measured at the start of this
+# benchmark's run and kept in its record, not the one printed with the ridge
+# points), the ratio to cuBLAS at the large squares, its geometric mean over the
+# squares from 1024³ to 8192³ that the run measured (each line names them), how
+# close the kernel comes to that ceiling and to the datasheet's dense peak, and
+# last, cuBLAS's own rows read against the same ceiling.
 
 print(page.against_cublas(result))
 
 # %%
-# Both ceilings are the same call, ``torch.matmul`` of two random
-# 8192 × 8192 matrices timed like every benchmark, measured in two runs: the
-# one whose ceilings were printed with the ridge points, and the matmul
-# benchmark's own. Side by side, with the 20th and 80th percentiles of each
-# median:
+# A ceiling is cuBLAS timed at a few large squares, the fastest kept, and its
+# record names the shape. cuBLAS's own row at that shape repeats the ceiling's
+# call and shape later in the same run: the gap between the two is how far one
+# measurement moves within a run. Its rows at the other squares are other
+# products, and their gap to the ceiling is how cuBLAS's rate changes with the
+# shape, not drift; at those squares the kernel's ratio to cuBLAS says more
+# than its share of the ceiling.
+#
+# The ceilings of two runs are the same measurement, ``torch.matmul`` of random
+# square matrices timed like every benchmark: the run whose ceilings were
+# printed with the ridge points, and the matmul benchmark's own. Side by side,
+# with the 20th and 80th percentiles of each median and the shape that set it:
 
 print(page.ceilings_by_run(result))
 
 # %%
-# The same call moves by a few percent from one run to the next, which is why
-# a kernel is read against the ceiling of its own run. The datasheet gives
+# Where both runs' ceiling was set by the same shape, the last line is how far
+# the same measurement moves from one run to the next, which is why a kernel is
+# read against the ceiling of its own run. The datasheet gives
 # float16 and bfloat16 the same dense tensor-core peak (its last column), yet
 # cuBLAS's float16 product measured slower than its bfloat16 one: the lines
 # under each table say in which runs, and whether the gap exceeds the spread of

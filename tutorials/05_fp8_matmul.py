@@ -201,12 +201,14 @@ for bad in [
 #
 # Both scalings and both accumulation modes, in one run per GPU, against
 # cuBLASLt through ``torch._scaled_mm`` with the same scales and the same
-# accumulation mode. :term:`TFLOP/s` counts :math:`2MNK`; the ceiling is
-# ``torch._scaled_mm`` at :math:`8192^3`, measured in the same run. The
-# ``pointer``, ``tma`` and ``tma_ws`` lines are variants of the same persistent
-# kernel, each at its own best config: loading through computed pointers,
-# through TMA, and through TMA with the program's warps split into loaders and
-# multipliers (warp specialization); tutorial 06 explains each.
+# accumulation mode. :term:`TFLOP/s` counts :math:`2MNK`; the dashed line is
+# the FP8 ceiling measured in the same run, named above the plot (each GPU's
+# line) by its call, the shape that set it and its accumulation mode: a roof
+# only for the mode it was measured in, which a kernel accumulating the other
+# way may cross. The ``pointer``, ``tma`` and ``tma_ws`` lines are variants of
+# the same persistent kernel, each at its own best config: loading through
+# computed pointers, through TMA, and through TMA with the program's warps split
+# into loaders and multipliers (warp specialization); tutorial 06 explains each.
 
 from gpuperf.bench.catalog import MATMUL_FP8
 from gpuperf.pages import run_or_load

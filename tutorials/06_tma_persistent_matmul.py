@@ -183,7 +183,9 @@ print(persistent.sweep_tables())
 # then the persistent kernel with computed pointers, with TMA, and with TMA and
 # warp specialization (each at its own best config from the sweep), the tuned
 # persistent kernel (the fastest of them), and :term:`cuBLAS`. :term:`TFLOP/s`
-# counts :math:`2MNK`; the ceiling is cuBLAS at :math:`8192^3` in the same run.
+# counts :math:`2MNK`; the dashed line is the bf16 ceiling measured in the same
+# run, named above the plot (each GPU's line) by its call and the shape that set
+# it.
 
 from gpuperf.bench.catalog import MATMUL_FP8, MATMUL_PERSISTENT
 from gpuperf.pages import show

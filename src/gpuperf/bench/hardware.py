@@ -52,6 +52,25 @@ CEILINGS = {
 }
 
 
+#: The call each matmul ceiling times (:func:`_matmul_entry`), by ceiling key: what a page
+#: names beside the ceiling (:func:`gpuperf.pages.hardware.ceiling_label`).
+MATMUL_CALLS = {
+    "bf16_tflops": "torch.matmul",
+    "fp16_tflops": "torch.matmul",
+    "fp32_tflops": "torch.matmul",
+    "fp8_tflops": "torch._scaled_mm",
+}
+#: ``use_fast_accum`` of the FP8 ceiling's ``torch._scaled_mm``: False (its default), so
+#: cuBLASLt promotes the tensor cores' partial sums to float32 as it goes. The ceiling is a
+#: roof for promoted FP8 only; fast accumulation (``use_fast_accum=True``) skips the
+#: promotions and can run past it. The entry names its mode (``accumulation``).
+FP8_FAST_ACCUM = False
+#: The accumulation of an FP8 ceiling whose entry does not name it: entries written before
+#: the field was, all measured by a ``torch._scaled_mm`` call that left ``use_fast_accum`` at
+#: its default (False).
+FP8_UNNAMED_ACCUMULATION = "promoted"
+
+
 def measure_copy_gbps() -> dict:
     """Device-to-device copy of :data:`COPY_BYTES` (read + write counted): GB/s quantiles
     (the ``copy`` stream of :data:`STREAMS`)."""
@@ -103,7 +122,8 @@ def _stream_entry(name: str) -> dict:
 
 
 def measure_matmul_tflops(dtype_name: str) -> dict | None:
-    """``torch.matmul`` (fp8: ``torch._scaled_mm``) on random square inputs of each size of
+    """``torch.matmul`` (fp8: ``torch._scaled_mm``, promoted unless :data:`FP8_FAST_ACCUM`;
+    :data:`MATMUL_CALLS`) on random square inputs of each size of
     :data:`MATMUL_SIZES`: TFLOP/s quantiles of the size with the highest median, which
     the entry names (``shape``, ``[n, n, n]``).
 
@@ -118,21 +138,26 @@ def measure_matmul_tflops(dtype_name: str) -> dict | None:
 
 
 def _matmul_entry(dtype_name: str, n: int) -> dict:
-    """One square ``n``³ matmul of ``dtype_name`` timed: its entry, with its ``shape``."""
+    """One square ``n``³ matmul of ``dtype_name`` timed: its entry, with its ``shape`` (and,
+    fp8, its ``accumulation``: :data:`FP8_FAST_ACCUM`)."""
     import torch
 
     if dtype_name == "fp8":
         a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
         b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()  # column-major, as cuBLASLt needs
         one = torch.ones((), device="cuda")
-        fn = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        fn = lambda: torch._scaled_mm(
+            a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=FP8_FAST_ACCUM
+        )
+        extra = {"accumulation": "fast" if FP8_FAST_ACCUM else "promoted"}
     else:
         dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype_name]
         a = torch.randn(n, n, device="cuda", dtype=dtype)
         b = torch.randn(n, n, device="cuda", dtype=dtype)
         fn = lambda: torch.matmul(a, b)
+        extra = {}
     t = time_ms(fn)
-    return _entry(metrics.matmul_flops(n, n, n), t, "TFLOP/s") | {"shape": [n, n, n]}
+    return _entry(metrics.matmul_flops(n, n, n), t, "TFLOP/s") | {"shape": [n, n, n], **extra}
 
 
 def _entry(work: float, t, unit: str) -> dict:
@@ -143,8 +168,8 @@ def _entry(work: float, t, unit: str) -> dict:
 def measure_ceilings(keys=tuple(CEILINGS)) -> dict:
     """Measure the ceilings named by ``keys`` (default: every key of :data:`CEILINGS`, about
     half a minute on an H100); return ``{key: {value, value_p20, value_p80, unit, ms}}``,
-    the matmul ceilings with the ``shape`` and the stream bandwidth with the ``stream``
-    that gave them."""
+    the matmul ceilings with the ``shape`` (fp8: and the ``accumulation``) and the stream
+    bandwidth with the ``stream`` that gave them."""
     out = {}
     for key in keys:
         if key == "copy_gbps":

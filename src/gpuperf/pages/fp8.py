@@ -19,8 +19,11 @@ from gpuperf.pages.tables import Cell, Section, render
 
 #: The benchmark the page is about.
 BENCHMARK = MATMUL_FP8
-#: The shape the opening paragraph quotes the ceiling and the bfloat16 comparison at.
+#: The shape at which the opening paragraph quotes the kernel's share of the FP8 ceiling (the
+#: ceiling itself named with the shape it was measured at) and its bfloat16 comparison.
 HEADLINE_SHAPE = (8192, 8192, 8192)
+#: The ceiling the benchmark's rows are read against.
+CEILING = "fp8_tflops"
 #: The scalings and accumulation modes of the benchmark, in the order the tables list them.
 SCALINGS = ("tensor", "row")
 ACCUMULATIONS = ("fast", "float32")
@@ -30,9 +33,11 @@ OUTLIER_ROWS = 8
 
 def gpu_sentence(result: Result, bf16: Result | None = None) -> str:
     """One GPU's headline: ``matmul_fp8`` with fast accumulation against cuBLASLt, per-tensor
-    and per-row scales; its share of the measured FP8 ceiling at :data:`HEADLINE_SHAPE`
-    and, when ``bf16`` (the GPU's ``matmul_persistent`` result) is given, its TFLOP/s over
-    cuBLAS's bfloat16 TFLOP/s there; then the float32-promoted ratios.
+    and per-row scales; at :data:`HEADLINE_SHAPE`, when ``bf16`` (the GPU's
+    ``matmul_persistent`` result) is given, its TFLOP/s over cuBLAS's bfloat16 TFLOP/s, and
+    its share of the FP8 ceiling measured in the same run, named from the record's entry
+    (:func:`~gpuperf.pages.hardware.ceiling_label`: call, accumulation mode, shape); then
+    the float32-promoted ratios.
 
     Raises:
         ValueError: ``result`` has no record, or it has no per-tensor fast-accumulation rows.
@@ -50,15 +55,20 @@ def gpu_sentence(result: Result, bf16: Result | None = None) -> str:
     if per_row:
         sentence += f" and {times_span(per_row.values())} with per-row scales"
     sentence += f" over {len(fast)} shapes"
-    ceiling = result.fraction_of_ceiling(scaling="tensor", accumulation="fast")
-    if HEADLINE_SHAPE in ceiling:
-        sentence += (
-            f", {percent(ceiling[HEADLINE_SHAPE])} of the measured FP8 ceiling at {format_x(HEADLINE_SHAPE)}"
-        )
+    at = []
     ours = result.values(scaling="tensor", accumulation="fast")
     cublas = bf16.values("cublas") if bf16 is not None and bf16.record is not None else {}
     if HEADLINE_SHAPE in ours and HEADLINE_SHAPE in cublas:
-        sentence += f" ({times(ours[HEADLINE_SHAPE] / cublas[HEADLINE_SHAPE], 1)} cuBLAS's bfloat16 TFLOP/s)"
+        at.append(f"{times(ours[HEADLINE_SHAPE] / cublas[HEADLINE_SHAPE], 1)} cuBLAS's bfloat16 TFLOP/s")
+    shares = result.fraction_of_ceiling(scaling="tensor", accumulation="fast")
+    entry = result.record["ceilings"].get(CEILING)
+    if HEADLINE_SHAPE in shares and entry is not None:
+        at.append(
+            f"{percent(shares[HEADLINE_SHAPE])} of the FP8 ceiling measured in the same run, "
+            f"{hardware.ceiling_label(CEILING, entry)}"
+        )
+    if at:
+        sentence += f"; at {format_x(HEADLINE_SHAPE)}, " + " and ".join(at)
     promoted = result.ratios(scaling="tensor", accumulation="float32")
     if promoted:
         sentence += f"; promoting the sum to float32 takes it to {times_span(promoted.values())}"

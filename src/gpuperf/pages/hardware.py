@@ -4,7 +4,10 @@ A page describes one GPU first: the GPU present when it measures live, else the
 reference GPU whose records are committed (:func:`page_gpu`). Its ceilings, a 1 GiB
 copy and a large vendor matmul per dtype measured in the same run as the
 benchmarks, come from that GPU's ``hardware.json`` (:func:`ceilings`), with the
-datasheet's peaks beside them for citation.
+datasheet's peaks beside them for citation. A ceiling is named beside its value by
+:func:`ceiling_label` (defined with the site's other formats in :mod:`gpuperf.pages.plotting`,
+which draws it in each plot's legend), from the entry the value comes from: its call,
+shape and mode.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass, field
 
 from gpuperf.bench import records
 from gpuperf.bench.hardware import CEILINGS, DATASHEET
-from gpuperf.pages.plotting import format_rate, short_gpu_name
+from gpuperf.pages.plotting import ceiling_label, format_rate, short_gpu_name
 
 #: The ceilings a page can name, by their short name: ``ceilings().tflops("bf16")``.
 DTYPES = ("bf16", "fp16", "fp32", "fp8")
@@ -58,6 +61,8 @@ class Ceilings:
         provenance: where, when and how they were measured (a record's provenance).
         spread: ``{key: (20th percentile, 80th percentile)}`` of each measured ceiling,
             in its unit (empty where the source gave none).
+        entries: ``{key: entry}``, each measured ceiling's whole entry (its ``shape``, FP8's
+            ``accumulation``, the ``stream``...), which :meth:`label` names.
     """
 
     gpu: str
@@ -65,6 +70,7 @@ class Ceilings:
     datasheet: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
     spread: dict = field(default_factory=dict)
+    entries: dict = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -90,6 +96,19 @@ class Ceilings:
             ValueError: ``dtype`` is not one of :data:`DTYPES`, or was not measured.
         """
         return self.measured[self._key(dtype)]
+
+    def label(self, ceiling: str = "bf16") -> str:
+        """What a ceiling is, named from its entry (:func:`ceiling_label`): ``ceiling`` a
+        dtype of :data:`DTYPES` (its matmul ceiling: ``'bf16'``) or a key of
+        :data:`~gpuperf.bench.hardware.CEILINGS` (``'copy_gbps'``).
+
+        Raises:
+            ValueError: ``ceiling`` is neither, or was not measured.
+        """
+        key = self._key(ceiling) if ceiling in DTYPES else ceiling
+        if key in CEILINGS and key not in self.measured:
+            raise ValueError(f"{self.gpu} has no measured {key}; it has {sorted(self.measured)}")
+        return ceiling_label(key, self.entries.get(key))
 
     def ridge_point(self, dtype: str = "bf16", *, datasheet: bool = False) -> float:
         """FLOPs per byte at which ``dtype``'s compute roof meets the memory roof: peak
@@ -118,10 +137,10 @@ class Ceilings:
         """One line per ceiling, measured (datasheet), and each dtype's ridge point, then
         where and when they were measured."""
         lines = [f"{self.gpu}, measured {self.provenance.get('date', '?')[:10]} (datasheet):"]
-        for key, (label, unit) in CEILINGS.items():
+        for key, (_, unit) in CEILINGS.items():
             if key not in self.measured:
                 continue
-            line = f"  {label}: {format_rate(self.measured[key], unit)}"
+            line = f"  {self.label(key)}: {format_rate(self.measured[key], unit)}"
             if key in self.datasheet:
                 line += f" ({format_rate(self.datasheet[key], unit)})"
             if unit == "TFLOP/s":
@@ -129,7 +148,7 @@ class Ceilings:
                 line += f"; ridge point {self.ridge_point(dtype):.0f} FLOP/byte"
                 if key in self.datasheet and "copy_gbps" in self.datasheet:
                     line += f" ({self.ridge_point(dtype, datasheet=True):.0f})"
-            lines.append(line)
+            lines += textwrap.wrap(line, 88, subsequent_indent="    ")
         if self.provenance:
             caption = " ".join(records.caption(self.provenance).split())
             lines += textwrap.wrap(caption, 88, subsequent_indent="  ")
@@ -172,7 +191,7 @@ def ceilings(gpu: str | None = None) -> Ceilings:
         if _finite(c.get("value_p20")) and _finite(c.get("value_p80"))
     }
     name = provenance["gpu"]
-    return Ceilings(name, measured, dict(DATASHEET.get(name, {})), provenance, spread)
+    return Ceilings(name, measured, dict(DATASHEET.get(name, {})), provenance, spread, entries)
 
 
 def _finite(value) -> bool:

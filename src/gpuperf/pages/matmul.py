@@ -519,12 +519,15 @@ def sweep_drift(result: Result) -> str:
 
 
 def against_cublas(result: Result) -> str:
-    """Per GPU and dtype: the ceiling the shares are taken of (cuBLAS at 8192³, measured at
-    the start of the benchmark's run and kept in its record, with its 20th-80th
-    percentiles), the ratio to cuBLAS at 4096³ and 8192³ with the TFLOP/s and its share
-    of that ceiling and of the datasheet's peak, the geometric mean of the ratio over the
-    squares 1024³-8192³ the record holds (named: a quick live build measures some), and
-    cuBLAS's own share of the ceiling at 8192³.
+    """Per GPU and dtype: the ceiling the shares are taken of, named from the record's entry
+    (:func:`~gpuperf.pages.hardware.ceiling_label`: the call and the shape that set it;
+    measured at the start of the benchmark's run and kept in its record, with its 20th-80th
+    percentiles); the ratio to cuBLAS at the large squares with the TFLOP/s and its share of
+    that ceiling and of the datasheet's peak; the geometric mean of the ratio over the
+    squares the record holds (named: a quick live build measures some); and cuBLAS's own
+    rows read against the same ceiling: at the ceiling's shape, the same call and shape
+    measured later in the run, and at the large squares, each against cuBLAS's rate at the
+    ceiling's shape.
 
     Raises:
         TypeError, ValueError: ``result`` is not a result of ``MATMUL``.
@@ -543,8 +546,9 @@ def against_cublas(result: Result) -> str:
             else:
                 out.append(
                     _wrap(
-                        f"{dtype}, against the ceiling measured at the start of this run: "
-                        f"{ceiling['value']:.0f} TFLOP/s ({_spread(ceiling)}, 20th–80th percentile)"
+                        f"{dtype}, against the ceiling measured at the start of this run, "
+                        f"{hardware.ceiling_label(key, ceiling)}: {ceiling['value']:.0f} TFLOP/s "
+                        f"({_spread(ceiling)}, 20th–80th percentile)"
                     )
                 )
             for s in SQUARES[2:]:
@@ -560,18 +564,66 @@ def against_cublas(result: Result) -> str:
             if squares:
                 mean, named = _geomean([ratios[s] for s in squares]), _squares_named(squares)
                 out.append(f"  geometric mean of the ratio to cuBLAS, {named}: {times(mean)}")
-            theirs = res.fraction_of_ceiling("cublas", dtype=dtype).get(SQUARES[-1])
-            if theirs is not None:
-                out.append(
-                    _wrap(
-                        f"(cuBLAS itself reached {percent(theirs)} of that ceiling at 8192³ in this "
-                        "benchmark: the same call, measured later in the run)",
-                        "  ",
-                    )
-                )
+            if ceiling is not None:
+                own = _cublas_against_ceiling(res, dtype, ceiling)
+                if own:
+                    out.append(_wrap(own, "  "))
         return "\n".join(out)
 
     return _per_gpu(result.gpus(), lines) or "\n".join(result.all_notes())
+
+
+def _cublas_against_ceiling(res: Result, dtype: str, ceiling: dict) -> str:
+    """cuBLAS's own rows of ``dtype`` read against the record's ``ceiling`` (its entry): at
+    the ceiling's shape where the benchmark has a row there (the same call and shape, later
+    in the run: how far a measurement moves within one run), and at each large square of
+    :data:`SQUARES` as a share of the ceiling and a ratio to cuBLAS's rate at the ceiling's
+    shape (a different product, not the same measurement). Empty without cuBLAS rows."""
+    values, shares = res.values("cublas", dtype=dtype), res.fraction_of_ceiling("cublas", dtype=dtype)
+    shape = tuple(ceiling["shape"]) if ceiling.get("shape") else None
+    parts = []
+    if shape in shares:
+        parts.append(
+            f"at {format_x(shape)}, the ceiling's shape, {values[shape]:.0f} TFLOP/s = "
+            f"{percent(shares[shape])} of it (the same call and shape)"
+        )
+    elif shape is not None:
+        parts.append(f"no row at the ceiling's shape, {format_x(shape)}")
+    for s in SQUARES[2:]:
+        if s == shape or s not in shares:
+            continue
+        part = f"at {format_x(s)}, {values[s]:.0f} TFLOP/s = {percent(shares[s])} of it"
+        if shape in values:
+            part += f" ({times(values[s] / values[shape])} its rate at {format_x(shape)}: another product)"
+        parts.append(part)
+    if not parts or not shares:
+        return ""
+    return "cuBLAS's own rows, measured later in this run: " + "; ".join(parts)
+
+
+def _shape(entry: dict) -> str:
+    """``'at 4096³'``: the shape a ceiling's entry was measured at, or ``'(shape not
+    recorded)'``."""
+    shape = entry.get("shape")
+    return f"at {format_x(tuple(shape))}" if shape else "(shape not recorded)"
+
+
+def _run_over_run(later: dict, earlier: dict, keys) -> str:
+    """``'fp16 1.02×, bf16 1.02× (each at the same shape)'``: each ceiling of ``later`` over
+    the same ceiling of ``earlier`` (entries by key), saying whether the two were set by
+    the same shape (then the same measurement repeated) or which shapes they were."""
+    parts = []
+    for key in keys:
+        a, b = later.get(key), earlier.get(key)
+        if not (a and b):
+            continue
+        part = f"{key.removesuffix('_tflops')} {times(a['value'] / b['value'])}"
+        if a.get("shape") and a.get("shape") == b.get("shape"):
+            part += f" (both {_shape(a)})"
+        else:
+            part += f" ({_shape(a)} over {_shape(b)})"
+        parts.append(part)
+    return ", ".join(parts)
 
 
 def _spread(entry: dict) -> str:
@@ -580,12 +632,14 @@ def _spread(entry: dict) -> str:
 
 
 def ceilings_by_run(result: Result) -> str:
-    """Per GPU, the fp16 and bf16 ceilings (cuBLAS at 8192³ on random inputs) of the two
-    runs the page reads: the run whose ceilings the page prints first (the GPU's
-    ``hardware.json``) and the matmul benchmark's own run (its record), whose ceilings
-    :func:`against_cublas` takes shares of; each a median with its 20th-80th percentiles,
-    the datasheet's peak beside them, fp16 over bf16 in each run, and whether fp16's 80th
-    percentile lies below bf16's 20th in each (a gap wider than the runs' spread).
+    """Per GPU, the fp16 and bf16 ceilings (cuBLAS's ``torch.matmul`` on random square
+    inputs at a few large sizes, the fastest kept) of the two runs the page reads: the run
+    whose ceilings the page prints first (the GPU's ``hardware.json``) and the matmul
+    benchmark's own run (its record), whose ceilings :func:`against_cublas` takes shares
+    of; each a median with its 20th-80th percentiles and the shape that set it (from its
+    entry), the datasheet's peak beside them, fp16 over bf16 in each run, whether fp16's
+    80th percentile lies below bf16's 20th in each (a gap wider than the runs' spread), and
+    each ceiling of the matmul's run over the same ceiling of the other run.
 
     Raises:
         TypeError, ValueError: ``result`` is not a result of ``MATMUL``.
@@ -598,21 +652,23 @@ def ceilings_by_run(result: Result) -> str:
         runs = []  # (column name, {key: ceiling entry})
         if hw is not None:
             entries = {
-                k: {"value": hw.measured[k], "value_p20": hw.spread[k][0], "value_p80": hw.spread[k][1]}
+                k: hw.entries[k]
                 for k in keys
-                if k in hw.measured and k in hw.spread
+                if k in hw.entries and k in hw.spread and "value_p20" in hw.entries[k]
             }
             runs.append((f"ceilings' run, {hw.provenance['date'][:10]}", entries))
         runs.append((f"matmul's run, {res.record['provenance']['date'][:10]}", res.record["ceilings"]))
         sheet = DATASHEET.get(res.gpu, {})
         header = ["TFLOP/s", *(name for name, _ in runs), *(["datasheet"] if sheet else [])]
-        heading = f"{res.name}: cuBLAS at 8192³, median (20th–80th percentile)"
+        heading = f"{res.name}: the fp16 and bf16 ceilings, median (20th–80th percentile) and shape"
         section = Section(heading, header)
         for key in keys:
             cells = [Cell(key.removesuffix("_tflops"))]
             for _, entries in runs:
                 e = entries.get(key)
-                cells.append(Cell(f"{e['value']:.0f} ({_spread(e)})", e["value"]) if e else Cell("-"))
+                cells.append(
+                    Cell(f"{e['value']:.0f} ({_spread(e)}) {_shape(e)}", e["value"]) if e else Cell("-")
+                )
             if sheet:
                 cells.append(Cell(f"{sheet[key]:.0f}", sheet[key]) if key in sheet else Cell("-"))
             section.rows.append(cells)
@@ -636,6 +692,10 @@ def ceilings_by_run(result: Result) -> str:
         text = render([section])
         if verdicts:
             text += "\n" + _wrap("; ".join(verdicts).capitalize() + ".")
+        if len(runs) == 2:
+            moved = _run_over_run(runs[1][1], runs[0][1], keys)
+            if moved:
+                text += "\n" + _wrap(f"The matmul's run over the ceilings' run: {moved}.")
         return text
 
     return "\n\n".join(block(r) for r in result.gpus()) or "\n".join(result.all_notes())

@@ -13,6 +13,7 @@ import itertools
 import math
 import textwrap
 
+from gpuperf.bench.hardware import CEILINGS, FP8_UNNAMED_ACCUMULATION, MATMUL_CALLS
 from gpuperf.bench.metrics import LOWER_IS_BETTER
 from gpuperf.bench.records import caption
 
@@ -133,6 +134,57 @@ def format_x(x) -> str:
     return format_size(x)
 
 
+def ceiling_label(key: str, entry: dict | None = None, *, name: bool = True) -> str:
+    """What a ceiling is, as a page names it beside its value: the label of ``key`` in
+    :data:`gpuperf.bench.hardware.CEILINGS` (library, dtype), then for a matmul the call it
+    timed (:data:`~gpuperf.bench.hardware.MATMUL_CALLS`), for FP8 the accumulation mode, and
+    the shape ``entry`` holds; for the stream bandwidth, the stream that set it.
+
+    ``entry`` is the ceiling's entry in the record its value comes from (a record's
+    ``ceilings[key]`` or ``hardware.json``'s): a label is formatted from the record the
+    number beside it comes from, never typed. An entry without a ``shape`` (written before
+    ceilings named theirs) says so rather than guessing one; an FP8 entry without an
+    ``accumulation`` was measured with ``torch._scaled_mm``'s default, promoted
+    (:data:`~gpuperf.bench.hardware.FP8_UNNAMED_ACCUMULATION`).
+
+    >>> ceiling_label("bf16_tflops", {"shape": [4096, 4096, 4096]})
+    'cuBLAS bf16 matmul (torch.matmul) at 4096³'
+    >>> ceiling_label("fp8_tflops", {"shape": [6144, 6144, 6144]})
+    'cuBLASLt fp8 matmul (torch._scaled_mm, promoted accumulation) at 6144³'
+    >>> ceiling_label("fp16_tflops", {})
+    'cuBLAS fp16 matmul (torch.matmul), shape not recorded'
+
+    ``name=False`` leaves out the library and dtype, for a line that names them already:
+
+    >>> ceiling_label("fp8_tflops", {"shape": [6144, 6144, 6144]}, name=False)
+    'torch._scaled_mm, promoted accumulation, at 6144³'
+
+    Raises:
+        ValueError: ``key`` is not a key of :data:`~gpuperf.bench.hardware.CEILINGS`.
+        TypeError: ``entry`` is neither a dict nor None.
+    """
+    if key not in CEILINGS:
+        raise ValueError(f"key must be one of {list(CEILINGS)}, got {key!r}")
+    if entry is not None and not isinstance(entry, dict):
+        raise TypeError(f"entry must be a ceiling's entry (dict) or None, got {type(entry).__name__}")
+    entry = entry or {}
+    label = CEILINGS[key][0]
+    if key not in MATMUL_CALLS:
+        stream = entry.get("stream") if key == "stream_gbps" else None
+        if not name:
+            return stream or ""
+        return f"{label} ({stream})" if stream else label
+    how = MATMUL_CALLS[key]
+    if key == "fp8_tflops":
+        how += f", {entry.get('accumulation', FP8_UNNAMED_ACCUMULATION)} accumulation"
+    shape = entry.get("shape")
+    if not name:
+        at = f" at {format_x(tuple(shape))}" if shape else ", shape not recorded"
+        return f"{how}{',' if ', ' in how and shape else ''}{at}"
+    where = f" at {format_x(tuple(shape))}" if shape else ", shape not recorded"
+    return f"{label} ({how}){where}"
+
+
 def format_combo(axes: dict) -> str:
     """An axis combination as a heading: ``'dtype=bfloat16, causal=1'`` (empty without axes)."""
     return ", ".join(f"{name}={value}" for name, value in axes.items())
@@ -243,16 +295,18 @@ def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
         ymax = max(ymax, *hi)
 
     keys = {r["ceiling"] for r in rows} - {None}
-    ceiling = record["ceilings"][keys.pop()] if len(keys) == 1 else None
+    key = keys.pop() if len(keys) == 1 else None
+    ceiling = record["ceilings"][key] if key is not None else None
     if ceiling is not None:
         c = ceiling["value"]
         ymax = max(ymax, c)
+        named = ceiling_label(key, ceiling) if key in CEILINGS else ceiling["label"]
         ax.axhline(
             c,
             ls="--",
             lw=1.2,
             color="black",
-            label=f"{ceiling['label']}, measured: {format_rate(c, ceiling['unit'])}",
+            label=f"{named}, measured: {format_rate(c, ceiling['unit'])}",
         )
         secondary = ax.secondary_yaxis("right", functions=(lambda v: 100 * v / c, lambda p: p * c / 100))
         secondary.set_ylabel(f"% of {ceiling['label']}")
@@ -474,9 +528,10 @@ def plot_records(records: list[dict], *, sources=(), notes=(), headlines=()):
 
 def _legend_key(label: str, multi: bool) -> str:
     """With several GPUs each has its own measured ceiling and L2 size: one legend
-    entry names each of those, without a value."""
+    entry names each of those, without a value, and without the call, shape or mode
+    (:func:`ceiling_label`), which may differ between the GPUs."""
     if multi and ", measured: " in label:
-        return label.split(", measured: ")[0] + " (each GPU's, measured)"
+        return label.split(", measured: ")[0].split(" (")[0].split(",")[0] + " (each GPU's, measured)"
     if multi and label.startswith("traffic ≤ L2"):
         return "traffic ≤ the GPU's L2: partly served by L2, not HBM"
     return label

@@ -13,6 +13,7 @@ from gpuperf.bench.catalog import Benchmark
 from gpuperf.bench.metrics import LOWER_IS_BETTER
 from gpuperf.pages import announce
 from gpuperf.pages.plotting import (
+    ceiling_label,
     combos,
     format_combo,
     format_x,
@@ -459,8 +460,10 @@ def headline(result: Result) -> str | None:
     new benchmark gets one without any code here: the range of the ratio to the baseline
     over every x and axis combination measured, and the highest % of the ceiling with where
     it was reached, for example ``'1.01–1.83× the speed of torch.softmax; up to 98% of copy
-    bandwidth (at 32768)'``. Axis values are named where the highest % of the ceiling was
-    reached only for axes with several values.
+    bandwidth, reached at 32768'``: the ceiling named from the record's entry
+    (:func:`~gpuperf.pages.plotting.ceiling_label`: a matmul's call, shape and mode, which
+    are not those of the x where the share was reached). Axis values are named where the
+    highest % of the ceiling was reached only for axes with several values.
 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
@@ -490,7 +493,8 @@ def headline(result: Result) -> str | None:
             r["ceiling"] for r in record["rows"] if (r["x"], r["axes"], r["provider"]) == (x, combo, subject)
         )
         at = ", ".join([format_x(x), *(f"{k}={v}" for k, v in combo.items() if len(dict(axes)[k]) > 1)])
-        parts.append(f"up to {100 * best:.0f}% of {record['ceilings'][key]['label']} (at {at})")
+        named = ceiling_label(key, record["ceilings"][key])
+        parts.append(f"up to {100 * best:.0f}% of {named}, reached at {at}")
     return "; ".join(parts) or None
 
 

@@ -18,7 +18,7 @@ import textwrap
 from gpuperf.bench import catalog, records
 from gpuperf.bench.hardware import CEILINGS
 from gpuperf.pages import roofline
-from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
+from gpuperf.pages.plotting import ceiling_label, format_rate, format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, percent
 from gpuperf.pages.roofline import Placement
 
@@ -116,7 +116,8 @@ def roofs(places: list[Placement]) -> str:
     """Each GPU's measured roofs beside the datasheet's: the stream bandwidth (where
     measured: the memory roof, else the copy is; with the stream that set it) and the copy
     bandwidth, and per dtype the peak TFLOP/s and ridge point, with the measured share of
-    the datasheet figure."""
+    the datasheet figure and what the roof was measured with (:func:`ceiling_label`: the
+    call, the shape that set it and, FP8's, the accumulation mode)."""
     out = []
     for p in places:
         sheet = p.datasheet
@@ -140,10 +141,12 @@ def roofs(places: list[Placement]) -> str:
             line += f", ridge {roof.ridge:.0f} FLOP/B"
             if key in sheet:
                 line += f" ({sheet[key].ridge:.0f})"
-            shape = p.hardware["ceilings"][key].get("shape")
-            if shape:
-                line += f", at {format_x(tuple(shape))}"
             out.append(line)
+            # What the roof was measured with, from its entry: the call, the shape that set it
+            # and, FP8's, the accumulation mode (a roof only for what runs the same way).
+            if key in CEILINGS:
+                under = " " * 23  # under the roof's numbers
+                out.append(under + ceiling_label(key, p.hardware["ceilings"][key], name=False))
     return "\n".join(out)
 
 

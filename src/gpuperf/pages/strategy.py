@@ -352,7 +352,9 @@ def add_relu_mul_at_largest(result: Result) -> str:
 
 def matmul_vs_cublas(result: Result, shapes=(*SQUARES, (8192, 14336, 4096))) -> str:
     """Tutorial 03's bf16 matmul per GPU at ``shapes``: its time against cuBLAS's, and its
-    rate as a share of cuBLAS's at 8192³ (the measured bf16 ceiling).
+    rate as a share of the bf16 ceiling measured in the same run, which a last line per GPU
+    names from the record's entry (:func:`~gpuperf.pages.hardware.ceiling_label`: the call
+    and the shape that set it).
 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
@@ -363,10 +365,12 @@ def matmul_vs_cublas(result: Result, shapes=(*SQUARES, (8192, 14336, 4096))) -> 
         ratios, shares = r.ratios(dtype="bfloat16"), r.fraction_of_ceiling(dtype="bfloat16")
         for x in shapes:
             if x in ratios:
-                lines.append(
-                    f"{_gpu(r)}, bf16 {format_x(x):>15}: ours / cuBLAS {ratios[x]:.2f}x, "
-                    f"{percent(shares[x])} of cuBLAS's 8192³ rate"
-                )
+                share = f", {percent(shares[x])} of the ceiling" if x in shares else ""
+                lines.append(f"{_gpu(r)}, bf16 {format_x(x):>15}: ours / cuBLAS {ratios[x]:.2f}x{share}")
+        ceiling = r.record["ceilings"].get("bf16_tflops")
+        if ceiling is not None and any(x in shares for x in shapes):
+            named = f"{hardware.ceiling_label('bf16_tflops', ceiling)}, {ceiling['value']:.0f} TFLOP/s"
+            lines.append(textwrap.fill(f"the ceiling, same run: {named}", 88, initial_indent="    "))
     return "\n".join(lines + result.all_notes())
 
 

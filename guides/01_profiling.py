@@ -63,8 +63,8 @@ print(profiling.in_one_paragraph())
 #     program gets, which is the slower of the host and the GPU.
 # ``do_bench``
 #     Triton's benchmark helper: CUDA events around each of many runs, with
-#     256 MB written between runs to flush the |h100-l2| :term:`L2`, median of
-#     the runs.
+#     256 MB written between runs to flush the |h100-l2| :term:`L2`; asked here
+#     for the median of the runs (its default is the mean).
 # ``do_bench without the L2 flush``
 #     The same with the flush removed (the buffer shrunk to 4 bytes).
 # ``do_bench_cudagraph``
@@ -174,15 +174,17 @@ print(profiling.host_time_per_call(host))
 # against SDPA's. Host times on a shared virtual machine move by tens of percent
 # from run to run, so read the ratios within one run, never across runs:
 
-from gpuperf.pages.host import targets_table
+from gpuperf.pages.host import targets_reading, targets_table
 
 print(targets_table(host))
+print(targets_reading(host))
 
 # %%
-# The attention rows miss by the most. The matmuls and softmax launch from a
-# plan for inputs like ones already checked; ``attention`` still checks its
-# inputs and picks its launch on every call, and a training step adds
-# autograd's bookkeeping on top.
+# Every op here launches from a *plan* for inputs like ones already checked: a
+# repeat call skips the checks and the launch configuration, and pays for the
+# call's key, the output's allocation and the launch itself. A training step
+# cannot: autograd records the call, so it takes the whole path, and autograd's
+# bookkeeping comes on top.
 
 # %%
 # 3. ``torch.profiler`` on a training step

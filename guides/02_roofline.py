@@ -91,26 +91,26 @@ for name, (flops, n_bytes) in examples.items():
 # The roofs, measured
 # -------------------
 #
-# Which :math:`P` and :math:`W`? The datasheet gives peaks: for the H100 SXM, 989
-# dense bf16 TFLOP/s and 3.35 TB/s. No kernel reaches them: the bandwidth figure is the
-# memory interface's raw rate, before refreshes, page switches and read-write
-# turnarounds, and the :term:`tensor core` figure assumes a clock the chip does not
-# hold under a sustained matmul within its power limit. So every roof here is
-# measured on the GPU, in the same run as the kernels
-# (:mod:`gpuperf.bench.hardware`): for :math:`W`, the fastest of four streams over
-# 1 GiB tensors (the :term:`stream bandwidth`): a copy, which reads one byte per
-# byte it writes (the :term:`copy bandwidth`), an add (two), a multiply-add (three)
-# and a sum (reads alone). For :math:`P`, the vendor's matmul on large squares,
-# its best median among a few sizes (each line gives the size that set it, where the
-# ceilings record it): :term:`cuBLAS` per dtype, and cuBLASLt through
-# ``torch._scaled_mm`` for FP8. The memory roof is the fastest stream rather than
-# the copy because how fast memory streams depends on the mix of reads and writes:
-# a kernel that reads two or three bytes per byte written can outrun a copy, and a
-# roof must bound every kernel (where a GPU's ceilings hold no stream bandwidth, the
-# copy is its roof, and the lines below say which). The float32 roof is cuBLAS's
-# float32 matmul, which runs on the CUDA cores that elementwise kernels and
-# reductions compute on.
-# The datasheet's figures are drawn beside the measured ones, dotted.
+# Which :math:`P` and :math:`W`? The datasheet gives peaks: for the H100 SXM, 989 dense
+# bf16 TFLOP/s and 3.35 TB/s. No kernel reaches them: the bandwidth figure is the memory
+# interface's raw rate, before refreshes, page switches and read-write turnarounds, and
+# the :term:`tensor core` figure assumes a clock the chip does not hold under a
+# sustained matmul within its power limit. So every roof here is measured on the same
+# GPU with the same timer as the kernels, in a run of its own (``hardware.json``,
+# :mod:`gpuperf.bench.hardware`; each benchmark also measures the ceilings it is read
+# against in its own run): for :math:`W`, the fastest of four streams over 1 GiB tensors
+# (the :term:`stream bandwidth`): a copy, which reads one byte per byte it writes (the
+# :term:`copy bandwidth`), an add (two), a multiply-add (three) and a sum (reads alone).
+# For :math:`P`, the vendor's matmul on large squares, its best median among a few sizes
+# (each line gives the size that set it, where the ceilings record it): :term:`cuBLAS`
+# per dtype, and cuBLASLt through ``torch._scaled_mm`` for FP8. The memory roof is the
+# fastest stream rather than the copy because how fast memory streams depends on the mix
+# of reads and writes: a kernel that reads two or three bytes per byte written can
+# outrun a copy, and a roof must bound every kernel (where a GPU's ceilings hold no
+# stream bandwidth, the copy is its roof, and the lines below say which). The float32
+# roof is cuBLAS's float32 matmul, which runs on the CUDA cores that elementwise kernels
+# and reductions compute on. The datasheet's figures are drawn beside the measured ones,
+# dotted.
 
 print(readings.roofs(places))
 

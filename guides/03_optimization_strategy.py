@@ -331,9 +331,10 @@ print(page.strided_share(strided))
 # ----------------------------------
 #
 # On Hopper, the tensor cores do bf16 and fp16 products many times faster than
-# the float32 units, and :term:`FP8` twice as fast again. The ceilings measured on
-# each GPU say how much; each is named under them, from its record, by its call
-# and the shape that set it (for FP8, also how ``torch._scaled_mm`` accumulated):
+# the float32 units, and :term:`FP8` up to twice as fast again (its datasheet rate is
+# twice bf16's). The ceilings measured on each GPU say how much; each is named under
+# them, from its record, by its call and the shape that set it (for FP8, also how
+# ``torch._scaled_mm`` accumulated: promoted accumulation is the slower mode):
 
 for gpu in hardware.gpus():
     c = ceilings(gpu)

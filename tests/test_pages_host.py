@@ -7,7 +7,7 @@ import pytest
 from gpuperf.bench.catalog import HOST_OVERHEAD, VECTOR_ADD
 from gpuperf.bench.catalog.host import HOST_TARGETS
 from gpuperf.pages import report
-from gpuperf.pages.host import targets_table
+from gpuperf.pages.host import targets_reading, targets_table
 
 
 @pytest.fixture(scope="module")
@@ -41,3 +41,17 @@ def test_a_missed_target_says_by_how_much(host):
 def test_another_benchmarks_result_is_refused():
     with pytest.raises(ValueError, match="host_overhead"):
         targets_table(report.load(VECTOR_ADD))
+
+
+def test_the_reading_names_each_op_on_the_side_of_its_target_the_table_puts_it(host):
+    reading = targets_reading(host)
+    ours, theirs = host.values("triton"), host.values("torch")
+    ratios = {op: ours[op] / theirs[op] for op in HOST_TARGETS if ours.get(op) and theirs.get(op)}
+    met_part, _, missed_part = reading.partition("missed by")
+    for op, ratio in ratios.items():
+        side = met_part if ratio <= HOST_TARGETS[op] else missed_part
+        assert f"{op} ({ratio:.2f}×)" in side, reading
+    missed = [op for op in ratios if ratios[op] > HOST_TARGETS[op]]
+    order = sorted(missed, key=lambda op: -ratios[op] / HOST_TARGETS[op])
+    places = [missed_part.index(f"{op} (") for op in order]
+    assert places == sorted(places), reading

@@ -142,7 +142,8 @@ except ValueError as err:
 #    ms = do_bench(lambda: add(x, y), return_mode="median")
 #    gbps = 3 * x.numel() * x.element_size() / (ms * 1e-3) / 1e9
 #
-# The benchmark below does exactly this for :math:`N` from :math:`2^{12}` to
+# The benchmark below does this (with a 1 GiB flush, keeping the best of three
+# rounds by median: :doc:`../measuring`) for :math:`N` from :math:`2^{12}` to
 # :math:`2^{28}` float32 elements, for the Triton kernel and for PyTorch's
 # ``x + y`` in the same run, and keeps the 20th and 80th percentiles too. With a
 # GPU this cell measures live; without one it shows the committed measurements

@@ -182,7 +182,9 @@ print(persistent.sweep_tables())
 # In one run per GPU, in bfloat16: tutorial 03's kernel (its own tuned config),
 # then the persistent kernel with computed pointers, with TMA, and with TMA and
 # warp specialization (each at its own best config from the sweep), the tuned
-# persistent kernel (the fastest of them), and :term:`cuBLAS`. :term:`TFLOP/s`
+# persistent kernel (the rung the sweep picked per shape, timed again: the same kernel
+# and config as one rung, so a gap between the two columns is timing spread), and
+# :term:`cuBLAS`. :term:`TFLOP/s`
 # counts :math:`2MNK`; the dashed line is the bf16 ceiling measured in the same
 # run, named above the plot (each GPU's line) by its call and the shape that set
 # it.
@@ -270,4 +272,4 @@ print(run_or_load(HOST_OVERHEAD).table())
 # * Warp specialization is one flag in Triton; whether it pays depends on the
 #   shape, so the sweep tries it like any other config.
 # * Each rung is checked against the reference and timed in the same run as
-#   cuBLAS; the tuned kernel is the best rung per shape, not a new kernel.
+#   cuBLAS; the tuned kernel is the rung the sweep picked per shape, not a new kernel.

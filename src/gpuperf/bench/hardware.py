@@ -3,8 +3,9 @@
 A plot is read against what the chip can do: the copy bandwidth (and the stream
 bandwidth, the fastest of a few streaming ops: the roofline's memory roof) for
 memory-bound kernels and the matmul
-throughput of the vendor library, per dtype, for compute-bound ones. All are measured
-in the same run as the kernels.
+throughput of the vendor library, per dtype, for compute-bound ones. Each benchmark run
+measures the ceilings its rows are read against (kept in its record); a ``--ceilings``
+run measures them all into ``hardware.json``, which the roofline reads.
 """
 
 from __future__ import annotations

@@ -59,7 +59,10 @@ def gpu_sentence(result: Result, bf16: Result | None = None) -> str:
     ours = result.values(scaling="tensor", accumulation="fast")
     cublas = bf16.values("cublas") if bf16 is not None and bf16.record is not None else {}
     if HEADLINE_SHAPE in ours and HEADLINE_SHAPE in cublas:
-        at.append(f"{times(ours[HEADLINE_SHAPE] / cublas[HEADLINE_SHAPE], 1)} cuBLAS's bfloat16 TFLOP/s")
+        at.append(
+            f"{times(ours[HEADLINE_SHAPE] / cublas[HEADLINE_SHAPE], 1)} cuBLAS's bfloat16 TFLOP/s "
+            "(tutorial 06's run)"
+        )
     shares = result.fraction_of_ceiling(scaling="tensor", accumulation="fast")
     entry = result.record["ceilings"].get(CEILING)
     if HEADLINE_SHAPE in shares and entry is not None:
@@ -71,7 +74,10 @@ def gpu_sentence(result: Result, bf16: Result | None = None) -> str:
         sentence += f"; at {format_x(HEADLINE_SHAPE)}, " + " and ".join(at)
     promoted = result.ratios(scaling="tensor", accumulation="float32")
     if promoted:
-        sentence += f"; promoting the sum to float32 takes it to {times_span(promoted.values())}"
+        sentence += (
+            f"; promoting the sum to float32 takes it to {times_span(promoted.values())} "
+            "cuBLASLt's promoted speed"
+        )
     return sentence + "."
 
 

@@ -54,4 +54,38 @@ def targets_table(result: Result, targets: dict[str, float] | None = None) -> st
     return render(sections, result.all_notes(), footer=footer)
 
 
-__all__ = ["targets_table"]
+def targets_reading(result: Result, targets: dict[str, float] | None = None) -> str:
+    """One sentence per GPU of a ``host_overhead`` result, read off the same numbers as
+    :func:`targets_table`: which ops met their target, and which missed, the largest miss
+    first, each with its ratio to the PyTorch op.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: it is not the ``host_overhead`` benchmark's.
+    """
+    check_result(result, HOST_OVERHEAD)
+    targets = HOST_TARGETS if targets is None else targets
+    lines = []
+    for gpu in result.gpus():
+        ours, theirs = gpu.values("triton"), gpu.values("torch")
+        ratios = {op: ours[op] / theirs[op] for op in targets if ours.get(op) and theirs.get(op)}
+        missed = sorted(
+            (op for op in ratios if ratios[op] > targets[op]), key=lambda op: -ratios[op] / targets[op]
+        )
+        met = [op for op in ratios if op not in missed]
+        where = f"{gpu.name}: " if len(result.gpus()) > 1 else ""
+        said = [f"met by {_ops(met, ratios)}"] if met else []
+        if missed:
+            said.append(f"missed by {_ops(missed, ratios)}, the largest miss first")
+        lines.append(
+            where + ("The target is " + "; ".join(said) + "." if said else "No op has a target here.")
+        )
+    return "\n".join(lines)
+
+
+def _ops(ops: list[str], ratios: dict[str, float]) -> str:
+    named = [f"{op} ({ratios[op]:.2f}×)" for op in ops]
+    return named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+
+
+__all__ = ["targets_reading", "targets_table"]

@@ -119,6 +119,10 @@ def ptxas_report(ptx: str) -> str:
     raise RuntimeError(f"{ptxas} failed with exit status {done.returncode}:\n{done.stderr[-3000:]}")
 
 
+#: What a compiling process runs: :func:`_serve`.
+_SERVE = "from gpuperf.kernels.gluon.offline import _serve; _serve()"
+
+
 class _CompileProcess:
     """A Python process without the interpreter that runs :func:`_serve`: it compiles one
     request after another, each written as a line of JSON to its stdin, and answers each
@@ -128,7 +132,7 @@ class _CompileProcess:
         self.env = _compile_env(env)
         self._stderr = tempfile.TemporaryFile(mode="w+")
         self._process = subprocess.Popen(
-            [sys.executable, "-c", "from gpuperf.kernels.gluon.offline import _serve; _serve()"],
+            [sys.executable, "-c", _SERVE],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

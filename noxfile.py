@@ -33,11 +33,21 @@ def _env() -> dict:
     return {} if _gpu_present() else {"TRITON_INTERPRET": "1"}
 
 
+def _xdist_args(posargs: list[str]) -> list[str]:
+    """``-n auto`` (pytest-xdist: one worker per core) unless the arguments choose the workers
+    (``-n 4``, ``--numprocesses``) or turn xdist off (``-p no:xdist``), or on a GPU, where the
+    tests share one device."""
+    chosen = any(a == "-n" or a.startswith(("-n", "--numprocesses", "--dist")) for a in posargs)
+    if chosen or "no:xdist" in posargs or _gpu_present():
+        return []
+    return ["-n", "auto"]
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the test suite (GPU tests are skipped without a GPU)."""
+    """Run the test suite (GPU tests are skipped without a GPU), spread over the cores."""
     _install(session, "tests")
-    session.run("pytest", *session.posargs, env=_env())
+    session.run("pytest", *_xdist_args(session.posargs), *session.posargs, env=_env())
 
 
 @nox.session

@@ -1,5 +1,7 @@
 """Shared test tables: dtypes the current mode can check, and readable ids."""
 
+import itertools
+
 import pytest
 import torch
 
@@ -16,6 +18,66 @@ FLOAT_DTYPES = [
 
 def shape_id(shape) -> str:
     return "x".join(map(str, shape)) if shape else "scalar"
+
+
+#: The type ``pytest.param`` returns.
+_PARAM = type(pytest.param(None))
+
+
+def all_pairs(sizes) -> list[tuple[int, ...]]:
+    """Indices ``(i0, i1, ...)`` into axes of ``sizes`` values such that every pair of values
+    of any two axes meets in at least one of them (all-pairs testing), chosen greedily and
+    deterministically, in the order of the full product. With fewer than three axes, the
+    full product."""
+    full = list(itertools.product(*map(range, sizes)))
+    if len(sizes) < 3:
+        return full
+    axes = list(itertools.combinations(range(len(sizes)), 2))
+
+    def pairs(case):
+        return {(i, case[i], j, case[j]) for i, j in axes}
+
+    uncovered = set().union(*map(pairs, full))
+    chosen = []
+    while uncovered:
+        best = max(full, key=lambda case: len(pairs(case) & uncovered))  # (the first of the best)
+        chosen.append(best)
+        uncovered -= pairs(best)
+    return sorted(chosen)
+
+
+def cases(*axes, ids=()):
+    """The cases of a test over several axes of values, as one ``parametrize`` table: on a
+    GPU every combination; under the interpreter, where each case costs seconds, a subset in
+    which every pair of values of two axes meets at least once (:func:`all_pairs`): each
+    shape still meets each dtype and each path, each dtype each path, but not every shape
+    every (dtype, path). An axis is a list of values or ``pytest.param`` (whose id and marks
+    are kept); ``ids`` gives an id function per axis for plain values (``str`` where missing).
+    A case's id joins its values' ids with ``-``, as stacked ``parametrize`` decorators do."""
+    columns = []
+    for n, axis in enumerate(axes):
+        idfn = ids[n] if n < len(ids) and ids[n] is not None else str
+        column = []
+        for value in axis:
+            if isinstance(value, _PARAM):
+                (one,) = value.values
+                column.append((one, value.id if value.id is not None else idfn(one), value.marks))
+            else:
+                column.append((value, idfn(value), ()))
+        columns.append(column)
+    sizes = [len(column) for column in columns]
+    chosen = itertools.product(*map(range, sizes)) if DEVICE == "cuda" else all_pairs(sizes)
+    table = []
+    for case in chosen:
+        picked = [columns[n][i] for n, i in enumerate(case)]
+        table.append(
+            pytest.param(
+                *(value for value, _, _ in picked),
+                id="-".join(str(case_id) for _, case_id, _ in picked),
+                marks=[mark for _, _, marks in picked for mark in marks],
+            )
+        )
+    return table
 
 
 def randn(shape, dtype, seed=0):

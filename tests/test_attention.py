@@ -223,8 +223,8 @@ def op_forward(q, k, v, causal, scale):
     ("shape", "causal", "scale", "strided"),
     [
         pytest.param((1, 4, 2, 50, 33, 16), False, None, False, id="gqa-Sq50-Sk33"),
-        pytest.param((2, 3, 3, 45, 45, 32), True, None, False, id="causal-S45"),
-        pytest.param((2, 3, 3, 40, 40, 32), True, 0.3, True, id="strided-scale"),
+        pytest.param((1, 3, 3, 45, 45, 32), True, None, False, id="causal-S45"),
+        pytest.param((1, 3, 3, 40, 40, 32), True, 0.3, True, id="strided-scale"),
     ],
 )
 def test_eager_forward_and_gradients_are_the_ops_bit_for_bit(shape, causal, scale, strided):
@@ -263,7 +263,7 @@ def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
     attention.plans.clear()
     options = [{"causal": False}, {"causal": True}, {"causal": False, "scale": 0.3}]
     for seed in (1, 2, 3):
-        q, k, v = qkv((1, 4, 2, 40, 40, 32), torch.float16, seed=seed)
+        q, k, v = qkv((1, 2, 1, 40, 40, 32), torch.float16, seed=seed)
         for kwargs in options:
             out = attention(q, k, v, **kwargs)
             expected = attention_ref(q, k, v, kwargs["causal"], kwargs.get("scale"))
@@ -272,7 +272,7 @@ def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
     assert checks == [(False, None), (True, None), (False, 0.3)]  # the first call of each only
     assert len(attention.plans) == 3
     q, k, v = (
-        t.transpose(1, 2).contiguous().transpose(1, 2) for t in qkv((1, 4, 2, 40, 40, 32), torch.float16)
+        t.transpose(1, 2).contiguous().transpose(1, 2) for t in qkv((1, 2, 1, 40, 40, 32), torch.float16)
     )
     attention(q, k, v, causal=False)  # another layout: checked and planned
     assert len(checks) == 4 and len(attention.plans) == 4

@@ -252,3 +252,41 @@ def test_the_ptxas_candidates_start_with_the_one_triton_compiles_with():
     assert len(found) == len(set(found))
     if os.path.isfile(get_ptxas(90).path):
         assert found[0] == get_ptxas(90).path
+
+
+#: A stand-in for the compiling process (:func:`gpuperf.kernels.gluon.offline._serve`): each
+#: request answered with the process's id, ``{"fail": ...}`` with an error, then the end.
+_FAKE_SERVE = """
+import json, os, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    if "fail" in request:
+        print("what the compiler said", file=sys.stderr, flush=True)
+        print(json.dumps({"error": request["fail"]}), flush=True)
+        break
+    print(json.dumps({"ptx": str(os.getpid()), "shared": 0, "worker_registers": []}), flush=True)
+"""
+
+
+def test_compiles_reuse_their_process_and_a_failed_one_ends_it(monkeypatch):
+    """A compile takes an idle process started with the same environment (whichever test
+    is running); one with another environment starts its own; a compile that fails raises
+    with what the process said, and that process is not used again."""
+    from gpuperf.kernels.gluon import offline
+
+    monkeypatch.setattr(offline, "_SERVE", _FAKE_SERVE)
+    monkeypatch.setattr(offline, "_IDLE", [])
+    monkeypatch.setenv("GPUPERF_TEST_COMPILE", "a")
+    first = offline.compile_matmul_fp8({}, 1, 1, 1)["ptx"]
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "another test")
+    assert offline.compile_matmul_fp8({}, 1, 1, 1)["ptx"] == first
+    monkeypatch.setenv("GPUPERF_TEST_COMPILE", "b")
+    other = offline.compile_matmul_fp8({}, 1, 1, 1)["ptx"]
+    assert other != first and len(offline._IDLE) == 2
+    failed = r"the offline compile failed:\nbroken(.|\n)*what the compiler said"
+    with pytest.raises(RuntimeError, match=failed):
+        offline._compile_in_child({"fail": "broken"})
+    assert len(offline._IDLE) == 1
+    assert offline.compile_matmul_fp8({}, 1, 1, 1)["ptx"] not in (first, other)
+    offline._close_idle()
+    assert offline._IDLE == []

@@ -10,7 +10,7 @@ from gpuperf.kernels import rope, rope_cos_sin
 from gpuperf.kernels.rope import ROPE_BLOCK_H, ROPE_MAX_HEAD_DIM, rope_launch
 from gpuperf.reference import rope_eager, rope_ref
 from gpuperf.testing import assert_close
-from tests._params import FLOAT_DTYPES, called_ops, randn, record_calls, recording_backend
+from tests._params import FLOAT_DTYPES, called_ops, cases, randn, record_calls, recording_backend
 from tests.conftest import DEVICE
 
 #: (B, H, H_kv, S, D)
@@ -66,9 +66,7 @@ def check_gradients(q, k, cos, sin, name="rope"):
     assert_close(f"{name} dk", dk_ref, dk)
 
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-@pytest.mark.parametrize("kind", ["rope", "random", "expanded"])
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape, kind, dtype", cases(SHAPES, ["rope", "random", "expanded"], FLOAT_DTYPES))
 def test_matches_reference(shape, kind, dtype):
     q, k = qkv_views(shape, dtype, seed=sum(shape))
     cos, sin = tables(shape, kind, seed=sum(shape) + 1)
@@ -83,9 +81,7 @@ def test_matches_reference(shape, kind, dtype):
     assert_close("rope k planned", k_ref, k_out)
 
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-@pytest.mark.parametrize("kind", ["rope", "random"])
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape, kind, dtype", cases(SHAPES, ["rope", "random"], FLOAT_DTYPES))
 def test_gradients_match_reference(shape, kind, dtype):
     """Random tables have halves that differ: the backward must be the transpose of the
     rotation, not the rotation by -sin."""

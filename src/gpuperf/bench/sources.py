@@ -108,8 +108,31 @@ def file_sha256(rel: str) -> str:
         FileNotFoundError: no such file.
     """
     path = PACKAGE_ROOT / rel
-    data = canonical_code(path.read_text()).encode() if path.suffix == ".py" else path.read_bytes()
-    return hashlib.sha256(data).hexdigest()
+    if path.suffix == ".py":
+        return _code_sha256(path.read_text())
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# The pages ask whether each record is current many times a build (and the tests more), and
+# parsing is most of the cost: what is read from a file's text is kept, keyed on the text, so
+# an edited file is read again and an unchanged one is parsed once a process.
+@functools.cache
+def _code_sha256(text: str) -> str:
+    return hashlib.sha256(canonical_code(text).encode()).hexdigest()
+
+
+@functools.cache
+def _imports(text: str) -> tuple[tuple[str | None, int, tuple[str, ...]], ...]:
+    """The import statements of the Python source ``text``, anywhere in it, in order:
+    ``(None, 0, names)`` for ``import a, b.c``, ``(module, level, names)`` for
+    ``from module import names`` (``module`` None for ``from . import x``)."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            found.append((None, 0, tuple(alias.name for alias in node.names)))
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.module, node.level, tuple(alias.name for alias in node.names)))
+    return tuple(found)
 
 
 def _module_file(module: str) -> str | None:
@@ -143,29 +166,26 @@ def _imported_files(rel: str) -> set[str]:
     imports included). ``from pkg import name`` counts the submodule ``pkg.name`` if there
     is one, else the module the package's ``__init__`` takes ``name`` from, else the
     ``__init__`` itself."""
-    tree = ast.parse((PACKAGE_ROOT / rel).read_text())
     package = ".".join([PACKAGE, *Path(rel).parent.parts])
     found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parent = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join([*parent, *([node.module] if node.module else [])])
+    for module_name, level, names in _imports((PACKAGE_ROOT / rel).read_text()):
+        if module_name is None and not level:  # import a, b.c
+            modules = list(names)
+        else:
+            base = module_name or ""
+            if level:
+                parent = package.split(".")[: len(package.split(".")) - (level - 1)]
+                base = ".".join([*parent, *([module_name] if module_name else [])])
             modules = []
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
+            for name in names:
+                sub = f"{base}.{name}"
                 init = _module_file(base)
                 if _module_file(sub) is not None:
                     modules.append(sub)
-                elif init is not None and init.endswith("__init__.py") and alias.name in _reexports(init):
-                    modules.append(_reexports(init)[alias.name])
+                elif init is not None and init.endswith("__init__.py") and name in _reexports(init):
+                    modules.append(_reexports(init)[name])
                 else:
                     modules.append(base)
-        else:
-            continue
         for module in modules:
             path = _module_file(module)
             if path is not None:

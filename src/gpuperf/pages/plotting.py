@@ -594,7 +594,8 @@ def overlapping_texts(fig) -> list[tuple[str, str]]:
 
     from matplotlib.text import Text
 
-    fig.canvas.draw()
+    # Laid out as drawn (the texts' sizes and places), without rendering a pixel.
+    fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     tick_axis, drawn = {}, set()
     for ax in fig.axes:

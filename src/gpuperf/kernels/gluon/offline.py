@@ -6,14 +6,17 @@ runs the whole compiler (Gluon to TTGIR, LLVM, PTX and ``ptxas``, all bundled wi
 Triton's wheel) and returns the compiled kernel, its PTX and its shared memory, without
 launching anything. The tests use it to hold every Gluon kernel to compiling on a CPU.
 
-:func:`compile_matmul_fp8` does it in a fresh Python process: a process where Triton's
+:func:`compile_matmul_fp8` does it in a Python process of its own: a process where Triton's
 interpreter has run a kernel (the tests', the docs build's) can no longer build Gluon's
 IR (seen with Triton 3.6: ``'block_argument' object has no attribute 'dtype'`` on the
-first arithmetic), so the compile gets a process of its own.
+first arithmetic), so the compile gets a process of its own. That process stays for the
+next compile (starting one, which imports torch and gpuperf, took longer than most
+compiles): each compile takes an idle one started with the same environment, or starts one.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -22,6 +25,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import traceback
 
 from triton.backends.compiler import GPUTarget
 from triton.runtime import driver
@@ -114,28 +119,109 @@ def ptxas_report(ptx: str) -> str:
     raise RuntimeError(f"{ptxas} failed with exit status {done.returncode}:\n{done.stderr[-3000:]}")
 
 
+#: What a compiling process runs: :func:`_serve`.
+_SERVE = "from gpuperf.kernels.gluon.offline import _serve; _serve()"
+
+
+class _CompileProcess:
+    """A Python process without the interpreter that runs :func:`_serve`: it compiles one
+    request after another, each written as a line of JSON to its stdin, and answers each
+    with a line of JSON on its stdout."""
+
+    def __init__(self, env: dict):
+        self.env = _compile_env(env)
+        self._stderr = tempfile.TemporaryFile(mode="w+")
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _SERVE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            env=env,
+        )
+
+    def compile(self, request: dict) -> dict:
+        """The answer to ``request``; raises RuntimeError (and leaves the process ended) when
+        the compile failed or the process died."""
+        try:
+            self._process.stdin.write(json.dumps(request) + "\n")
+            self._process.stdin.flush()
+            line = self._process.stdout.readline()
+        except OSError:  # the process is gone (a broken pipe)
+            line = ""
+        answer = json.loads(line) if line.strip() else {"error": "the compiling process ended"}
+        if "error" in answer:  # (a process whose compile failed is not used again)
+            output = self.close()
+            raise RuntimeError(f"the offline compile failed:\n{answer['error']}\n{output[-3000:]}")
+        return answer
+
+    def close(self) -> str:
+        """End the process (closing its stdin ends :func:`_serve`'s loop); return what it
+        wrote to stderr."""
+        with contextlib.suppress(OSError):
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._process.stdout.close()
+        self._stderr.seek(0)
+        output = self._stderr.read()
+        self._stderr.close()
+        return output
+
+
+_IDLE: list[_CompileProcess] = []
+_IDLE_LOCK = threading.Lock()
+#: Variables a compile does not read that change between compiles (pytest names the test
+#: running in PYTEST_CURRENT_TEST): a process started with other values of these serves too.
+_ENV_IGNORED = frozenset({"PYTEST_CURRENT_TEST"})
+
+
+def _compile_env(env: dict) -> dict:
+    return {name: value for name, value in env.items() if name not in _ENV_IGNORED}
+
+
+def _close_idle() -> None:
+    with _IDLE_LOCK:
+        idle, _IDLE[:] = list(_IDLE), []
+    for process in idle:
+        process.close()
+
+
+atexit.register(_close_idle)
+
+
 def _compile_in_child(request: dict) -> dict:
-    """Run :func:`_child` on ``request`` in a fresh Python process without the interpreter;
-    return what it printed: ``{"ptx", "shared"}``."""
+    """Compile ``request`` in a Python process without the interpreter (:func:`_serve`): an
+    idle one started with this environment, else a new one, kept for the next compile.
+    Compiles on several threads at once each take a process of their own. Returns what
+    :func:`_compile` answers: ``{"ptx", "shared", "worker_registers"}``."""
     # "0", not unset: unset, importing gpuperf on a machine without a GPU would switch the
     # interpreter on, and Triton's library functions (gl.max, ...) would be interpreted ones.
     env = {**os.environ, "TRITON_INTERPRET": "0"}
-    done = subprocess.run(
-        [sys.executable, "-c", "from gpuperf.kernels.gluon.offline import _child; _child()"],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"the offline compile failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    with _IDLE_LOCK:
+        process = next((p for p in _IDLE if p.env == _compile_env(env)), None)
+        if process is not None:
+            _IDLE.remove(process)
+    if process is None:
+        process = _CompileProcess(env)
+    answer = process.compile(request)  # (a failed compile ends its process: not kept)
+    with _IDLE_LOCK:
+        _IDLE.append(process)
+        # Keep as many as compile at once (one a CPU), the most recently used.
+        surplus = _IDLE[: max(0, len(_IDLE) - (os.cpu_count() or 1))]
+        del _IDLE[: len(surplus)]
+    for old in surplus:
+        old.close()
+    return answer
 
 
 def compile_matmul_fp8(fields: dict, m: int, n: int, k: int, *, row_scales: bool = False) -> dict:
     """Compile :func:`~gpuperf.kernels.gluon.matmul_fp8_promoted`'s kernel for ``sm_90`` with
     ``GluonFP8Config(**fields)`` at ``(M, N, K)`` (e4m3 operands, bfloat16 output, per-tensor
-    or per-row scales), in a fresh Python process without the interpreter.
+    or per-row scales), in a Python process without the interpreter.
 
     Returns:
         ``{"ptx": str, "shared": int}``: the PTX and the shared memory a program allocates.
@@ -150,7 +236,7 @@ def compile_matmul_fp8(fields: dict, m: int, n: int, k: int, *, row_scales: bool
 
 def compile_attention_fa3(fields: dict, shape, *, causal: bool = False) -> dict:
     """Compile :func:`~gpuperf.kernels.gluon.attention`'s kernel for ``sm_90`` with
-    ``FA3Config(**fields)`` at ``shape = (B, H, H_kv, S_q, S_k, D)``, float16, in a fresh
+    ``FA3Config(**fields)`` at ``shape = (B, H, H_kv, S_q, S_k, D)``, float16, in a
     Python process without the interpreter.
 
     Returns:
@@ -166,23 +252,37 @@ def compile_attention_fa3(fields: dict, shape, *, causal: bool = False) -> dict:
     )
 
 
-def _child() -> None:
-    """The compile of :func:`compile_matmul_fp8` or :func:`compile_attention_fa3`, in its own
-    process: request on stdin, ``{"ptx", "shared", "worker_registers"}`` as the last line of
-    stdout (``worker_registers``: the register budgets a warp-specialized kernel's worker
-    partitions ask for; empty for other kernels)."""
-    request = json.loads(sys.stdin.read())
+def _compile(request: dict) -> dict:
+    """The compile of :func:`compile_matmul_fp8` or :func:`compile_attention_fa3`:
+    ``{"ptx", "shared", "worker_registers"}`` (``worker_registers``: the register budgets a
+    warp-specialized kernel's worker partitions ask for; empty for other kernels)."""
     kernel, grid, args, constants = _LAUNCHES[request["kernel"]](request)
     with hopper_target(kernel):
         compiled = kernel.warmup(*args, grid=grid, **constants)
     # A warp-specialized kernel's worker partitions ask for their register budgets in TTGIR.
     requested = re.search(r"requestedRegisters = array<i32: ([\d, ]+)>", compiled.asm["ttgir"])
     budgets = [int(n) for n in requested.group(1).split(",")] if requested else []
-    print(
-        json.dumps(
-            {"ptx": compiled.asm["ptx"], "shared": compiled.metadata.shared, "worker_registers": budgets}
-        )
-    )
+    return {"ptx": compiled.asm["ptx"], "shared": compiled.metadata.shared, "worker_registers": budgets}
+
+
+def _serve() -> None:
+    """The loop of a compiling process (:class:`_CompileProcess`): a request a line on stdin,
+    its answer a line on stdout, ``{"error": traceback}`` for a compile that failed, until
+    stdin ends. Whatever else writes to stdout (Triton, ptxas) goes to stderr instead, so
+    that stdout carries the answers only."""
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            answer = _compile(json.loads(line))
+        except Exception:
+            answer = {"error": traceback.format_exc()[-3000:]}
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+        if "error" in answer:
+            return
 
 
 def _matmul_fp8_launch(request: dict):
@@ -213,5 +313,5 @@ def _attention_fa3_launch(request: dict):
     return attention_fa3.kernel_arguments(torch.empty_like(q), q, k, k, request["causal"], 0.125, config)
 
 
-#: How each kernel :func:`_child` compiles is set up: ``request -> (kernel, grid, args, constants)``.
+#: How each kernel :func:`_compile` compiles is set up: ``request -> (kernel, grid, args, constants)``.
 _LAUNCHES = {"matmul_fp8": _matmul_fp8_launch, "attention_fa3": _attention_fa3_launch}

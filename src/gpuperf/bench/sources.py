@@ -294,23 +294,30 @@ def device_entries(rel: str, *, name: str | None = None) -> dict[str, str]:
     source, rel = rel, name or rel
     if path.suffix != ".py" or _whole(rel):
         return {rel: file_sha256(source)}
-    tree = ast.parse(path.read_text())
+    return dict(_entries(path.read_text(), rel))
+
+
+@functools.cache
+def _entries(text: str, rel: str) -> tuple[tuple[str, str], ...]:
+    """:func:`device_entries` of the Python source ``text`` named ``rel``, kept per process
+    like :func:`_code_sha256`."""
+    tree = ast.parse(text)
     _drop_strings(tree)
     if rel.endswith(CONFIG_SUFFIX):
-        return _config_entries(rel, tree)
+        return tuple(_config_entries(rel, tree).items())
     kernels = {
         f"{rel}::{node.name}": _sha256(_canonical(node).replace(f"name={node.name!r}", "", 1))
         for node in tree.body
         if is_kernel(node)
     }
     if not kernels:
-        return {}
+        return ()
     constants = {
         f"{rel}::{name}": _sha256(_canonical(node.value))
         for node in tree.body
         for name in _constant_names(node)
     }
-    return {**kernels, **constants}
+    return tuple({**kernels, **constants}.items())
 
 
 def _config_entries(rel: str, tree: ast.Module) -> dict[str, str]:

@@ -19,6 +19,15 @@ def _verdict(ratio: float, target: float) -> Cell:
     return Cell(f"missed by {100 * (ratio / target - 1):.0f}%", ratio / target - 1)
 
 
+def _per_gpu(result: Result, targets: dict[str, float]):
+    """``(gpu, {op: (ours µs, PyTorch µs)})`` for each GPU of a ``host_overhead`` result,
+    over the ops of ``targets`` with both times."""
+    check_result(result, HOST_OVERHEAD)
+    for gpu in result.gpus():
+        ours, theirs = gpu.values("triton"), gpu.values("torch")
+        yield gpu, {op: (ours[op], theirs[op]) for op in targets if ours.get(op) and theirs.get(op)}
+
+
 def targets_table(result: Result, targets: dict[str, float] | None = None) -> str:
     """For each GPU of a ``host_overhead`` result, one row per op that has a target: our
     wrapper's host time per call (cached launch), the PyTorch op's, their ratio, the target
@@ -28,22 +37,18 @@ def targets_table(result: Result, targets: dict[str, float] | None = None) -> st
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
         ValueError: it is not the ``host_overhead`` benchmark's.
     """
-    check_result(result, HOST_OVERHEAD)
     targets = HOST_TARGETS if targets is None else targets
     sections = []
-    for gpu in result.gpus():
-        ours, theirs = gpu.values("triton"), gpu.values("torch")
+    for gpu, times in _per_gpu(result, targets):
         header = ["op", "ours µs", "PyTorch µs", "ours / PyTorch", "target", ""]
         section = Section(gpu.name if len(result.gpus()) > 1 else "", header)
-        for op, target in targets.items():
-            if ours.get(op) is None or theirs.get(op) is None:
-                continue
-            ratio = ours[op] / theirs[op]
+        for op, (ours, theirs) in times.items():
+            ratio, target = ours / theirs, targets[op]
             section.rows.append(
                 [
                     Cell(op, op),
-                    Cell(f"{ours[op]:.1f}", ours[op]),
-                    Cell(f"{theirs[op]:.1f}", theirs[op]),
+                    Cell(f"{ours:.1f}", ours),
+                    Cell(f"{theirs:.1f}", theirs),
                     Cell(f"{ratio:.2f}×", ratio),
                     Cell(f"≤ {target:.1f}×", target),
                     _verdict(ratio, target),
@@ -57,18 +62,11 @@ def targets_table(result: Result, targets: dict[str, float] | None = None) -> st
 def targets_reading(result: Result, targets: dict[str, float] | None = None) -> str:
     """One sentence per GPU of a ``host_overhead`` result, read off the same numbers as
     :func:`targets_table`: which ops met their target, and which missed, the largest miss
-    first, each with its ratio to the PyTorch op.
-
-    Raises:
-        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
-        ValueError: it is not the ``host_overhead`` benchmark's.
-    """
-    check_result(result, HOST_OVERHEAD)
+    first, each with its ratio to the PyTorch op. Raises as :func:`targets_table` does."""
     targets = HOST_TARGETS if targets is None else targets
     lines = []
-    for gpu in result.gpus():
-        ours, theirs = gpu.values("triton"), gpu.values("torch")
-        ratios = {op: ours[op] / theirs[op] for op in targets if ours.get(op) and theirs.get(op)}
+    for gpu, times in _per_gpu(result, targets):
+        ratios = {op: ours / theirs for op, (ours, theirs) in times.items()}
         missed = sorted(
             (op for op in ratios if ratios[op] > targets[op]), key=lambda op: -ratios[op] / targets[op]
         )

@@ -6,6 +6,8 @@ targets are :data:`gpuperf.bench.catalog.host.HOST_TARGETS`.
 
 from __future__ import annotations
 
+import textwrap
+
 from gpuperf.bench.catalog import HOST_OVERHEAD
 from gpuperf.bench.catalog.host import HOST_TARGETS
 from gpuperf.pages.profiling.checks import check_result
@@ -75,9 +77,8 @@ def targets_reading(result: Result, targets: dict[str, float] | None = None) -> 
         said = [f"met by {_ops(met, ratios)}"] if met else []
         if missed:
             said.append(f"missed by {_ops(missed, ratios)}, the largest miss first")
-        lines.append(
-            where + ("The target is " + "; ".join(said) + "." if said else "No op has a target here.")
-        )
+        sentence = where + ("The target is " + "; ".join(said) + "." if said else "No op has a target here.")
+        lines.append(textwrap.fill(sentence, 88))
     return "\n".join(lines)
 
 

@@ -130,7 +130,8 @@ def main(argv=None) -> int:
                 "gpuperf.bench: --rekey reads git history: run it in a checkout of gpuperf", file=sys.stderr
             )
             return 2
-        rekey_records(root, {b.name: b for b in chosen}, checkout)
+        # Captures belong to no benchmark: they are re-keyed when every benchmark is.
+        rekey_records(root, {b.name: b for b in chosen}, checkout, with_captures=not args.names)
         return 0
 
     import torch

@@ -115,9 +115,12 @@ def rekey(
     return now if code.changes(then, sources, host=host) == [] else None
 
 
-def rekey_records(folder: Path, benchmarks: dict, checkout: Path, log=print) -> dict[str, list[str]]:
+def rekey_records(
+    folder: Path, benchmarks: dict, checkout: Path, *, with_captures: bool = True, log=print
+) -> dict[str, list[str]]:
     """:func:`rekey` every record under ``folder`` (``<gpu>/<benchmark>.json``) of a benchmark
-    in ``benchmarks`` (``{name: Benchmark}``), and every capture (``<gpu>/captures/*.json``),
+    in ``benchmarks`` (``{name: Benchmark}``), and with ``with_captures`` every capture
+    (``<gpu>/captures/*.json``),
     writing those whose hashes change; return their paths (``gpu/name``) by outcome:
     ``"re-keyed"``, ``"unchanged"`` (already keyed the current way) and ``"stale"`` (its
     code changed: measure it again)."""
@@ -131,7 +134,7 @@ def rekey_records(folder: Path, benchmarks: dict, checkout: Path, log=print) -> 
         if path.name != "hardware.json" and path.stem in benchmarks:
             bench = benchmarks[path.stem]
             found.append((path, bench.sources, bench.timer == "host", records.validate))
-    if len(benchmarks) == len(records_catalog()):
+    if with_captures:
         for path in sorted(folder.glob("*/captures/*.json")):
             stored = json.loads(path.read_text())["sources"]
             found.append((path, code.files(stored), path.stem in captures.HOST_TIMED, captures.validate))
@@ -159,10 +162,3 @@ def rekey_records(folder: Path, benchmarks: dict, checkout: Path, log=print) -> 
     for what, names in outcome.items():
         log(f"{what}: {len(names)}" + (f" ({', '.join(names)})" if names and what != "unchanged" else ""))
     return outcome
-
-
-def records_catalog() -> tuple:
-    """Every benchmark of the catalog: captures are re-keyed only with all of them."""
-    from gpuperf.bench import catalog
-
-    return tuple(catalog.ALL)

@@ -252,15 +252,25 @@ def is_kernel(node: ast.stmt) -> bool:
     )
 
 
-def _constant_names(node: ast.stmt) -> list[str]:
-    """The UPPER_CASE names a module-level assignment binds (a table or a constant)."""
+def _assigned_names(node: ast.stmt) -> list[str]:
+    """The names a module-level assignment (with a value) binds; none for other statements."""
     if isinstance(node, ast.Assign):
         targets = node.targets
     elif isinstance(node, ast.AnnAssign) and node.value is not None:
         targets = [node.target]
     else:
         return []
-    return [t.id for t in targets if isinstance(t, ast.Name) and _CONSTANT.fullmatch(t.id)]
+    return [t.id for t in targets if isinstance(t, ast.Name)]
+
+
+def _constant_names(node: ast.stmt) -> list[str]:
+    """The UPPER_CASE names a module-level assignment binds (a table or a constant)."""
+    return [name for name in _assigned_names(node) if _CONSTANT.fullmatch(name)]
+
+
+def _nameless(node: ast.FunctionDef | ast.ClassDef) -> str:
+    """The canonical form of a definition without its name: moved or renamed, it is the same."""
+    return _canonical(node).replace(f"name={node.name!r}", "", 1)
 
 
 def _sha256(text: str) -> str:
@@ -305,11 +315,7 @@ def _entries(text: str, rel: str) -> tuple[tuple[str, str], ...]:
     _drop_strings(tree)
     if rel.endswith(CONFIG_SUFFIX):
         return tuple(_config_entries(rel, tree).items())
-    kernels = {
-        f"{rel}::{node.name}": _sha256(_canonical(node).replace(f"name={node.name!r}", "", 1))
-        for node in tree.body
-        if is_kernel(node)
-    }
+    kernels = {f"{rel}::{node.name}": _sha256(_nameless(node)) for node in tree.body if is_kernel(node)}
     if not kernels:
         return ()
     constants = {
@@ -333,20 +339,14 @@ def _config_entries(rel: str, tree: ast.Module) -> dict[str, str]:
             node.body = [item for item in node.body if not isinstance(item, ast.FunctionDef)] or [ast.Pass()]
         names = _assigned_names(node)
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            # Named as kernels are, without the name: a table renamed is the same table.
-            code = _canonical(node).replace(f"name={node.name!r}", "", 1)
-            found[f"{rel}::{node.name}"] = _sha256(code)
-        elif len(names) == 1 and isinstance(node, (ast.Assign, ast.AnnAssign)):
+            # Hashed as kernels are, without the name: a table renamed is the same table.
+            found[f"{rel}::{node.name}"] = _sha256(_nameless(node))
+        elif len(names) == 1:
             # A constant by its value, as in a kernel's module: one moved here is the same.
             found[f"{rel}::{names[0]}"] = _sha256(_canonical(node.value))
         else:
             found[f"{rel}::{names[0] if names else f'statement {i}'}"] = _sha256(_canonical(node))
     return found
-
-
-def _assigned_names(node: ast.stmt) -> list[str]:
-    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-    return [t.id for t in targets if isinstance(t, ast.Name)]
 
 
 def _whole(rel: str) -> bool:

@@ -43,7 +43,7 @@ def write(out_dir: Path, *, interpreted: bool) -> Path:
             "",
         ]
     lines += [
-        ".. list-table:: Committed measurements and the ceilings measured in the same run",
+        ".. list-table:: Committed measurements, and the ceilings measured in a run of their own",
         "   :header-rows: 1",
         "",
         "   * - GPU (folder)",

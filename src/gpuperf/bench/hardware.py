@@ -54,7 +54,7 @@ CEILINGS = {
 
 
 #: The call each matmul ceiling times (:func:`_matmul_entry`), by ceiling key: what a page
-#: names beside the ceiling (:func:`gpuperf.pages.hardware.ceiling_label`).
+#: names beside the ceiling (:func:`gpuperf.pages.plotting.ceiling_label`).
 MATMUL_CALLS = {
     "bf16_tflops": "torch.matmul",
     "fp16_tflops": "torch.matmul",

@@ -36,7 +36,7 @@ def gpu_sentence(result: Result, bf16: Result | None = None) -> str:
     and per-row scales; at :data:`HEADLINE_SHAPE`, when ``bf16`` (the GPU's
     ``matmul_persistent`` result) is given, its TFLOP/s over cuBLAS's bfloat16 TFLOP/s, and
     its share of the FP8 ceiling measured in the same run, named from the record's entry
-    (:func:`~gpuperf.pages.hardware.ceiling_label`: call, accumulation mode, shape); then
+    (:func:`~gpuperf.pages.plotting.ceiling_label`: call, accumulation mode, shape); then
     the float32-promoted ratios.
 
     Raises:

@@ -1,13 +1,14 @@
 """The GPU a page describes and its measured ceilings, as a page reads them.
 
 A page describes one GPU first: the GPU present when it measures live, else the
-reference GPU whose records are committed (:func:`page_gpu`). Its ceilings, a 1 GiB
-copy and a large vendor matmul per dtype measured in the same run as the
-benchmarks, come from that GPU's ``hardware.json`` (:func:`ceilings`), with the
+reference GPU whose records are committed (:func:`page_gpu`). Its ceilings (a 1 GiB
+copy, the fastest of a few 1 GiB streams, and the vendor matmul per dtype at its best of
+a few large squares), measured in a run of their own (``python -m gpuperf.bench
+--ceilings``), come from that GPU's ``hardware.json`` (:func:`ceilings`), with the
 datasheet's peaks beside them for citation. A ceiling is named beside its value by
-:func:`ceiling_label` (defined with the site's other formats in :mod:`gpuperf.pages.plotting`,
-which draws it in each plot's legend), from the entry the value comes from: its call,
-shape and mode.
+:func:`~gpuperf.pages.plotting.ceiling_label` (defined with the site's other formats in
+:mod:`gpuperf.pages.plotting`, which draws it in each plot's legend), from the entry the
+value comes from: its call, shape and mode.
 """
 
 from __future__ import annotations
@@ -98,9 +99,10 @@ class Ceilings:
         return self.measured[self._key(dtype)]
 
     def label(self, ceiling: str = "bf16") -> str:
-        """What a ceiling is, named from its entry (:func:`ceiling_label`): ``ceiling`` a
-        dtype of :data:`DTYPES` (its matmul ceiling: ``'bf16'``) or a key of
-        :data:`~gpuperf.bench.hardware.CEILINGS` (``'copy_gbps'``).
+        """What a ceiling is, named from its entry
+        (:func:`~gpuperf.pages.plotting.ceiling_label`): ``ceiling`` a dtype of :data:`DTYPES`
+        (its matmul ceiling: ``'bf16'``) or a key of :data:`~gpuperf.bench.hardware.CEILINGS`
+        (``'copy_gbps'``).
 
         Raises:
             ValueError: ``ceiling`` is neither, or was not measured.

@@ -520,7 +520,7 @@ def sweep_drift(result: Result) -> str:
 
 def against_cublas(result: Result) -> str:
     """Per GPU and dtype: the ceiling the shares are taken of, named from the record's entry
-    (:func:`~gpuperf.pages.hardware.ceiling_label`: the call and the shape that set it;
+    (:func:`~gpuperf.pages.plotting.ceiling_label`: the call and the shape that set it;
     measured at the start of the benchmark's run and kept in its record, with its 20th-80th
     percentiles); the ratio to cuBLAS at the large squares with the TFLOP/s and its share of
     that ceiling and of the datasheet's peak; the geometric mean of the ratio over the

@@ -116,8 +116,9 @@ def roofs(places: list[Placement]) -> str:
     """Each GPU's measured roofs beside the datasheet's: the stream bandwidth (where
     measured: the memory roof, else the copy is; with the stream that set it) and the copy
     bandwidth, and per dtype the peak TFLOP/s and ridge point, with the measured share of
-    the datasheet figure and what the roof was measured with (:func:`ceiling_label`: the
-    call, the shape that set it and, FP8's, the accumulation mode)."""
+    the datasheet figure and what the roof was measured with
+    (:func:`~gpuperf.pages.plotting.ceiling_label`: the call, the shape that set it and,
+    FP8's, the accumulation mode)."""
     out = []
     for p in places:
         sheet = p.datasheet

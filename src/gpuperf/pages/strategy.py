@@ -353,7 +353,7 @@ def add_relu_mul_at_largest(result: Result) -> str:
 def matmul_vs_cublas(result: Result, shapes=(*SQUARES, (8192, 14336, 4096))) -> str:
     """Tutorial 03's bf16 matmul per GPU at ``shapes``: its time against cuBLAS's, and its
     rate as a share of the bf16 ceiling measured in the same run, which a last line per GPU
-    names from the record's entry (:func:`~gpuperf.pages.hardware.ceiling_label`: the call
+    names from the record's entry (:func:`~gpuperf.pages.plotting.ceiling_label`: the call
     and the shape that set it).
 
     Raises:

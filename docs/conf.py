@@ -53,6 +53,7 @@ extensions = [
     "sphinx_copybutton",
     "sphinx_gallery.gen_gallery",
     "html_tables",
+    "attribute_docstrings",
 ]
 
 html_theme = "furo"

@@ -2,6 +2,8 @@
 and which matmul size sets a ceiling (the timing itself needs a GPU; here the timed calls
 are replaced)."""
 
+import pytest
+
 from gpuperf.bench import hardware
 
 
@@ -13,10 +15,13 @@ def test_every_ceiling_is_measured_by_default_the_stream_bandwidth_included(monk
         "measure_stream_gbps",
         lambda copy=None: given.append(copy) or {"value": 3100.0, "unit": "GB/s"},
     )
-    monkeypatch.setattr(hardware, "measure_matmul_tflops", lambda d: None if d == "fp8" else {"dtype": d})
+    # A GPU without FP8 tensor cores: both FP8 ceilings are left out.
+    monkeypatch.setattr(
+        hardware, "measure_matmul_tflops", lambda key: None if key.startswith("fp8") else {"key": key}
+    )
     out = hardware.measure_ceilings()
     assert list(out) == ["copy_gbps", "stream_gbps", "bf16_tflops", "fp16_tflops", "fp32_tflops"]
-    assert out["stream_gbps"]["value"] == 3100.0 and out["fp16_tflops"] == {"dtype": "fp16"}
+    assert out["stream_gbps"]["value"] == 3100.0 and out["fp16_tflops"] == {"key": "fp16_tflops"}
     assert hardware.CEILINGS["stream_gbps"] == ("stream bandwidth", "GB/s")
     # The copy measured for copy_gbps is the stream bandwidth's copy: timed once.
     assert given == [{"value": 3000.0, "unit": "GB/s"}]
@@ -53,13 +58,23 @@ def test_a_matmul_ceiling_is_the_best_median_over_the_sizes_and_names_its_shape(
     rates = {4096: 755.0, 6144: 720.0, 8192: 694.0}
     timed = []
 
-    def entry(dtype_name, n):
-        timed.append((dtype_name, n))
+    def entry(key, n):
+        timed.append((key, n))
         return {"value": rates[n], "value_p20": rates[n] - 5, "value_p80": rates[n] + 5, "shape": [n, n, n]}
 
     monkeypatch.setattr(hardware, "_matmul_entry", entry)
-    best = hardware.measure_matmul_tflops("fp16")
-    assert timed == [("fp16", n) for n in hardware.MATMUL_SIZES]
+    best = hardware.measure_matmul_tflops("fp16_tflops")
+    assert timed == [("fp16_tflops", n) for n in hardware.MATMUL_SIZES]
     assert best["value"] == 755.0 and best["shape"] == [4096, 4096, 4096]
     rates[8192] = 800.0
-    assert hardware.measure_matmul_tflops("bf16")["shape"] == [8192, 8192, 8192]
+    assert hardware.measure_matmul_tflops("bf16_tflops")["shape"] == [8192, 8192, 8192]
+    with pytest.raises(ValueError, match="key must be one of"):
+        hardware.measure_matmul_tflops("copy_gbps")
+
+
+def test_each_fp8_ceiling_names_its_accumulation_and_every_matmul_ceiling_its_call():
+    # Fast accumulation runs past the promoted ceiling: each FP8 mode has a roof of its own.
+    assert hardware.FP8_ACCUMULATION == {"fp8_tflops": "promoted", "fp8_fast_tflops": "fast"}
+    compute = {key for key, (_, unit) in hardware.CEILINGS.items() if unit == "TFLOP/s"}
+    assert compute == set(hardware.MATMUL_CALLS)
+    assert set(hardware.FP8_ACCUMULATION) <= compute

@@ -271,10 +271,13 @@ def test_committed_record_is_consistent(path):
     assert record["metric"] == benchmark.metric
     assert record["axes"] == {name: list(values) for name, values in benchmark.axes}
     assert gpu_slug(record["provenance"]["gpu"]) == path.parent.name
+    # A record measured before its benchmark read a combination against another ceiling is
+    # stale for it (records.staleness says so, and the pages leave it out).
+    misread = any(r.startswith("rows read against the ceiling") for r in records.staleness(record, benchmark))
     for row in record["rows"]:
         assert row["bytes"] == benchmark.bytes(row["x"], **row["axes"])
         assert row["flops"] == benchmark.flops(row["x"], **row["axes"])
-        assert row["ceiling"] == benchmark.ceiling_key(**row["axes"])
+        assert row["ceiling"] == benchmark.ceiling_key(**row["axes"]) or misread
         if row["status"] == "ok" and record["metric"] == "GiB":  # peak memory: no time behind it
             assert row["ms"] is None and row["value_p20"] == row["value"] == row["value_p80"] > 0
         elif row["status"] == "ok":

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf.bench import catalog, records
-from gpuperf.bench.hardware import FP8_UNNAMED_ACCUMULATION
+from gpuperf.bench.hardware import FP8_ACCUMULATION
 from gpuperf.pages import fp8, hardware, matmul, plotting, roofline_readings, strategy
 from gpuperf.pages.plotting import ceiling_label
 from gpuperf.pages.report import headline, load
@@ -106,7 +106,7 @@ def _keys(phrase: str) -> tuple[str, ...]:
     """The ceilings a phrase may mean: FP8's where it names FP8 or its call, a dtype's where
     it names one, else cuBLAS's bf16 and fp16 (the tutorials' two)."""
     if re.search(r"_scaled_mm|cuBLASLt|\bfp8\b|\bFP8\b", phrase):
-        return ("fp8_tflops",)
+        return tuple(FP8_ACCUMULATION)
     named = [k for k, words in _DTYPE_WORDS.items() if re.search(words, phrase)]
     return tuple(named) or ("bf16_tflops", "fp16_tflops")
 
@@ -134,8 +134,8 @@ def recorded(gpu: str | None = None) -> dict[str, dict[str, set]]:
         slot = held.setdefault(key, {"shape": set(), "mode": set()})
         if entry.get("shape"):
             slot["shape"].add(f"{entry['shape'][0]}³" if len(set(entry["shape"])) == 1 else "")
-        if key == "fp8_tflops":
-            slot["mode"].add(entry.get("accumulation", FP8_UNNAMED_ACCUMULATION))
+        if key in FP8_ACCUMULATION:
+            slot["mode"].add(entry.get("accumulation", FP8_ACCUMULATION[key]))
     return held
 
 
@@ -144,7 +144,7 @@ def wrong(text: str, held: dict) -> list[str]:
     the records hold 4096³)'``."""
     out = []
     for phrase, what, value in claims(text):
-        keys = _keys(phrase) if what == "shape" else ("fp8_tflops",)
+        keys = _keys(phrase) if what == "shape" else tuple(FP8_ACCUMULATION)
         holds = set().union(*(held.get(k, {}).get(what, set()) for k in keys))
         if value not in holds:
             out.append(f"{phrase!r} ({what} {value}; the records hold {sorted(holds) or 'none'})")

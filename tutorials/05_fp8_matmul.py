@@ -202,13 +202,15 @@ for bad in [
 # Both scalings and both accumulation modes, in one run per GPU, against
 # cuBLASLt through ``torch._scaled_mm`` with the same scales and the same
 # accumulation mode. :term:`TFLOP/s` counts :math:`2MNK`; the dashed line is
-# the FP8 ceiling measured in the same run, named above the plot (each GPU's
-# line) by its call, the shape that set it and its accumulation mode: a roof
-# only for the mode it was measured in, which a kernel accumulating the other
-# way may cross. The ``pointer``, ``tma`` and ``tma_ws`` lines are variants of
-# the same persistent kernel, each at its own best config: loading through
-# computed pointers, through TMA, and through TMA with the program's warps split
-# into loaders and multipliers (warp specialization); tutorial 06 explains each.
+# the FP8 ceiling of the same accumulation mode, cuBLASLt's own rate measured in
+# the same run and named above the plot (each GPU's line) by its call, the shape
+# that set it and its mode. A ceiling is a roof only for the mode it was measured
+# in: fast accumulation skips the promotions and runs past the promoted one,
+# so each mode is drawn under its own. The ``pointer``, ``tma`` and ``tma_ws``
+# lines are variants of the same persistent kernel, each at its own best
+# config: loading through computed pointers, through TMA, and through TMA with
+# the program's warps split into loaders and multipliers (warp specialization);
+# tutorial 06 explains each.
 
 from gpuperf.bench.catalog import MATMUL_FP8
 from gpuperf.pages import run_or_load

@@ -50,6 +50,7 @@ CEILINGS = {
     "fp16_tflops": ("cuBLAS fp16 matmul", "TFLOP/s"),
     "fp32_tflops": ("cuBLAS fp32 matmul", "TFLOP/s"),
     "fp8_tflops": ("cuBLASLt fp8 matmul", "TFLOP/s"),
+    "fp8_fast_tflops": ("cuBLASLt fp8 matmul", "TFLOP/s"),
 }
 
 
@@ -60,16 +61,18 @@ MATMUL_CALLS = {
     "fp16_tflops": "torch.matmul",
     "fp32_tflops": "torch.matmul",
     "fp8_tflops": "torch._scaled_mm",
+    "fp8_fast_tflops": "torch._scaled_mm",
 }
-#: ``use_fast_accum`` of the FP8 ceiling's ``torch._scaled_mm``: False (its default), so
-#: cuBLASLt promotes the tensor cores' partial sums to float32 as it goes. The ceiling is a
-#: roof for promoted FP8 only; fast accumulation (``use_fast_accum=True``) skips the
-#: promotions and can run past it. The entry names its mode (``accumulation``).
-FP8_FAST_ACCUM = False
-#: The accumulation of an FP8 ceiling whose entry does not name it: entries written before
-#: the field was, all measured by a ``torch._scaled_mm`` call that left ``use_fast_accum`` at
-#: its default (False).
-FP8_UNNAMED_ACCUMULATION = "promoted"
+#: The accumulation of each FP8 ceiling, by key: ``fp8_tflops`` times ``torch._scaled_mm``
+#: with its default ``use_fast_accum=False`` (cuBLASLt promotes the tensor cores' partial
+#: sums to float32 as it goes), ``fp8_fast_tflops`` with ``use_fast_accum=True`` (the
+#: reduced-precision accumulator is kept across K). A ceiling is a roof only for what runs
+#: the same way: fast accumulation skips the promotions and runs past the promoted ceiling,
+#: so fast-accumulation kernels are read against ``fp8_fast_tflops``. Each entry names its
+#: mode (``accumulation``).
+#: An ``fp8_tflops`` entry written before entries named their mode was measured with the
+#: default too: promoted.
+FP8_ACCUMULATION = {"fp8_tflops": "promoted", "fp8_fast_tflops": "fast"}
 
 
 def measure_copy_gbps() -> dict:
@@ -122,37 +125,46 @@ def _stream_entry(name: str) -> dict:
     return _entry(moved, time_ms(calls[name]), "GB/s") | {"stream": name}
 
 
-def measure_matmul_tflops(dtype_name: str) -> dict | None:
-    """``torch.matmul`` (fp8: ``torch._scaled_mm``, promoted unless :data:`FP8_FAST_ACCUM`;
-    :data:`MATMUL_CALLS`) on random square inputs of each size of
-    :data:`MATMUL_SIZES`: TFLOP/s quantiles of the size with the highest median, which
-    the entry names (``shape``, ``[n, n, n]``).
+def measure_matmul_tflops(key: str) -> dict | None:
+    """The matmul ceiling ``key`` (a TFLOP/s key of :data:`CEILINGS`): ``torch.matmul``
+    (FP8: ``torch._scaled_mm`` with the accumulation of :data:`FP8_ACCUMULATION`;
+    :data:`MATMUL_CALLS`) on random square inputs of each size of :data:`MATMUL_SIZES`:
+    TFLOP/s quantiles of the size with the highest median, which the entry names
+    (``shape``, ``[n, n, n]``).
 
-    Returns None for fp8 on GPUs without fp8 tensor cores (compute capability < 8.9).
+    Returns None for FP8 on GPUs without FP8 tensor cores (compute capability < 8.9).
+
+    Raises:
+        ValueError: ``key`` is not a matmul ceiling of :data:`MATMUL_CALLS`.
     """
     import torch
 
-    if dtype_name == "fp8" and torch.cuda.get_device_capability() < (8, 9):
+    if key not in MATMUL_CALLS:
+        raise ValueError(f"key must be one of {list(MATMUL_CALLS)}, got {key!r}")
+    if key in FP8_ACCUMULATION and torch.cuda.get_device_capability() < (8, 9):
         return None
-    entries = [_matmul_entry(dtype_name, n) for n in MATMUL_SIZES]
+    entries = [_matmul_entry(key, n) for n in MATMUL_SIZES]
     return max(entries, key=lambda e: e["value"])
 
 
-def _matmul_entry(dtype_name: str, n: int) -> dict:
-    """One square ``n``³ matmul of ``dtype_name`` timed: its entry, with its ``shape`` (and,
-    fp8, its ``accumulation``: :data:`FP8_FAST_ACCUM`)."""
+def _matmul_entry(key: str, n: int) -> dict:
+    """One square ``n``³ matmul of the ceiling ``key`` timed: its entry, with its ``shape``
+    (and, FP8, its ``accumulation``: :data:`FP8_ACCUMULATION`)."""
     import torch
 
-    if dtype_name == "fp8":
+    if key in FP8_ACCUMULATION:
         a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
         b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()  # column-major, as cuBLASLt needs
         one = torch.ones((), device="cuda")
+        fast = FP8_ACCUMULATION[key] == "fast"
         fn = lambda: torch._scaled_mm(
-            a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=FP8_FAST_ACCUM
+            a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=fast
         )
-        extra = {"accumulation": "fast" if FP8_FAST_ACCUM else "promoted"}
+        extra = {"accumulation": FP8_ACCUMULATION[key]}
     else:
-        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype_name]
+        dtype = {"bf16_tflops": torch.bfloat16, "fp16_tflops": torch.float16, "fp32_tflops": torch.float32}[
+            key
+        ]
         a = torch.randn(n, n, device="cuda", dtype=dtype)
         b = torch.randn(n, n, device="cuda", dtype=dtype)
         fn = lambda: torch.matmul(a, b)
@@ -169,7 +181,7 @@ def _entry(work: float, t, unit: str) -> dict:
 def measure_ceilings(keys=tuple(CEILINGS)) -> dict:
     """Measure the ceilings named by ``keys`` (default: every key of :data:`CEILINGS`, about
     half a minute on an H100); return ``{key: {value, value_p20, value_p80, unit, ms}}``,
-    the matmul ceilings with the ``shape`` (fp8: and the ``accumulation``) and the stream
+    the matmul ceilings with the ``shape`` (FP8: and the ``accumulation``) and the stream
     bandwidth with the ``stream`` that gave them."""
     out = {}
     for key in keys:
@@ -178,7 +190,7 @@ def measure_ceilings(keys=tuple(CEILINGS)) -> dict:
         elif key == "stream_gbps":
             entry = measure_stream_gbps(out.get("copy_gbps"))
         else:
-            entry = measure_matmul_tflops(key.removesuffix("_tflops"))
+            entry = measure_matmul_tflops(key)
         if entry is not None:
             out[key] = entry
     return out

@@ -463,4 +463,14 @@ def staleness(record: dict, benchmark) -> list[str]:
     if declared - measured:
         what = "(axes, x, provider)" if benchmark.axes else "(x, provider)"
         reasons.append(f"{len(declared - measured)} declared {what} points were never measured")
+    # A row is read against the ceiling it was measured beside: one read against another
+    # ceiling than the benchmark now declares for its axes would be drawn under the wrong roof.
+    # (A row without one was measured where that ceiling could not be: FP8 before sm_89.)
+    misread = {
+        (row["ceiling"], benchmark.ceiling_key(**row["axes"]))
+        for row in record["rows"]
+        if row.get("ceiling") is not None and row["ceiling"] != benchmark.ceiling_key(**row["axes"])
+    }
+    for was, now in sorted(misread, key=str):
+        reasons.append(f"rows read against the ceiling {was!r} where the benchmark now declares {now!r}")
     return reasons

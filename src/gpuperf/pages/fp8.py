@@ -22,8 +22,6 @@ BENCHMARK = MATMUL_FP8
 #: The shape at which the opening paragraph quotes the kernel's share of the FP8 ceiling (the
 #: ceiling itself named with the shape it was measured at) and its bfloat16 comparison.
 HEADLINE_SHAPE = (8192, 8192, 8192)
-#: The ceiling the benchmark's rows are read against.
-CEILING = "fp8_tflops"
 #: The scalings and accumulation modes of the benchmark, in the order the tables list them.
 SCALINGS = ("tensor", "row")
 ACCUMULATIONS = ("fast", "float32")
@@ -35,9 +33,10 @@ def gpu_sentence(result: Result, bf16: Result | None = None) -> str:
     """One GPU's headline: ``matmul_fp8`` with fast accumulation against cuBLASLt, per-tensor
     and per-row scales; at :data:`HEADLINE_SHAPE`, when ``bf16`` (the GPU's
     ``matmul_persistent`` result) is given, its TFLOP/s over cuBLAS's bfloat16 TFLOP/s, and
-    its share of the FP8 ceiling measured in the same run, named from the record's entry
+    its share of the fast-accumulation FP8 ceiling measured in the same run (the ceiling
+    the benchmark reads fast rows against), named from the record's entry
     (:func:`~gpuperf.pages.plotting.ceiling_label`: call, accumulation mode, shape); then
-    the float32-promoted ratios.
+    the float32-promoted ratios and their share of the promoted ceiling.
 
     Raises:
         ValueError: ``result`` has no record, or it has no per-tensor fast-accumulation rows.
@@ -63,13 +62,9 @@ def gpu_sentence(result: Result, bf16: Result | None = None) -> str:
             f"{times(ours[HEADLINE_SHAPE] / cublas[HEADLINE_SHAPE], 1)} cuBLAS's bfloat16 TFLOP/s "
             "(tutorial 06's run)"
         )
-    shares = result.fraction_of_ceiling(scaling="tensor", accumulation="fast")
-    entry = result.record["ceilings"].get(CEILING)
-    if HEADLINE_SHAPE in shares and entry is not None:
-        at.append(
-            f"{percent(shares[HEADLINE_SHAPE])} of the FP8 ceiling measured in the same run, "
-            f"{hardware.ceiling_label(CEILING, entry)}"
-        )
+    share = _share(result, "fast")
+    if share:
+        at.append(share)
     if at:
         sentence += f"; at {format_x(HEADLINE_SHAPE)}, " + " and ".join(at)
     promoted = result.ratios(scaling="tensor", accumulation="float32")
@@ -78,7 +73,25 @@ def gpu_sentence(result: Result, bf16: Result | None = None) -> str:
             f"; promoting the sum to float32 takes it to {times_span(promoted.values())} "
             "cuBLASLt's promoted speed"
         )
+        share = _share(result, "float32")
+        if share:
+            sentence += f" and, at {format_x(HEADLINE_SHAPE)}, {share}"
     return sentence + "."
+
+
+def _share(result: Result, accumulation: str) -> str:
+    """``'95% of the FP8 ceiling of the same accumulation measured in the same run, <label>'``
+    for per-tensor rows with ``accumulation`` at :data:`HEADLINE_SHAPE`; empty where the
+    record holds no such row or ceiling."""
+    key = BENCHMARK.ceiling_key(scaling="tensor", accumulation=accumulation)
+    shares = result.fraction_of_ceiling(scaling="tensor", accumulation=accumulation)
+    entry = result.record["ceilings"].get(key)
+    if HEADLINE_SHAPE not in shares or entry is None:
+        return ""
+    return (
+        f"{percent(shares[HEADLINE_SHAPE])} of the FP8 ceiling of the same accumulation measured "
+        f"in the same run, {hardware.ceiling_label(key, entry)}"
+    )
 
 
 def in_one_paragraph() -> Paragraph:

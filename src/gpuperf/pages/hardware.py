@@ -23,7 +23,7 @@ from gpuperf.bench.hardware import CEILINGS, DATASHEET
 from gpuperf.pages.plotting import ceiling_label, format_rate, short_gpu_name
 
 #: The ceilings a page can name, by their short name: ``ceilings().tflops("bf16")``.
-DTYPES = ("bf16", "fp16", "fp32", "fp8")
+DTYPES = ("bf16", "fp16", "fp32", "fp8", "fp8_fast")
 
 
 def _can_measure() -> bool:

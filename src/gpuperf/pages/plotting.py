@@ -13,7 +13,7 @@ import itertools
 import math
 import textwrap
 
-from gpuperf.bench.hardware import CEILINGS, FP8_UNNAMED_ACCUMULATION, MATMUL_CALLS
+from gpuperf.bench.hardware import CEILINGS, FP8_ACCUMULATION, MATMUL_CALLS
 from gpuperf.bench.metrics import LOWER_IS_BETTER
 from gpuperf.bench.records import caption
 
@@ -144,13 +144,14 @@ def ceiling_label(key: str, entry: dict | None = None, *, name: bool = True) -> 
     ``ceilings[key]`` or ``hardware.json``'s): a label is formatted from the record the
     number beside it comes from, never typed. An entry without a ``shape`` (written before
     ceilings named theirs) says so rather than guessing one; an FP8 entry without an
-    ``accumulation`` was measured with ``torch._scaled_mm``'s default, promoted
-    (:data:`~gpuperf.bench.hardware.FP8_UNNAMED_ACCUMULATION`).
+    ``accumulation`` has its key's (:data:`~gpuperf.bench.hardware.FP8_ACCUMULATION`).
 
     >>> ceiling_label("bf16_tflops", {"shape": [4096, 4096, 4096]})
     'cuBLAS bf16 matmul (torch.matmul) at 4096³'
     >>> ceiling_label("fp8_tflops", {"shape": [6144, 6144, 6144]})
     'cuBLASLt fp8 matmul (torch._scaled_mm, promoted accumulation) at 6144³'
+    >>> ceiling_label("fp8_fast_tflops", {"shape": [8192, 8192, 8192]})
+    'cuBLASLt fp8 matmul (torch._scaled_mm, fast accumulation) at 8192³'
     >>> ceiling_label("fp16_tflops", {})
     'cuBLAS fp16 matmul (torch.matmul), shape not recorded'
 
@@ -175,8 +176,8 @@ def ceiling_label(key: str, entry: dict | None = None, *, name: bool = True) -> 
             return stream or ""
         return f"{label} ({stream})" if stream else label
     how = MATMUL_CALLS[key]
-    if key == "fp8_tflops":
-        how += f", {entry.get('accumulation', FP8_UNNAMED_ACCUMULATION)} accumulation"
+    if key in FP8_ACCUMULATION:
+        how += f", {entry.get('accumulation', FP8_ACCUMULATION[key])} accumulation"
     shape = entry.get("shape")
     if not name:
         at = f" at {format_x(tuple(shape))}" if shape else ", shape not recorded"

@@ -48,6 +48,10 @@
 #   bash scripts/device_run.sh host      host_overhead three times (into /tmp/host1-3, packed as
 #                                        $OUT/host_runs.tgz: the pages read one, the note gives all three)
 #                                        and the host-time captures (load_inline, timing methods, launch-bound)
+#   bash scripts/device_run.sh fp8-ceiling  the ceilings (hardware.json, both FP8 accumulations) and matmul_fp8
+#                                        with the committed sweeps
+#   bash scripts/device_run.sh proton    the profiling guide's proton capture, its text viewer included (the
+#                                        llnl-hatchet wheels it needs travel in .whl/hatchet where pip has no index)
 #   bash scripts/device_run.sh stale     every record that is missing or stale on this GPU, measured again
 #                                        (python -m gpuperf.bench --stale --no-tune), then the stale captures listed
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
@@ -169,6 +173,13 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
         tar -czf "$OUT/host_runs.tgz" -C /tmp host1 host2 host3
         time python3 scripts/profile_capture.py --only cuda timing launch ;;
       stale) time python3 -m gpuperf.bench --stale --no-tune ;;
+      fp8-ceiling)
+        time python3 -m gpuperf.bench --ceilings
+        time python3 -m gpuperf.bench --no-tune matmul_fp8 ;;
+      proton)
+        if [ -d .whl/hatchet ]; then python3 -m pip install -q --no-index --find-links .whl/hatchet llnl-hatchet 2>&1 | tail -n 3
+        else python3 -m pip install -q llnl-hatchet 2>&1 | tail -n 3; fi
+        time python3 scripts/profile_capture.py --only proton ;;
       llama-explore) time python3 scripts/llama_explore.py ${LLAMA_EXPLORE:-} ;;
       llama)
         time python3 -m gpuperf.bench --no-tune ${LLAMA_BENCH:-rope swiglu attention_decode matmul_small_m \

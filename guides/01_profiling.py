@@ -472,14 +472,16 @@ proton = captures.show("proton", profiling.proton_report)
 # While a launch hook is installed, :class:`~gpuperf.kernels._launch.Launcher`
 # hands every launch to ``kernel[grid]`` so that the hook sees it; the times
 # are the kernels' own, from CUPTI. proton's text viewer,
-# ``proton-viewer -m time/us profile.hatchet``, draws the tree; it needs the
-# ``llnl-hatchet`` package, which the GPU image lacks:
+# ``proton-viewer -m time/us profile.hatchet`` (it needs the ``llnl-hatchet``
+# package, ``pip install llnl-hatchet``), draws the same tree, each kernel's
+# microseconds summed over its calls in the scope:
 
 for capture in proton.values():
     print(profiling.proton_viewer(capture))
 
 # %%
-# The tree is plain JSON, though, and the table above was read from it directly.
+# The tree is plain JSON: the table above was read from it directly, without the
+# viewer.
 #
 # What to take away
 # -----------------

@@ -32,11 +32,14 @@ def test_the_paragraph_quotes_each_gpus_records():
         for ratios in (fast, row, promoted):
             assert span(ratios.values()) + "×" in text
         shape = fp8.HEADLINE_SHAPE
-        share = result.fraction_of_ceiling(scaling="tensor", accumulation="fast")[shape]
-        # The ceiling is named from the record's entry: the call, mode and shape it was measured
-        # with, not the shape the share is quoted at.
-        label = hardware.ceiling_label("fp8_tflops", result.record["ceilings"]["fp8_tflops"])
-        assert f"{percent(share)} of the FP8 ceiling measured in the same run, {label}" in text
+        # Each accumulation's share is of the ceiling of its own mode, named from the record's
+        # entry: the call, mode and shape it was measured with, not the shape the share is
+        # quoted at.
+        for accumulation, key in (("fast", "fp8_fast_tflops"), ("float32", "fp8_tflops")):
+            share = result.fraction_of_ceiling(scaling="tensor", accumulation=accumulation)[shape]
+            label = hardware.ceiling_label(key, result.record["ceilings"][key], name=False)
+            assert f"{percent(share)} of cuBLASLt's FP8 ceiling measured in the same run ({label})" in text
+            assert f"{accumulation if accumulation == 'fast' else 'promoted'} accumulation" in label
         ours = result.values(scaling="tensor", accumulation="fast")[shape]
         cublas = report.load(catalog.MATMUL_PERSISTENT, gpu).values("cublas")[shape]
         bf16 = f"{times(ours / cublas, 1)} cuBLAS's bfloat16 TFLOP/s (tutorial 06's run)"

@@ -80,8 +80,9 @@ def gpu_sentence(result: Result, bf16: Result | None = None) -> str:
 
 
 def _share(result: Result, accumulation: str) -> str:
-    """``'95% of the FP8 ceiling of the same accumulation measured in the same run, <label>'``
-    for per-tensor rows with ``accumulation`` at :data:`HEADLINE_SHAPE`; empty where the
+    """``"95% of cuBLASLt's FP8 ceiling measured in the same run (<call, accumulation, shape>)"``:
+    the ceiling of the same accumulation (:func:`~gpuperf.pages.plotting.ceiling_label`), for
+    per-tensor rows with ``accumulation`` at :data:`HEADLINE_SHAPE`; empty where the
     record holds no such row or ceiling."""
     key = BENCHMARK.ceiling_key(scaling="tensor", accumulation=accumulation)
     shares = result.fraction_of_ceiling(scaling="tensor", accumulation=accumulation)
@@ -89,8 +90,8 @@ def _share(result: Result, accumulation: str) -> str:
     if HEADLINE_SHAPE not in shares or entry is None:
         return ""
     return (
-        f"{percent(shares[HEADLINE_SHAPE])} of the FP8 ceiling of the same accumulation measured "
-        f"in the same run, {hardware.ceiling_label(key, entry)}"
+        f"{percent(shares[HEADLINE_SHAPE])} of cuBLASLt's FP8 ceiling measured in the same run "
+        f"({hardware.ceiling_label(key, entry, name=False)})"
     )
 
 

@@ -150,8 +150,8 @@ def ceiling_label(key: str, entry: dict | None = None, *, name: bool = True) -> 
     'cuBLAS bf16 matmul (torch.matmul) at 4096³'
     >>> ceiling_label("fp8_tflops", {"shape": [6144, 6144, 6144]})
     'cuBLASLt fp8 matmul (torch._scaled_mm, promoted accumulation) at 6144³'
-    >>> ceiling_label("fp8_fast_tflops", {"shape": [8192, 8192, 8192]})
-    'cuBLASLt fp8 matmul (torch._scaled_mm, fast accumulation) at 8192³'
+    >>> ceiling_label("fp8_fast_tflops", {"shape": [6144, 6144, 6144]})
+    'cuBLASLt fp8 matmul (torch._scaled_mm, fast accumulation) at 6144³'
     >>> ceiling_label("fp16_tflops", {})
     'cuBLAS fp16 matmul (torch.matmul), shape not recorded'
 

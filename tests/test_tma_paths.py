@@ -699,3 +699,35 @@ def test_gpu_attention_fa3_copies_a_misaligned_input(operand, head_dim):
         out = attention_fa3(q, k, v, causal=True)
         sync()
         assert_close(f"attention_fa3, {operand} misaligned, {call}", ref, out, k=77)
+
+
+# 8. tma_layout is tma_ready in each orientation ------------------------------------------
+
+
+def _layout_by_strides(t) -> str | None:
+    """The rule written out for a 2-D ``t``: row-major where the last stride is 1 (or its
+    one column is never stepped over) and the row stride is a multiple of 16 bytes;
+    column-major the other way round; nothing at an unaligned base."""
+    if t.data_ptr() % 16:
+        return None
+    (rows, cols), (s0, s1), size = t.shape, t.stride(), t.element_size()
+    if (s1 == 1 or cols == 1) and (s0 * size) % 16 == 0:
+        return "row"
+    if (s0 == 1 or rows == 1) and (s1 * size) % 16 == 0:
+        return "col"
+    return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.integers(1, 9),
+    cols=st.integers(1, 9),
+    s0=st.integers(1, 40),
+    s1=st.integers(1, 40),
+    offset=st.integers(0, 9),
+    dtype=st.sampled_from([torch.float16, torch.float32, torch.float8_e4m3fn]),
+)
+def test_tma_layout_reads_each_orientation_as_tma_ready_does(rows, cols, s0, s1, offset, dtype):
+    storage = torch.zeros(offset + rows * s0 + cols * s1 + 64, dtype=torch.float32).to(dtype)
+    t = storage.as_strided((rows, cols), (s0, s1), offset)
+    assert tma_layout(t) == _layout_by_strides(t)

@@ -38,16 +38,19 @@ def tma_layout(t: torch.Tensor) -> str | None:
     stride), ``"col"`` (column-major: its transpose is row-major) or None (no descriptor
     can: the base is not 16-byte aligned, no stride is 1, or the other stride is not a
     multiple of 16 bytes)."""
-    if t.data_ptr() % TMA_ALIGNMENT:
-        return None
-    size = t.element_size()
-    rows, cols = t.shape
-    s0, s1 = t.stride()
-    if (s1 == 1 or cols == 1) and (s0 * size) % TMA_ALIGNMENT == 0:
+    if tma_ready(_unit_inner(t)):
         return "row"
-    if (s0 == 1 or rows == 1) and (s1 * size) % TMA_ALIGNMENT == 0:
+    if tma_ready(_unit_inner(t.t())):
         return "col"
     return None
+
+
+def _unit_inner(t: torch.Tensor) -> torch.Tensor:
+    """``t`` with a unit last stride where its last dimension has one element (whose stride
+    no load steps by): the view :func:`descriptor` describes."""
+    if t.shape[-1] != 1 or t.stride(-1) == 1:
+        return t
+    return t.as_strided(t.shape, (*t.stride()[:-1], 1))
 
 
 def tma_ready(t: torch.Tensor) -> bool:
@@ -115,8 +118,10 @@ def check_tma_operands(names, tensors) -> None:
                 f"{name} (shape {tuple(t.shape)}, strides {t.stride()}, {t.element_size()}-byte elements, "
                 f"address % 16 = {t.data_ptr() % 16}) cannot be loaded through TMA: a tensor descriptor "
                 "needs a 16-byte aligned base, one unit stride and the other stride a multiple of 16 "
-                f"bytes (for {t.dtype}: {16 // t.element_size()} elements). Pass a copy with "
-                ".contiguous() and a padded inner dimension, or use gpuperf.kernels.matmul."
+                f"bytes (for {t.dtype}: {16 // t.element_size()} elements). Pass "
+                "gpuperf.kernels.tma.tma_copy(t) (new, aligned memory: .contiguous() returns a "
+                "contiguous view at an unaligned address as it is), pad the inner dimension to a "
+                "multiple of 16 bytes, or use gpuperf.kernels.matmul."
             )
 
 

@@ -1,9 +1,9 @@
 """Writes ``docs/generated/headlines.rst``: what each tutorial found, per GPU, from the records.
 
 A tutorial's benchmarks are the catalog names it passes to ``run_or_load`` or ``show``
-(read from its source, so a new tutorial is picked up without a change here);
-each benchmark's headline comes from :func:`gpuperf.pages.report.headline`, and
-each tutorial says when and at which commit it was last measured on each GPU.
+(read from its source, so a new tutorial is picked up without a change here); each
+benchmark's cell on each GPU comes from :func:`gpuperf.pages.landing.cell`: its headline,
+and when and at which commit the record it reads was measured.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import ast
 from pathlib import Path
 
 from gpuperf.bench import catalog, records
+from gpuperf.pages.landing import cell
 from gpuperf.pages.plotting import short_gpu_name
-from gpuperf.pages.report import headline, last_measured, load
+from gpuperf.pages.report import load
 
 
 def tutorial_benchmarks(path: Path) -> list[catalog.Benchmark]:
@@ -59,7 +60,9 @@ def write(out_dir: Path, tutorials_dir: Path) -> Path:
         names[gpu] = next((short_gpu_name(r.gpu) for r in loaded if r.gpu), gpu)
     lines = [
         ".. list-table:: What each tutorial found, per GPU: the kernel under study against each",
-        "   benchmark's baseline and ceiling, over every size measured (computed from the records)",
+        "   benchmark's baseline, and its highest share of the ceiling measured in the same run",
+        "   (the ceiling's value printed), over every size measured; each cell computed from one",
+        "   record, with when and at which commit it was measured",
         "   :header-rows: 1",
         "   :class: gpuperf-headlines",
         "",
@@ -71,14 +74,11 @@ def write(out_dir: Path, tutorials_dir: Path) -> Path:
         if not benchmarks:
             continue
         lines += [f"   * - :ref:`{tutorial_title(script)} <sphx_glr_tutorials_{script.name}>`"]
-        results = {gpu: [load(b, gpu) for b in benchmarks] for gpu in gpus}
-        for gpu in gpus:
-            when = last_measured(results[gpu])
-            lines += _cell(f"last measured {when[0]}, gpuperf ``{when[1]}``" if when else "no current record")
-        for i, bench in enumerate(benchmarks):
+        lines += ["     -" for _ in gpus]
+        for bench in benchmarks:
             lines += [f"   * - {bench.title}"]
             for gpu in gpus:
-                lines += _cell(headline(results[gpu][i]) or "–")
+                lines += _cell(cell(bench, gpu))
     if not gpus:
         lines = ["No GPU has committed records yet: run ``nox -s bench`` on one."]
     path = out_dir / "headlines.rst"

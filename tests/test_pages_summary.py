@@ -4,7 +4,7 @@ import pytest
 
 from gpuperf.bench import catalog
 from gpuperf.pages.plotting import format_x
-from gpuperf.pages.report import Result, headline, last_measured
+from gpuperf.pages.report import Result, headline, measured_when
 from tests.test_bench_records import HOST_LIKE, MATMUL_LIKE, synthetic_record
 
 
@@ -14,9 +14,10 @@ def test_rate_headline_gives_the_ratio_range_and_the_best_share_of_the_ceiling()
     line = headline(Result(catalog.VECTOR_ADD, record, "committed"))
     x = catalog.VECTOR_ADD.x_values[2]  # the largest of the three sizes: the most bytes in 0.5 ms
     best = catalog.VECTOR_ADD.bytes(x) / 0.5e-3 / 1e9 / 3000
+    # The share prints its divisor (the record's copy ceiling) and names the x.
     assert line == (
-        f"2.00–4.00× the speed of PyTorch x + y; up to {100 * best:.0f}% of copy bandwidth, "
-        f"reached at {format_x(x)}"
+        f"2.00–4.00× the speed of PyTorch x + y; up to {100 * best:.0f}% of the 3.00 TB/s of copy "
+        f"bandwidth, reached at elements per tensor = {format_x(x)}"
     )
 
 
@@ -28,8 +29,8 @@ def test_headline_names_the_axis_values_and_ceiling_of_its_best_point():
     # The ceiling is named from its entry (this synthetic one has no shape, and says so),
     # apart from the x where the share was reached.
     assert line == (
-        f"1.50–3.00× the speed of cuBLAS; up to {100 * best:.0f}% of cuBLAS fp16 matmul "
-        "(torch.matmul), shape not recorded, reached at 8192×4096×14336, dtype=float16"
+        f"1.50–3.00× the speed of cuBLAS; up to {100 * best:.0f}% of the 700 TFLOP/s of cuBLAS fp16 "
+        "matmul (torch.matmul), shape not recorded, reached at M×N×K = 8192×4096×14336, dtype=float16"
     )
 
 
@@ -41,10 +42,10 @@ def test_host_time_and_memory_headlines_say_what_the_ratio_means():
         headline(host)
 
 
-def test_last_measured_is_the_latest_record():
-    old, new = synthetic_record(), synthetic_record()
-    old["provenance"] |= {"date": "2026-01-02T00:00:00Z", "gpuperf_commit": "aaa"}
-    new["provenance"] |= {"date": "2026-03-04T00:00:00Z", "gpuperf_commit": "bbb"}
-    results = [Result(catalog.VECTOR_ADD, r, "committed") for r in (old, new)]
-    assert last_measured(results) == ("2026-03-04", "bbb")
-    assert last_measured([Result(catalog.VECTOR_ADD, None, "missing")]) is None
+def test_measured_when_is_the_results_own_record():
+    record = synthetic_record()
+    record["provenance"] |= {"date": "2026-01-02T03:04:05Z", "gpuperf_commit": "aaa"}
+    assert measured_when(Result(catalog.VECTOR_ADD, record, "committed")) == ("2026-01-02", "aaa")
+    assert measured_when(Result(catalog.VECTOR_ADD, None, "missing")) is None
+    with pytest.raises(TypeError, match=r"result must be a gpuperf\.pages\.Result, got dict"):
+        measured_when(record)

@@ -8,6 +8,8 @@ folders, provenance captions, MISSING and STALE notes, formatting) lives here.
 * :mod:`~gpuperf.pages.report`: :func:`run_or_load` and :func:`show` (a benchmark's
   table and plot, every GPU side by side), and one headline per benchmark and GPU
   (:func:`~gpuperf.pages.report.headline`).
+* :mod:`~gpuperf.pages.landing`: the landing page's table of what the tutorials found, one
+  cell per benchmark and GPU, each read from and dated by one record.
 * :mod:`~gpuperf.pages.announce`: what a docs build or a page run as a script says first:
   live or records, on which GPU, and each page's time from its records' wall times.
 * :mod:`~gpuperf.pages.hardware`: the GPU a page describes and its measured ceilings

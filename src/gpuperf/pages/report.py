@@ -16,6 +16,7 @@ from gpuperf.pages.plotting import (
     ceiling_label,
     combos,
     format_combo,
+    format_rate,
     format_x,
     gpu_label,
     plot_missing,
@@ -25,6 +26,9 @@ from gpuperf.pages.plotting import (
 )
 from gpuperf.pages.prose import span
 from gpuperf.pages.tables import Cell, Section, render
+
+#: How the note of a stale record shown on the reference GPU starts (:func:`load`).
+STALE = "STALE:"
 
 
 @dataclass
@@ -65,6 +69,13 @@ class Result:
         ``'H100 80GB HBM3'``, or ``'H100 80GB HBM3 (live)'`` when this run measured them.
         None without a record."""
         return None if self.record is None else gpu_label(self.gpu, self.source)
+
+    @property
+    def stale(self) -> bool:
+        """Whether the record is of code that has changed since it was measured: another
+        GPU's, not shown (source ``"stale"``), or the reference GPU's, shown with a note
+        starting with :data:`STALE`."""
+        return self.source == "stale" or any(n.startswith(STALE) for n in self.notes)
 
     def gpus(self) -> list[Result]:
         """This result and :attr:`others`, those that have a record, in drawing order."""
@@ -195,7 +206,7 @@ class Result:
             dict.fromkeys(r["provider"] for r in all_rows),
             key=lambda k: declared.index(k) if k in declared else len(declared),
         )
-        subject, base = bench.subject.key, rec["baseline"]
+        subject, base = bench.subject.key, bench.baseline
         host = rec["metric"] in LOWER_IS_BETTER
         cost = "memory" if rec["metric"] == "GiB" else "time"
         ceiling = next((r["ceiling"] for r in all_rows if r["ceiling"] is not None), None)
@@ -313,7 +324,7 @@ def load(benchmark: Benchmark, gpu: str | None = None) -> Result:
     if reasons and gpu != first:
         return Result(benchmark, None, "stale")
     again = records.advice(records.bench_command("--stale"))
-    notes = [f"STALE: {r}; {again} to measure it again." for r in reasons]
+    notes = [f"{STALE} {r}; {again} to measure it again." for r in reasons]
     return Result(benchmark, record, "committed", notes)
 
 
@@ -451,6 +462,79 @@ def per_gpu(result: Result, write: Callable[[Result], list[str]]) -> str:
     return "\n".join("\n".join([f"{r.name}:", *(f"  {line}" for line in write(r))]) for r in shown)
 
 
+def x_named(record: dict, x) -> str:
+    """An x value of ``record`` with its name: ``'batch = 1'``, ``'elements per tensor = 2^28'``,
+    ``'shape = 4096³'``. The name is the record's ``x_label`` without its parenthesis (the
+    record's ``x_name`` where it has no label); the value as
+    :func:`~gpuperf.pages.plotting.format_x` writes it.
+
+    >>> x_named({"x_name": "batch", "x_label": "batch (prompts of 2048 tokens)"}, 1)
+    'batch = 1'
+
+    Raises:
+        TypeError: ``record`` is not a dict.
+        ValueError: ``record`` has neither an ``x_label`` nor an ``x_name``.
+    """
+    if not isinstance(record, dict):
+        raise TypeError(f"record must be a record (dict), got {type(record).__name__}")
+    label = record.get("x_label") or record.get("x_name")
+    if not label:
+        raise ValueError("record must name its x (an x_label or an x_name); it has neither")
+    return f"{label.split(' (')[0].strip()} = {format_x(x)}"
+
+
+@dataclass(frozen=True)
+class Share:
+    """The highest share of its ceiling that the provider under study reached in a record.
+
+    Attributes:
+        fraction: the row's value over the ceiling's (1.0 is 100%).
+        x: the x where it was reached.
+        combo: the axis combination where it was reached (``{}`` without axes).
+        row: the record's row (its ``value``, ``value_p20``, ``value_p80``, ...).
+        key: the ceiling's key (``"copy_gbps"``).
+        ceiling: the ceiling's entry in the record (its ``value``, ``unit``, spread, shape),
+            measured in the same run as the row.
+    """
+
+    fraction: float
+    x: object
+    combo: dict
+    row: dict
+    key: str
+    ceiling: dict
+
+    @property
+    def above_spread(self) -> bool:
+        """Whether the share is above 100% beyond the two timings' spread: the row's 20th
+        percentile (its slowest usual rate) above the ceiling's 80th (its fastest). Where an
+        entry lacks its percentiles, any share above 100%."""
+        low, high = self.row.get("value_p20"), self.ceiling.get("value_p80")
+        if low is None or high is None:
+            return self.fraction > 1
+        return low > high
+
+
+def best_share(result: Result) -> Share | None:
+    """Where the provider under study came closest to (or went furthest past) its ceiling in
+    ``result``'s own record, over every x and axis combination: a :class:`Share`, or None
+    without a record or a ceiling.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`Result`.
+    """
+    if not all(hasattr(result, a) for a in ("record", "benchmark", "fraction_of_ceiling")):
+        raise TypeError(f"result must be a gpuperf.pages.Result, got {type(result).__name__}")
+    if result.record is None:
+        return None
+    found = [(v, x, c) for c in result.benchmark.combos() for x, v in result.fraction_of_ceiling(**c).items()]
+    if not found:
+        return None
+    fraction, x, combo = max(found, key=lambda item: item[0])
+    row = result.rows(**combo)[x]
+    return Share(fraction, x, combo, row, row["ceiling"], result.record["ceilings"][row["ceiling"]])
+
+
 def headline(result: Result) -> str | None:
     """The headline of ``result``'s own record (one GPU): what the provider under study
     achieved, in one line, or None when it has no record or no successful row of that
@@ -458,12 +542,15 @@ def headline(result: Result) -> str | None:
 
     It is derived from what every benchmark declares, its baseline and its ceiling, so a
     new benchmark gets one without any code here: the range of the ratio to the baseline
-    over every x and axis combination measured, and the highest % of the ceiling with where
-    it was reached, for example ``'1.01–1.83× the speed of torch.softmax; up to 98% of copy
-    bandwidth, reached at 32768'``: the ceiling named from the record's entry
-    (:func:`~gpuperf.pages.plotting.ceiling_label`: a matmul's call, shape and mode, which
-    are not those of the x where the share was reached). Axis values are named where the
-    highest % of the ceiling was reached only for axes with several values.
+    over every x and axis combination measured, and the highest % of the ceiling
+    (:func:`best_share`) with where it was reached, for example ``'1.01–1.83× the speed of
+    torch.softmax; up to 98% of the 3.00 TB/s of copy bandwidth, reached at row length =
+    32768'``. The share prints its divisor: the ceiling's value in the record, measured in
+    the same run as the rows (two records' ceilings of one name may differ by a few %), and
+    the ceiling named from its entry (:func:`~gpuperf.pages.plotting.ceiling_label`: a
+    matmul's call, shape and mode, which are not those of the x where the share was
+    reached). The x is named (:func:`x_named`); axis values are named where the share was
+    reached only for axes with several values.
 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
@@ -475,10 +562,10 @@ def headline(result: Result) -> str | None:
         return None
     combos = result.benchmark.combos()
     ratios = [v for combo in combos for v in result.ratios(**combo).values()]
-    fractions = [(v, x, c) for c in combos for x, v in result.fraction_of_ceiling(**c).items()]
     axes = result.benchmark.axes
     labels = {r["provider"]: r["label"] for r in record["rows"]}
-    base = labels.get(record["baseline"], record["baseline"])
+    baseline = result.benchmark.baseline
+    base = labels.get(baseline, baseline)
     parts = []
     if ratios and record["metric"] == "GiB":
         # ratios are baseline memory / provider memory: turn them into the provider's share.
@@ -486,23 +573,26 @@ def headline(result: Result) -> str | None:
     elif ratios:
         host = " on the host" if record["metric"] == "us/call" else ""
         parts.append(f"{span(ratios)}× the speed of {base}{host}")
-    if fractions:
-        best, x, combo = max(fractions, key=lambda item: item[0])
-        subject = result.benchmark.subject.key
-        key = next(
-            r["ceiling"] for r in record["rows"] if (r["x"], r["axes"], r["provider"]) == (x, combo, subject)
-        )
-        at = ", ".join([format_x(x), *(f"{k}={v}" for k, v in combo.items() if len(dict(axes)[k]) > 1)])
-        named = ceiling_label(key, record["ceilings"][key])
-        parts.append(f"up to {100 * best:.0f}% of {named}, reached at {at}")
+    share = best_share(result)
+    if share is not None:
+        named_axes = [f"{k}={v}" for k, v in share.combo.items() if len(dict(axes)[k]) > 1]
+        at = ", ".join([x_named(record, share.x), *named_axes])
+        named = ceiling_label(share.key, share.ceiling)
+        rate = format_rate(share.ceiling["value"], share.ceiling["unit"])
+        parts.append(f"up to {100 * share.fraction:.0f}% of the {rate} of {named}, reached at {at}")
     return "; ".join(parts) or None
 
 
-def last_measured(results: list[Result]) -> tuple[str, str] | None:
-    """``(date, commit)`` of the most recent record among ``results`` (dates as
-    ``YYYY-MM-DD``), or None when none has a record."""
-    dated = [r.record["provenance"] for r in results if r.record is not None]
-    if not dated:
+def measured_when(result: Result) -> tuple[str, str] | None:
+    """``(date, commit)`` of ``result``'s own record (the date as ``YYYY-MM-DD``): when and at
+    which gpuperf commit the numbers a line reads from it were measured; None without a record.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`Result`.
+    """
+    if not hasattr(result, "record"):
+        raise TypeError(f"result must be a gpuperf.pages.Result, got {type(result).__name__}")
+    if result.record is None:
         return None
-    latest = max(dated, key=lambda p: p["date"])
-    return latest["date"][:10], latest["gpuperf_commit"]
+    provenance = result.record["provenance"]
+    return provenance["date"][:10], provenance["gpuperf_commit"]

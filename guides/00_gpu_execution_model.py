@@ -16,7 +16,7 @@ kilobytes of :term:`registers` and :term:`shared memory` on each SM to the
   CTA) of ``num_warps`` warps, the grid is how many of them a launch runs, and the
   program's :term:`block` of ``BLOCK_SIZE`` elements is spread over its threads;
 * the memory hierarchy, with the sizes the GPU reports and the bandwidths measured
-  here, and why data that fits in L2 moves faster than HBM allows;
+  here, and how fast data that fits in L2 moves against data that does not;
 * :term:`occupancy`: how the registers per thread and the shared memory per program
   of a real kernel limit the warps an SM holds, worked out from what Triton's
   compiler reports;
@@ -47,7 +47,7 @@ print(page.in_one_paragraph())
 # Warps are grouped into **thread blocks** (CUDA's *cooperative thread arrays*,
 # CTAs): the threads of one block start together on one SM, share its shared
 # memory and can wait for each other at a barrier. A block never moves between
-# SMs, and blocks never wait for each other. What one SM can hold, as the GPU
+# SMs, and no barrier spans two blocks. What one SM can hold, as the GPU
 # reports it (``torch.cuda.get_device_properties``, and the CUDA driver's
 # ``cuDeviceGetAttribute`` for what PyTorch does not give):
 
@@ -162,15 +162,16 @@ sweep = captures.show("execution_model", page.plot_copy_sweep)
 print(page.memory_reading(sweep))
 
 # %%
-# **Reading it.** Left of the shaded region's edge both buffers fit in L2, and
-# the replayed copy runs faster than HBM could feed it; past the edge, the rate
-# falls to HBM's and the two ways of timing meet. On the left, the smallest copies
-# are slow either way: a kernel of a few microseconds is mostly the cost of
-# starting and finishing it (section 5). This is why the benchmarks flush L2: a
-# kernel timed on warm inputs looks faster than it will run inside a model, whose
-# other layers have filled L2 with their own data. It is also why fusion pays:
-# data kept in registers or shared memory between two steps never makes the round
-# trip to HBM.
+# **Reading it.** In the shaded sizes both buffers fit in L2, so a replayed copy
+# reads and writes L2 instead of HBM, and the reading above says how much faster
+# that ran than the HBM ceiling. Far past the shaded region nothing survives from
+# one copy to the next, and both ways of timing read HBM's rate. At the smallest
+# sizes neither way moves enough bytes to be limited by memory: a kernel of a few
+# microseconds is mostly the cost of starting and finishing it (section 5). This
+# is why the benchmarks flush L2: a kernel timed on warm inputs looks faster than
+# it will run inside a model, whose other layers have filled L2 with their own
+# data. It is also why fusion pays: data kept in registers or shared memory
+# between two steps never makes the round trip to HBM.
 
 # %%
 # 4. Occupancy: how many warps an SM holds
@@ -188,7 +189,7 @@ print(page.memory_reading(sweep))
 # .. literalinclude:: ../../src/gpuperf/pages/execution_model.py
 #    :pyobject: occupancy
 #
-# For four of gpuperf's kernels, as they compiled on the GPU (a :term:`wave` is
+# For gpuperf's kernels, as they compiled on the GPU (a :term:`wave` is
 # one round of programs filling every SM):
 
 kernels = captures.show("execution_model", page.occupancy_table)
@@ -199,22 +200,24 @@ kernels = captures.show("execution_model", page.occupancy_table)
 print(page.occupancy_worked(kernels))
 
 # %%
-# Nsight Compute computes the same quantity as *Theoretical Occupancy*. The
-# profiling guide's capture holds its reading of six kernels on the same GPU; the
-# arithmetic above, fed what Nsight Compute reported for each, agrees:
+# Nsight Compute reports the same quantity as *Theoretical Occupancy*. The
+# profiling guide's capture holds its reading of the kernels it profiled on the
+# same GPU (gpuperf's, cuBLAS's, PyTorch's and a CUDA C++ one); here is the
+# arithmetic above, fed what Nsight Compute reported for each, beside its answer:
 
 print(page.ncu_agreement(kernels))
 
 # %%
-# **Reading it.** The elementwise kernels fill their SMs with warps: they need few
-# registers and no shared memory, and they need the warps, since a thread does
-# almost nothing but wait for its loads. The matmul holds one program per SM: its
-# tiles fill the shared memory, and its accumulators the registers. It does not
-# need more warps, because its loads are asynchronous copies into shared memory
-# issued stages ahead (``num_stages``), and each warp has a whole tile of
-# independent multiply-adds to issue while they land. Occupancy is a means, not
-# a goal: enough warps (or enough independent work per warp) to keep loads in
-# flight, and past that, more buys nothing.
+# **Reading it.** A memory-bound kernel wants many warps per SM: each thread does
+# little but wait for its loads, and only other warps' loads fill that wait, so its
+# registers and shared memory should stay small enough not to cap the warps (the
+# row mean's registers do, as the profiling guide found). A matmul needs few: its
+# tiles fill the shared memory and its accumulators the registers, so an SM holds
+# few of its programs, yet each warp has a whole tile of independent
+# multiply-adds to issue, and its loads are asynchronous copies into shared
+# memory issued stages ahead (``num_stages``). Occupancy is a means, not a goal:
+# enough warps, or enough independent work per warp, to keep loads in flight;
+# past that, more buys nothing.
 
 # %%
 # 5. Why a launch costs microseconds

@@ -48,6 +48,9 @@
 #   bash scripts/device_run.sh host      host_overhead three times (into /tmp/host1-3, packed as
 #                                        $OUT/host_runs.tgz: the pages read one, the note gives all three)
 #                                        and the host-time captures (load_inline, timing methods, launch-bound)
+#   bash scripts/device_run.sh execution-model  guide 00's capture (scripts/execution_model_capture.py: the
+#                                        device's limits, four kernels' compiled metadata, the L2/HBM copy
+#                                        sweep, an empty kernel's launch) and its GPU tests; about a minute
 #   bash scripts/device_run.sh stale     every record that is missing or stale on this GPU, measured again
 #                                        (python -m gpuperf.bench --stale --no-tune), then the stale captures listed
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
@@ -169,6 +172,10 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
         tar -czf "$OUT/host_runs.tgz" -C /tmp host1 host2 host3
         time python3 scripts/profile_capture.py --only cuda timing launch ;;
       stale) time python3 -m gpuperf.bench --stale --no-tune ;;
+      execution-model)
+        time timeout 300 python3 scripts/execution_model_capture.py
+        timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_execution_model.py \
+          2>&1 | grep -E "^(FAILED|ERROR)|passed|failed" ;;
       llama-explore) time python3 scripts/llama_explore.py ${LLAMA_EXPLORE:-} ;;
       llama)
         time python3 -m gpuperf.bench --no-tune ${LLAMA_BENCH:-rope swiglu attention_decode matmul_small_m \

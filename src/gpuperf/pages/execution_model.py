@@ -901,8 +901,10 @@ def memory_reading(shown: Mapping[str, dict]) -> str:
             said.append(sentence + ".")
         clock, _ = device_value(capture, "memory_clock_khz")
         bus, _ = device_value(capture, "memory_bus_bits")
-        if clock and bus and hbm is not None:
-            peak_gbps = 2 * clock * 1e3 * bus / 8 / 1e9
+        peak_gbps = 2 * clock * 1e3 * bus / 8 / 1e9 if clock and bus else None
+        # A reported clock that would put the measured copy above the interface's peak is not
+        # the data rate this formula assumes: say nothing rather than something false.
+        if peak_gbps and hbm is not None and hbm.copy_gbps <= peak_gbps:
             said.append(
                 f"HBM's interface moves at most 2 x {clock / 1000:,.0f} MHz x {bus:,} bits / 8 = "
                 f"{format_rate(peak_gbps, 'GB/s')} (two transfers per clock); the 1 GiB copy reached "
@@ -987,10 +989,11 @@ def launch_reading(shown: Mapping[str, dict]) -> str:
             )
         compiled = timings.get("host_compiled")
         if host and compiled:
-            said.append(
-                f"Most of the host's time is Triton's Python: the compiled kernel's own launcher takes "
-                f"{compiled['median'] * 1e3:,.1f} µs."
-            )
+            launcher = f"the compiled kernel's own launcher takes {compiled['median'] * 1e3:,.1f} µs."
+            if compiled["median"] < host["median"] / 2:
+                said.append(f"Most of the host's time is Triton's Python: {launcher}")
+            else:
+                said.append(launcher[0].upper() + launcher[1:])
         grids = sorted(_payload(capture)["launch"].get("grids") or [], key=lambda g: g["programs"])
         if len(grids) > 1 and grids[0]["programs"] == 1:
             big = grids[-1]
@@ -1089,10 +1092,12 @@ def in_one_paragraph() -> Paragraph:
     if "device" in payload:
         sentences.append(_chip_sentence(capture) or "")
     if "copy_sweep" in payload and (peak := _resident_peak(capture)) and hbm is not None:
+        faster = peak[1] > hbm.copy_gbps
         sentences.append(
-            f"Data that stays in the {_bytes(_l2(capture))} L2 moves faster than HBM allows: a copy "
-            f"replayed with both buffers there peaked at {format_rate(peak[1], 'GB/s')}, against "
-            f"{format_rate(hbm.copy_gbps, 'GB/s')} for a 1 GiB copy from HBM."
+            f"Data that stays in the {_bytes(_l2(capture))} L2 "
+            + ("moves faster than HBM allows" if faster else "moves no faster than HBM here")
+            + f": a copy replayed with both buffers there peaked at {format_rate(peak[1], 'GB/s')}, "
+            f"against {format_rate(hbm.copy_gbps, 'GB/s')} for a 1 GiB copy from HBM."
         )
     if "kernels" in payload:
         sentences.append(_occupancy_sentence(capture) or "")

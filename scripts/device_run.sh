@@ -52,6 +52,9 @@
 #                                        with the committed sweeps
 #   bash scripts/device_run.sh proton    the profiling guide's proton capture, its text viewer included (the
 #                                        llnl-hatchet wheels it needs travel in .whl/hatchet where pip has no index)
+#   bash scripts/device_run.sh execution-model  guide 00's capture (scripts/execution_model_capture.py: the
+#                                        device's limits, four kernels' compiled metadata, the L2/HBM copy
+#                                        sweep, an empty kernel's launch) and its GPU tests; about a minute
 #   bash scripts/device_run.sh stale     every record that is missing or stale on this GPU, measured again
 #                                        (python -m gpuperf.bench --stale --no-tune), then the stale captures listed
 # Several modes may follow each other: `bash scripts/device_run.sh check memory`.
@@ -180,6 +183,10 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
         if [ -d .whl/hatchet ]; then python3 -m pip install -q --no-index --find-links .whl/hatchet llnl-hatchet 2>&1 | tail -n 3
         else python3 -m pip install -q llnl-hatchet 2>&1 | tail -n 3; fi
         time python3 scripts/profile_capture.py --only proton ;;
+      execution-model)
+        time timeout 300 python3 scripts/execution_model_capture.py
+        timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_execution_model.py \
+          2>&1 | grep -E "^(FAILED|ERROR)|passed|failed" ;;
       llama-explore) time python3 scripts/llama_explore.py ${LLAMA_EXPLORE:-} ;;
       llama)
         time python3 -m gpuperf.bench --no-tune ${LLAMA_BENCH:-rope swiglu attention_decode matmul_small_m \

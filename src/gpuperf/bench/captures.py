@@ -53,6 +53,7 @@ COMMANDS = {
         "python scripts/recipes_capture.py",
     ),
     "llama_time_breakdown": "python scripts/llama_capture.py",
+    "execution_model": "python scripts/execution_model_capture.py",
     "ncu_gluon_fp8": "python scripts/gluon_capture.py fp8",
     "ncu_gluon_attention": "python scripts/gluon_capture.py attention",
     "ncu_gluon_attention_d64": "python scripts/gluon_capture.py attention64",
@@ -69,6 +70,8 @@ HOST_TIMED = frozenset(
         "torch_profiler",
         "cuda_extension",
         "compile_modes",
+        # An empty kernel's host time per launch, beside the device's limits and kernels.
+        "execution_model",
         *(name for name in COMMANDS if name.startswith("recipe_")),
     }
 )

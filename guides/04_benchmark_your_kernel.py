@@ -118,18 +118,18 @@ timing = captures.show("timing_scale_shift", page.do_bench_table)
 print(page.flush_effect(timing))
 
 # %%
-# **Reading it.** Report the median with the 20th and 80th percentiles: a mean is
-# pulled up by any slow run (a clock change, the host late with a launch), and a
-# minimum is the luckiest run, which a real program rarely gets. The flush does two
-# things. It evicts L2, which can only matter for an input that fits in L2 (the lines
-# above say which do). And it keeps the GPU busy between runs: while the GPU clears the
-# buffer, Python queues the next launch. Without it, a kernel shorter than a launch
-# takes from Python finishes, the GPU idles until the next launch arrives, and the
-# events bracket that wait: where the lines above say "slower without the flush", the
-# unflushed median is the host's launch rate, not the kernel, and hides whatever L2
-# gains. An input far larger than L2 finds nothing there and outlasts any launch, so
-# there the two agree. The smallest input moves so few bytes that its flushed time is
-# mostly the fixed cost of any launch on the GPU (its :term:`launch latency`). The site's own timing
+# **Reading it.** Report the median with the 20th and 80th percentiles: a mean is pulled
+# up by any slow run (a clock change, the host late with a launch), and a minimum is the
+# luckiest run, which a real program rarely gets. The flush does two things. It evicts
+# L2, which can only matter for an input that fits in L2 (the lines above say which do).
+# And it keeps the GPU busy between runs: while the GPU clears the buffer, Python queues
+# the next launch. Without it, a kernel shorter than a launch takes from Python
+# finishes, the GPU idles until the next launch arrives, and the events bracket that
+# wait: where the lines above say "slower without the flush", the unflushed median is
+# the host's launch rate, not the kernel, and hides whatever L2 gains. An input far
+# larger than L2 finds nothing there and outlasts any launch, so there the two agree.
+# The smallest input moves so few bytes that its flushed time is mostly the fixed cost
+# of any launch on the GPU (its :term:`launch latency`). The site's own timing
 # (:func:`gpuperf.bench.timing.time_ms`) flushes 1 GiB and keeps the best of three
 # rounds, for reasons the :doc:`profiling guide <01_profiling>` measures.
 #
@@ -156,15 +156,15 @@ print(page.events_table(timing))
 print(page.launch_share(timing))
 
 # %%
-# **Reading it.** With the GPU idle, the start event is stamped as soon as it is
-# queued; the GPU then waits while Python checks the arguments and launches the
-# kernel, and that wait is timed with it. The shorter the kernel, the larger the share
-# of a one-call reading that is the launch (the :term:`host overhead`), as the lines
-# above show against ``do_bench``, whose flush hides the launch. (That share is a lower
-# bound: one call after another finds an input that fits in L2 still there, while
-# ``do_bench`` reads it from HBM.) Back-to-back calls hide the launches behind the running kernels only
-# when each kernel takes longer than a launch; where it does not, the loop runs at the
-# host's pace, not the GPU's. So time many runs, never one, and leave the first
+# **Reading it.** With the GPU idle, the start event is stamped as soon as it is queued;
+# the GPU then waits while Python checks the arguments and launches the kernel, and that
+# wait is timed with it. The shorter the kernel, the larger the share of a one-call
+# reading that is the launch (the :term:`host overhead`), as the lines above show
+# against ``do_bench``, whose flush hides the launch. (That share is a lower bound: one
+# call after another finds an input that fits in L2 still there, while ``do_bench``
+# reads it from HBM.) Back-to-back calls hide the launches behind the running kernels
+# only when each kernel takes longer than a launch; where it does not, the loop runs at
+# the host's pace, not the GPU's. So time many runs, never one, and leave the first
 # (compiling) call out.
 #
 # 3. Timing inside a CUDA graph
@@ -192,13 +192,14 @@ print(page.graph_gain(timing))
 
 # %%
 # **Reading it.** The graph removes the host's launch cost, and it does not flush L2
-# between calls. So it is the GPU's time on warm caches, not the kernel's time on a
-# cold input: where the input fits in L2 it can beat what HBM allows, as the lines above
-# say where it does. It is the number to use when your kernel will itself run inside a
-# graph (``torch.compile(mode="reduce-overhead")``, a serving engine's decode step) on
-# data that stays in L2, or to see the GPU's time apart from the host's. It is not what a Python loop of eager calls gets: for small calls that loop is
-# bound by the host, and making the kernel faster changes nothing there. On the 1 GiB
-# input a launch is small beside the kernel, so the ways of timing should agree there;
+# between calls. So it is the GPU's time on warm caches, not the kernel's time on a cold
+# input: where the input fits in L2 it can beat what HBM allows, as the lines above say
+# where it does. It is the number to use when your kernel will itself run inside a graph
+# (``torch.compile(mode="reduce-overhead")``, a serving engine's decode step) on data
+# that stays in L2, or to see the GPU's time apart from the host's. It is not what a
+# Python loop of eager calls gets: for small calls that loop is bound by the host, and
+# making the kernel faster changes nothing there. On the largest input a launch is small
+# beside the kernel and L2 holds little of it, so the ways of timing should agree there;
 # the table says how closely they do.
 #
 # 4. Declaring your own benchmark

@@ -275,8 +275,9 @@ print(page.conv_reading(shown))
 # %%
 # **Reading it.** A layout or an algorithm choice can only help where the convolutions
 # are the step's time; with small images and channels, launches and BatchNorm's memory
-# traffic can weigh as much. Where ``cudnn.benchmark`` reads no measurable gain, the
-# heuristic's algorithms were already as fast as any it timed, for these shapes.
+# traffic can weigh as much. Where ``cudnn.benchmark``, run in a process of its own,
+# reads no measurable gain, the heuristic's algorithms were already as fast as any it
+# timed, for these shapes.
 #
 # 6. Gradient checkpointing
 # -------------------------

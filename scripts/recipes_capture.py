@@ -1,6 +1,6 @@
 """The PyTorch performance-tuning guide's recipes, each measured in one run (guide 05).
 
-Usage (a CUDA GPU; under 150 s on an H100): ``python scripts/recipes_capture.py [--out DIR]
+Usage (a CUDA GPU; about three minutes on an H100): ``python scripts/recipes_capture.py [--out DIR]
 [--part NAME ...]``. Writes one capture per recipe under ``<out>/<gpu>/captures/``
 (default ``src/gpuperf/measurements``):
 
@@ -1063,8 +1063,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--budget",
         type=float,
-        default=140.0,
-        help="seconds since the start: a part not started by then is skipped (default 140)",
+        default=220.0,
+        help="seconds since the start: a part not started by then is skipped (default 220)",
     )
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():

@@ -90,12 +90,14 @@ for rows in SCALE_SHIFT.x_values:
 # -------------------------------------------------
 #
 # ``do_bench(fn)`` calls ``fn`` once and waits (so a first, compiling call is never
-# timed), estimates its time from five more calls, then runs ``fn`` for about
-# ``warmup`` milliseconds untimed and for about ``rep`` milliseconds timed. Before each
-# timed run it writes zeros over a 256 MB buffer: that evicts everything from L2
-# (|h100-l2| on an H100), so each run reads its inputs from :term:`HBM`, as it would
-# in a model whose other layers have filled L2 with their own data. A pair of CUDA
-# events brackets each run. It returns the mean of the runs by default;
+# timed), then estimates one run, flush included, from five more calls. From that
+# estimate it sizes the rest: about ``warmup`` milliseconds of untimed calls, then as
+# many timed runs as fit in about ``rep`` milliseconds (for a call much shorter than the
+# flush, most of those milliseconds are flushes). Before each timed run it writes zeros
+# over a 256 MB buffer: that evicts everything from L2 (|h100-l2| on an H100), so each
+# run reads its inputs from :term:`HBM`, as it would in a model whose other layers have
+# filled L2 with their own data. A pair of CUDA events brackets each run. It returns the
+# mean of the runs by default;
 # ``quantiles`` asks for percentiles instead (then ``return_mode`` is ignored), and
 # ``return_mode`` takes ``"min"``, ``"max"``, ``"median"`` or ``"all"`` (every run's
 # time):
@@ -116,19 +118,18 @@ timing = captures.show("timing_scale_shift", page.do_bench_table)
 print(page.flush_effect(timing))
 
 # %%
-# **Reading it.** Report the median with the 20th and 80th percentiles: a mean is
-# pulled up by any slow run (a clock change, the host late with a launch), and a
-# minimum is the luckiest run, which a real program rarely gets. The flush does two
-# things. It evicts L2, which can only matter where the data fit in L2, as the
-# 512-row input's 16 MB do. And it keeps the GPU busy between runs: while the GPU
-# clears the buffer, Python queues the next launch. Without it, a kernel shorter
-# than a launch takes from Python finishes, the GPU idles until the next launch
-# arrives, and the events bracket that wait: where the lines above say "slower
-# without the flush", the unflushed median is the host's launch rate, not the
-# kernel, and hides whatever L2 gains. A 1 GiB input fits in no cache and outlasts
-# any launch, so there the two agree. The 16-row input moves so few bytes that its
-# flushed time is mostly the fixed cost of any launch on the GPU (its
-# :term:`launch latency`). The site's own timing
+# **Reading it.** Report the median with the 20th and 80th percentiles: a mean is pulled
+# up by any slow run (a clock change, the host late with a launch), and a minimum is the
+# luckiest run, which a real program rarely gets. The flush does two things. It evicts
+# L2, which can only matter for an input that fits in L2 (the lines above say which do).
+# And it keeps the GPU busy between runs: while the GPU clears the buffer, Python queues
+# the next launch. Without it, a kernel shorter than a launch takes from Python
+# finishes, the GPU idles until the next launch arrives, and the events bracket that
+# wait: where the lines above say "slower without the flush", the unflushed median is
+# the host's launch rate, not the kernel, and hides whatever L2 gains. An input far
+# larger than L2 finds nothing there and outlasts any launch, so there the two agree.
+# The smallest input moves so few bytes that its flushed time is mostly the fixed cost
+# of any launch on the GPU (its :term:`launch latency`). The site's own timing
 # (:func:`gpuperf.bench.timing.time_ms`) flushes 1 GiB and keeps the best of three
 # rounds, for reasons the :doc:`profiling guide <01_profiling>` measures.
 #
@@ -155,21 +156,30 @@ print(page.events_table(timing))
 print(page.launch_share(timing))
 
 # %%
-# **Reading it.** With the GPU idle, the start event is stamped as soon as it is
-# queued; the GPU then waits while Python checks the arguments and launches the
-# kernel, and that wait is timed with it. The shorter the kernel, the larger the share
-# of a one-call reading that is the launch (the :term:`host overhead`), as the lines
-# above show. Back-to-back calls hide the launches behind the running kernels only
-# when each kernel takes longer than a launch; where it does not, the loop runs at the
-# host's pace, not the GPU's. So time many runs, never one, and leave the first
+# **Reading it.** With the GPU idle, the start event is stamped as soon as it is queued;
+# the GPU then waits while Python checks the arguments and launches the kernel, and that
+# wait is timed with it. The shorter the kernel, the larger the share of a one-call
+# reading that is the launch (the :term:`host overhead`), as the lines above show
+# against ``do_bench``, whose flush hides the launch. (That share is a lower bound: one
+# call after another finds an input that fits in L2 still there, while ``do_bench``
+# reads it from HBM.) Back-to-back calls hide the launches behind the running kernels
+# only when each kernel takes longer than a launch; where it does not, the loop runs at
+# the host's pace, not the GPU's. So time many runs, never one, and leave the first
 # (compiling) call out.
 #
 # 3. Timing inside a CUDA graph
 # -----------------------------
 #
 # A CUDA graph records a sequence of launches once and replays it with one call: the
-# host does no per-kernel work. ``do_bench_cudagraph`` captures about ``rep``
-# milliseconds of calls in a graph, replays it and divides by the number of calls:
+# host does no per-kernel work. ``do_bench_cudagraph(fn, rep=...)`` calls ``fn`` once,
+# then times five calls launched back to back (no flush) to estimate one, and captures
+# ``rep`` divided by that estimate calls, unrolled, in one graph. It replays the graph
+# ten times, each replay bracketed by CUDA events and divided by the number of calls
+# in it; its quantiles are those of the ten averages, a far narrower spread than
+# ``do_bench``'s single runs. Two consequences. Where an eager call is launch-bound, the
+# estimate is the launch's time, so the graph holds fewer calls than ``rep``
+# milliseconds of GPU work would. And nothing is flushed between the calls, so an input
+# that fits in L2 is read from L2:
 #
 # .. literalinclude:: ../../scripts/benchmark_guide_capture.py
 #    :pyobject: cuda_graph_ms
@@ -182,12 +192,14 @@ print(page.graph_gain(timing))
 
 # %%
 # **Reading it.** The graph removes the host's launch cost, and it does not flush L2
-# between replays. So it is the GPU's own time on warm caches: the number to use when
-# your kernel will itself run inside a graph (``torch.compile(mode="reduce-overhead")``,
-# a serving engine's decode step), or to ask how fast the kernel is apart from the
-# host. It is not what a Python loop of eager calls gets: for small calls that loop is
-# bound by the host, and making the kernel faster changes nothing there. On the 1 GiB
-# input a launch is small beside the kernel, so the ways of timing should agree there;
+# between calls. So it is the GPU's time on warm caches, not the kernel's time on a cold
+# input: where the input fits in L2 it can beat what HBM allows, as the lines above say
+# where it does. It is the number to use when your kernel will itself run inside a graph
+# (``torch.compile(mode="reduce-overhead")``, a serving engine's decode step) on data
+# that stays in L2, or to see the GPU's time apart from the host's. It is not what a
+# Python loop of eager calls gets: for small calls that loop is bound by the host, and
+# making the kernel faster changes nothing there. On the largest input a launch is small
+# beside the kernel and L2 holds little of it, so the ways of timing should agree there;
 # the table says how closely they do.
 #
 # 4. Declaring your own benchmark
@@ -228,15 +240,17 @@ print(page.against_the_roof(result))
 # **Reading it.** The plot's horizontal line is the measured copy bandwidth: a
 # memory-bound kernel cannot beat a copy by much, since it moves at least the same
 # bytes. Small calls fall below it because a launch costs the same whatever it moves;
-# in the shaded region the data fit in L2. From 8192 rows (268 MB) up, the share of the
-# roof says whether anything is left to gain, more than a speed-up over eager PyTorch
-# does: the eager formula moves twice the bytes (the product is written and read
-# back), so a fused kernel should beat it whether or not it is any good. Where
-# ``torch.compile``'s generated kernel comes closer to the roof than yours, the two
-# compute the same thing: the difference is in how the work is split over programs
-# (the tile, the warps), which section 5 lets the autotuner search. Your own
-# benchmark needs no catalog entry: declare a ``Benchmark`` in your script and pass it
-# to :func:`gpuperf.pages.show` on a GPU.
+# in the shaded region the data fit in L2. Where the data are far larger than L2 (the
+# sizes the lines above read against the roof), the share of the roof says whether
+# anything is left to gain, more than a speed-up over eager PyTorch does: the eager
+# formula moves twice the bytes (the product is written and read back), so a fused
+# kernel should beat it whether or not it is any good. Where ``torch.compile``'s
+# generated kernel comes closer to the roof than yours, the two compute the same thing
+# with different code: how the work is split over programs (the tile, the warps),
+# which section 5 lets the autotuner search, and how each program indexes and loads its
+# data, which no tile changes. Section 5 measures how much of the gap the tiles close.
+# Your own benchmark needs no catalog entry: declare a ``Benchmark`` in your script and
+# pass it to :func:`gpuperf.pages.show` on a GPU.
 #
 # 5. ``@triton.autotune`` and ``TRITON_PRINT_AUTOTUNING``
 # -------------------------------------------------------
@@ -271,6 +285,12 @@ autotune = captures.show("autotune_scale_shift", page.autotune_log)
 print(page.autotune_findings(autotune))
 
 # %%
+#
+# And the fastest tile against ``torch.compile``'s kernel of section 4:
+
+print(page.tiles_against_compile(autotune, result))
+
+# %%
 # **Reading it.** The first call with a new key compiles and times every config, a
 # cost paid again in every new process and for every new shape in the key (a
 # server's first request of each length pays it); the lines above give that cost
@@ -295,7 +315,8 @@ print(page.autotune_findings(autotune))
 #   median with the 20th and 80th percentiles. One call under CUDA events times
 #   the launch.
 # * Use ``do_bench_cudagraph`` when the kernel will run inside a graph, or to see the
-#   GPU's own time; measure the host's cost per call separately when calls are small.
+#   GPU's time without the host's launches (on a warm L2, so not the time on a cold
+#   input); measure the host's cost per call separately when calls are small.
 # * Compare against ``torch.compile``, not only eager PyTorch, and read the result as a
 #   share of the roof.
 # * Autotune once and keep the choices (a cache or data in your code); key on few

@@ -43,10 +43,15 @@ print(page.in_one_paragraph())
 #
 # Its time is what a training loop sees: a few warm-up steps, then rounds of steps
 # between two ``torch.cuda.synchronize()`` calls on the host's clock, divided by the
-# steps. The median of the rounds is reported with their 20th and 80th percentiles;
-# a recipe whose percentiles overlap the baseline's, or whose median is within a few
-# percent of it (``gpuperf.pages.recipes.NOISE``), is called **no gain**. A single
-# call (a matmul, one copy) is timed with :term:`do_bench` instead.
+# steps. The median of the rounds is reported with their 20th and 80th percentiles. A
+# recipe's speed is the baseline's median over its own; the percentiles give that ratio
+# a spread, from the baseline's 20th percentile over the recipe's 80th to the baseline's
+# 80th over the recipe's 20th. Where the spread holds 1, or the medians are within a few
+# percent of each other (``gpuperf.pages.recipes.NOISE``), the difference cannot be told
+# from the run-to-run noise, and the page says **no measurable gain** (**no measurable
+# difference** where the median is the slower); a ratio whose whole spread lies below 1
+# is a slowdown. A single call (a matmul, one copy) is timed with :term:`do_bench`
+# instead.
 #
 # .. literalinclude:: ../../scripts/recipes_capture.py
 #    :pyobject: step_ms
@@ -55,20 +60,42 @@ print(page.in_one_paragraph())
 # -----------------------------------------------------
 #
 # With ``num_workers=0`` the training process builds each batch itself (read, decode,
-# crop, normalize, collate) between steps, while the GPU waits. With ``num_workers=N``,
+# crop, normalize, collate) between steps, and the GPU idles once it has run the work
+# already queued. With ``num_workers=N``,
 # N worker processes build whole batches in parallel with the loop, a few batches
-# ahead. The copy to the GPU is the second half: a GPU's copy engine reads host memory
-# by DMA, and only from pages the operating system will not move, **pinned** ones. From
-# ordinary (pageable) memory the driver first copies the batch into a pinned staging
-# buffer on the CPU; from a pinned batch, ``.to("cuda", non_blocking=True)`` queues the
-# copy and returns at once, so the host goes on to queue the step. ``pin_memory=True``
-# has the loader pin each batch in a background thread.
+# ahead.
+#
+# The copy to the GPU is the second half, and two settings change it, each in its own
+# way. **Where the batch lives**: a GPU's copy engine reads host memory by DMA, and only
+# from pages the operating system will not move, **pinned** ones. From ordinary
+# (pageable) memory the CUDA driver first copies the batch into a pinned staging buffer
+# and sends it from there; ``pin_memory=True`` has the loader pin each batch in a
+# background thread, so the copy engine reads it directly. **Whether the host waits**:
+# ``.to("cuda")`` queues the copy on the GPU's stream and then, unless
+# ``non_blocking=True``, synchronizes with that stream (PyTorch's `guide to non_blocking
+# and pin_memory <https://docs.pytorch.org/tutorials/intermediate/pinmem_nonblock.html>`_):
+# the host waits until the GPU has run everything queued before the copy, the last
+# step's backward and optimizer included, and the copy itself. Until then it cannot
+# queue the next step, and once it does, the GPU idles while Python and autograd launch
+# it. With ``non_blocking=True`` and a pinned batch the call returns at once, and the
+# host goes on queueing the step while the GPU still works on the last one. From
+# pageable memory the staging copy may still hold the host: CUDA documents such a copy
+# as one that "might be synchronous with respect to host" (`API synchronization behavior
+# <https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html>`_). The capture
+# measures the two settings apart and together at each ``num_workers``, and how long
+# each way of copying holds the host while the GPU is busy.
 #
 # .. literalinclude:: ../../scripts/recipes_capture.py
 #    :pyobject: make_loader
 #
 # .. literalinclude:: ../../scripts/recipes_capture.py
 #    :pyobject: train_from_loader
+#
+# How long a copy holds the host is timed on the host's clock, with a few milliseconds
+# of matmuls queued on the GPU ahead of it:
+#
+# .. literalinclude:: ../../scripts/recipes_capture.py
+#    :pyobject: host_wait_ms
 #
 # The dataset makes each sample on the host (crop, flip and normalize a uint8 image)
 # and feeds a small conv net in bfloat16:
@@ -86,9 +113,13 @@ print(page.data_loading_reading(shown))
 # %%
 # **Reading it.** The workers can pay off only as far as making a batch took longer
 # than the step: once the loader keeps up, the step on resident data (the dashed line)
-# is the floor. Pinning speeds up the copy, and ``non_blocking`` lets it overlap the
-# host's work; where the copy is a small part of the step, neither shows in the step
-# time, which is what the lines above say where they read no gain.
+# is the floor. The copy's two settings act on different costs. Pinning makes the copy
+# itself faster, by the milliseconds per batch the lines above give. A copy that makes
+# the host wait costs more than its own time: the host's work for the next step
+# (Python, autograd, the launches) no longer overlaps the GPU's work on the last one,
+# and the step becomes the sum of the two. That is why a step can fall by more than the
+# copy ever took. Where a setting reads no measurable gain, neither was what the step
+# waited for: the lines above say when it was the making of the batch.
 #
 # 2. Tensor cores for float32: TF32, and bfloat16 autocast
 # --------------------------------------------------------
@@ -133,12 +164,16 @@ print(page.precision_reading(shown))
 # ----------------------------------
 #
 # ``optimizer.zero_grad()`` either writes zeros into every gradient
-# (``set_to_none=False``: a memset, or one fused ``_foreach_zero_`` kernel per group of
-# tensors) or drops the gradients (``True``, the default since PyTorch 2.0). Dropping
-# saves more than the memset: when the backward finds no gradient it takes the new one
-# as it is, while a zeroed gradient must be added to (``grad += new``), one more
-# kernel per parameter. Measured on a model of many small layers and one of a few
-# large ones:
+# (``set_to_none=False``: a ``zero_`` per gradient, or one fused ``_foreach_zero_`` per
+# group of tensors when the optimizer was built with ``foreach=True``) or drops the
+# gradients (``True``, the default since PyTorch 2.0). Dropping saves more than the
+# zeros: when the backward finds no gradient it takes the new one as it is, while a
+# zeroed gradient must be added to (``grad += new``), one more kernel per parameter
+# that reads and writes the whole gradient. Measured on a model of many small layers
+# and one of a few large ones, with the work ``torch.profiler``
+# saw one step put on the GPU: its kernels, copies and memsets, and the time at least
+# one of them was running (ranges the profiler annotates on the GPU's timeline, such as
+# ``Optimizer.step#AdamW.step``, span that work and are not counted again):
 
 shown = page.show(page.ZERO_GRAD)
 
@@ -151,10 +186,13 @@ page.figure(page.ZERO_GRAD)
 print(page.zero_grad_reading(shown))
 
 # %%
-# **Reading it.** What is skipped is a few short kernels per parameter tensor. It can
-# show where the step is made of many small tensors and launches; where each kernel is
-# long, the extra ones are lost in it. The default is already ``True``, so the recipe is
-# mostly about not turning it off.
+# **Reading it.** What ``set_to_none=True`` skips has two parts: memory traffic, a
+# write of zeros and a read-add-write per gradient, which grows with the parameters'
+# bytes; and launches, a few per parameter tensor, which grow with their number. It
+# shows only where the step is short of what it skips: GPU time where the GPU sets the
+# step's pace, the host's launches where the host does, and only when the saving is
+# larger than the step's run-to-run spread. The default is already ``True``, so the
+# recipe is mostly about not turning it off.
 #
 # 4. Host-device synchronizations
 # -------------------------------
@@ -194,12 +232,13 @@ print(page.syncs_reading(shown))
 # %%
 # **Reading it.** A synchronization costs the GPU's idle time after it: the time the
 # host takes to queue work again. That matters most where the host's time per step and
-# the GPU's are alike, so that without the waits each would hide the other. Where the
-# GPU is idle most of the step anyway (a small model: the host is the bottleneck) or
-# busy nearly all of it (a large one), removing them saves little, and the lines above
-# say which. The debug mode sees the synchronizations PyTorch makes itself; a
-# ``non_blocking`` copy from pageable memory, which the driver makes synchronous, is
-# not reported.
+# the GPU's are alike, so that without the waits each would hide the other. Where one
+# step keeps the GPU busy for a small share of the step, the host is the bottleneck
+# and removing the waits saves little; the lines above give each width's busy time
+# beside what removing them saved. The debug mode sees the synchronizations PyTorch
+# makes itself, a blocking ``.to("cuda")`` included; a wait inside the CUDA driver (a
+# ``non_blocking`` copy from pageable memory may hold the host, section 1) is not
+# reported.
 #
 # 5. ``cudnn.benchmark`` and ``channels_last``
 # --------------------------------------------
@@ -208,7 +247,11 @@ print(page.syncs_reading(shown))
 # Winograd) whose speeds depend on the shapes. By default PyTorch takes the one cuDNN's
 # heuristics suggest; with ``torch.backends.cudnn.benchmark = True``, the first call
 # at each new input shape times them all and keeps the fastest, so a model whose input
-# shapes change every step pays that search again and again. The layout matters too:
+# shapes change every step pays that search again and again. PyTorch keeps the choice
+# for each convolution's shapes and layout for the rest of the process, however it was
+# made: set ``cudnn.benchmark`` before the first step, since shapes that already ran
+# without it keep the heuristic's algorithms. (So the capture runs each setting in a
+# fresh process.) The layout matters too:
 # tensor-core convolution kernels want a pixel's channels side by side in memory (NHWC).
 # PyTorch's default is NCHW; :term:`channels_last` keeps the shape and changes the
 # strides:
@@ -232,8 +275,9 @@ print(page.conv_reading(shown))
 # %%
 # **Reading it.** A layout or an algorithm choice can only help where the convolutions
 # are the step's time; with small images and channels, launches and BatchNorm's memory
-# traffic can weigh as much. Where a line reads no gain, cuDNN's heuristic already
-# picked the fastest algorithm, or reached NHWC kernels on its own, for these shapes.
+# traffic can weigh as much. Where ``cudnn.benchmark``, run in a process of its own,
+# reads no measurable gain, the heuristic's algorithms were already as fast as any it
+# timed, for these shapes.
 #
 # 6. Gradient checkpointing
 # -------------------------
@@ -301,13 +345,15 @@ print(page.compile_reading(shown))
 # * Time the whole step as your loop runs it, host included, and compare against a
 #   baseline measured the same way; a recipe inside the run-to-run spread is no gain.
 # * Keep the GPU fed: enough DataLoader workers that loading a batch takes less than a
-#   step, pinned batches with ``non_blocking`` copies.
+#   step, pinned batches with ``non_blocking`` copies, so that the copy neither goes
+#   through a staging buffer nor makes the host wait for the GPU.
 # * Put matmuls on the tensor cores: bfloat16 autocast, or at least TF32 for float32
 #   models, after checking the error your model can take.
 # * Leave ``zero_grad``'s default (``set_to_none=True``), and find your loop's
 #   synchronizations with ``torch.cuda.set_sync_debug_mode("warn")``: read losses and
 #   metrics every N steps, or keep them on the GPU.
-# * For convolutions, try ``channels_last`` with ``cudnn.benchmark`` when the input
-#   shapes are fixed; measure, since the heuristics are often right.
+# * For convolutions, try ``channels_last``, and ``cudnn.benchmark`` (set before the
+#   first step) when the input shapes are fixed; measure each, since the heuristics are
+#   often right.
 # * Checkpoint when memory, not time, is what limits you; compile when the step runs
 #   long enough to win the compile time back.

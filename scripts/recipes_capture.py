@@ -1,19 +1,21 @@
 """The PyTorch performance-tuning guide's recipes, each measured in one run (guide 05).
 
-Usage (a CUDA GPU; under 150 s on an H100): ``python scripts/recipes_capture.py [--out DIR]
+Usage (a CUDA GPU; about three minutes on an H100): ``python scripts/recipes_capture.py [--out DIR]
 [--part NAME ...]``. Writes one capture per recipe under ``<out>/<gpu>/captures/``
 (default ``src/gpuperf/measurements``):
 
-* ``recipe_data_loading``: a DataLoader's ``num_workers`` and ``pin_memory`` (with
-  ``non_blocking=True`` copies) feeding a small conv net's training step;
+* ``recipe_data_loading``: a DataLoader's ``num_workers``, ``pin_memory`` and
+  ``non_blocking`` copies (each apart and both together) feeding a small conv net's
+  training step, and how long a copy keeps the host while the GPU is busy;
 * ``recipe_precision``: an MLP's training step in float32, with TF32 matmuls
   (``torch.set_float32_matmul_precision("high")``) and under bfloat16 autocast;
-* ``recipe_zero_grad``: ``optimizer.zero_grad(set_to_none=True)`` against ``False``;
+* ``recipe_zero_grad``: ``optimizer.zero_grad(set_to_none=True)`` against ``False``, with
+  the events one step puts on the GPU's timeline (torch.profiler);
 * ``recipe_syncs``: a training loop with host-device synchronizations (``.item()``,
   ``print(tensor)``, ``if tensor:``), found with ``torch.cuda.set_sync_debug_mode("warn")``,
   against the same loop without them;
 * ``recipe_conv``: ``torch.backends.cudnn.benchmark`` and ``channels_last`` on a small
-  conv net under bfloat16 autocast;
+  conv net under bfloat16 autocast, each benchmark setting in a fresh process;
 * ``recipe_checkpointing``: gradient checkpointing (``torch.utils.checkpoint``), peak
   memory against step time;
 * ``recipe_compile``: ``torch.compile`` (default mode) on the MLP's training step, the
@@ -36,9 +38,12 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import concurrent.futures
 import contextlib
 import gc
 import io
+import json
+import multiprocessing
 import os
 import platform
 import shutil
@@ -352,8 +357,8 @@ def make_loader(dataset, batch_size: int, num_workers: int, pin_memory: bool):
 
 def train_from_loader(batches, model, opt, device, steps: int, non_blocking: bool):
     """``steps`` training steps on the next batches of the iterator ``batches``: each
-    batch copied to the GPU (asynchronously when ``non_blocking`` and the batch is
-    pinned), then one bfloat16 step."""
+    batch copied to the GPU, then one bfloat16 step. Without ``non_blocking`` the copy
+    returns only once the GPU has run everything queued before it."""
     for _ in range(steps):
         x, y = next(batches)
         x = x.to(device, non_blocking=non_blocking)
@@ -366,6 +371,51 @@ def _loader_ms(loader, device, sizes: Sizes, consume) -> dict:
     workers started once), :func:`step_ms`'s rounds."""
     batches = iter(loader)
     return step_ms(lambda: consume(next(batches)), device, sizes)
+
+
+#: The loader's copies measured at each ``num_workers``: (key suffix, ``pin_memory``,
+#: ``non_blocking``, label suffix). Pinning and ``non_blocking`` apart, then together.
+LOADER_COPIES = (
+    ("", False, False, ""),
+    ("_pin_blocking", True, False, ", pin_memory"),
+    ("_nonblocking", False, True, ", non_blocking"),
+    ("_pinned", True, True, ", pin_memory, non_blocking"),
+)
+
+
+def host_wait_ms(copy, keep_busy, device, repeats: int = 5) -> dict:
+    """How long ``copy()`` keeps the host while the GPU is busy: ``keep_busy()`` queues work
+    on the GPU and returns, then ``copy()`` is timed on the host's clock until it returns.
+    Milliseconds, :func:`spread` of ``repeats``."""
+    waits = []
+    for _ in range(repeats):
+        synchronize(device)
+        keep_busy()
+        start = time.perf_counter()
+        copy()
+        waits.append((time.perf_counter() - start) * 1e3)
+        synchronize(device)
+    return spread(waits)
+
+
+def copy_waits(pageable, pinned, device) -> dict:
+    """The host's wait in ``.to(device)`` of a batch from ``pageable`` and from ``pinned``
+    memory, blocking and ``non_blocking``, each queued behind a few milliseconds of matmuls
+    (``busy``: their GPU time alone, :func:`call_ms`)."""
+    a = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
+
+    def keep_busy():
+        for _ in range(4):
+            a @ a
+
+    waits = {}
+    for memory, batch in (("pageable", pageable), ("pinned", pinned)):
+        for non_blocking in (False, True):
+            key = f"{memory}_{'non_blocking' if non_blocking else 'blocking'}"
+            waits[key] = host_wait_ms(
+                lambda b=batch, nb=non_blocking: b.to(device, non_blocking=nb), keep_busy, device
+            )
+    return {"busy": call_ms(keep_busy, device), "host_wait": waits}
 
 
 def part_data_loading(device, sizes: Sizes, out) -> dict:
@@ -391,31 +441,43 @@ def part_data_loading(device, sizes: Sizes, out) -> dict:
             "bytes": x0.numel() * x0.element_size(),
             "pageable": call_ms(lambda: x0.to(device, non_blocking=True), device),
             "pinned": call_ms(lambda: pinned_x.to(device, non_blocking=True), device),
+            **copy_waits(x0, pinned_x, device),
         }
         pageable, pinned = copies["pageable"]["median"], copies["pinned"]["median"]
         log(f"  one batch's copy: pageable {pageable:.3f} ms, pinned {pinned:.3f} ms")
+        waits = ", ".join(f"{k} {v['median']:.3f} ms" for k, v in copies["host_wait"].items())
+        log(f"  the host waits in .to() behind {copies['busy']['median']:.2f} ms of GPU work: {waits}")
     else:
         log("  skipped on the CPU: pinned memory and the copy's timing need CUDA")
 
     configs = []
     for workers in sizes.workers:
-        for pin in (False, True) if cuda else (False,):
+        for suffix, pin, non_blocking, named in LOADER_COPIES if cuda else LOADER_COPIES[:1]:
             loader = make_loader(dataset, sizes.batch, workers, pin)
 
-            def consume(batch, pin=pin):
-                batch[0].to(device, non_blocking=pin)
+            def consume(batch, non_blocking=non_blocking):
+                batch[0].to(device, non_blocking=non_blocking)
 
             loading = _loader_ms(loader, device, sizes, consume)
             loader = make_loader(dataset, sizes.batch, workers, pin)
             batches = iter(loader)
             step = step_ms(
-                lambda batches=batches, pin=pin: train_from_loader(batches, model, opt, device, 1, pin),
+                lambda b=batches, nb=non_blocking: train_from_loader(b, model, opt, device, 1, nb),
                 device,
                 sizes,
             )
-            key = f"w{workers}" + ("_pinned" if pin else "")
-            label = f"num_workers={workers}" + (", pin_memory, non_blocking" if pin else "")
-            configs.append(config(key, label, step, num_workers=workers, pin_memory=pin, loading=loading))
+            label = f"num_workers={workers}" + named
+            configs.append(
+                config(
+                    f"w{workers}{suffix}",
+                    label,
+                    step,
+                    num_workers=workers,
+                    pin_memory=pin,
+                    non_blocking=non_blocking,
+                    loading=loading,
+                )
+            )
             log(f"  {label}: {step['median']:.2f} ms per step, loading {loading['median']:.2f} ms per batch")
             del loader, batches
             gc.collect()  # the persistent workers of this loader exit
@@ -529,24 +591,44 @@ def _norm_parameters(model: nn.Module) -> int:
 # --- 3. zero_grad(set_to_none) -----------------------------------------------------------
 
 
+#: The Chrome-trace categories of the events torch.profiler puts on the GPU's timeline: the
+#: work (kernels, copies, memsets) and the ranges annotated around it (``gpu_user_annotation``,
+#: such as ``Optimizer.step#AdamW.step``, which spans the optimizer's kernels).
+GPU_SIDE = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation")
+
+
+def gpu_events(prof) -> dict:
+    """The events of ``prof`` (a finished ``torch.profiler.profile``) on the GPU's timeline,
+    from the Chrome trace it exports: ``{category: [[start, end], ...]}`` for each category
+    of :data:`GPU_SIDE`, in µs from the first event's start. Kept whole, annotations
+    included, so that a page can count the work alone and take the union of its intervals
+    (:func:`gpuperf.pages.recipes.gpu_work`)."""
+    path = _SCRATCH / "profile.json"
+    prof.export_chrome_trace(str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    path.unlink()
+    found = [e for e in events if e.get("ph") == "X" and e.get("cat") in GPU_SIDE]
+    first = min((e["ts"] for e in found), default=0.0)
+    by_category = {cat: [] for cat in GPU_SIDE}
+    for e in sorted(found, key=lambda e: e["ts"]):
+        start = e["ts"] - first
+        by_category[e["cat"]].append([round(start, 3), round(start + e["dur"], 3)])
+    return by_category
+
+
 def ops_per_step(step, device) -> dict:
     """The ops one ``step()`` runs, from ``torch.profiler``: each ATen op's count, and on a
-    GPU the number of kernels, memsets and copies it ran there and the time they kept it
-    busy (ms, the sum of their durations)."""
-    from torch.autograd import DeviceType
+    GPU the events on its timeline (:func:`gpu_events`): the kernels, memsets and copies it
+    ran there, and the ranges annotated around them."""
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=activities) as prof:
         step()
         synchronize(device)
-    events = prof.events()
-    aten = Counter(e.name for e in events if e.name.startswith("aten::"))
-    on_gpu = [e for e in events if e.device_type == DeviceType.CUDA]
-    if device.type != "cuda":
-        return {"aten": dict(sorted(aten.items())), "gpu_ops": None, "gpu_busy_ms": None}
-    busy_us = sum(e.time_range.end - e.time_range.start for e in on_gpu)
-    return {"aten": dict(sorted(aten.items())), "gpu_ops": len(on_gpu), "gpu_busy_ms": busy_us / 1e3}
+    aten = Counter(e.name for e in prof.events() if e.name.startswith("aten::"))
+    on_gpu = gpu_events(prof) if device.type == "cuda" else None
+    return {"aten": dict(sorted(aten.items())), "gpu_events": on_gpu}
 
 
 def part_zero_grad(device, sizes: Sizes, out) -> dict:
@@ -579,7 +661,8 @@ def part_zero_grad(device, sizes: Sizes, out) -> dict:
             name = f"zero_grad(set_to_none={set_to_none})"
             timing = timings[set_to_none]
             configs.append(config(f"set_to_none_{str(set_to_none).lower()}", name, timing, ops=ops))
-            log(f"  {key}, {name}: {timing['median']:.3f} ms per step, {ops.get('gpu_ops')} GPU ops")
+            work = sum(len(v) for k, v in (ops.get("gpu_events") or {}).items() if k != "gpu_user_annotation")
+            log(f"  {key}, {name}: {timing['median']:.3f} ms per step, {work} kernels, copies and memsets")
         label = f"{label} ({tensors} parameter tensors)"
         cases.append(case(key, label, configs, baseline="set_to_none_false") | {"parameter_tensors": tensors})
     return {
@@ -703,9 +786,9 @@ def part_syncs(device, sizes: Sizes, out) -> dict:
     # Profiled after every timing, so the profiler's hooks are nowhere near the times.
     for width, c in zip(sizes.sync_widths, cases, strict=True):
         try:
-            c["gpu_busy_ms"] = ops_per_step(one_step[width], device)["gpu_busy_ms"]
+            c["gpu_events"] = ops_per_step(one_step[width], device)["gpu_events"]
         except Exception as err:  # the profiler explains the timing; it is not the timing
-            c["gpu_busy_ms"] = None
+            c["gpu_events"] = None
             log(f"  width {width}: the profiler failed ({type(err).__name__}: {err})")
     if not cuda:
         log("  sync counting skipped on the CPU: torch.cuda.set_sync_debug_mode needs CUDA")
@@ -748,43 +831,56 @@ def to_channels_last(model: nn.Module, x):
     return model, x.contiguous(memory_format=torch.channels_last)
 
 
-def part_conv(device, sizes: Sizes, out) -> dict:
+def conv_configs(benchmark: bool, device_type: str, sizes: Sizes) -> list[dict]:
+    """Both layouts' training steps with ``torch.backends.cudnn.benchmark = benchmark``, in
+    this process: for NCHW and then channels_last, the first step's seconds (the choice
+    of algorithms for the new shapes) and :func:`step_ms`. One step at half the batch comes
+    first, so that CUDA, cuDNN, cuBLAS and the optimizer are set up before any first step
+    timed here."""
+    device = torch.device(device_type)
+    torch.backends.cudnn.benchmark = benchmark
+
+    def make_step(layout: str, batch: int):
+        torch.manual_seed(0)
+        model = conv_net(sizes.conv_width).to(device)
+        x = torch.randn(batch, 3, sizes.image, sizes.image, device=device)
+        y = torch.randint(0, 10, (batch,), device=device)
+        if layout == "nhwc":
+            model, x = to_channels_last(model, x)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        return lambda: train_step(model, opt, x, y, autocast_dtype=torch.bfloat16)
+
+    first_call_s(make_step("nchw", max(1, sizes.batch // 2)), device)
     configs = []
-    before = torch.backends.cudnn.benchmark
-    try:
-        # benchmark=False first: once cuDNN has benchmarked a shape, its choice is cached.
-        for benchmark in (False, True):
-            for layout in ("nchw", "nhwc"):
-                torch.backends.cudnn.benchmark = benchmark
-                torch.manual_seed(0)
-                model = conv_net(sizes.conv_width).to(device)
-                x = torch.randn(sizes.batch, 3, sizes.image, sizes.image, device=device)
-                y = torch.randint(0, 10, (sizes.batch,), device=device)
-                if layout == "nhwc":
-                    model, x = to_channels_last(model, x)
-                opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for layout in ("nchw", "nhwc"):
+        step = make_step(layout, sizes.batch)
+        first = first_call_s(step, device)
+        timing = step_ms(step, device, sizes)
+        key = f"{layout}_{'benchmark' if benchmark else 'heuristic'}"
+        label = ("channels_last" if layout == "nhwc" else "NCHW") + (", cudnn.benchmark" if benchmark else "")
+        configs.append(config(key, label, timing, first_step_s=first, benchmark=benchmark, layout=layout))
+        log(f"  {label}: {timing['median']:.3f} ms per step, first step {first:.2f} s")
+    return configs
 
-                def step(model=model, opt=opt, x=x, y=y):
-                    train_step(model, opt, x, y, autocast_dtype=torch.bfloat16)
 
-                first = first_call_s(step, device)
-                timing = step_ms(step, device, sizes)
-                key = f"{layout}_{'benchmark' if benchmark else 'heuristic'}"
-                label = ("channels_last" if layout == "nhwc" else "NCHW") + (
-                    ", cudnn.benchmark" if benchmark else ""
-                )
-                configs.append(
-                    config(key, label, timing, first_step_s=first, benchmark=benchmark, layout=layout)
-                )
-                log(f"  {label}: {timing['median']:.3f} ms per step, first step {first:.2f} s")
-    finally:
-        torch.backends.cudnn.benchmark = before
+def part_conv(device, sizes: Sizes, out) -> dict:
+    # PyTorch keeps the algorithm chosen for each convolution's shapes and layout, whether
+    # cuDNN's heuristic picked it or benchmark mode timed it, under a key without the
+    # benchmark flag: in one process the second setting would reuse the first's choices.
+    # So each setting runs in a fresh process.
+    spawn = multiprocessing.get_context("spawn")
+    configs = []
+    for benchmark in (False, True):
+        with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
+            configs += pool.submit(conv_configs, benchmark, device.type, sizes).result()
     return {
         "model": f"conv net, first layer {sizes.conv_width} channels, bfloat16 autocast, AdamW",
         "batch": sizes.batch,
         "image": [3, sizes.image, sizes.image],
         "steps": sizes.steps,
         "rounds": sizes.rounds,
+        "process_per_setting": True,
+        "warmup_batch": max(1, sizes.batch // 2),
         "cases": [
             case(
                 "conv",
@@ -967,8 +1063,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--budget",
         type=float,
-        default=140.0,
-        help="seconds since the start: a part not started by then is skipped (default 140)",
+        default=220.0,
+        help="seconds since the start: a part not started by then is skipped (default 220)",
     )
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():

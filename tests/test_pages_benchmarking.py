@@ -94,11 +94,17 @@ def test_do_bench_table_shows_each_reading_in_microseconds():
 
 def test_flush_effect_reads_the_warm_l2_gain_and_the_spread():
     capture = timing_capture()
+    capture["provenance"]["l2_bytes"] = 50 * 2**20
     lines = page.flush_effect({"gpu": capture}).splitlines()
     assert len(lines) == 3
-    assert "512 rows (16.8 MB): 1.60× faster without the flush (inputs found in L2)" in lines[1]
+    assert (
+        "512 rows (16.8 MB, fits in the 50 MiB L2): 1.60× faster without the flush (inputs found in L2)"
+        in lines[1]
+    )
     assert "p80/p20 1.22×, mean/median 1.50×" in lines[1]
-    assert "32,768 rows (1,073.8 MB): the same without the flush" in lines[2]
+    assert "32,768 rows (1,073.8 MB, larger than the 50 MiB L2): the same without the flush" in lines[2]
+    capture["provenance"]["l2_bytes"] = None  # not known: not said
+    assert "512 rows (16.8 MB): 1.60× faster" in page.flush_effect({"gpu": capture}).splitlines()[1]
     # Slower without the flush (the GPU idles between launches): said so, never "faster".
     readings = capture["payload"]["sizes"][1]["readings"]
     readings["do_bench_no_flush"]["median"] = 4 * readings["do_bench"]["median"]
@@ -124,11 +130,32 @@ def test_tables_head_each_gpu_when_there_are_several():
 
 
 def test_launch_share_and_graph_gain():
+    """One call is read against do_bench (its launch hidden behind the flush), never against
+    the graph's warm-L2 time; the graph's time is said to beat HBM where it does."""
     shown = {"gpu": timing_capture()}
     share = page.launch_share(shown).splitlines()
-    assert share[0].endswith("one call reads 30.0 µs, the kernel 2.0 µs: 93% is not the kernel")
+    assert share[0].endswith(
+        "one call reads 30.0 µs, do_bench 4.0 µs: at least 87% of the one-call reading is the launch"
+    )
+    assert "kernel" not in page.launch_share(shown)
     gain = page.graph_gain(shown).splitlines()
-    assert "12.0 µs per call from Python, 2.0 µs from a graph (6.00×)" in gain[0]
+    assert gain[0].endswith("12.0 µs per call from Python, 2.0 µs from a graph (6.00×)")
+    assert "HBM" not in page.graph_gain(shown)  # no measured copy bandwidth for this GPU
+
+
+def test_graph_gain_says_where_a_replay_beats_hbm(tmp_path, monkeypatch):
+    copy_measurements(tmp_path, monkeypatch)
+    from gpuperf.pages.hardware import ceilings
+
+    gbps = ceilings("nvidia-h100-80gb-hbm3").copy_gbps
+    gain = page.graph_gain({"gpu": timing_capture("NVIDIA H100 80GB HBM3")}).splitlines()
+    floor_us = catalog.SCALE_SHIFT.bytes(512) / (gbps * 1e3)
+    assert floor_us > 4.0
+    assert gain[1].endswith(
+        f"4.0 µs from a graph (3.12×); below the {floor_us:,.1f} µs that moving 16.8 MB from HBM "
+        f"takes at {gbps:,.0f} GB/s: the replays read their input from L2"
+    )
+    assert "HBM" not in gain[0] and "HBM" not in gain[2]
 
 
 def test_readings_say_so_when_there_is_no_capture():
@@ -156,6 +183,33 @@ def test_autotune_findings_compare_the_two_tunings_and_the_default():
     assert "picked the same tile" in lines[3] and "1.02×" in lines[3]
 
 
+def scale_shift_result(gpu="Test GPU 80GB", compile_ms=0.39) -> Result:
+    """A record of SCALE_SHIFT: torch.compile at ``compile_ms``, the others at 0.5 ms."""
+    record = synthetic_record(
+        catalog.SCALE_SHIFT, gpu=gpu, n_x=4, ms=lambda c, i, p: compile_ms if p == 2 else 0.5
+    )
+    return Result(catalog.SCALE_SHIFT, record, "committed")
+
+
+def test_tiles_against_compile_reads_the_gap_the_search_closes():
+    # compile at 390 µs; the default tile (8 x 256) 410 µs, the fastest (16 x 256) 400 µs.
+    text = page.tiles_against_compile({"gpu": autotune_capture()}, scale_shift_result())
+    assert text.startswith(
+        "At 32,768 rows the fastest tile timed, 16 x 256, 8 warps, took 400.0 µs and the default 410.0 µs; "
+        "torch.compile took 390.0 µs in the benchmark's record"
+    )
+    assert text.endswith(
+        ": the search closes 50% of the default's gap to torch.compile, and no tile tried reaches it."
+    )
+    matched = page.tiles_against_compile({"gpu": autotune_capture()}, scale_shift_result(compile_ms=0.45))
+    assert matched.endswith(": a tile from the search matches torch.compile's kernel.")
+    other = page.tiles_against_compile({"gpu": autotune_capture()}, scale_shift_result("Other GPU"))
+    assert other == "no record of the benchmark on this GPU to set the tiles against"
+    assert page.tiles_against_compile({}, scale_shift_result()) == page.NOTHING_YET
+    with pytest.raises(TypeError, match="Result"):
+        page.tiles_against_compile({"gpu": autotune_capture()}, scale_shift_result().record)
+
+
 def test_against_the_roof_reads_each_provider_and_both_baselines():
     # triton 1 ms, eager 2 ms, compile 3 ms at every size.
     record = synthetic_record(catalog.SCALE_SHIFT, n_x=4)
@@ -177,8 +231,8 @@ def test_paragraph_reads_the_record_and_the_capture(tmp_path, monkeypatch):
     assert "On the H100 80GB HBM3, the small Triton kernel this guide writes streams at" in text
     assert "2.00× the speed of eager PyTorch, 3.00× the speed of torch.compile" in text
     assert (
-        "on 16 rows, CUDA events around one call read 30.0 µs, do_bench 4.0 µs and a CUDA graph 2.0 µs"
-        in text
+        "on 16 rows, CUDA events around one call read 30.0 µs, do_bench 4.0 µs and a call replayed from "
+        "a CUDA graph, with no launch and a warm L2, 2.0 µs" in text
     )
 
 

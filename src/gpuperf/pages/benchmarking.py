@@ -23,7 +23,7 @@ from gpuperf.bench import metrics, records
 from gpuperf.bench.catalog import SCALE_SHIFT
 from gpuperf.pages import captures as pages_captures
 from gpuperf.pages.plotting import format_rate, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, percent_span, span, times
+from gpuperf.pages.prose import Paragraph, paragraph, percent, percent_span, span, times
 from gpuperf.pages.report import Result, load, per_gpu
 from gpuperf.pages.tables import Cell, Section, render
 
@@ -85,6 +85,33 @@ def _reading(entry: dict, key: str) -> dict:
         raise KeyError(f"no reading {key!r}; the capture has {list(entry['readings'])}") from None
 
 
+def _l2(capture: dict) -> int | None:
+    """The L2 size of the capture's GPU, bytes (its provenance's ``l2_bytes``), or None."""
+    return capture["provenance"].get("l2_bytes")
+
+
+def _in_l2(entry: dict, capture: dict) -> str:
+    """``'fits in the 50 MiB L2'`` or ``'larger than the 50 MiB L2'`` for one size, or ``''``
+    when the capture does not say the GPU's L2 size."""
+    l2 = _l2(capture)
+    if not l2:
+        return ""
+    fits = "fits in" if entry["bytes"] <= l2 else "larger than"
+    size = f"{l2 / 2**20:,.0f} MiB" if l2 >= 2**20 else f"{l2:,} byte"
+    return f"{fits} the {size} L2"
+
+
+def _copy_gbps(capture: dict) -> float | None:
+    """The measured copy bandwidth (GB/s) of the capture's GPU, from its ``hardware.json``,
+    or None where there is none."""
+    from gpuperf.pages.hardware import ceilings
+
+    try:
+        return ceilings(records.gpu_slug(capture["provenance"]["gpu"])).copy_gbps
+    except (FileNotFoundError, KeyError, AttributeError):
+        return None
+
+
 # --- do_bench --------------------------------------------------------------------------
 
 
@@ -114,29 +141,34 @@ def do_bench_table(capture: dict) -> str:
 
 
 def flush_effect(shown: Mapping[str, dict]) -> str:
-    """For each size, how ``do_bench``'s median without its L2 flush compares with the
-    flushed one, and the spread of the flushed runs (p80 over p20, mean over median), one
-    line per size and GPU. The same: the unflushed median falls within the flushed runs'
-    20th to 80th percentiles. Faster without the flush: the runs found their inputs in L2.
-    Slower: with no flush queued ahead of it, each run waited for the host's next launch,
-    and the events timed that wait."""
+    """For each size, whether its input fits in the GPU's L2 (the provenance's ``l2_bytes``),
+    how ``do_bench``'s median without its L2 flush compares with the flushed one, and the
+    spread of the flushed runs (p80 over p20, mean over median), one line per size and GPU.
+    The same: the unflushed median falls within the flushed runs' 20th to 80th percentiles.
+    Faster without the flush: the runs found their inputs in L2. Slower: with no flush
+    queued ahead of it, each run waited for the host's next launch, and the events timed
+    that wait."""
 
-    def line(entry: dict) -> str:
-        bench, warm = _reading(entry, "do_bench"), _reading(entry, "do_bench_no_flush")
-        ratio = bench["median"] / warm["median"]
-        if bench["p20"] <= warm["median"] <= bench["p80"]:
-            unflushed = "the same without the flush (within the flushed runs' p20-p80)"
-        elif ratio >= 1:
-            unflushed = f"{times(ratio)} faster without the flush (inputs found in L2)"
-        else:
-            unflushed = f"{times(1 / ratio)} slower without the flush (each run waits for its launch)"
-        return (
-            f"{entry['rows']:>6,} rows ({entry['bytes'] / 1e6:,.1f} MB): {unflushed}; flushed "
-            f"runs: p80/p20 {times(bench['p80'] / bench['p20'])}, "
-            f"mean/median {times(bench['mean'] / bench['median'])}"
-        )
+    def write(capture: dict) -> list[str]:
+        lines = []
+        for entry in capture["payload"]["sizes"]:
+            bench, warm = _reading(entry, "do_bench"), _reading(entry, "do_bench_no_flush")
+            ratio = bench["median"] / warm["median"]
+            if bench["p20"] <= warm["median"] <= bench["p80"]:
+                unflushed = "the same without the flush (within the flushed runs' p20-p80)"
+            elif ratio >= 1:
+                unflushed = f"{times(ratio)} faster without the flush (inputs found in L2)"
+            else:
+                unflushed = f"{times(1 / ratio)} slower without the flush (each run waits for its launch)"
+            l2 = _in_l2(entry, capture)
+            lines.append(
+                f"{entry['rows']:>6,} rows ({entry['bytes'] / 1e6:,.1f} MB{', ' + l2 if l2 else ''}): "
+                f"{unflushed}; flushed runs: p80/p20 {times(bench['p80'] / bench['p20'])}, "
+                f"mean/median {times(bench['mean'] / bench['median'])}"
+            )
+        return lines
 
-    return _each_size(shown, line)
+    return _each(shown, write)
 
 
 # --- CUDA events and CUDA graphs -------------------------------------------------------
@@ -144,7 +176,8 @@ def flush_effect(shown: Mapping[str, dict]) -> str:
 
 def _methods_section(capture: dict, keys: tuple[str, ...], heading: str) -> Section:
     """Per size, the median of each reading in ``keys`` (µs), and each but the graph's as a
-    multiple of the CUDA-graph time (the GPU's time alone)."""
+    multiple of the CUDA-graph time (a call replayed from a graph: no launch from the host,
+    and no L2 flush between calls)."""
     cols = capture["payload"]["cols"]
     others = [k for k in keys if k != "cuda_graph"]
     header = ["input", *(LABELS[k] for k in keys), *(f"{LABELS[k]} / graph" for k in others)]
@@ -193,15 +226,17 @@ def graph_table(shown: Mapping[str, dict]) -> str:
 
 
 def launch_share(shown: Mapping[str, dict]) -> str:
-    """For each size, what CUDA events around one call read beyond the GPU's own time
-    (the CUDA-graph time): the launch, timed with the kernel."""
+    """For each size, CUDA events around one call against ``do_bench``'s median (the same
+    call with its launch hidden behind the flush queued ahead of it, its input read from
+    HBM): the one-call reading less that is the launch, timed with the call. A lower bound,
+    since one call finds an input that fits in L2 there (the calls run back to back)."""
 
     def line(entry: dict) -> str:
         one = _reading(entry, "one_call")["median"]
-        graph = _reading(entry, "cuda_graph")["median"]
+        bench = _reading(entry, "do_bench")["median"]
         return (
-            f"{entry['rows']:>6,} rows: one call reads {one * 1e3:,.1f} µs, the kernel "
-            f"{graph * 1e3:,.1f} µs: {100 * (one - graph) / one:.0f}% is not the kernel"
+            f"{entry['rows']:>6,} rows: one call reads {one * 1e3:,.1f} µs, do_bench {bench * 1e3:,.1f} µs: "
+            f"at least {percent(max(one - bench, 0) / one)} of the one-call reading is the launch"
         )
 
     return _each_size(shown, line)
@@ -209,17 +244,31 @@ def launch_share(shown: Mapping[str, dict]) -> str:
 
 def graph_gain(shown: Mapping[str, dict]) -> str:
     """For each size, the time per call of back-to-back launches against the same calls
-    replayed from a CUDA graph: what the graph removes."""
+    replayed from a CUDA graph: what the graph removes. Where a replayed call takes less
+    than moving its bytes from HBM at the measured copy bandwidth (the GPU's
+    ``hardware.json``), it says so: the replays, with no flush between them, read their
+    input from L2."""
 
-    def line(entry: dict) -> str:
-        loop = _reading(entry, "many_calls")["median"]
-        graph = _reading(entry, "cuda_graph")["median"]
-        return (
-            f"{entry['rows']:>6,} rows: {loop * 1e3:,.1f} µs per call from Python, "
-            f"{graph * 1e3:,.1f} µs from a graph ({times(loop / graph)})"
-        )
+    def write(capture: dict) -> list[str]:
+        gbps = _copy_gbps(capture)
+        lines = []
+        for entry in capture["payload"]["sizes"]:
+            loop = _reading(entry, "many_calls")["median"]
+            graph = _reading(entry, "cuda_graph")["median"]
+            line = (
+                f"{entry['rows']:>6,} rows: {loop * 1e3:,.1f} µs per call from Python, "
+                f"{graph * 1e3:,.1f} µs from a graph ({times(loop / graph)})"
+            )
+            floor_us = entry["bytes"] / (gbps * 1e3) if gbps else None
+            if floor_us and graph * 1e3 < floor_us:
+                line += (
+                    f"; below the {floor_us:,.1f} µs that moving {entry['bytes'] / 1e6:,.1f} MB from HBM "
+                    f"takes at {gbps:,.0f} GB/s: the replays read their input from L2"
+                )
+            lines.append(line)
+        return lines
 
-    return _each_size(shown, line)
+    return _each(shown, write)
 
 
 # --- the benchmark against the copy roof -----------------------------------------------
@@ -326,6 +375,56 @@ def autotune_findings(shown: Mapping[str, dict]) -> str:
     return _each(shown, write)
 
 
+def tiles_against_compile(shown: Mapping[str, dict], result: Result) -> str:
+    """For each GPU with an autotuning capture and a record of ``SCALE_SHIFT``: at the
+    largest rows both hold, the fastest tile any tuning timed and the default tile (the
+    first tuning's median, µs) against ``torch.compile``'s median in the record, and the
+    share of the default's gap to ``torch.compile`` that the fastest tile closes. The two
+    come from different runs, each timed with ``do_bench`` (L2 flushed).
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: ``result`` is not a result of ``SCALE_SHIFT``.
+    """
+    _check(result)
+
+    def write(capture: dict) -> list[str]:
+        try:
+            record = result.on(records.gpu_slug(capture["provenance"]["gpu"]))
+        except ValueError:
+            return ["no record of the benchmark on this GPU to set the tiles against"]
+        compiled = record.rows("compile")
+        payload = capture["payload"]
+        both = [t["rows"] for t in payload["tunings"] if t["rows"] in compiled]
+        if not both:
+            return ["the record measured torch.compile at none of the autotuned sizes"]
+        rows = max(both)
+        runs = [t for t in payload["tunings"] if t["rows"] == rows]
+        best = min((c for t in runs for c in t["timings"]), key=lambda c: c["ms"])
+        default = _tile(payload["default"])
+        mine = next((c["ms"] for c in runs[0]["timings"] if _tile(c) == default), None)
+        theirs = compiled[rows]["ms"]
+        line = (
+            f"At {rows:,} rows the fastest tile timed, {_tile(best)}, took {best['ms'] * 1e3:,.1f} µs"
+            + ("" if mine is None else f" and the default {mine * 1e3:,.1f} µs")
+            + f"; torch.compile took {theirs * 1e3:,.1f} µs in the benchmark's record "
+            f"({record.record['provenance']['date'][:10]})"
+        )
+        if best["ms"] <= theirs:
+            line += ": a tile from the search matches torch.compile's kernel"
+        elif mine is not None and mine > theirs:
+            closed = max(mine - best["ms"], 0) / (mine - theirs)
+            line += (
+                f": the search closes {percent(closed)} of the default's gap to torch.compile, and no "
+                "tile tried reaches it"
+            )
+        else:
+            line += ": no tile tried reaches it"
+        return [line + "."]
+
+    return _each(shown, write)
+
+
 # --- the opening paragraph -------------------------------------------------------------
 
 
@@ -353,10 +452,11 @@ def _timing_sentence(capture: dict) -> str:
     one = _reading(smallest, "one_call")["median"] * 1e3
     graph = _reading(smallest, "cuda_graph")["median"] * 1e3
     bench = _reading(smallest, "do_bench")["median"] * 1e3
+    gpu = short_gpu_name(capture["provenance"]["gpu"])
     return (
         f"How it is timed matters most for small calls: on {smallest['rows']} rows, CUDA events "
-        f"around one call read {one:.1f} µs, do_bench {bench:.1f} µs and a CUDA graph {graph:.1f} µs "
-        f"({short_gpu_name(capture['provenance']['gpu'])})."
+        f"around one call read {one:.1f} µs, do_bench {bench:.1f} µs and a call replayed from a CUDA "
+        f"graph, with no launch and a warm L2, {graph:.1f} µs ({gpu})."
     )
 
 

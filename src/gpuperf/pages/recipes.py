@@ -101,22 +101,107 @@ def speedup(case: dict, key: str, over: str | None = None) -> float:
     return median(config(case, over or case["baseline"])) / median(config(case, key))
 
 
+def ratio_spread(case: dict, key: str, over: str | None = None) -> tuple[float, float]:
+    """The range of ``key``'s speed over ``over`` (default: the baseline) that the two
+    configs' 20th-80th percentiles allow: ``(over's p20 / key's p80, over's p80 / key's
+    p20)``; above 1 is faster."""
+    a, b = config(case, key)["step"], config(case, over or case["baseline"])["step"]
+    return b["p20"] / a["p80"], b["p80"] / a["p20"]
+
+
 def no_gain(case: dict, key: str, over: str | None = None) -> bool:
     """Whether ``key`` and ``over`` (default: the baseline) differ by less than the
-    measurement tells apart: their 20th-80th percentile ranges overlap, or their medians
-    differ by less than :data:`NOISE`."""
-    a, b = config(case, key)["step"], config(case, over or case["baseline"])["step"]
-    overlap = a["p20"] <= b["p80"] and b["p20"] <= a["p80"]
-    return overlap or abs(a["median"] / b["median"] - 1) < NOISE
+    measurement tells apart: their 20th-80th percentile ranges overlap (the
+    :func:`ratio_spread` holds 1), or their medians differ by less than :data:`NOISE`."""
+    low, high = ratio_spread(case, key, over)
+    return low <= 1 <= high or abs(speedup(case, key, over) - 1) < NOISE
 
 
-def gain(case: dict, key: str, over: str | None = None) -> str:
-    """``'1.85×, faster'``, ``'0.80×, slower'`` or ``'1.00×, no gain here'``: the speed of
-    ``key`` over ``over`` (default: the baseline) as the page writes it."""
-    ratio = speedup(case, key, over)
+def verdict(case: dict, key: str, over: str | None = None) -> str:
+    """``'faster'`` or ``'slower'`` (``key`` against ``over``, default: the baseline), or
+    ``'no measurable difference'`` where :func:`no_gain`."""
     if no_gain(case, key, over):
-        return f"{times(ratio)}, no gain here"
-    return f"{times(ratio)}, {'faster' if ratio > 1 else 'slower'}"
+        return "no measurable difference"
+    return "faster" if speedup(case, key, over) > 1 else "slower"
+
+
+def _why_no_gain(case: dict, key: str, over: str | None) -> str:
+    low, high = ratio_spread(case, key, over)
+    return "within the run-to-run spread" if low <= 1 <= high else f"within {NOISE:.0%}"
+
+
+def said(case: dict, key: str, over: str | None = None) -> str:
+    """The speed of ``key`` over ``over`` (default: the baseline) as the page writes it, the
+    words from :func:`verdict`: ``'1.85× faster'``, ``'0.80× (slower)'``, ``'1.04× (within
+    the run-to-run spread: no measurable gain)'``, or ``'0.91× (slower, but within the
+    run-to-run spread: no measurable difference)'``."""
+    ratio = speedup(case, key, over)
+    found = verdict(case, key, over)
+    if found == "faster":
+        return f"{times(ratio)} faster"
+    if found == "slower":
+        return f"{times(ratio)} (slower)"
+    why = _why_no_gain(case, key, over)
+    if round(ratio, 2) < 1:
+        return f"{times(ratio)} (slower, but {why}: no measurable difference)"
+    return f"{times(ratio)} ({why}: no measurable gain)"
+
+
+def _mark(case: dict, key: str) -> str:
+    """What a table writes after a config's speed: nothing where it is faster."""
+    found = verdict(case, key)
+    if found == "faster" or key == case["baseline"]:
+        return ""
+    if found == "slower":
+        return " (slower)"
+    return (
+        " (within spread)" if _why_no_gain(case, key, None).endswith("spread") else f" (within {NOISE:.0%})"
+    )
+
+
+#: The Chrome-trace categories of work on the GPU that torch.profiler records: kernels,
+#: copies and memsets. The trace's other GPU-side category, ``gpu_user_annotation``, marks
+#: ranges (``Optimizer.step#AdamW.step``) around work already counted.
+GPU_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def union_ms(intervals) -> float:
+    """Milliseconds that ``intervals`` (``[start, end]`` pairs in µs) cover, each instant
+    once however many of them overlap it.
+
+    Raises:
+        ValueError: an interval ends before it starts.
+    """
+    total, reach = 0.0, None
+    for start, end in sorted(intervals):
+        if end < start:
+            raise ValueError(f"an interval must not end before it starts, got [{start}, {end}]")
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total / 1e3
+
+
+def gpu_work(events: dict | None) -> dict | None:
+    """What one profiled step did on the GPU, from its events on the GPU's timeline
+    (``{category: [[start, end], ...]}`` in µs, as ``scripts/recipes_capture.py`` keeps
+    them): ``{"ops": n, "busy_ms": t}``, ``n`` the kernels, copies and memsets
+    (:data:`GPU_WORK`) and ``t`` the time at least one of them ran (:func:`union_ms`).
+    Annotated ranges are neither counted nor timed. None without events (a step on the
+    CPU, or a capture that did not keep them).
+
+    Raises:
+        TypeError: ``events`` is neither None nor a dict.
+    """
+    if events is None:
+        return None
+    if not isinstance(events, dict):
+        raise TypeError(f"events must be a dict of intervals by category, got {type(events).__name__}")
+    work = [interval for cat in GPU_WORK for interval in events.get(cat, [])]
+    return {"ops": len(work), "busy_ms": union_ms(work)}
 
 
 def ms(value: float) -> str:
@@ -134,7 +219,7 @@ def _rate(value: float) -> str:
 
 
 def _fill(*sentences: str) -> str:
-    return textwrap.fill(" ".join(s for s in sentences if s), WIDTH)
+    return textwrap.fill(" ".join(s for s in sentences if s), WIDTH, break_on_hyphens=False)
 
 
 def _read(shown: Mapping[str, dict], write: Callable[[dict], list[str]]) -> str:
@@ -166,7 +251,7 @@ def step_table(capture: dict, extra: tuple[Column, ...] = ()) -> str:
         for c in case["configs"]:
             step = c["step"]
             ratio = speedup(case, c["key"])
-            mark = " (no gain)" if c["key"] != case["baseline"] and no_gain(case, c["key"]) else ""
+            mark = _mark(case, c["key"])
             section.rows.append(
                 [
                     Cell(c["label"]),
@@ -190,8 +275,18 @@ def _matmul_tflops(c: dict, capture: dict) -> float | None:
     return None if not timing else matmul["flops"] / timing["median"] / 1e9
 
 
+def _gpu_work(c: dict) -> dict | None:
+    return gpu_work(c.get("ops", {}).get("gpu_events"))
+
+
 def _gpu_ops(c: dict, capture: dict) -> float | None:
-    return c.get("ops", {}).get("gpu_ops")
+    work = _gpu_work(c)
+    return None if work is None else work["ops"]
+
+
+def _gpu_busy(c: dict, capture: dict) -> float | None:
+    work = _gpu_work(c)
+    return None if work is None else work["busy_ms"]
 
 
 def _first_step(c: dict, capture: dict) -> float | None:
@@ -226,13 +321,12 @@ def precision_table(capture: dict) -> str:
 
 
 def zero_grad_table(capture: dict) -> str:
-    """Both settings of ``set_to_none`` at each model: time per step, and the GPU ops one
-    step ran with the time they kept the GPU busy (the profiler's)."""
-    busy = lambda c, _: _number(c.get("ops", {}).get("gpu_busy_ms"), ".3f")
-    return step_table(
-        capture,
-        (("GPU ops per step", lambda c, cap: _number(_gpu_ops(c, cap), ",.0f")), ("GPU busy, ms", busy)),
-    )
+    """Both settings of ``set_to_none`` at each model: time per step, and what one profiled
+    step ran on the GPU (:func:`gpu_work`): its kernels, copies and memsets, and the time at
+    least one of them ran ("-" where the capture kept no events)."""
+    ops = ("GPU kernels, copies, memsets", lambda c, cap: _number(_gpu_ops(c, cap), ",.0f"))
+    busy = ("GPU busy, ms", lambda c, cap: _number(_gpu_busy(c, cap), ".3f"))
+    return step_table(capture, (ops, busy))
 
 
 def syncs_table(capture: dict) -> str:
@@ -302,7 +396,7 @@ def show(name: str) -> pages_captures.Shown:
 EXTRA_PANELS: dict[str, tuple[str, Callable[[dict, dict], float | None]]] = {
     DATA_LOADING: ("loading alone, ms per batch", lambda c, cap: c.get("loading", {}).get("median")),
     PRECISION: ("the matmul alone, TFLOP/s", _matmul_tflops),
-    ZERO_GRAD: ("GPU ops per step (profiler)", _gpu_ops),
+    ZERO_GRAD: ("GPU kernels, copies, memsets per step", _gpu_ops),
     CONV: ("first step, s", _first_step),
     CHECKPOINTING: ("peak memory of a step, GiB", _peak_gib),
     COMPILE: ("first step, s (compilation)", _first_step),
@@ -448,8 +542,8 @@ def _data_loading(capture: dict) -> list[str]:
         out = [f"Fastest: {base['label']} itself ({ms(median(base))} per step): no other setting gained."]
     else:
         out = [
-            f"Fastest: {best['label']}; against {base['label']}: {gain(case, best_key)} "
-            f"({ms(median(base))} → {ms(median(best))} per step)."
+            f"Fastest: {best['label']}; against {base['label']}, {ms(median(base))} → "
+            f"{ms(median(best))} per step: {said(case, best_key)}."
         ]
     if own is not None:
         pace = "the GPU waited for the host" if own > gpu else "the host kept up"
@@ -465,49 +559,124 @@ def _data_loading(capture: dict) -> list[str]:
         )
     else:
         out.append(f"With {best['label']} a step still waits {ms(left)} for its input.")
-    out += _pinning(payload, case)
+    out += _copies(payload, case)
     return out
 
 
-def _pinning(payload: dict, case: dict) -> list[str]:
-    """What pinning (with non_blocking copies) did at each num_workers, and the copy alone."""
-    found = configs(case)
-    pairs = [(k, f"{k}_pinned") for k in found if not k.endswith("_pinned") and f"{k}_pinned" in found]
-    if not pairs:
+def copy_settings(c: dict) -> tuple[bool, bool]:
+    """``(pin_memory, non_blocking)`` of a loader's config. A capture that kept no
+    ``non_blocking`` copied with it exactly when the batch was pinned."""
+    pin = bool(c.get("pin_memory"))
+    return pin, bool(c.get("non_blocking", pin))
+
+
+#: The copy settings read against pageable batches copied without ``non_blocking``.
+COPY_SETTINGS = (
+    ((True, False), "pin_memory alone"),
+    ((False, True), "non_blocking alone"),
+    ((True, True), "both"),
+)
+#: The host's waits in ``.to("cuda")`` the capture measured (``copies["host_wait"]``), as read.
+WAITS = {
+    "pageable_blocking": "blocking from pageable memory",
+    "pinned_blocking": "blocking from pinned memory",
+    "pageable_non_blocking": "non_blocking from pageable memory",
+    "pinned_non_blocking": "non_blocking from pinned memory",
+}
+
+
+def _by_workers(case: dict) -> dict[int, dict[tuple[bool, bool], str]]:
+    """``{num_workers: {(pin_memory, non_blocking): key}}`` of a loader's configs."""
+    found: dict[int, dict[tuple[bool, bool], str]] = {}
+    for c in case["configs"]:
+        found.setdefault(c["num_workers"], {})[copy_settings(c)] = c["key"]
+    return found
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _host_waits(copies: dict | None) -> list[str]:
+    """How long ``.to("cuda")`` held the host behind GPU work, each way, and which copies
+    waited for that work (held the host half its time or more)."""
+    waits = (copies or {}).get("host_wait")
+    if not waits:
         return []
+    busy = copies["busy"]["median"]
+    got = {k: waits[k]["median"] for k in WAITS if k in waits}
+    held = _join([f"{ms(v)} {WAITS[k]}" for k, v in got.items()])
+    free = [WAITS[k] for k, v in got.items() if v < 0.5 * busy]
+    if not free:
+        tail = "each waited for that work"
+    elif len(free) == len(got):
+        tail = "each returned before that work was done"
+    else:
+        which = f"the copy {free[0]}" if len(free) == 1 else f"the copies {_join(free)}"
+        tail = f"{which} returned before that work was done, the others waited for it"
+    return [f'Queued behind {ms(busy)} of GPU work, .to("cuda") of one batch held the host {held}: {tail}.']
+
+
+def _copies(payload: dict, case: dict) -> list[str]:
+    """One batch's copy from pageable and pinned memory, how long each way of copying held
+    the host, and what pin_memory and non_blocking did to the step at each num_workers."""
     copies = payload.get("copies")
     out = []
+    saving = None
     if copies:
         pageable, pinned = copies["pageable"]["median"], copies["pinned"]["median"]
+        saving = pageable - pinned
         gbps = lambda t: copies["bytes"] / t / 1e6
         out.append(
             f"One batch ({copies['bytes'] / 1e6:.1f} MB) copies to the GPU in {ms(pageable)} from pageable "
             f"memory ({gbps(pageable):,.0f} GB/s) and {ms(pinned)} from pinned memory "
-            f"({gbps(pinned):,.0f} GB/s)."
+            f"({gbps(pinned):,.0f} GB/s): pinning saves {ms(saving)} of copy per batch."
         )
-    readings = [
-        f"{config(case, plain)['num_workers']} workers: {gain(case, pinned_key, over=plain)}"
-        for plain, pinned_key in pairs
-    ]
-    out.append(
-        "pin_memory with non_blocking copies, against the same num_workers unpinned: "
-        + "; ".join(readings)
-        + "."
-    )
-    if copies and all(no_gain(case, p, over=q) for q, p in pairs):
-        share = copies["pageable"]["median"] / median(config(case, pairs[0][0]))
-        if share < 0.1:
+    out += _host_waits(copies)
+    workers = _by_workers(case)
+    apart = any((True, False) in keys or (False, True) in keys for keys in workers.values())
+    compared = {n: keys for n, keys in workers.items() if (False, False) in keys and (True, True) in keys}
+    if apart:
+        for n, keys in workers.items():
+            plain = keys.get((False, False))
+            parts = [
+                f"{name} {said(case, keys[flags], over=plain)}"
+                for flags, name in COPY_SETTINGS
+                if flags in keys
+            ]
+            if plain is not None and parts:
+                out.append(
+                    f"At num_workers={n}, against pageable batches copied without non_blocking: "
+                    + "; ".join(parts)
+                    + "."
+                )
+    elif compared:
+        readings = [
+            f"{n} workers: {said(case, k[(True, True)], over=k[(False, False)])}" for n, k in compared.items()
+        ]
+        out.append(
+            "pin_memory with non_blocking copies, against the same num_workers without either: "
+            + "; ".join(readings)
+            + ". This capture changed the two together, so it cannot say which of them gave what."
+        )
+    if saving and compared:
+        n = max(compared)
+        plain, both = compared[n][(False, False)], compared[n][(True, True)]
+        step_saving = median(config(case, plain)) - median(config(case, both))
+        if step_saving > 0 and not no_gain(case, both, over=plain):
             out.append(
-                f"No gain, because even from pageable memory the copy is {percent(share)} of a step: it was "
-                "never what the step waited for."
+                f"At num_workers={n} the step with both is {ms(step_saving)} shorter than with neither: "
+                f"{times(step_saving / saving)} the {ms(saving)} that pinning saves on the copy itself."
             )
     return out
 
 
 def data_loading_reading(shown: Mapping[str, dict]) -> str:
     """The fastest loader against ``num_workers=0``; the batch's making against the step on
-    resident data (who waits for whom); and what pinning did at each ``num_workers``, with
-    one batch's copy from pageable and from pinned memory."""
+    resident data (who waits for whom); one batch's copy from pageable and from pinned
+    memory, and how long each way of copying holds the host behind GPU work; and what
+    ``pin_memory`` and ``non_blocking`` did to the step, apart and together, at each
+    ``num_workers`` (together only, in a capture that measured nothing else)."""
     return _read(shown, _data_loading)
 
 
@@ -520,8 +689,8 @@ def _precision(capture: dict) -> list[str]:
     for key in ("tf32", "bf16"):
         c = config(case, key)
         out.append(
-            f"{c['label']} against float32: {gain(case, key)} ({ms(median(base))} → {ms(median(c))} "
-            f"per step, {_rate(rate(base))} → {_rate(rate(c))} TFLOP/s of matmul work)."
+            f"{c['label']} against float32, {ms(median(base))} → {ms(median(c))} per step "
+            f"({_rate(rate(base))} → {_rate(rate(c))} TFLOP/s of matmul work): {said(case, key)}."
         )
     matmul = {k: _matmul_tflops(config(case, k), capture) for k in ("fp32", "tf32", "bf16")}
     if None not in matmul.values():
@@ -558,35 +727,57 @@ def _op_difference(more: dict, fewer: dict, top: int = 3) -> str:
     return ", ".join(f"{name} +{n}" for name, n in ranked)
 
 
+#: What a reading says of a GPU capture that kept no events of the GPU's timeline.
+NO_EVENTS = (
+    "The GPU's work per step is not read here: this capture did not keep the profiler's events "
+    "on the GPU's timeline."
+)
+
+
+def _without_events(capture: dict, holders: list[dict]) -> bool:
+    """Whether ``capture`` was taken on a GPU but some of ``holders`` kept no ``gpu_events``."""
+    return capture["payload"].get("device") == "cuda" and any(h.get("gpu_events") is None for h in holders)
+
+
 def _zero_grad(capture: dict) -> list[str]:
     out = []
     for case in cases(capture):
         on, off = config(case, "set_to_none_true"), config(case, "set_to_none_false")
         line = (
-            f"{case['label']}: set_to_none=True against False: {gain(case, on['key'])} "
-            f"({ms(median(off))} → {ms(median(on))} per step)."
+            f"{case['label']}: set_to_none=True against False, {ms(median(off))} → {ms(median(on))} "
+            f"per step: {said(case, on['key'])}."
         )
-        ops_on, ops_off = on.get("ops", {}), off.get("ops", {})
-        if ops_on.get("gpu_ops") is not None and ops_off.get("gpu_ops") is not None:
+        extra = _op_difference(off.get("ops", {}).get("aten", {}), on.get("ops", {}).get("aten", {}))
+        if extra:
+            line += f" With set_to_none=False the step called these ATen ops more often: {extra}."
+        work_on, work_off = _gpu_work(on), _gpu_work(off)
+        if work_on is not None and work_off is not None:
+            busy_on, busy_off = work_on["busy_ms"], work_off["busy_ms"]
             line += (
-                f" With set_to_none=False the GPU ran {ops_off['gpu_ops']:,} ops per step instead of "
-                f"{ops_on['gpu_ops']:,}"
+                f" On the GPU one step ran {work_off['ops']:,} kernels, copies and memsets instead of "
+                f"{work_on['ops']:,}, and kept it busy {ms(busy_off)} instead of {ms(busy_on)}."
             )
-            extra = _op_difference(ops_off.get("aten", {}), ops_on.get("aten", {}))
-            line += f" (ATen ops called more: {extra})." if extra else "."
-            busy = ops_off.get("gpu_busy_ms", 0) - ops_on.get("gpu_busy_ms", 0)
-            if no_gain(case, on["key"]) and busy < NOISE * median(off):
-                line += (
-                    f" No gain, because those ops kept the GPU busy {ms(max(busy, 0))} more per "
-                    f"step, lost in a {ms(median(off))} step."
-                )
+            if no_gain(case, on["key"]):
+                if busy_off < 0.5 * median(off):
+                    line += (
+                        f" No measurable gain: the GPU is busy {percent(busy_off / median(off))} of a "
+                        f"{ms(median(off))} step, so the host sets the step's time."
+                    )
+                elif busy_off - busy_on < NOISE * median(off):
+                    line += (
+                        f" No measurable gain: the GPU work it skips, {ms(max(busy_off - busy_on, 0))}, "
+                        f"is lost in a {ms(median(off))} step."
+                    )
         out.append(line)
+    if _without_events(capture, [c.get("ops", {}) for case in cases(capture) for c in case["configs"]]):
+        out.append(NO_EVENTS)
     return out
 
 
 def zero_grad_reading(shown: Mapping[str, dict]) -> str:
-    """At each model: ``set_to_none=True`` against ``False``, the GPU ops it saves and the
-    ATen ops behind them, and why there is no gain where there is none."""
+    """At each model: ``set_to_none=True`` against ``False``, the ATen ops it saves, the GPU
+    work of one profiled step each way (:func:`gpu_work`), and why there is no measurable
+    gain where there is none."""
     return _read(shown, _zero_grad)
 
 
@@ -612,57 +803,91 @@ def _syncs(capture: dict) -> list[str]:
     for case in cases(capture):
         no, yes = config(case, "no_syncs"), config(case, "syncs")
         line = (
-            f"{case['label']}: removing them: {gain(case, 'no_syncs')} ({ms(median(yes))} → "
-            f"{ms(median(no))} per step)"
+            f"{case['label']}: removing them, {ms(median(yes))} → {ms(median(no))} per step: "
+            f"{said(case, 'no_syncs')}"
         )
-        busy = case.get("gpu_busy_ms")
-        if busy is not None:
-            line += f"; the GPU is busy {ms(busy)} of each step"
+        work = gpu_work(case.get("gpu_events"))
+        if work is not None:
+            busy = work["busy_ms"]
+            line += f"; one step keeps the GPU busy {ms(busy)}"
             if no_gain(case, "no_syncs"):
                 if busy < 0.5 * median(no):
                     line += (
-                        ". No gain, because the GPU waited for the host's launches most of each step "
-                        "anyway: a wait for it finds it nearly done"
+                        ". No measurable gain: the GPU waited for the host's launches most of each step "
+                        "anyway, so a wait for it finds it nearly done"
                     )
                 elif busy > 0.9 * median(no):
                     line += (
-                        ". No gain, because the GPU is busy nearly all the step: a wait costs one "
-                        "launch's latency"
+                        ". No measurable gain: the GPU is busy nearly all the step, so a wait costs "
+                        "one launch's latency"
                     )
         out.append(line + ".")
+    if _without_events(capture, cases(capture)):
+        out.append(NO_EVENTS)
     return out
 
 
 def syncs_reading(shown: Mapping[str, dict]) -> str:
     """How many synchronizations the debug mode found, where, and what removing them saved
-    at each width, read against the GPU's busy time per step."""
+    at each width, read against the time one step keeps the GPU busy (:func:`gpu_work`)."""
     return _read(shown, _syncs)
 
 
+def benchmark_apart(capture: dict) -> bool:
+    """Whether the conv capture ran each ``cudnn.benchmark`` setting in a process of its own.
+    In one process, PyTorch keeps the algorithm chosen for each convolution's shapes and
+    layout under a key without the benchmark flag, so the second setting reuses the first's
+    choices and its rows do not measure it."""
+    return bool(capture["payload"].get("process_per_setting"))
+
+
 def _conv(capture: dict) -> list[str]:
-    case = _only(capture)
+    payload, case = capture["payload"], _only(capture)
     base = config(case, case["baseline"])
     out = []
     for key in ("nhwc_heuristic", "nchw_benchmark", "nhwc_benchmark"):
         c = config(case, key)
         out.append(
-            f"{c['label']} against {base['label']}: {gain(case, key)} "
-            f"({ms(median(base))} → {ms(median(c))} per step)."
+            f"{c['label']} against {base['label']}, {ms(median(base))} → {ms(median(c))} per step: "
+            f"{said(case, key)}."
+        )
+    apart = benchmark_apart(capture)
+    if apart:
+        plain, tuned = config(case, "nhwc_heuristic"), config(case, "nhwc_benchmark")
+        out.append(
+            f"cudnn.benchmark on channels_last, against channels_last without it, {ms(median(plain))} → "
+            f"{ms(median(tuned))} per step: {said(case, 'nhwc_benchmark', over='nhwc_heuristic')}."
         )
     firsts = {k: config(case, k).get("first_step_s") for k in configs(case)}
-    if None not in firsts.values():
-        tuned = [firsts["nchw_benchmark"], firsts["nhwc_benchmark"]]
-        plain = [firsts["nchw_heuristic"], firsts["nhwc_heuristic"]]
-        line = f"cudnn.benchmark's first step took {span(tuned)} s against {span(plain)} s without it"
+    if None in firsts.values():
+        return out
+    tuned = [firsts["nchw_benchmark"], firsts["nhwc_benchmark"]]
+    plain = [firsts["nchw_heuristic"], firsts["nhwc_heuristic"]]
+    if apart:
+        line = (
+            f"The first step at these shapes took {tuned[0]:.2f} s on NCHW and {tuned[1]:.2f} s on "
+            f"channels_last with cudnn.benchmark, against {plain[0]:.2f} s and {plain[1]:.2f} s without "
+            f"it (each setting in a fresh process, set up by a step at batch {payload['warmup_batch']})"
+        )
         if min(tuned) > max(plain):
-            line += ": it times the algorithms of each convolution there, once per input shape"
+            line += ": benchmark mode times the algorithms of each convolution there, once per input shape"
         out.append(line + ".")
+    else:
+        out.append(
+            "These cudnn.benchmark steps ran in the process that had already run the same shapes "
+            "without it, and PyTorch keeps the algorithm chosen for each convolution's shapes and "
+            "layout whichever way it was chosen: they reused the heuristic's algorithms, and their "
+            f"first steps ({span(tuned)} s, against {span(plain)} s without it) searched nothing. "
+            "They do not measure cudnn.benchmark."
+        )
     return out
 
 
 def conv_reading(shown: Mapping[str, dict]) -> str:
     """``channels_last``, ``cudnn.benchmark`` and both against NCHW with cuDNN's
-    heuristics, and the first step's cost of benchmarking."""
+    heuristics, ``cudnn.benchmark`` on channels_last, and the first step's cost of
+    benchmarking; in a capture that ran both settings in one process
+    (:func:`benchmark_apart`), why its ``cudnn.benchmark`` rows measure nothing of it."""
     return _read(shown, _conv)
 
 
@@ -703,8 +928,8 @@ def _compile(capture: dict) -> list[str]:
     case = _only(capture)
     eager, comp = config(case, "eager"), config(case, "compile")
     out = [
-        f"torch.compile against eager: {gain(case, 'compile')} ({ms(median(eager))} → "
-        f"{ms(median(comp))} per step)."
+        f"torch.compile against eager, {ms(median(eager))} → {ms(median(comp))} per step: "
+        f"{said(case, 'compile')}."
     ]
     first_e, first_c = eager.get("first_step_s"), comp.get("first_step_s")
     if first_e is not None and first_c is not None:
@@ -730,43 +955,75 @@ def compile_reading(shown: Mapping[str, dict]) -> str:
 # --- the opening paragraph ---------------------------------------------------------------------
 
 
-def _said(case: dict, key: str, over: str | None = None) -> str:
-    ratio = speedup(case, key, over)
-    return f"{times(ratio)} (no gain)" if no_gain(case, key, over) else times(ratio)
+#: How the opening paragraph names the zero_grad capture's models.
+_MODELS = {"many_small": "many small layers", "few_large": "a few large layers"}
+
+
+def _copy_name(c: dict) -> str:
+    pin, non_blocking = copy_settings(c)
+    return {
+        (True, True): "pin_memory with non_blocking copies",
+        (True, False): "pin_memory",
+        (False, True): "non_blocking copies",
+    }.get((pin, non_blocking), "")
+
+
+def _loader_headline(case: dict) -> str:
+    """The fastest loader, each of its two changes credited from its own row: the workers
+    against ``num_workers=0``, then its copy settings against the same workers without them."""
+    found = configs(case)
+    best = min(found.values(), key=median)
+    base = config(case, case["baseline"])
+    plain = _by_workers(case).get(best["num_workers"], {}).get((False, False))
+    if plain is None or best["key"] == case["baseline"]:
+        return f"a DataLoader with {best['label']} against {base['label']}: {said(case, best['key'])}"
+    parts = []
+    if plain != case["baseline"]:
+        parts.append(f"num_workers={best['num_workers']} against {base['num_workers']}: {said(case, plain)}")
+    if best["key"] != plain:
+        parts.append(f"{_copy_name(best)} on top: {said(case, best['key'], over=plain)}")
+    return "a DataLoader with " + ", and ".join(parts)
 
 
 def headline(capture: dict) -> str:
-    """One clause for the opening paragraph: the recipe's main reading on this capture.
+    """One clause for the opening paragraph: the recipe's main reading on this capture, each
+    speed credited to the change its own row measured and worded by :func:`said`.
 
     Raises:
         ValueError: ``capture`` is not one of the recipes' captures.
     """
     name, payload = capture.get("name"), capture["payload"]
     if name == DATA_LOADING:
-        case = _only(capture)
-        best = min(configs(case).values(), key=median)
-        said = _said(case, best["key"])
-        return f"a DataLoader with {best['label']} ran {said} the single-process loader's steps"
+        return _loader_headline(_only(capture))
     if name == PRECISION:
         case = _only(capture)
-        tf32, bf16 = _said(case, "tf32"), _said(case, "bf16")
-        return f"TF32 matmuls {tf32} and bfloat16 autocast {bf16} a float32 MLP step"
+        return (
+            f"a float32 MLP step with TF32 matmuls: {said(case, 'tf32')}, under bfloat16 autocast: "
+            f"{said(case, 'bf16')}"
+        )
     if name == ZERO_GRAD:
-        said = [_said(c, "set_to_none_true") for c in cases(capture)]
-        return f"zero_grad(set_to_none=True) {' and '.join(said)} on a small and a large model"
+        said_on = [
+            f"{said(c, 'set_to_none_true')} on {_MODELS.get(c['key'], c['label'])}" for c in cases(capture)
+        ]
+        return f"zero_grad(set_to_none=True) against False: {' and '.join(said_on)}"
     if name == SYNCS:
-        said = ", ".join(f"{_said(c, 'no_syncs')} at {c['label']}" for c in cases(capture))
+        said_at = ", ".join(f"{said(c, 'no_syncs')} at {c['label']}" for c in cases(capture))
         found = (payload.get("found") or {}).get("syncs")
         count = (
             f"{found['count']} host synchronizations in {found['steps']} steps"
             if found
             else "host synchronizations"
         )
-        return f"removing {count}: {said}"
+        return f"removing {count}: {said_at}"
     if name == CONV:
-        return (
-            f"channels_last with cudnn.benchmark {_said(_only(capture), 'nhwc_benchmark')} a conv net's step"
-        )
+        case = _only(capture)
+        line = f"channels_last against NCHW on a conv net's step: {said(case, 'nhwc_heuristic')}"
+        if benchmark_apart(capture):
+            line += (
+                f", cudnn.benchmark against cuDNN's heuristics: {said(case, 'nchw_benchmark')} on NCHW and "
+                f"{said(case, 'nhwc_benchmark', over='nhwc_heuristic')} on channels_last"
+            )
+        return line
     if name == CHECKPOINTING:
         case = _only(capture)
         none, full = config(case, "every_0"), config(case, "every_1")
@@ -777,8 +1034,8 @@ def headline(capture: dict) -> str:
     if name == COMPILE:
         case = _only(capture)
         first = config(case, "compile").get("first_step_s")
-        after = f" after a {first:.0f} s first step" if first is not None else ""
-        return f"torch.compile {_said(case, 'compile')} eager{after}"
+        after = f", after a {first:.0f} s first step" if first is not None else ""
+        return f"torch.compile against eager: {said(case, 'compile')}{after}"
     raise ValueError(f"not a recipe's capture: {name!r} (expected one of {list(RECIPES)})")
 
 

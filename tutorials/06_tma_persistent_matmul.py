@@ -69,7 +69,7 @@ for m, n, k in PERSISTENT_SHAPES:
 # tail. With this static round robin, program ``pid`` gets every ``P``-th tile:
 # when the tiles do not divide evenly, some programs get one tile more than
 # others, and in the last round the SMs whose programs have finished sit idle,
-# as in the last wave above. :doc:`Tutorial 08 <08_gluon_hopper>` measures that
+# as in the last wave above. :doc:`Tutorial 08 <08_gluon_hopper>` meets that
 # on causal attention, whose tiles also differ in length. Removing the tail
 # takes dividing the work along K, not just the tiles: :term:`stream-K` (Osama et al.,
 # 2023) gives every program the same number of K steps, splitting some tiles'

@@ -63,18 +63,18 @@ for m, n, k in PERSISTENT_SHAPES:
 # wait for it: the same warps convert and store this tile before they can issue
 # the next tile's products. An epilogue overlaps the next tile's products only
 # when other warps run it (:term:`warp specialization`, below; CUTLASS's
-# "ping-pong" Hopper kernels give two consumer warpgroups alternate tiles, so
-# one stores while the other multiplies). What the persistent grid does not
-# save either is the
-# tail. With this static round robin, program ``pid`` gets every ``P``-th tile:
-# when the tiles do not divide evenly, some programs get one tile more than
-# others, and in the last round the SMs whose programs have finished sit idle,
-# as in the last wave above. :doc:`Tutorial 08 <08_gluon_hopper>` meets that
-# on causal attention, whose tiles also differ in length. Removing the tail
-# takes dividing the work along K, not just the tiles: :term:`stream-K` (Osama et al.,
-# 2023) gives every program the same number of K steps, splitting some tiles'
-# K loops between programs, and :term:`split-K` divides every tile's K loop;
-# both then add up the partial sums of each split tile.
+# :term:`ping-pong <ping-pong scheduling>` Hopper kernels give two consumer
+# warpgroups alternate tiles, so one stores while the other multiplies). What
+# the persistent grid does not save either is the tail. With this static round
+# robin, program ``pid`` gets every ``P``-th tile: when the tiles do not divide
+# evenly, some programs get one tile more than others, and in the last round the
+# SMs whose programs have finished sit idle, as in the last wave above.
+# :doc:`Tutorial 08 <08_gluon_hopper>` meets that on causal attention, whose
+# tiles also differ in length. Removing the tail takes dividing the work along
+# K, not just the tiles: :term:`stream-K` (Osama et al., 2023) gives every
+# program the same number of K steps, splitting some tiles' K loops between
+# programs, and :term:`split-K` divides every tile's K loop; both then add up
+# the partial sums of each split tile.
 #
 # The Tensor Memory Accelerator
 # -----------------------------

@@ -34,13 +34,19 @@ from gpuperf.pages import captures, profiling
 print(profiling.in_one_paragraph())
 
 # %%
+# .. _profiling-timing:
+#
 # 1. Timing without fooling yourself
 # ----------------------------------
 #
 # A CUDA call from Python returns as soon as the work is *queued*: the GPU runs
 # it later, while the host moves on. So the time a Python line takes and the
 # time its kernel takes are different quantities, and each way of timing below
-# answers a different question. The capture times our fused softmax
+# answers a different question. This section sets them side by side on one op,
+# and says why the flush between runs matters beyond L2; how to call the three
+# you will use on a kernel of your own (``do_bench``, CUDA events, CUDA graphs),
+# and what each does step by step, is the :ref:`benchmarking guide
+# <benchmark-do-bench>`'s subject. The capture times our fused softmax
 # (:func:`gpuperf.kernels.softmax`, tutorial 02) each way, on a large input
 # (4096 x 4096 float32: 64 MiB in, 64 MiB out) and on a tiny one (64 x 256).
 #
@@ -55,22 +61,24 @@ print(profiling.in_one_paragraph())
 #     The launch, the kernel, and the round trip of waiting for it: an upper
 #     bound on the kernel, padded by the launch and the wake-up.
 # ``CUDA events``
-#     Timestamps the GPU itself writes before and after the work. Closer, but
-#     when the host is slower than the kernel the first event fires and the GPU
-#     then *waits for the launch*, and that wait is timed.
+#     Timestamps the GPU itself writes before and after the work
+#     (:ref:`how to use them <benchmark-events>`). Closer, but when the host is
+#     slower than the kernel the first event fires and the GPU then *waits for
+#     the launch*, and that wait is timed.
 # ``loop``
 #     Many calls back to back, one synchronize at the end: the rate a real
 #     program gets, which is the slower of the host and the GPU.
 # ``do_bench``
 #     Triton's benchmark helper: CUDA events around each of many runs, with
 #     256 MB written between runs to flush the |h100-l2| :term:`L2`; asked here
-#     for the median of the runs (its default is the mean).
+#     for the median of the runs (its default is the mean; its steps and
+#     arguments: the :ref:`benchmarking guide <benchmark-do-bench>`).
 # ``do_bench without the L2 flush``
 #     The same with the flush removed (the buffer shrunk to 4 bytes).
 # ``do_bench_cudagraph``
 #     The calls captured once in a CUDA graph and replayed: launches cost
 #     (almost) nothing, so this is the kernel alone, with L2 as the previous
-#     run left it.
+#     run left it (:ref:`when that is the number you want <benchmark-cuda-graphs>`).
 # ``gpuperf.bench.timing.time_ms``
 #     What every record on this site uses (see :doc:`../measuring`):
 #     ``do_bench`` with a 1 GiB flush, best of three rounds.

@@ -86,8 +86,15 @@ for rows in SCALE_SHIFT.x_values:
     print(f"{rows:>6} rows: {moved / 1e6:7.1f} MB, at least {floor_us:7.1f} µs")
 
 # %%
+# .. _benchmark-do-bench:
+#
 # 1. ``triton.testing.do_bench``, with the L2 flush
 # -------------------------------------------------
+#
+# This guide is where the three timers you will use on a kernel of your own are
+# explained and called; the :ref:`profiling guide <profiling-timing>` sets every
+# way of timing side by side on one op (host clocks, the first call, a loop),
+# and says what each answers.
 #
 # ``do_bench(fn)`` calls ``fn`` once and waits (so a first, compiling call is never
 # timed), then estimates one run, flush included, from five more calls. From that
@@ -123,7 +130,8 @@ print(page.flush_effect(timing))
 # luckiest run, which a real program rarely gets. The flush does two things. It evicts
 # L2, which can only matter for an input that fits in L2 (the lines above say which do).
 # And it keeps the GPU busy between runs: while the GPU clears the buffer, Python queues
-# the next launch. Without it, a kernel shorter than a launch takes from Python
+# the next launch (the :ref:`profiling guide <profiling-timing>` measures it beside every
+# other way of timing). Without it, a kernel shorter than a launch takes from Python
 # finishes, the GPU idles until the next launch arrives, and the events bracket that
 # wait: where the lines above say "slower without the flush", the unflushed median is
 # the host's launch rate, not the kernel, and hides whatever L2 gains. An input far
@@ -131,7 +139,9 @@ print(page.flush_effect(timing))
 # The smallest input moves so few bytes that its flushed time is mostly the fixed cost
 # of any launch on the GPU (its :term:`launch latency`). The site's own timing
 # (:func:`gpuperf.bench.timing.time_ms`) flushes 1 GiB and keeps the best of three
-# rounds, for reasons the :doc:`profiling guide <01_profiling>` measures.
+# rounds, for reasons the :ref:`profiling guide <profiling-timing>` measures.
+#
+# .. _benchmark-events:
 #
 # 2. CUDA events
 # --------------
@@ -166,6 +176,8 @@ print(page.launch_share(timing))
 # only when each kernel takes longer than a launch; where it does not, the loop runs at
 # the host's pace, not the GPU's. So time many runs, never one, and leave the first
 # (compiling) call out.
+#
+# .. _benchmark-cuda-graphs:
 #
 # 3. Timing inside a CUDA graph
 # -----------------------------

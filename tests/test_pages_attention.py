@@ -156,3 +156,40 @@ def test_bad_input_gets_a_clear_error():
         page.memory_saving(fwd)
     with pytest.raises(TypeError, match="root must be a path"):
         page.tuning_table(3)
+
+
+def test_backward_products_are_the_tl_dots_of_each_backward_loop():
+    products = page.backward_products()
+    assert list(products) == list(page.BACKWARD_LOOPS)
+    # The dK/dV loop: QKᵀ recomputed, dV, dPᵀ = V dOᵀ, dK; the dQ loop: QKᵀ and dP again, dQ.
+    assert products["dK/dV kernel"] == [
+        "tl.dot(k, q_t)",
+        "tl.dot(p_t.to(do.dtype), do, dv)",
+        "tl.dot(v, tl.trans(do))",
+        "tl.dot(ds_t.to(q_t.dtype), tl.trans(q_t), dk)",
+    ]
+    assert products["dQ kernel"] == [
+        "tl.dot(q, k_t)",
+        "tl.dot(do, v_t)",
+        "tl.dot(ds.to(k_t.dtype), tl.trans(k_t), dq)",
+    ]
+    assert page.counted_products() == 5  # FlashAttention-2's: QKᵀ, dV, dP, dQ, dK once each
+
+
+def test_backward_work_counts_the_products_against_the_flop_count():
+    text = page.backward_work()
+    assert "dK/dV kernel: 4 products, tl.dot(k, q_t)," in text
+    assert "dQ kernel: 3 products, tl.dot(q, k_t)," in text
+    assert "In all 7 products per tile of queries and keys" in " ".join(text.split())
+    assert "stands for 5 (FlashAttention-2's single kernel)" in " ".join(text.split())
+    assert "execute 1.40× the FLOPs" in " ".join(text.split())
+
+
+def test_backward_products_refuse_a_file_without_the_loops(tmp_path):
+    path = tmp_path / "attention.py"
+    path.write_text("def _dkdv_tiles(a, b):\n    return tl.dot(a, b)\n")
+    with pytest.raises(ValueError, match="defines no _dq_tiles"):
+        page.backward_products(path)
+    path.write_text(path.read_text() + "\n\ndef _dq_tiles(a, b):\n    return a + b\n")
+    with pytest.raises(ValueError, match=r"_dq_tiles in .* has no tl\.dot"):
+        page.backward_products(path)

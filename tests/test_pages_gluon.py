@@ -160,3 +160,47 @@ def test_the_overlap_is_set_against_the_arithmetic():
         page.overlap_against_arithmetic(result, hidden=0.5)
     with pytest.raises(ValueError, match="expected the result of 'gluon_fp8'"):
         page.overlap_against_arithmetic(load(catalog.GLUON_ATTENTION), hidden=1.25)
+
+
+def test_tile_intensity_counts_flops_per_operand_byte():
+    assert page.tile_intensity({"block_m": 128, "block_n": 128}) == 128
+    assert page.tile_intensity({"block_m": 128, "block_n": 256}, element_bytes=2) == pytest.approx(
+        256 * 128 / 384
+    )
+    with pytest.raises(ValueError, match="block_n must be a positive int"):
+        page.tile_intensity({"block_m": 128, "block_n": 0})
+
+
+def test_the_l2_reading_is_the_captures_arithmetic():
+    capture, _ = captures.load("ncu_gluon_fp8")
+    result = load(catalog.GLUON_FP8)
+    lines = page.l2_lines(capture, result)
+    text = " ".join(" ".join(lines).split())
+    rows = {r["provider"]: r["metrics"] for r in capture["payload"]["rows"]}
+    shape, scaling = tuple(capture["payload"]["shape"]), capture["payload"]["scaling"]
+    flops = 2 * shape[0] * shape[1] * shape[2]
+    rate = rows["gluon"]["lts__t_bytes.sum.per_second"]["value"]
+    seconds = rows["gluon"]["gpu__time_duration.sum"]["value"] * 1e-9
+    row = result.rows("gluon", scaling=scaling)[shape]
+    intensity = page.tile_intensity(row["config"])
+    fed = rate * intensity / 1e12
+    assert f"L2 at {rate / 1e12:.2f} TB/s over the launch: {rate * seconds / 1e9:.2f} GB" in text
+    assert f"{flops / (rate * seconds):.0f} FLOPs per byte; {flops / seconds / 1e12:.0f} TFLOP/s" in text
+    assert f"L2 could feed at most {fed:.0f} TFLOP/s" in text
+    assert f"{row['value']:.0f} in the benchmark" in text
+    # The committed capture: the rung ran faster than L2's rate could feed its tiles' operands.
+    assert min(flops / seconds / 1e12, row["value"]) > fed and "L2's rate is not what bounds it" in text
+    assert "cuBLASLt's FLOPs; its tensor pipe was busy" in text
+    assert page.l2_reading({"x": capture}, result) == "\n".join(lines)
+    assert page.l2_reading({}, result) == "Nothing to read: the capture is missing."
+
+
+def test_the_l2_reading_refuses_wrong_inputs():
+    capture, _ = captures.load("ncu_gluon_fp8")
+    with pytest.raises(TypeError, match=r"expected a gpuperf\.pages\.Result"):
+        page.l2_lines(capture, None)
+    with pytest.raises(ValueError, match="expected the result of 'gluon_fp8'"):
+        page.l2_lines(capture, load(catalog.MATMUL_FP8))
+    broken = {**capture, "payload": {**capture["payload"], "rows": capture["payload"]["rows"][:1]}}
+    with pytest.raises(ValueError, match="the capture has no gluon row"):
+        page.l2_lines(broken, load(catalog.GLUON_FP8))

@@ -1,6 +1,7 @@
 """Tutorial 06's topic module: the opening paragraph read from the records, the tuned tile
 and the sweeps' tables, and the ladder's ratios per rung."""
 
+import copy
 import json
 import shutil
 
@@ -20,19 +21,78 @@ def test_the_paragraph_quotes_each_gpus_records():
     gpus = [g for g in hardware.gpus() if report.load(catalog.MATMUL_PERSISTENT, g).record is not None]
     assert len(gpus) >= 1
     text = persistent.in_one_paragraph().text()
-    shape = persistent.HEADLINE_SHAPE
     for gpu in gpus:
         result = report.load(catalog.MATMUL_PERSISTENT, gpu)
         assert f"On the {short_gpu_name(result.gpu)}," in text
         tuned, t03 = result.ratios(), result.ratios("triton_t03")
-        assert f"runs at {span(tuned.values())}× cuBLAS's speed over {len(tuned)} shapes" in text
-        assert f"tutorial 03's kernel reaches {span(t03.values())}×" in text
-        pointer, tma = result.ratios("triton_pointer")[shape], result.ratios("triton_tma")[shape]
-        ws = result.ratios("triton_tma_ws")[shape]
-        assert (
-            f"at {format_x(shape)}: {times(t03[shape])} tutorial 03, {times(pointer)} persistent "
-            f"with computed pointers, {times(tma)} with TMA, {times(ws)} with TMA and warp"
-        ) in text
+        assert f"runs at {span(tuned.values())}× cuBLAS's speed" in text
+        assert f"over {len(tuned)} shapes, where tutorial 03's kernel reaches {span(t03.values())}×" in text
+        repeat = persistent.repeat_spread(result)
+        low, high = sorted(repeat.tflops)
+        apart = f"up to {times(repeat.ratio)} apart ({format_x(repeat.x)}: {low:.0f} and {high:.0f} TFLOP/s)"
+        assert apart in text
+        for provider, over, words in persistent.STEPS:
+            ratios = result.ratios(provider, over=over)
+            assert persistent.step_clause(ratios, repeat.ratio, words) in text
+
+
+def test_the_h100_paragraph_says_the_gain_is_tmas():
+    # The committed H100 record: the pointer rung trails tutorial 03's kernel at every shape,
+    # TMA gains at every shape, and warp specialization stays within the repeat spread.
+    result = report.load(catalog.MATMUL_PERSISTENT, H100)
+    spread = persistent.repeat_spread(result).ratio
+    pointer = persistent.verdicts(result.ratios("triton_pointer", over="triton_t03"), spread)
+    tma = persistent.verdicts(result.ratios("triton_tma", over="triton_pointer"), spread)
+    assert "faster" not in pointer.values() and set(tma.values()) == {"faster"}
+    text = persistent.gpu_sentence(result)
+    assert "the gain is TMA's" in text
+    assert "warp specialization over TMA alone" in text and "1.02×" not in text.split("Step by step")[0]
+
+
+def test_repeats_pair_the_tuned_rows_with_the_rung_of_the_same_config():
+    result = report.load(catalog.MATMUL_PERSISTENT, H100)
+    found = persistent.repeats(result)
+    assert len(found) == len(result.rows("triton"))
+    for repeat in found:
+        tuned, rung = result.rows("triton")[repeat.x], result.rows(repeat.rung)[repeat.x]
+        assert tuned["config"] == rung["config"] and repeat.rung != "triton"
+        assert repeat.ratio == max(tuned["ms"], rung["ms"]) / min(tuned["ms"], rung["ms"]) >= 1
+        assert sorted(repeat.tflops) == sorted((tuned["value"], rung["value"]))
+    assert persistent.repeat_spread(result) == max(found, key=lambda r: r.ratio)
+    with pytest.raises(ValueError, match="no matmul_persistent record"):
+        persistent.repeats(report.Result(catalog.MATMUL_PERSISTENT, None, "missing", ["MISSING: x"]))
+
+
+def test_repeat_spread_is_none_without_a_pair():
+    result = report.load(catalog.MATMUL_PERSISTENT, H100)
+    record = copy.deepcopy(result.record)
+    for row in record["rows"]:
+        if row["provider"] == "triton":
+            row["config"] = dict(row["config"], num_stages=99)
+    alone = report.Result(catalog.MATMUL_PERSISTENT, record, "committed")
+    assert persistent.repeats(alone) == [] and persistent.repeat_spread(alone) is None
+    # Without a spread, any ratio but 1 is a difference.
+    assert "no measurable difference" not in persistent.gpu_sentence(alone).split("Step by step")[1]
+
+
+def test_verdicts_and_step_clause_read_ratios_against_the_spread():
+    ratios = {(1, 1, 1): 1.03, (2, 2, 2): 0.97, (3, 3, 3): 1.10, (4, 4, 4): 0.80}
+    assert persistent.verdicts(ratios, 1.04) == {
+        (1, 1, 1): "no measurable difference",
+        (2, 2, 2): "no measurable difference",
+        (3, 3, 3): "faster",
+        (4, 4, 4): "slower",
+    }
+    assert persistent.verdicts(ratios, None)[(1, 1, 1)] == "faster"
+    assert persistent.verdicts({(1, 1, 1): 1.0}, None) == {(1, 1, 1): "no measurable difference"}
+    assert persistent.step_clause(ratios, 1.04, "a step") == (
+        "a step: 0.80–1.10×, no measurable difference at 2 of 4 shapes, faster at 1 of 4 shapes, "
+        "slower at 1 of 4 shapes"
+    )
+    with pytest.raises(ValueError, match="spread must be a ratio of at least 1"):
+        persistent.verdicts(ratios, 0.9)
+    with pytest.raises(ValueError, match="no ratios for the step"):
+        persistent.step_clause({}, 1.04, "a step")
 
 
 def test_the_paragraph_notes_a_gpu_without_records(tmp_path, monkeypatch):

@@ -13,7 +13,8 @@ Fused attention: FlashAttention-2, forward and backward
   tiles a causal mask hides;
 * how the backward pass recomputes the probabilities from one number per row
   instead of storing them, and splits the work between two kernels so that
-  grouped-query attention needs no atomics;
+  grouped-query attention needs no atomics, at the price of two matrix
+  products computed in both;
 * how our kernel (``gpuperf.kernels.attention``, a differentiable op usable in
   place of ``scaled_dot_product_attention``) compares with every :term:`SDPA`
   backend, FlexAttention and the naive version, forward, backward and in memory.
@@ -148,19 +149,36 @@ print(page.naive_vs_fused(forward, memory))
 # Every term needs :math:`P`, which the forward never stored: storing it would
 # bring back the :math:`S^2` memory. Instead the backward recomputes each tile
 # of it as :math:`2^{Q K^T s \log_2 e - \mathrm{lse}}` from the saved
-# log-sum-exp, a third product per tile, far cheaper than reading :math:`P` from
-# memory. One small kernel computes :math:`\delta`; then one program per tile of
-# *keys* accumulates :math:`dK` and :math:`dV` over all the queries that see it,
-# and one program per tile of *queries* accumulates :math:`dQ` over the keys.
-# With grouped-query attention, the dK/dV program walks the queries of every head
-# in its group, so the sum over the group happens in registers, with no atomic
-# adds and no second reduction:
+# log-sum-exp: one more product of a tile of queries with a tile of keys, far
+# cheaper than reading :math:`P` from memory. One small kernel computes
+# :math:`\delta`; then one program per tile of *keys* accumulates :math:`dK` and
+# :math:`dV` over all the queries that see it, and one program per tile of
+# *queries* accumulates :math:`dQ` over the keys. With grouped-query attention,
+# the dK/dV program walks the queries of every head in its group, so the sum
+# over the group happens in registers, with no atomic adds and no second
+# reduction:
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/attention.py
 #    :pyobject: _dkdv_tiles
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/attention.py
 #    :pyobject: _dq_tiles
+#
+# The split has a price in FLOPs. Each kernel needs :math:`P` and :math:`dP`
+# for its own gradients, so both compute :math:`QK^T` (to recompute :math:`P`)
+# and :math:`dO\,V^T` (that is :math:`dP`). FlashAttention-2's backward computes
+# every product once, in one kernel whose programs own tiles of keys, and adds
+# each program's share of :math:`dQ` into memory with atomic adds. The products
+# in the two loops above, counted from their source:
+
+print(page.backward_work())
+
+# %%
+# The split trades those extra products for sums without atomics (and the same
+# bits on every run). The backward's TFLOP/s on this page counts
+# FlashAttention-2's products for every implementation, ours included, so that
+# the same time reads as the same speed; our kernels do more arithmetic in it
+# than the count says.
 #
 # The op registers both passes with ``torch.library``
 # (``torch.ops.gpuperf.attention_forward`` and its backward), so
@@ -242,7 +260,8 @@ print(page.tuning_table())
 
 # %%
 # A backward kernel's TFLOP/s counts the whole backward's FLOPs (2.5 times the
-# forward's) over its time with the other kernel at its chosen config. The
+# forward's, FlashAttention-2's five products; ours run more, as counted above)
+# over its time with the other kernel at its chosen config. The
 # spread between the best and the worst candidate is as wide as the gap to
 # any baseline below: the config is half of the result.
 #
@@ -354,7 +373,9 @@ plt.show()  # run as a script: every figure of the page, in windows
 #   with an online softmax, so the scores never reach HBM; the backward recomputes
 #   them from one log-sum-exp per row rather than storing them.
 # * Splitting the backward into a dK/dV kernel and a dQ kernel removes atomics,
-#   even with grouped-query attention.
+#   even with grouped-query attention, but both kernels compute :math:`QK^T` and
+#   :math:`dO\,V^T`: more products than FlashAttention-2's single kernel, for
+#   the same gradients.
 # * Tile sizes and warps, tuned per GPU, are half of the result; what separates
 #   plain Triton from cuDNN on Hopper is overlap (warp specialization, TMA,
 #   asynchronous wgmma), the subject of tutorial 08.

@@ -7,11 +7,13 @@ Persistent matmul with TMA on Hopper
 * what the Tensor Memory Accelerator (TMA) does, what a tensor descriptor is,
   and the 16-byte rules a tensor must follow to be loaded through one;
 * what a persistent grid (one program per SM looping over the output tiles)
-  saves, program start-ups and the next tile's loads overlapping this tile's
-  epilogue, and what it does not: the tail of the last round;
+  saves (program start-ups, and the next tile's loads issued while this tile's
+  epilogue runs) and what it does not: the tail of the last round, and an
+  epilogue that still holds up the tensor cores;
 * what warp specialization asks of the compiler, and whether it pays here;
 * the ladder from tutorial 03's kernel to cuBLAS, measured rung by rung in
-  bfloat16 and FP8, and which GPUs can run which rung.
+  bfloat16 and FP8, each step read against how far two timings of the same
+  kernel differ, and which GPUs can run which rung.
 """
 
 # %%
@@ -56,17 +58,23 @@ for m, n, k in PERSISTENT_SHAPES:
 # set-up and the prologue that fills its pipeline), not once per tile, and
 # Triton's software pipeliner, given the two loops flattened into one
 # (``tl.range(..., flatten=True)``), issues the first loads of the next tile
-# while the last products and the stores of this one run, so the
-# :term:`epilogue` no longer leaves the SM idle. What it does not save is the
-# tail. With this static round robin, program ``pid`` gets every ``P``-th tile:
-# when the tiles do not divide evenly, some programs get one tile more than
-# others, and in the last round the SMs whose programs have finished sit idle,
-# as in the last wave above. :doc:`Tutorial 08 <08_gluon_hopper>` measures that
-# on causal attention, whose tiles also differ in length. Removing the tail
-# takes dividing the work along K, not just the tiles: :term:`stream-K` (Osama et al.,
-# 2023) gives every program the same number of K steps, splitting some tiles'
-# K loops between programs, and :term:`split-K` divides every tile's K loop;
-# both then add up the partial sums of each split tile.
+# while the last products and the stores of this one run, so the next tile's
+# operands are on their way during the :term:`epilogue`. The tensor cores still
+# wait for it: the same warps convert and store this tile before they can issue
+# the next tile's products. An epilogue overlaps the next tile's products only
+# when other warps run it (:term:`warp specialization`, below; CUTLASS's
+# :term:`ping-pong <ping-pong scheduling>` Hopper kernels give two consumer
+# warpgroups alternate tiles, so one stores while the other multiplies). What
+# the persistent grid does not save either is the tail. With this static round
+# robin, program ``pid`` gets every ``P``-th tile: when the tiles do not divide
+# evenly, some programs get one tile more than others, and in the last round the
+# SMs whose programs have finished sit idle, as in the last wave above.
+# :doc:`Tutorial 08 <08_gluon_hopper>` meets that on causal attention, whose
+# tiles also differ in length. Removing the tail takes dividing the work along
+# K, not just the tiles: :term:`stream-K` (Osama et al., 2023) gives every
+# program the same number of K steps, splitting some tiles' K loops between
+# programs, and :term:`split-K` divides every tile's K loop; both then add up
+# the partial sums of each split tile.
 #
 # The Tensor Memory Accelerator
 # -----------------------------
@@ -160,9 +168,12 @@ for m, n, k in [(1, 16, 32), (70, 48, 104), (130, 96, 64)]:
 # of a program into a *producer* that only issues TMA loads and *consumer*
 # :term:`warpgroups <warpgroup>` that only run :term:`wgmma` and the epilogue,
 # synchronised through barriers in shared memory, so the tensor cores never wait
-# for an instruction slot: :term:`warp specialization`. Triton does this split
-# itself for a loop marked ``tl.range(..., warp_specialize=True)``
-# (``PersistentConfig.warp_specialize``).
+# for an instruction slot: :term:`warp specialization`. It is also what lets an
+# epilogue overlap the next tile's products, when the consumers take tiles in
+# turn. Triton does a split of its own for a loop marked
+# ``tl.range(..., warp_specialize=True)`` (``PersistentConfig.warp_specialize``);
+# which warps it gives the epilogue is the compiler's choice, and the ladder
+# below measures what the flag buys.
 #
 # Tuned once
 # ----------
@@ -196,7 +207,10 @@ ladder = show(MATMUL_PERSISTENT)
 
 # %%
 # Rung by rung, each provider's time relative to cuBLAS (above 1: faster than
-# cuBLAS), read from the record:
+# cuBLAS), read from the record. The ``tuned`` column times again the kernel
+# and config of one of the rungs, so where the two differ, the gap is how far
+# two timings of the same thing can fall apart in one run: read a step between
+# rungs as a gain only when it is larger than that (the opening paragraph does).
 
 print(persistent.ladder_table(ladder))
 
@@ -261,15 +275,21 @@ print(run_or_load(HOST_OVERHEAD).table())
 # -----------------
 #
 # * A one-program-per-tile launch runs in waves; a persistent grid of one
-#   program per SM starts each program once and overlaps the next tile's loads
-#   with this tile's epilogue, but with a static round robin it keeps the tail
-#   of the last round: removing that takes dividing the work along K
-#   (stream-K, split-K).
+#   program per SM starts each program once and has the next tile's loads in
+#   flight during this tile's epilogue, but the tensor cores still wait for
+#   that epilogue (only warp specialization can overlap it with the next
+#   tile's products), and with a static round robin it keeps the tail of the
+#   last round: removing that takes dividing the work along K (stream-K,
+#   split-K).
+# * A persistent grid is not a speed-up by itself: read the ladder one step at
+#   a time (``pointer`` against ``t03``, then ``tma`` against ``pointer``) to
+#   see which change bought what; the opening paragraph does it from the records.
 # * TMA moves whole boxes between global and shared memory from a descriptor:
 #   no address arithmetic or masks in the loop, at the price of 16-byte rules
-#   on the operands' layout. Compare the ``pointer`` and ``tma`` columns above
-#   for what it is worth on each GPU.
+#   on the operands' layout.
 # * Warp specialization is one flag in Triton; whether it pays depends on the
 #   shape, so the sweep tries it like any other config.
+# * A step smaller than the gap between two timings of the same kernel and
+#   config is no measurable difference, however many digits the ratio has.
 # * Each rung is checked against the reference and timed in the same run as
 #   cuBLAS; the tuned kernel is the rung the sweep picked per shape, not a new kernel.

@@ -43,10 +43,11 @@ print(gluon.in_one_paragraph())
 # "equivalent to 4 WGMMAs", as the shortest that restores the precision without
 # much overhead; and this page's kernel, promoting every 128 products, comes out
 # no further from the float64 product than cuBLASLt on the same operands (a GPU
-# test checks it). Tutorial 05 measured Triton's promoted kernel at about 0.8×
-# cuBLASLt, and found why: for every promotion, Triton waits until the chain of
-# asynchronous :term:`wgmma` instructions has finished, adds on the CUDA cores,
-# and only then starts the next multiply. How much that costs, for one
+# test checks it). Tutorial 05 measured Triton's promoted kernel well short of
+# cuBLASLt (the ladder below times both again), and found why: for every
+# promotion, Triton waits until the chain of asynchronous :term:`wgmma`
+# instructions has finished, adds on the CUDA cores, and only then starts the
+# next multiply. How much that costs, for one
 # program's 128 × 128 tile and one step of 128 products, counted in clocks of
 # one SM so that both units run at the same clock, then in nanoseconds at the
 # clock the page's measured FP8 ceiling implies (its FLOP/s over the SMs'
@@ -159,10 +160,11 @@ for name, schedule in schedules.items():
 # %%
 # The pingpong schedule waits with one MMA left in flight (``wait_group 1``);
 # its three float32 tiles (the total and two partials, 64 × 128 each per
-# :term:`warpgroup`) take about 200 of a thread's 255 :term:`registers`, with
-# nothing :term:`spilled <spill>`. ``ptxas`` is also the schedule's last judge:
-# when a non-wgmma instruction touches an in-flight MMA's registers, it
-# serializes every wgmma in the kernel (its note C7514) and the overlap is gone.
+# :term:`warpgroup`) take most of a thread's 255 :term:`registers` (the count
+# above), with nothing :term:`spilled <spill>`. ``ptxas`` is also the
+# schedule's last judge: when a non-wgmma instruction touches an in-flight
+# MMA's registers, it serializes every wgmma in the kernel (its note C7514) and
+# the overlap is gone.
 # Two first drafts here did that: one that moved the newest partial into the
 # other's place at the end of each step (hence the pairs, whose partials never
 # move), and one that chose the next tile's coordinates with a branch inside the
@@ -213,45 +215,64 @@ print(gluon.overlap_against_arithmetic(ladder, hidden=(mma + add) / mma))
 # %%
 # Overlapping the promotion bought less than hiding every addition would by the
 # arithmetic above: the overlapped kernel's tensor pipe is still idle for part
-# of each step (the counters below). Persistence bought a few percent more, and
-# the TMA store about another tenth: a tile stored from the registers kept every
-# warp busy with scattered writes while the tensor cores waited for the next
-# tile. The kernel now runs a tenth faster than Triton's tuned one (which
-# promotes half as often, every 256 products, so with more rounding error) and
-# stays short of cuBLASLt.
+# of each step (the counters below). Persistence, then the TMA store, bought
+# more (the opening paragraph gives each step's ratio): a tile stored from the
+# registers kept every warp busy with scattered writes while the tensor cores
+# waited for the next tile. The top rung runs ahead of Triton's tuned kernel
+# and short of cuBLASLt (the table's ratios). Triton's kernel promotes once per
+# step of its tuned ``BLOCK_K`` (its sweep's configs are in
+# :doc:`tutorial 06 <06_tma_persistent_matmul>`); where that step is longer than
+# this kernel's 128 products, it promotes less often, with more rounding error.
 #
 # What the counters say
 # ---------------------
 #
-# Nsight Compute, one launch of each at :math:`8192^3` (``scripts/gluon_capture.py``):
+# Nsight Compute, one launch of each at the shape the table names
+# (``scripts/gluon_capture.py``):
 # how busy the tensor pipe was, how much the SMs read from :term:`L2`, and the
 # largest reasons warps waited (percent of their active cycles):
 
 from gpuperf.pages import captures
 
-captures.show("ncu_gluon_fp8", gluon.ncu_table)
+counters = captures.show("ncu_gluon_fp8", gluon.ncu_table)
 
 # %%
 # Each rung shows up in the counters. Draining before every promotion leaves
-# the tensor pipe busy about half the time, and warps wait at the barrier of
-# each step for half their cycles; overlapping the promotion cuts those waits
-# by two thirds and raises the tensor pipe's share; persistence and the TMA
-# store raise it to about three quarters. cuBLASLt keeps its tensor pipe busy
-# over 90% of the time while reading L2 at about three quarters of its peak,
-# as the Gluon rungs do: it does more work per byte it reads. Its kernel's
-# name says how: a 144 × 128 tile, and a cluster of two programs (``1x2``)
-# that share operand tiles through TMA multicast, each loaded once from L2 for
-# both. A 128 × 128
-# FP8 tile does 128 FLOPs per byte of operands; at that L2 rate the Gluon
-# kernel could not feed the tensor cores much faster than it does. The next
-# rungs must read fewer bytes per FLOP. Multicast is not within reach: Gluon's
-# Hopper TMA copy in Triton 3.6 (``tma.async_copy_global_to_shared``) takes no
-# multicast mask. A wider tile is, with a register budget per partition (warp
-# specialization): three float32 tiles of 64 × 256 would need 384 registers a
-# thread, more than a thread has, so the promotion must change shape too. One
-# rung tried here did not pay: two steps' operands to a slot, one barrier wait
-# and one refill for two promotions, ran at 0.85-0.89× one step a slot (a slot
-# is refilled only once both its steps are done, so the ring runs shallower).
+# the tensor pipe idle for much of the launch, and warps wait at the barrier of
+# each step for a large share of their cycles; overlapping the promotion cuts
+# those waits and raises the tensor pipe's share, and persistence and the TMA
+# store raise it further. cuBLASLt's tensor pipe stays busier than any Gluon
+# rung's.
+#
+# Is L2 what holds the Gluon kernel back? A tile's operands come from
+# :term:`L2`, so the L2 rate times the FLOPs a tile does per byte it loads is
+# the most L2 can feed. The arithmetic, from the capture and the benchmark's
+# record:
+
+print(gluon.l2_reading(counters, ladder))
+
+# %%
+# A kernel that runs faster than L2's rate could feed its tiles' operands is not
+# held back by that rate, and where two kernels do about the same work per byte
+# through L2 (the last line), the gap between them is not in how many bytes they
+# read: it is in how much of the time the tensor pipe is kept busy, which these
+# counters measure but do not explain.
+#
+# cuBLASLt's kernel name (the library table above) suggests how it keeps its
+# pipe busy, but only suggests: NVIDIA does not document how its ``nvjet``
+# kernel names read. Read by their pattern, ``144x128`` is an output tile wider
+# than ours, and ``1x2`` a cluster of two programs, which on Hopper can share an
+# operand tile through TMA multicast (each tile loaded once from L2 for both).
+# That is an inference from the name; nothing measured here shows multicast at
+# work. Multicast is not within reach here anyway: Gluon's Hopper TMA copy in
+# Triton 3.6 (``tma.async_copy_global_to_shared``) takes no multicast mask. A
+# wider tile is, with a register budget per partition (warp specialization):
+# three float32 tiles of 64 × 256 would need 384 registers a thread, more than a
+# thread has, so the promotion must change shape too. One variant tried in an
+# exploratory run (its timings are not among the committed records) was slower
+# than one step a slot: two steps' operands to a slot, one barrier wait and one
+# refill for two promotions (a slot is refilled only once both its steps are
+# done, so the ring runs shallower).
 #
 # Attention: the schedule of FlashAttention-3
 # -------------------------------------------
@@ -369,56 +390,56 @@ print(gluon.attention_ladder_table(attention_ladder))
 attention_ladder.plot()
 
 # %%
-# At D 128 the producer and consumers alone already run a fifth to a third
-# faster than Triton's kernel; the overlapped softmax adds a few percent, and the
-# default (persistent when not causal) runs level with cuDNN from 4,096 tokens
-# on, a few percent either way when not causal and ahead on long causal
-# sequences. Ping-pong did not pay here: with the
-# overlap in place, making the two consumers take turns added waits at the
-# barriers and took nothing off the tensor cores' idle time. Persistence helps
-# where tiles are many and short (it loads the next tile's Q and K while this
-# one is stored), and hurts causal attention, whose tiles differ in length: a
-# fixed round robin leaves SMs idle at the end (``scripts/fa3_explore.py``
-# measured the persistent causal kernel at 0.76× cuDNN at 16,384 tokens on the
-# H100), so the default launches a program per tile there.
+# At D 128 the producer and consumers alone already run well ahead of Triton's
+# kernel (the table's first and fifth rows); the overlapped softmax adds a
+# little, and the default (persistent when not causal) runs at the ratios to
+# cuDNN the opening paragraph gives. Ping-pong did not pay here (its step in the
+# opening paragraph): with the overlap in place, making the two consumers take
+# turns added waits at the barriers and took nothing off the tensor cores' idle
+# time. Persistence helps where tiles are many and short (it loads the next
+# tile's Q and K while this one is stored), and hurts causal attention, whose
+# tiles differ in length: a fixed round robin leaves SMs idle at the end. An
+# exploratory run of ``scripts/fa3_explore.py`` (its timings are not among the
+# committed records) found the persistent causal kernel slower than a program
+# per tile, so the default launches a program per tile there.
 #
 # At D 64 the GEMMs are half as long and the exponentials are not: the
 # arithmetic above gives the exponentials as many clocks as the GEMMs. The kernel
 # stays short of cuDNN there except on the longest causal sequences; the
 # counters further down say why.
 #
-# The counters, one launch of each at :math:`S = 8192`, D 128 (the "exp2 pipe"
-# is the SFU's share of its peak):
+# The counters, one launch of each at the sequence length and head dim the
+# table names (the "exp2 pipe" is the SFU's share of its peak):
 
 captures.show("ncu_gluon_attention", gluon.ncu_table)
 
 # %%
-# The rungs raise the tensor pipe's share, from Triton's kernel (about 57%)
-# through FlashAttention-2's order in Gluon to about 80% with the overlap and
-# persistence, past cuDNN's; the exp2 pipe is busy about 40% of the time,
-# beside the tensor cores rather than between their GEMMs. cuDNN, too, launches
-# one program per SM (its grid of 132), with 168 registers a thread at launch,
-# as this kernel's three warpgroups do.
+# The rungs raise the tensor pipe's share, from Triton's kernel through
+# FlashAttention-2's order in Gluon to the overlap and persistence, to about
+# cuDNN's; in the Gluon rungs the exp2 pipe is busy beside the tensor cores
+# rather than between their GEMMs. cuDNN, too, launches one program per SM (its
+# grid, in the table, is the SM count), with as many registers a thread at launch
+# as this kernel's three warpgroups.
 #
 # At D 64, the same counters for the top rungs, Triton's kernel and cuDNN's:
 
 captures.show("ncu_gluon_attention_d64", gluon.ncu_table)
 
 # %%
-# Here all three kernels stand in the same place: the tensor pipe busy half the
-# time and the exp2 pipe a little more, neither saturated. Each consumer
-# warpgroup waits for its scores, exponentiates, then multiplies: with the
-# GEMMs half as long, two warpgroups no longer have enough independent work in
-# flight to keep both pipes fed, and this kernel's warps spend about a third
-# of their cycles waiting at barriers instead. The lever is more softmax in
+# Here all three kernels stand in about the same place: the tensor pipe and
+# the exp2 pipe each busy about as much as the other, neither near saturation.
+# Each consumer warpgroup waits for its scores, exponentiates, then multiplies:
+# with the GEMMs half as long, two warpgroups no longer have enough independent
+# work in flight to keep both pipes fed, and this kernel's warps spend more of
+# their cycles waiting at barriers than cuDNN's do. The lever is more softmax in
 # flight per SM, not a different order of the same two: ``FA3Config(consumers=3)``
 # runs three consumer warpgroups of 64 rows (four warpgroups share 128
-# registers a thread: 160 for each consumer, 32 for the producer).
-# ``scripts/fa3_explore.py`` measured it on the H100 at 1.02-1.07× cuDNN on
-# causal sequences of 8,192 and 16,384 tokens, where two consumers ran at
-# 0.94-0.98×, but slower everywhere else (0.47× at 1,024 causal tokens, with a
-# third fewer, taller tiles to spread over 132 SMs), so it is an option and
-# two stay the default.
+# registers a thread: 160 for each consumer, 32 for the producer). An
+# exploratory run of ``scripts/fa3_explore.py`` (not among the committed
+# records; it prints each variant against cuDNN on a Hopper GPU) found it ahead
+# of two consumers on long causal sequences but slower everywhere else, where
+# fewer, taller tiles leave more SMs idle, so it is an option and two stay the
+# default.
 #
 # What to take away
 # -----------------
@@ -437,8 +458,10 @@ captures.show("ncu_gluon_attention_d64", gluon.ncu_table)
 # * Measure each rung against the vendor library in the same run, and keep only
 #   what pays: FlashAttention-3's ping-pong bought nothing on top of the
 #   overlap here, and persistence only where tiles are alike.
-# * Read the counters for the next limit: the FP8 ladder stands at about 0.9×
-#   cuBLASLt with L2 nearly as busy as cuBLASLt's (the next rung must read fewer
-#   bytes per FLOP, and cuBLASLt's cluster multicast is one instruction Gluon on
-#   Hopper does not offer yet); attention at D 64 needs more softmax in flight
-#   than two consumer warpgroups give.
+# * Read the counters for the next limit, with arithmetic: the FP8 kernel runs
+#   faster than L2's measured rate could feed its tiles' operands, so L2 is not
+#   its limit; the gap to cuBLASLt is the tensor pipe's idle share. What
+#   cuBLASLt does about it (a wider tile, a cluster sharing operands by
+#   multicast) is read from its kernel's undocumented name: an inference.
+#   Attention at D 64 needs more softmax in flight than two consumer
+#   warpgroups give.

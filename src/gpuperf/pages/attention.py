@@ -11,15 +11,18 @@ The benchmarks are :data:`~gpuperf.bench.catalog.ATTENTION_FORWARD`,
 
 from __future__ import annotations
 
+import ast
+import textwrap
 from pathlib import Path
 
-from gpuperf.bench import records
+from gpuperf.bench import metrics, records
 from gpuperf.bench.catalog import (
     ATTENTION_BACKWARD,
     ATTENTION_FORWARD,
     ATTENTION_IMPLEMENTATIONS,
     ATTENTION_MEMORY,
 )
+from gpuperf.bench.sources import PACKAGE_ROOT
 from gpuperf.pages import hardware, prose
 from gpuperf.pages.plotting import short_gpu_name
 from gpuperf.pages.report import Result, load
@@ -42,6 +45,9 @@ NAMES = {
 }
 #: The attention kernels a tuning sweep times, in launch order.
 KERNELS = ("forward", "dkdv", "dq")
+#: The backward's two kernels, by the ``@triton.jit`` function that holds each one's loop
+#: over tiles in ``gpuperf/kernels/attention.py`` (:func:`backward_products` reads them).
+BACKWARD_LOOPS = {"dK/dV kernel": "_dkdv_tiles", "dQ kernel": "_dq_tiles"}
 
 
 def _check_result(result, name: str = "result") -> None:
@@ -352,3 +358,63 @@ def tuning_table(root: Path | None = None) -> str:
                 )
         sections.append(section)
     return render(sections, notes)
+
+
+def backward_products(path: Path | None = None) -> dict[str, list[str]]:
+    """The matrix products each backward kernel computes per tile of queries and keys: the
+    ``tl.dot`` calls in the body of each loop of :data:`BACKWARD_LOOPS`, as written, read
+    from the kernel's source (``path``, default ``gpuperf/kernels/attention.py``) without
+    importing it.
+
+    Returns:
+        ``{kernel: ["tl.dot(k, q_t)", ...]}`` in the order of :data:`BACKWARD_LOOPS`.
+
+    Raises:
+        ValueError: a loop of :data:`BACKWARD_LOOPS` is not defined in the file, or has no
+            ``tl.dot``.
+    """
+    path = Path(path) if path is not None else PACKAGE_ROOT / "kernels" / "attention.py"
+    functions = {
+        node.name: node for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.FunctionDef)
+    }
+    found = {}
+    for kernel, name in BACKWARD_LOOPS.items():
+        if name not in functions:
+            raise ValueError(f"{path} defines no {name} (the {kernel}'s loop)")
+        calls = [
+            node
+            for node in ast.walk(functions[name])
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "tl.dot"
+        ]
+        if not calls:
+            raise ValueError(f"{name} in {path} has no tl.dot")
+        found[kernel] = [ast.unparse(c) for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]
+    return found
+
+
+def counted_products() -> float:
+    """How many matrix products of the forward's size the backward's FLOP count
+    (:func:`gpuperf.bench.metrics.attention_flops`, ``backward=True``) stands for: the
+    forward's two times the metric's backward factor, FlashAttention-2's five (Dao, 2023:
+    QKᵀ, dV, dP, dQ, dK, each once)."""
+    forward = metrics.attention_flops(1, 1, 1, 1)
+    return 2 * metrics.attention_flops(1, 1, 1, 1, backward=True) / forward
+
+
+def backward_work(path: Path | None = None) -> str:
+    """Each backward kernel's products per tile (:func:`backward_products`), their total
+    against the products the backward's FLOP count stands for (:func:`counted_products`),
+    and what that makes of the TFLOP/s the page reports for the backward.
+
+    Raises:
+        ValueError: as :func:`backward_products`.
+    """
+    products = backward_products(path)
+    lines = [f"{kernel}: {len(dots)} products, " + ", ".join(dots) for kernel, dots in products.items()]
+    ran, counted = sum(len(d) for d in products.values()), counted_products()
+    lines.append(
+        f"In all {ran} products per tile of queries and keys, where the backward's FLOP count "
+        f"stands for {counted:g} (FlashAttention-2's single kernel): the kernels execute "
+        f"{prose.times(ran / counted)} the FLOPs their TFLOP/s counts."
+    )
+    return "\n".join(textwrap.fill(line, prose.WIDTH, subsequent_indent="    ") for line in lines)

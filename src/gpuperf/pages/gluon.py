@@ -424,6 +424,137 @@ def ncu_table(capture: dict) -> str:
     return render([Section("", header, rows), Section("", ["library", "kernel it ran"], kernels)])
 
 
+#: The FP8 capture's rows :func:`l2_reading` compares: the top Gluon rung, and cuBLASLt.
+L2_PROVIDERS = ("gluon", "scaled_mm")
+#: Bytes of one FP8 (e4m3) operand element.
+FP8_BYTES = 1
+
+
+def tile_intensity(config: dict, element_bytes: int = FP8_BYTES) -> float:
+    """FLOPs per byte of operands a matmul tile loads: per step along K, a ``block_m`` x
+    ``block_k`` tile of A and a ``block_k`` x ``block_n`` tile of B (``element_bytes`` each)
+    give ``2 * block_m * block_n * block_k`` FLOPs, so ``2 * block_m * block_n / ((block_m +
+    block_n) * element_bytes)``: 128 for a 128 x 128 FP8 tile.
+
+    Raises:
+        KeyError: ``config`` lacks ``block_m`` or ``block_n``.
+        ValueError: a size is not a positive integer.
+    """
+    m, n = config["block_m"], config["block_n"]
+    for name, value in (("block_m", m), ("block_n", n), ("element_bytes", element_bytes)):
+        if type(value) is not int or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return 2 * m * n / ((m + n) * element_bytes)
+
+
+def _ncu(row: dict, metric: str, unit: str) -> float:
+    """A metric of a capture's row in ``unit``; ValueError when it is missing or in another unit."""
+    m = row["metrics"].get(metric)
+    if m is None:
+        raise ValueError(f"the {row['provider']} row of the capture has no {metric}")
+    if m["unit"] != unit:
+        raise ValueError(f"{metric} is in {m['unit']!r} in this capture; expected {unit!r}")
+    return m["value"]
+
+
+def l2_lines(capture: dict, result: Result) -> list[str]:
+    """What the ``ncu_gluon_fp8`` capture says of L2 as the FP8 kernels' limit, in lines:
+
+    * for each of :data:`L2_PROVIDERS`: the L2 rate ncu measured, the bytes that makes over
+      the launch's time, the FLOPs per byte counted and the launch's TFLOP/s;
+    * for the top Gluon rung: its tile's FLOPs per byte of operands (:func:`tile_intensity`,
+      the tile from its row of ``result``'s record at the capture's shape and scaling), the
+      TFLOP/s L2 could feed at the measured rate if every operand byte crossed it, set
+      against what the rung reached in the launch and in the benchmark;
+    * the Gluon rung's FLOPs per L2 byte and tensor pipe share against cuBLASLt's.
+
+    Args:
+        capture: an ``ncu_gluon_fp8`` capture (``scripts/gluon_capture.py``).
+        result: the ``gluon_fp8`` result (:func:`~gpuperf.pages.report.run_or_load`).
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: ``result`` is not the ``gluon_fp8`` one, the capture lacks a row or a
+            metric read here, or the record has no Gluon row at the capture's shape.
+    """
+    if not isinstance(result, Result):
+        raise TypeError(f"expected a gpuperf.pages.Result, got {type(result).__name__}")
+    if result.benchmark.name != GLUON_FP8.name:
+        raise ValueError(f"expected the result of {GLUON_FP8.name!r}, got {result.benchmark.name!r}")
+    from gpuperf.bench.metrics import matmul_flops
+
+    payload = capture["payload"]
+    shape, scaling = tuple(payload["shape"]), payload["scaling"]
+    flops = matmul_flops(*shape)
+    rows = {r["provider"]: r for r in payload["rows"]}
+    read = {}
+    for key in L2_PROVIDERS:
+        if key not in rows:
+            raise ValueError(f"the capture has no {key} row")
+        rate = _ncu(rows[key], "lts__t_bytes.sum.per_second", "byte/s")
+        seconds = _ncu(rows[key], "gpu__time_duration.sum", "ns") * 1e-9
+        busy = _ncu(rows[key], "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "%")
+        moved = rate * seconds
+        read[key] = {
+            "rate": rate,
+            "moved": moved,
+            "per_byte": flops / moved,
+            "tflops": flops / seconds / 1e12,
+        }
+        read[key]["busy"] = busy
+    names = NCU_NAMES["ncu_gluon_fp8"]
+    lines = [
+        f"{names[key]}: L2 at {r['rate'] / 1e12:.2f} TB/s over the launch: {r['moved'] / 1e9:.2f} GB, "
+        f"{r['per_byte']:.0f} FLOPs per byte; {r['tflops']:.0f} TFLOP/s in this launch"
+        for key, r in read.items()
+    ]
+    gpu_result = result.on(capture["provenance"]["gpu"])
+    row = gpu_result.rows("gluon", scaling=scaling).get(shape)
+    if row is None or not row.get("config"):
+        raise ValueError(f"the {GLUON_FP8.name} record has no Gluon row with a config at {format_x(shape)}")
+    config, gluon = row["config"], read["gluon"]
+    intensity = tile_intensity(config)
+    fed = gluon["rate"] * intensity / 1e12
+    reached = min(gluon["tflops"], row["value"])
+    lines.append(
+        f"A {config['block_m']} x {config['block_n']} FP8 tile does {intensity:.0f} FLOPs per byte of "
+        f"operands it loads, {flops / intensity / 1e9:.2f} GB of operands at {format_x(shape)}: "
+        f"if all of it crossed L2 at {gluon['rate'] / 1e12:.2f} TB/s, L2 could feed at most "
+        f"{fed:.0f} TFLOP/s. The rung ran at {gluon['tflops']:.0f} in this launch and "
+        f"{row['value']:.0f} in the benchmark ({SCALINGS[scaling]})"
+        + (
+            f", {reached / fed:.2f}x that, with {gluon['moved'] / 1e9:.2f} GB counted through "
+            f"L2: L2's rate is not what bounds it."
+            if reached > fed
+            else f": {reached / fed:.0%} of what that rate can feed."
+        )
+    )
+    base = read["scaled_mm"]
+    lines.append(
+        f"Per byte through L2 the Gluon rung did {gluon['per_byte'] / base['per_byte']:.2f}x "
+        f"cuBLASLt's FLOPs; its tensor pipe was busy {gluon['busy']:.0f}% of active cycles, "
+        f"cuBLASLt's {base['busy']:.0f}%."
+    )
+    return [textwrap.fill(line, WIDTH, subsequent_indent="  ") for line in lines]
+
+
+def l2_reading(shown, result: Result) -> str:
+    """:func:`l2_lines` for each GPU's ``ncu_gluon_fp8`` capture in ``shown`` (what
+    :func:`gpuperf.pages.captures.show` returned), under the GPU's name when there are
+    several; a note when there is none.
+
+    Raises:
+        TypeError: ``shown`` is not the ``{gpu: capture}`` that ``captures.show`` returns, or
+            ``result`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: as :func:`l2_lines`.
+    """
+    from gpuperf.pages.captures import per_gpu
+
+    return per_gpu(
+        shown, lambda capture: l2_lines(capture, result), "Nothing to read: the capture is missing."
+    )
+
+
 def _capture_heading(payload: dict) -> str:
     """What a capture profiled: the FP8 matmul's shape and scaling, or attention's S, D, masking."""
     if "shape" in payload:
@@ -447,6 +578,9 @@ __all__ = [
     "fp8_ladder_table",
     "fp8_sentence",
     "in_one_paragraph",
+    "l2_lines",
+    "l2_reading",
     "ncu_table",
     "overlap_against_arithmetic",
+    "tile_intensity",
 ]

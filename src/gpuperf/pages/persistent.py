@@ -10,6 +10,7 @@ happen here.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpuperf.bench import records
@@ -22,8 +23,6 @@ from gpuperf.pages.tables import Cell, Section, render
 
 #: The benchmark the page is about.
 BENCHMARK = MATMUL_PERSISTENT
-#: The shape the opening paragraph follows the ladder at.
-HEADLINE_SHAPE = (8192, 8192, 8192)
 #: The ladder's providers, bottom rung first, and how the tables name them.
 RUNGS = {
     "triton_t03": "t03",
@@ -40,39 +39,146 @@ def _ratio_span(ratios: dict) -> str:
     return span(ratios.values()) + "×"
 
 
+#: The ladder's steps the opening paragraph reads, each a rung over the rung below it: its
+#: provider, the one it is compared with, and how the sentence names the step.
+STEPS = (
+    ("triton_pointer", "triton_t03", "the persistent grid with computed pointers over tutorial 03's kernel"),
+    ("triton_tma", "triton_pointer", "TMA loads over computed pointers"),
+    ("triton_tma_ws", "triton_tma", "warp specialization over TMA alone"),
+)
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """The same kernel and config timed twice in one run: the tuned kernel's row and the row
+    of the rung whose config the sweep picked at that shape.
+
+    Attributes:
+        x: the shape (M, N, K).
+        rung: the provider key of the rung timed again (``"triton_tma"``, ...).
+        tflops: the two timings, TFLOP/s, the slower first.
+        ratio: the slower time over the faster (at least 1): how far two timings of the
+            same thing can differ in this record.
+    """
+
+    x: tuple
+    rung: str
+    tflops: tuple[float, float]
+    ratio: float
+
+
+def repeats(result: Result) -> list[Repeat]:
+    """Every pair of rows in ``result``'s record that timed the same kernel and config at the
+    same shape: the tuned kernel (provider ``"triton"``) and the rung of :data:`RUNGS` whose
+    config is the tuned one's, in the record's shape order.
+
+    Raises:
+        ValueError: ``result`` has no record.
+    """
+    if result.record is None:
+        raise ValueError(f"no {result.benchmark.name} record to read: {result.notes}")
+    tuned = result.rows("triton")
+    found = []
+    for x, row in tuned.items():
+        for key in RUNGS:
+            other = result.rows(key).get(x) if key not in ("triton", "triton_t03") else None
+            if other is not None and other["config"] == row["config"]:
+                slow, fast = sorted((row, other), key=lambda r: -r["ms"])
+                found.append(Repeat(x, key, (slow["value"], fast["value"]), slow["ms"] / fast["ms"]))
+                break
+    return found
+
+
+def repeat_spread(result: Result) -> Repeat | None:
+    """The widest of :func:`repeats`: how far apart the same kernel and config, timed twice in
+    this run, came out (None when the record holds no such pair). A step between rungs by
+    less than its :attr:`~Repeat.ratio`, either way, is no measurable difference.
+
+    Raises:
+        ValueError: ``result`` has no record.
+    """
+    return max(repeats(result), key=lambda r: r.ratio, default=None)
+
+
+def verdicts(ratios: dict, spread: float | None) -> dict:
+    """``{x: "faster" | "slower" | "no measurable difference"}``: each of ``ratios`` (``{x:
+    time of the rung below / time of this rung}``) read against the repeat ``spread``
+    (:func:`repeat_spread`'s ratio, or None for none known): faster or slower by more than
+    the spread, or within it.
+
+    Raises:
+        ValueError: ``spread`` is below 1.
+    """
+    if spread is not None and not spread >= 1:
+        raise ValueError(f"spread must be a ratio of at least 1, got {spread!r}")
+    limit = spread or 1.0
+
+    def verdict(r: float) -> str:
+        if 1 / limit <= r <= limit:
+            return "no measurable difference"
+        return "faster" if r > 1 else "slower"
+
+    return {x: verdict(r) for x, r in ratios.items()}
+
+
+def step_clause(ratios: dict, spread: float | None, words: str) -> str:
+    """``'<words>: 1.11–1.24×, faster at 6 of 6 shapes'``: one step of the ladder, its
+    ratios' span and the :func:`verdicts` that occur, counted, the most frequent first.
+
+    Raises:
+        ValueError: ``ratios`` is empty, or ``spread`` is below 1.
+    """
+    if not ratios:
+        raise ValueError(f"no ratios for the step {words!r}")
+    counts = Counter(verdicts(ratios, spread).values())
+    parts = [f"{what} at {count} of {len(ratios)} shapes" for what, count in counts.most_common()]
+    return f"{words}: {_ratio_span(ratios)}, " + ", ".join(parts)
+
+
 def gpu_sentence(result: Result) -> str:
-    """One GPU's headline: the tuned persistent kernel against cuBLAS over every shape and
-    at :data:`HEADLINE_SHAPE`, tutorial 03's kernel beside it, and each rung at
-    :data:`HEADLINE_SHAPE`.
+    """One GPU's headline: the tuned persistent kernel against cuBLAS over every shape,
+    tutorial 03's kernel beside it, then each step of the ladder (:data:`STEPS`) over every
+    shape, worded against the record's repeat spread (:func:`repeat_spread`, :func:`step_clause`).
 
     Raises:
         ValueError: ``result`` has no record, or no rows of the tuned kernel.
     """
     if result.record is None:
         raise ValueError(f"no {result.benchmark.name} record to describe: {result.notes}")
-    ratios = {key: result.ratios(key) for key in RUNGS}
-    tuned = ratios["triton"]
+    tuned = result.ratios("triton")
     if not tuned:
         raise ValueError(f"the {result.benchmark.name} record of {result.gpu} has no tuned rows")
-    sentence = (
+    sentences = [
         f"On the {short_gpu_name(result.gpu)}, in bfloat16, the tuned persistent TMA kernel "
-        f"runs at {_ratio_span(tuned)} cuBLAS's speed over {len(tuned)} shapes"
-    )
-    if ratios["triton_t03"]:
-        sentence += f", where tutorial 03's kernel reaches {_ratio_span(ratios['triton_t03'])}"
-    at = {RUNGS[k]: r[HEADLINE_SHAPE] for k, r in ratios.items() if HEADLINE_SHAPE in r}
-    steps = [f"{times(at[name])} {words}" for name, words in _RUNG_WORDS if name in at]
+        f"runs at {_ratio_span(tuned)} cuBLAS's speed (cuBLAS's time over ours: above 1, ours "
+        f"is faster) over {len(tuned)} shapes"
+    ]
+    t03 = result.ratios("triton_t03")
+    if t03:
+        sentences[0] += f", where tutorial 03's kernel reaches {_ratio_span(t03)}"
+    sentences[0] += "."
+    repeat = repeat_spread(result)
+    if repeat is not None:
+        low, high = sorted(repeat.tflops)
+        sentences.append(
+            f"The same kernel and config, timed twice in this run (the tuned column and its "
+            f"rung), came out up to {times(repeat.ratio)} apart ({format_x(repeat.x)}: "
+            f"{low:.0f} and {high:.0f} TFLOP/s): a step smaller than that either way is no "
+            f"measurable difference."
+        )
+    spread = repeat.ratio if repeat else None
+    ratios = {provider: result.ratios(provider, over=over) for provider, over, _ in STEPS}
+    steps = [step_clause(ratios[provider], spread, words) for provider, _, words in STEPS if ratios[provider]]
     if steps:
-        sentence += f"; at {format_x(HEADLINE_SHAPE)}: " + ", ".join(steps)
-    return sentence + "."
-
-
-_RUNG_WORDS = (
-    ("t03", "tutorial 03"),
-    ("pointer", "persistent with computed pointers"),
-    ("tma", "with TMA"),
-    ("tma_ws", "with TMA and warp specialization"),
-)
+        sentences.append("Step by step (time of the rung below over this rung's): " + "; ".join(steps) + ".")
+    pointer = set(verdicts(ratios["triton_pointer"], spread).values())
+    tma = set(verdicts(ratios["triton_tma"], spread).values())
+    if pointer and tma == {"faster"} and "faster" not in pointer:
+        sentences.append(
+            "The persistent grid alone gained nothing over tutorial 03's kernel at any shape: "
+            "the gain is TMA's."
+        )
+    return " ".join(sentences)
 
 
 def in_one_paragraph() -> Paragraph:
@@ -92,8 +198,6 @@ def in_one_paragraph() -> Paragraph:
             sentences.append(gpu_sentence(result))
     if not sentences:
         sentences = [f"No GPU has a {BENCHMARK.name} record yet."]
-    else:
-        sentences.append("Ratios are cuBLAS's time over ours: above 1, ours is faster.")
     return paragraph(*sentences, notes=notes)
 
 

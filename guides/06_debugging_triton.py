@@ -88,9 +88,10 @@ print(demo.run("print", TRITON_INTERPRET="1"))
 # past the end of ``x``. In the interpreter a lane past the end reads and writes the
 # host's memory just past a tensor: a read returns whatever lies there, and a write can
 # corrupt the Python process itself, to crash it later, far from the kernel (``double
-# free or corruption``). So the demos copy between views of buffers one element longer
-# than ``x`` and ``y`` (:func:`~gpuperf.bench.debugging.guarded`), where the element past
-# the end is theirs to look at; do the same when you chase such a bug on the CPU.
+# free or corruption``). So the demos copy between views of buffers one element
+# longer than ``x`` and ``y`` (:func:`~gpuperf.bench.debugging.guarded`), where the
+# element past the end is theirs to look at; do the same when you chase such a bug on
+# the CPU.
 #
 # ``breakpoint()`` works the same way. Placed in the last program:
 #
@@ -193,7 +194,7 @@ print(demo.run("assert", TRITON_INTERPRET="1", TRITON_DEBUG="1"))
 # kernel and the source line (Triton compiles line information in), the thread and
 # block, and how far the address is from the nearest allocation. The program runs many
 # times slower, so give it small sizes. The off-by-one copy, between tensors of their
-# own on the GPU, with ``z`` allocated right after ``y``:
+# own on the GPU, each followed by another allocated right after it:
 #
 # .. literalinclude:: ../../src/gpuperf/bench/debugging.py
 #    :pyobject: out_of_bounds
@@ -211,11 +212,12 @@ shown = captures.show(page.SANITIZER, page.runs)
 print(page.sanitizer_reading(shown))
 
 # %%
-# **Reading it.** Run without a tool, the bug passes a test of ``y``: only another
-# tensor's first element changed. Run memcheck with the caching allocator turned off,
-# and read the first report: its kernel, its source line and its thread and block
-# point at the mask. (compute-sanitizer's other tools: ``--tool racecheck`` for
-# shared-memory races, ``--tool initcheck`` for reads of memory never written.)
+# **Reading it.** Run without a tool, the bug passes a test of ``y``: what it damages
+# is memory next to ``y``, the tensor allocated after it. Run memcheck with
+# the caching allocator turned off, and read the first report: its kernel, its source
+# line and its thread and block point at the mask. (compute-sanitizer's other tools:
+# ``--tool racecheck`` for shared-memory races, ``--tool initcheck`` for reads of
+# memory never written.)
 #
 # 4. Reading the compiled kernel
 # ------------------------------
@@ -291,10 +293,10 @@ shown = captures.show(page.MLIR_DUMP, page.mlir_dump)
 # %%
 # The coalescing pass is where the copy's layout gets its 4 elements per thread. A
 # dump, like a ``tl.static_print``, is printed only while Triton compiles, and Triton
-# compiles a kernel once: it keeps the result in ``TRITON_CACHE_DIR`` (``~/.triton/cache``
-# by default) under a hash of the source, the arguments' types and the options, and
-# later processes load it from there. ``TRITON_ALWAYS_COMPILE=1`` compiles anyway.
-# Three runs on one cache folder:
+# compiles a kernel once: it keeps the result in ``TRITON_CACHE_DIR``
+# (``~/.triton/cache`` by default) under a hash of the source, the arguments' types
+# and the options, and later processes load it from there. ``TRITON_ALWAYS_COMPILE=1``
+# compiles anyway. Three runs on one cache folder:
 
 shown = captures.show(page.MLIR_DUMP, page.cache)
 
@@ -323,11 +325,12 @@ shown = captures.show(page.INDUCTOR, page.output_code)
 # **Reading it.** Each kernel is a string passed to ``async_compile.triton``, named
 # after the operations it fused (``per``: a persistent reduction, one row per program,
 # ``red``: a looped one, ``poi``: pointwise); ``call`` allocates the outputs and
-# launches the kernels, with the grid. The file whose path is printed runs on its own
-# (``python <path>`` times the compiled code with random inputs), a starting point for
-# debugging one of Inductor's kernels as any other. ``TORCH_COMPILE_DEBUG=1`` keeps
-# more, under ``torch_compile_debug/`` in the working folder: the graph Dynamo
-# captured, Inductor's IR before and after fusion, and the output code:
+# launches the kernels. The file whose path is printed runs on its own (``python
+# <path>`` benchmarks the compiled code on random inputs): a starting point for
+# debugging one of Inductor's kernels like any other, with every tool above.
+# ``TORCH_COMPILE_DEBUG=1`` keeps more, in a folder ``torch_compile_debug/`` of the
+# working folder: for each graph, what Dynamo captured, Inductor's IR before and after
+# fusion, and the output code, among the files listed here:
 
 shown = captures.show(page.INDUCTOR, page.debug_files)
 
@@ -340,9 +343,9 @@ shown = captures.show(page.INDUCTOR, page.debug_files)
 # * ``TRITON_INTERPRET=1``, set before the kernels are defined, runs a kernel on the CPU
 #   where ``print`` and ``breakpoint()`` work; copy between views of larger buffers so
 #   that an access past the end stays in memory you own.
-# * Compiled, ``print`` is ``tl.device_print``: one line per element per thread, so print
-#   from one program. ``tl.static_print`` and ``tl.static_assert`` run when the kernel
-#   compiles (and not when it comes from the cache); ``tl.device_assert`` needs
+# * Compiled, ``print`` is ``tl.device_print``: one line per element per thread, so
+#   print from one program. ``tl.static_print`` and ``tl.static_assert`` run when the
+#   kernel compiles (and not when it comes from the cache); ``tl.device_assert`` needs
 #   ``TRITON_DEBUG=1`` and costs the process its CUDA context when it fails.
 # * ``PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck python
 #   script.py`` names the kernel, the line, the thread and the address of an access

@@ -177,7 +177,7 @@ def part_compiled() -> dict:
 
 
 #: The lines of an MLIR dump kept: each pass's header and the layout definitions under it.
-DUMP_FILTER = r"IR Dump (Before|After)|^#blocked\d* ="
+DUMP_FILTER = r"IR Dump (Before|After)|^#blocked[0-9]* ="
 
 
 def part_mlir_dump() -> dict:

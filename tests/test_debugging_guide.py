@@ -236,14 +236,18 @@ def assert_capture() -> dict:
 
 
 def sanitizer_capture(errors_on: int = 0) -> dict:
-    plain = "y equals x: True\nz starts where y ends: True\nz[0]: 0.0 (it was -1.0)"
+    plain = (
+        "y equals x: True\nafter_x starts where x ends: True\nafter_y starts where y ends: True\n"
+        "after_y[0]: 7.0 (it was -1.0; after_x[0] is 7.0)"
+    )
     report = (
         "========= COMPUTE-SANITIZER\n"
         "========= Invalid __global__ read of size 4 bytes\n"
         f"=========     at copy_off_by_one_kernel+0x1b0 in {SOURCE}:103\n"
         "=========     by thread (0,0,0) in block (1,0,0)\n"
         "========= Invalid __global__ write of size 4 bytes\n"
-        "y equals x: True\nz starts where y ends: False\nz[0]: -1.0 (it was -1.0)\n"
+        "y equals x: True\nafter_x starts where x ends: False\nafter_y starts where y ends: False\n"
+        "after_y[0]: -1.0 (it was -1.0; after_x[0] is 7.0)\n"
         "========= ERROR SUMMARY: 2 errors"
     )
     quiet = f"========= COMPUTE-SANITIZER\n{plain}\n========= ERROR SUMMARY: {errors_on} errors"
@@ -346,10 +350,10 @@ def mlir_capture() -> dict:
         },
     ]
     payload = {
-        "filter": "IR Dump (Before|After)|^#blocked\\d* =",
+        "filter": "IR Dump (Before|After)|^#blocked[0-9]* =",
         "runs": runs,
         "first_dump": demo.excerpt(DUMP, "IR Dump Before", after=2, limit=1),
-        "filtered": demo.excerpt(DUMP, "IR Dump (Before|After)|^#blocked\\d* ="),
+        "filtered": demo.excerpt(DUMP, "IR Dump (Before|After)|^#blocked[0-9]* ="),
         "cache_files": [["ABC/copy_kernel.ptx", 4321], ["ABC/copy_kernel.cubin", 9000]],
     }
     return capture(page.MLIR_DUMP, payload)
@@ -397,7 +401,12 @@ def test_assert_render_and_reading():
 
 def test_sanitizer_reading_tells_the_three_runs_apart():
     reading = page.sanitizer_reading({"h100": sanitizer_capture()})
-    assert "without a tool: y equals x, no error; z, allocated right after y, now starts with 0.0" in reading
+    assert (
+        "without a tool: y equals x, no error; the first element of the tensor after y became 7.0 "
+        "(it was -1.0): the first element of the tensor after x" in reading
+    )
+    facts = page._sanitizer_facts(sanitizer_capture()["payload"]["runs"][2])
+    assert page._damage(facts) == "the tensor after y is unchanged (its first element still -1.0)"
     assert "memcheck: 0 errors" in reading
     assert "memcheck, caching allocator off: 2 errors (reads of 4 bytes, writes of 4 bytes)" in reading
 
@@ -423,9 +432,11 @@ def test_mlir_dump_shows_the_start_and_the_layouts_around_coalescing():
     text = page.mlir_dump(cap)
     assert '#loc = loc("gpuperf/bench/debugging.py":91:0)' in text
     assert "(3600 lines, 5 dumps" in text
-    window = text.split("(part of it)\n")[1].splitlines()
+    window = text.split("| grep -E ")[1].splitlines()[2:-1]
     assert window[0].endswith("ConvertTritonToTritonGPU (convert-triton-to-tritongpu) //----- //")
     assert window[-1] == "#blocked1 = #ttg.blocked<{sizePerThread = [4]}>" and len(window) == 6
+    shorter = page.first_lines(demo.excerpt(TEXT, r"line (2|3|7)$"), 2)
+    assert shorter == {"total": 20, "blocks": [[2, ["line 2", "line 3"]]]}
     cache_text = page.cache(cap)
     assert cache_text.count("dumps") == 3 and "ABC/copy_kernel.ptx  (4,321 bytes)" in cache_text
 
@@ -465,10 +476,10 @@ def test_paragraph_reads_the_captures(tmp_path, monkeypatch):
         "On the H100 80GB HBM3, the copy whose mask lets one lane past the end returned the right answer"
         in text
     )
-    assert "overwrote the first element of the tensor allocated after its output (now 0.0), silently" in text
+    assert "with no error, and the first element of the tensor after y became 7.0 (it was -1.0)" in text
     assert "memcheck reported 0 errors with PyTorch's caching allocator on and 2 with it off" in text
     assert "Compiled with TRITON_DEBUG=1, a tl.device_assert on those lanes stopped the kernel" in text
-    assert "each thread's loads went from 1 (1 of them ld.global.v4" in text
+    assert "each thread's global loads went from 1 (1 of them ld.global.v4" in text
     assert not any(note.startswith("MISSING") for note in paragraph.notes)
 
 

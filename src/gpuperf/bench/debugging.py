@@ -26,7 +26,7 @@ variables set (:func:`run`), as a reader runs their own script. The demos
 * ``loads``: the load instructions of the correct and the off-by-one copy in their PTX,
   compiled the same way;
 * ``oob``: the off-by-one copy on tensors of their own on a GPU, as compute-sanitizer sees
-  it (:func:`out_of_bounds`);
+  it, and what it does to the tensors allocated next (:func:`out_of_bounds`);
 * ``compile``: :func:`copy_kernel` compiled by one launch on a GPU, or for an H100
   without one (for ``MLIR_ENABLE_DUMP`` and the cache);
 * ``inductor``: a small function under ``torch.compile`` on a GPU (for ``TORCH_LOGS`` and
@@ -70,8 +70,10 @@ PRINT_BLOCK = 32
 #: the end.
 N = 640
 BLOCK = 512
-#: What the output and the element past it are filled with before a copy.
+#: What the output and the element past it are filled with before a copy, and the
+#: tensor allocated after the input (:func:`out_of_bounds`).
 FILL = -1.0
+NEIGHBOUR = 7.0
 #: The matmul whose compiled code is shown: SIZE x SIZE x SIZE in float16, tiles of
 #: MATMUL_TILE (BLOCK_M, BLOCK_N, BLOCK_K), 4 warps (one warpgroup), 3 pipeline stages.
 SIZE = 512
@@ -329,18 +331,21 @@ def load_instructions() -> None:
 
 
 def out_of_bounds() -> None:
-    """The off-by-one copy of :data:`N` elements on a GPU, between tensors of their own
-    (``z`` allocated right after ``y``): what became of ``y`` and of ``z``."""
+    """The off-by-one copy of :data:`N` elements on a GPU, between tensors of their own,
+    each followed by another (allocated right after it, where PyTorch's caching allocator
+    has room): what became of ``y``, and of the tensor after it."""
     if device() != "cuda":
         raise RuntimeError("this demo writes past a tensor's end: run it on a GPU, not in the interpreter")
     x = torch.arange(N, dtype=torch.float32, device="cuda")
+    after_x = torch.full((N,), NEIGHBOUR, device="cuda")
     y = torch.full((N,), FILL, device="cuda")
-    z = torch.full((N,), FILL, device="cuda")  # the next tensor
+    after_y = torch.full((N,), FILL, device="cuda")
     copy_off_by_one_kernel[(triton.cdiv(N, BLOCK),)](x, y, N, BLOCK=BLOCK)
     try:
         print(f"y equals x: {torch.equal(x, y)}")
-        print(f"z starts where y ends: {z.data_ptr() == y.data_ptr() + y.nbytes}")
-        print(f"z[0]: {z[0].item()} (it was {FILL})")
+        print(f"after_x starts where x ends: {after_x.data_ptr() == x.data_ptr() + x.nbytes}")
+        print(f"after_y starts where y ends: {after_y.data_ptr() == y.data_ptr() + y.nbytes}")
+        print(f"after_y[0]: {after_y[0].item()} (it was {FILL}; after_x[0] is {NEIGHBOUR})")
     except RuntimeError as err:
         print(f"the next synchronization raised {first_line(err)}")
 

@@ -30,8 +30,8 @@ records): :mod:`~gpuperf.pages.vector_add`, :mod:`~gpuperf.pages.softmax`,
 :mod:`~gpuperf.pages.fp8`, :mod:`~gpuperf.pages.persistent`,
 :mod:`~gpuperf.pages.llama`, :mod:`~gpuperf.pages.gluon`,
 :mod:`~gpuperf.pages.profiling`, :mod:`~gpuperf.pages.roofline_readings`,
-:mod:`~gpuperf.pages.strategy`, :mod:`~gpuperf.pages.benchmarking` and
-:mod:`~gpuperf.pages.recipes`. A new page helper
+:mod:`~gpuperf.pages.strategy`, :mod:`~gpuperf.pages.benchmarking`,
+:mod:`~gpuperf.pages.recipes` and :mod:`~gpuperf.pages.debugging`. A new page helper
 goes into its page's topic module; one that two pages share goes into one of the modules
 above.
 

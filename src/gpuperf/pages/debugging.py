@@ -74,6 +74,18 @@ def excerpt_text(kept: dict, root: str = "", width: int = WIDTH) -> str:
     return "\n".join(out)
 
 
+def first_lines(kept: dict, count: int) -> dict:
+    """The excerpt ``kept`` shortened to its first ``count`` kept lines (to show less of a
+    capture than it keeps)."""
+    blocks, left = [], count
+    for start, lines in kept["blocks"]:
+        if left <= 0:
+            break
+        blocks.append([start, lines[:left]])
+        left -= len(lines)
+    return {"total": kept["total"], "blocks": blocks}
+
+
 def run_text(ran: dict, root: str = "") -> str:
     """A run a capture kept (``{"command", "returncode", "output"}``) as a terminal shows it:
     ``$ command``, its output (:func:`excerpt_text`), its exit status when not 0."""
@@ -160,10 +172,14 @@ def _window(lines: list[str], start: str, end: str) -> list[str]:
     return lines[first:stop]
 
 
+#: Lines of the first MLIR dump the page shows.
+DUMP_HEAD = 12
+
+
 def mlir_dump(capture: dict) -> str:
-    """``debugging_mlir_dump``: the command, how long its dump was, the start of its first
-    dump, then the filtered dump (pass headers and layouts) from the conversion to TTGIR
-    through the layouts the coalescing pass left."""
+    """``debugging_mlir_dump``: the command, how long its dump was, the first
+    :data:`DUMP_HEAD` lines of its first dump, then the dump filtered (pass headers and
+    layouts) from the conversion to TTGIR through the layouts the coalescing pass left."""
     payload = capture["payload"]
     first = payload["runs"][0]
     filtered = [line for _, lines in payload["filtered"]["blocks"] for line in lines]
@@ -171,11 +187,13 @@ def mlir_dump(capture: dict) -> str:
     return "\n".join(
         [
             f"$ {first['command']}",
-            f"({first['lines']} lines, {first['dumps']} dumps: one before each pass; the first of them:)",
-            excerpt_text(payload["first_dump"], _root(capture)),
+            f"({first['lines']} lines, {first['dumps']} dumps: the IR before each pass; the first of them:)",
+            excerpt_text(first_lines(payload["first_dump"], DUMP_HEAD), _root(capture)),
             "",
-            f"$ ... 2>&1 | grep -E '{payload['filter']}'   (part of it)",
-            *(_cut(line, WIDTH) for line in window),
+            f"$ {first['command']} 2>&1 | grep -E '{payload['filter']}'",
+            "...",
+            *(_cut(within_package(line, _root(capture)), WIDTH) for line in window),
+            "...",
         ]
     )
 
@@ -248,10 +266,10 @@ def _assert_facts(capture: dict) -> tuple[dict, dict]:
         key = "debug" if "TRITON_DEBUG=1" in ran["command"] else "plain"
         found[key] = {
             "assertion": next((line for line in text.splitlines() if "Assertion" in line), None),
-            "raised": (m.group(1) if (m := re.search(r"synchronization raised (.+)", text)) else None),
-            "later": (m.group(1) if (m := re.search(r"any later CUDA call: (.+)", text)) else None),
-            "equal": (m.group(1) == "True" if (m := re.search(r"y equals x: (True|False)", text)) else None),
-            "after": (m.group(1) if (m := re.search(r"the element after y: (\S+)", text)) else None),
+            "raised": _found(r"synchronization raised (.+)", text),
+            "later": _found(r"any later CUDA call: (.+)", text),
+            "equal": _found(r"y equals x: (True|False)", text),
+            "after": _found(r"the element after y: (\S+)", text),
         }
     return found.get("debug", {}), found.get("plain", {})
 
@@ -270,25 +288,45 @@ def assert_reading(shown: Mapping[str, dict]) -> str:
             lines.append("with TRITON_DEBUG=1: no error was raised")
         if plain.get("equal") is not None:
             wrote = f", and the element past it became {plain['after']}" if plain.get("after") else ""
-            lines.append(f"without it: no error, y {'equals' if plain['equal'] else 'differs from'} x{wrote}")
+            same = "equals" if plain["equal"] == "True" else "differs from"
+            lines.append(f"without it: no error, y {same} x{wrote}")
         return lines or ["the capture holds neither run"]
 
     return pages_captures.per_gpu(shown, write, "no capture of tl.device_assert on a GPU yet")
 
 
+def _found(pattern: str, text: str) -> str | None:
+    match = re.search(pattern, text)
+    return match.group(1) if match else None
+
+
 def _sanitizer_facts(ran: dict) -> dict:
     text = _text(ran)
-    summary = re.search(r"ERROR SUMMARY: (\d+) error", text)
+    summary = _found(r"ERROR SUMMARY: (\d+) error", text)
     return {
         "accesses": re.findall(r"Invalid __global__ (read|write) of size (\d+)", text),
-        "summary": int(summary.group(1)) if summary else None,
-        "equal": (m.group(1) == "True" if (m := re.search(r"y equals x: (True|False)", text)) else None),
-        "adjacent": (
-            m.group(1) == "True" if (m := re.search(r"z starts where y ends: (True|False)", text)) else None
-        ),
-        "z0": (m.group(1) if (m := re.search(r"z\[0\]: (\S+)", text)) else None),
-        "raised": (m.group(1) if (m := re.search(r"synchronization raised (.+)", text)) else None),
+        "summary": int(summary) if summary is not None else None,
+        "equal": _found(r"y equals x: (True|False)", text),
+        "x adjacent": _found(r"after_x starts where x ends: (True|False)", text),
+        "y adjacent": _found(r"after_y starts where y ends: (True|False)", text),
+        "after y": _found(r"after_y\[0\]: (\S+)", text),
+        "was": _found(r"\(it was (\S+);", text),
+        "after x": _found(r"after_x\[0\] is (\S+?)\)", text),
+        "raised": _found(r"synchronization raised (.+)", text),
     }
+
+
+def _damage(facts: dict) -> str | None:
+    """What the plain run says became of the tensor after ``y``, or None where it does not say."""
+    if facts["after y"] is None:
+        return None
+    if facts["after y"] == facts["was"]:
+        return f"the tensor after y is unchanged (its first element still {facts['after y']})"
+    moved = facts["after y"] == facts["after x"] and facts["x adjacent"] == facts["y adjacent"] == "True"
+    source = ": the first element of the tensor after x" if moved else ""
+    return (
+        f"the first element of the tensor after y became {facts['after y']} (it was {facts['was']}){source}"
+    )
 
 
 def _sanitizer_runs(capture: dict) -> dict[str, dict]:
@@ -322,13 +360,9 @@ def sanitizer_reading(shown: Mapping[str, dict]) -> str:
         lines = []
         plain = runs.get("plain")
         if plain and plain["equal"] is not None:
-            where = (
-                "z, allocated right after y" if plain["adjacent"] else "z (not allocated right after y here)"
-            )
-            changed = f"{where}, now starts with {plain['z0']}" if plain["z0"] is not None else where
-            lines.append(
-                f"without a tool: y {'equals' if plain['equal'] else 'differs from'} x, no error; {changed}"
-            )
+            same = "equals" if plain["equal"] == "True" else "differs from"
+            damage = _damage(plain)
+            lines.append(f"without a tool: y {same} x, no error" + (f"; {damage}" if damage else ""))
         for key, label in (
             ("memcheck", "memcheck"),
             ("memcheck, no caching", "memcheck, caching allocator off"),
@@ -390,14 +424,11 @@ def _sanitizer_sentence(capture: dict) -> str | None:
     plain = runs.get("plain")
     if not plain or plain["equal"] is None:
         return None
-    answer = "the right answer" if plain["equal"] else "a wrong answer"
-    neighbour = ""
-    if plain["adjacent"] and plain["z0"] is not None:
-        neighbour = (
-            f" and overwrote the first element of the tensor allocated after its output (now {plain['z0']})"
-        )
+    answer = "the right answer" if plain["equal"] == "True" else "a wrong answer"
+    damage = _damage(plain)
     sentence = (
-        f"On the {gpu}, the copy whose mask lets one lane past the end returned {answer}{neighbour}, silently"
+        f"On the {gpu}, the copy whose mask lets one lane past the end returned {answer} with no "
+        f"error" + (f", and {damage}" if damage else "")
     )
     counts = []
     if "memcheck" in runs and runs["memcheck"]["summary"] is not None:
@@ -427,11 +458,17 @@ def _compiled_sentence(capture: dict) -> str | None:
     if "copy_kernel" not in kernels or "copy_off_by_one_kernel" not in kernels:
         return None
     good, bad = kernels["copy_kernel"]["counts"]["ptx"], kernels["copy_off_by_one_kernel"]["counts"]["ptx"]
+    if good["vector loads"] > 0 and bad["vector loads"] == 0:
+        return (
+            f"The compiled code shows a second effect of the bug: with the mask a lane too wide, "
+            f"Triton can no longer prove that a thread's elements are all in or all out, and each "
+            f"thread's global loads went from {good['loads']} ({good['vector loads']} of them "
+            f"ld.global.v4, 16 bytes at once, in PTX) to {bad['loads']}, none of them vector loads."
+        )
     return (
-        f"The compiled code shows a second effect of the bug: with the mask a lane too wide, "
-        f"Triton can no longer prove that a thread's elements are all in or all out, and each thread's "
-        f"loads went from {good['loads']} ({good['vector loads']} of them ld.global.v4, 16 bytes at once, "
-        f"in PTX) to {bad['loads']}, none of them vector loads."
+        f"In the compiled code (PTX), each thread of the correct copy makes {good['loads']} global "
+        f"loads ({good['vector loads']} vector loads), and of the off-by-one copy {bad['loads']} "
+        f"({bad['vector loads']} vector loads)."
     )
 
 

@@ -137,6 +137,8 @@ def test_run_refuses_an_unknown_demo_and_a_value_that_is_not_a_string():
         demo.run("nonsense")
     with pytest.raises(ValueError, match="strings"):
         demo.run("print", TRITON_INTERPRET=1)
+    with pytest.raises(ValueError, match="strings"):
+        demo.run("print", setup={"TRITON_CACHE_DIR": None})
 
 
 def test_the_interpreted_print_shows_one_lane_too_many_and_the_element_past_the_end():
@@ -151,8 +153,10 @@ def test_the_interpreted_print_shows_one_lane_too_many_and_the_element_past_the_
 
 
 def test_pdb_stops_in_the_kernel_and_the_commands_are_echoed():
-    ran = demo.run("pdb", TRITON_INTERPRET="1", stdin="p offs\np mask.sum()\nc\n")
+    quiet = {"PYTHONWARNINGS": "ignore"}  # set, not shown
+    ran = demo.run("pdb", TRITON_INTERPRET="1", stdin="p offs\np mask.sum()\nc\n", setup=quiet)
     assert ran.returncode == 0, ran.output
+    assert ran.command == "TRITON_INTERPRET=1 python -m gpuperf.bench.debugging pdb"
     assert "copy_breakpoint_kernel()" in ran.output
     first = (demo.PRINT_N // demo.PRINT_BLOCK) * demo.PRINT_BLOCK
     assert f"(Pdb) p offs\narray([{first}," in ran.output

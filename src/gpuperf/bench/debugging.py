@@ -538,6 +538,7 @@ def run(
     prefix: Sequence[str] = (),
     cwd: str | os.PathLike | None = None,
     timeout: float = 300.0,
+    setup: dict[str, str] | None = None,
     **env: str,
 ) -> Ran:
     """Run the demo ``demo`` (:data:`DEMOS`) as ``python -m gpuperf.bench.debugging DEMO`` in
@@ -549,6 +550,8 @@ def run(
         prefix: a command that runs Python (``["compute-sanitizer", "--tool", "memcheck"]``).
         cwd: the folder it runs in (default: this one).
         timeout: seconds before it is stopped.
+        setup: variables set without being shown in the command: where the run keeps its
+            caches, say (a fresh folder makes it a first run).
         env: variables to set, such as ``TRITON_INTERPRET="1"``.
 
     Returns:
@@ -560,10 +563,10 @@ def run(
     """
     if demo not in DEMOS:
         raise ValueError(f"demo must be one of {sorted(DEMOS)}, got {demo!r}")
-    bad = {k: v for k, v in env.items() if not isinstance(v, str)}
+    bad = {k: v for k, v in {**(setup or {}), **env}.items() if not isinstance(v, str)}
     if bad:
         raise ValueError(f"environment values must be strings, got {bad}")
-    child_env = {**os.environ, **env, "PYTHONUNBUFFERED": "1"}
+    child_env = {**os.environ, **(setup or {}), **env, "PYTHONUNBUFFERED": "1"}
     child_env["PYTHONPATH"] = os.pathsep.join(p for p in (_SRC, os.environ.get("PYTHONPATH")) if p)
     argv = [*prefix, sys.executable, "-m", MODULE, demo]
     # The command as typed: a tool by its name, not by the path it was found at.
@@ -625,8 +628,9 @@ def excerpt(
         first, last: the first and the last lines of ``text`` kept whatever ``keep`` says.
 
     Returns:
-        ``{"total": lines in text, "blocks": [[line number of the block's first line
-        (1-based), [its lines]], ...]}``: runs of consecutive kept lines, in order.
+        A dict ``{"total": n, "blocks": [[first, lines], ...]}``: ``n`` is the number of
+        lines in ``text``, and each block a run of consecutive kept lines, in order, with
+        the line number (1-based) of its first line.
 
     Raises:
         TypeError: ``keep`` is neither a string, a callable nor None.

@@ -235,7 +235,7 @@ print(page.sanitizer_reading(shown))
 # The correct copy, every stage, as compiled on a GPU (excerpts: ``...`` marks lines
 # left out, and a line cut short ends with ``...``):
 
-shown = captures.show(page.COMPILED, page.compiled_code("copy_kernel"))
+captures.show(page.COMPILED, page.compiled_code("copy_kernel"))
 
 # %%
 # **Reading it.** The TTGIR's ``#blocked`` layout gives each thread 4 consecutive
@@ -267,7 +267,7 @@ print(demo.run("loads", TRITON_INTERPRET="0"))
 # .. literalinclude:: ../../src/gpuperf/bench/debugging.py
 #    :pyobject: matmul_kernel
 
-shown = captures.show(page.COMPILED, page.compiled_code("matmul_kernel"))
+captures.show(page.COMPILED, page.compiled_code("matmul_kernel"))
 
 # %%
 # ``#mma`` with ``versionMajor = 3`` is Hopper's :term:`wgmma` layout, ``#shared``
@@ -288,7 +288,7 @@ captures.show(page.COMPILED, page.resources)
 # that kernel's only; ``MLIR_DUMP_PATH=file`` writes it to a file instead). It is long;
 # filter it, here to the passes' names and the layouts they leave:
 
-shown = captures.show(page.MLIR_DUMP, page.mlir_dump)
+captures.show(page.MLIR_DUMP, page.mlir_dump)
 
 # %%
 # The coalescing pass is where the copy's layout gets its 4 elements per thread. A
@@ -298,7 +298,7 @@ shown = captures.show(page.MLIR_DUMP, page.mlir_dump)
 # and the options, and later processes load it from there. ``TRITON_ALWAYS_COMPILE=1``
 # compiles anyway. Three runs on one cache folder:
 
-shown = captures.show(page.MLIR_DUMP, page.cache)
+captures.show(page.MLIR_DUMP, page.cache)
 
 # %%
 # The cache holds each stage's file beside the cubin and the compile's metadata
@@ -319,7 +319,7 @@ shown = captures.show(page.MLIR_DUMP, page.cache)
 # .. literalinclude:: ../../src/gpuperf/bench/debugging.py
 #    :pyobject: compile_rms_norm
 
-shown = captures.show(page.INDUCTOR, page.output_code)
+captures.show(page.INDUCTOR, page.output_code)
 
 # %%
 # **Reading it.** Each kernel is a string passed to ``async_compile.triton``, named
@@ -332,7 +332,7 @@ shown = captures.show(page.INDUCTOR, page.output_code)
 # working folder: for each graph, what Dynamo captured, Inductor's IR before and after
 # fusion, and the output code, among the files listed here:
 
-shown = captures.show(page.INDUCTOR, page.debug_files)
+captures.show(page.INDUCTOR, page.debug_files)
 
 # %%
 # What to take away

@@ -403,18 +403,6 @@ def compiled_reading(shown: Mapping[str, dict]) -> str:
     return pages_captures.per_gpu(shown, write, "no capture of the compiled kernels yet")
 
 
-def mlir_reading(shown: Mapping[str, dict]) -> str:
-    """How many passes each of ``debugging_mlir_dump``'s runs dumped on each GPU: the first
-    compile, the cached one, and ``TRITON_ALWAYS_COMPILE=1``."""
-
-    def write(capture: dict) -> list[str]:
-        runs = capture["payload"]["runs"]
-        labels = ("first run (compiles)", "second run (from the cache)", "with TRITON_ALWAYS_COMPILE=1")
-        return [f"{label}: {ran['dumps']} dumps" for label, ran in zip(labels, runs, strict=False)]
-
-    return pages_captures.per_gpu(shown, write, "no capture of MLIR_ENABLE_DUMP yet")
-
-
 # --- the paragraph ----------------------------------------------------------------------------
 
 

@@ -1,7 +1,8 @@
 """What the guide on debugging Triton kernels shows from a GPU, captured in one run.
 
 Usage (a CUDA GPU, with ``compute-sanitizer`` on the PATH or in ``/usr/local/cuda/bin``;
-about two minutes on an H100): ``python scripts/debugging_capture.py [--out DIR]
+about two minutes on an H100; a demo still running after
+150 s is stopped): ``python scripts/debugging_capture.py [--out DIR]
 [--part NAME ...]``. Writes, under ``<out>/<gpu>/captures/`` (default
 ``src/gpuperf/measurements``):
 
@@ -62,8 +63,9 @@ from gpuperf.bench import debugging as demo  # noqa: E402
 
 #: The module the captures describe: the demo kernels and their sizes.
 SOURCES = ("bench/debugging.py",)
-#: Seconds a demo may run (a compute-sanitizer run is the slowest).
-TIMEOUT_S = 240
+#: Seconds a demo may run (a compute-sanitizer run is the slowest); one stopped there is
+#: kept with what it printed so far, which says so.
+TIMEOUT_S = 150
 
 
 def log(message: str) -> None:
@@ -225,21 +227,28 @@ def _fresh_caches(name: str) -> dict[str, str]:
 
 
 def part_inductor() -> dict:
-    logged = demo.run(
-        "inductor", timeout=TIMEOUT_S, setup=_fresh_caches("output-code"), TORCH_LOGS="output_code"
-    )
+    folder = _SCRATCH / "compile-debug"
+    folder.mkdir()
+    with ThreadPoolExecutor(2) as pool:  # each in fresh caches of its own: side by side
+        logging = pool.submit(
+            demo.run,
+            "inductor",
+            timeout=TIMEOUT_S,
+            setup=_fresh_caches("output-code"),
+            TORCH_LOGS="output_code",
+        )
+        debugging = pool.submit(
+            demo.run,
+            "inductor",
+            timeout=TIMEOUT_S,
+            cwd=folder,
+            setup=_fresh_caches("compile-debug"),
+            TORCH_COMPILE_DEBUG="1",
+        )
+        logged, debug = logging.result(), debugging.result()
     kernel = demo.between(r"= async_compile\.triton\(", r"^''', device_str=")
     call = demo.between(r"^def call\(", r"^\s+return ")
     keep = demo.either(kernel, call, r"Output code (written to|:)", r"largest difference")
-    folder = _SCRATCH / "compile-debug"
-    folder.mkdir()
-    debug = demo.run(
-        "inductor",
-        timeout=TIMEOUT_S,
-        cwd=folder,
-        setup=_fresh_caches("compile-debug"),
-        TORCH_COMPILE_DEBUG="1",
-    )
     files = sorted(p for p in (folder / "torch_compile_debug").rglob("*") if p.is_file())
     log(
         f"  output_code: exit {logged.returncode}; "

@@ -12,6 +12,8 @@
 * :mod:`~gpuperf.bench.tuning`: the autotuning sweeps whose winners the kernels read.
 * :mod:`~gpuperf.bench.strategy`: the optimization-strategy guide's measurements that are not
   declared benchmarks (``torch.compile``'s modes, kernels per call, Inductor's code).
+* :mod:`~gpuperf.bench.debugging`: the debugging guide's demo kernels, each run in a process
+  of its own with the environment debugging needs, and the trimming of what they print.
 
 What a page shows of these (plots, tables, headlines, the roofline chart) lives in
 :mod:`gpuperf.pages`. Run ``python -m gpuperf.bench`` (or ``nox -s bench``) on a GPU

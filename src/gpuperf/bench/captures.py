@@ -52,6 +52,17 @@ COMMANDS = {
         ),
         "python scripts/recipes_capture.py",
     ),
+    **dict.fromkeys(
+        (
+            "debugging_print",
+            "debugging_assert",
+            "debugging_sanitizer",
+            "debugging_compiled",
+            "debugging_mlir_dump",
+            "debugging_inductor",
+        ),
+        "python scripts/debugging_capture.py",
+    ),
     "llama_time_breakdown": "python scripts/llama_capture.py",
     "execution_model": "python scripts/execution_model_capture.py",
     "ncu_gluon_fp8": "python scripts/gluon_capture.py fp8",

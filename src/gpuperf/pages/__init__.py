@@ -33,7 +33,8 @@ records): :mod:`~gpuperf.pages.vector_add`, :mod:`~gpuperf.pages.softmax`,
 :mod:`~gpuperf.pages.llama`, :mod:`~gpuperf.pages.gluon`,
 :mod:`~gpuperf.pages.profiling`, :mod:`~gpuperf.pages.roofline_readings`,
 :mod:`~gpuperf.pages.strategy`, :mod:`~gpuperf.pages.benchmarking`,
-:mod:`~gpuperf.pages.recipes` and :mod:`~gpuperf.pages.execution_model`. A new page helper
+:mod:`~gpuperf.pages.recipes`, :mod:`~gpuperf.pages.execution_model` and
+:mod:`~gpuperf.pages.debugging`. A new page helper
 goes into its page's topic module; one that two pages share goes into one of the modules
 above.
 

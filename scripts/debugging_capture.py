@@ -131,13 +131,16 @@ def _backtrace_frame(line: str) -> bool:
 
 def part_sanitizer() -> dict:
     memcheck = [_sanitizer(), "--tool", "memcheck"]
+    # The copy between tensors each followed by another, plain and under memcheck with and
+    # without the caching allocator; then with nothing allocated after y, memcheck without it.
     jobs = [
-        {},
-        {"prefix": memcheck},
-        {"prefix": memcheck, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"},
+        ("oob", {}),
+        ("oob", {"prefix": memcheck}),
+        ("oob", {"prefix": memcheck, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}),
+        ("oob_last", {"prefix": memcheck, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}),
     ]
     with ThreadPoolExecutor(len(jobs)) as pool:
-        runs = list(pool.map(lambda job: demo.run("oob", timeout=TIMEOUT_S, **job), jobs))
+        runs = list(pool.map(lambda job: demo.run(job[0], timeout=TIMEOUT_S, **job[1]), jobs))
     for ran in runs:
         errors = sum("Invalid __global__" in line for line in ran.output.splitlines())
         log(f"  {ran.command}: exit {ran.returncode}, {errors} invalid accesses reported")

@@ -258,12 +258,24 @@ def sanitizer_capture(errors_on: int = 0) -> dict:
         "========= ERROR SUMMARY: 2 errors"
     )
     quiet = f"========= COMPUTE-SANITIZER\n{plain}\n========= ERROR SUMMARY: {errors_on} errors"
+    last = (
+        "========= COMPUTE-SANITIZER\n"
+        "========= Invalid __global__ write of size 4 bytes\n"
+        f"=========     at copy_off_by_one_kernel+0x1c0 in {SOURCE}:104\n"
+        "y equals x: True\n"
+        "========= ERROR SUMMARY: 1 error"
+    )
     runs = [
         ran("python -m x oob", plain, keep=""),
         ran("compute-sanitizer --tool memcheck python -m x oob", quiet, keep=""),
         ran(
             "PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck python -m x oob",
             report,
+            keep="",
+        ),
+        ran(
+            "PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck python -m x oob_last",
+            last,
             keep="",
         ),
     ]
@@ -406,7 +418,7 @@ def test_assert_render_and_reading():
     assert "without it: no error, y equals x, and the element past it became 640.0" in reading
 
 
-def test_sanitizer_reading_tells_the_three_runs_apart():
+def test_sanitizer_reading_tells_the_runs_apart():
     reading = page.sanitizer_reading({"h100": sanitizer_capture()})
     assert (
         "without a tool: y equals x, no error; the first element of the tensor after y became 7.0 "
@@ -416,6 +428,7 @@ def test_sanitizer_reading_tells_the_three_runs_apart():
     assert page._damage(facts) == "the tensor after y is unchanged (its first element still -1.0)"
     assert "memcheck: 0 errors" in reading
     assert "memcheck, caching allocator off: 2 errors (reads of 4 bytes, writes of 4 bytes)" in reading
+    assert "memcheck, caching allocator off, nothing allocated after y: 1 error (writes of 4 bytes)" in reading
 
 
 def test_compiled_code_render_reading_and_resources():

@@ -27,6 +27,7 @@ variables set (:func:`run`), as a reader runs their own script. The demos
   compiled the same way;
 * ``oob``: the off-by-one copy on tensors of their own on a GPU, as compute-sanitizer sees
   it, and what it does to the tensors allocated next (:func:`out_of_bounds`);
+* ``oob_last``: the same copy with nothing allocated after ``y`` (:func:`out_of_bounds_last`);
 * ``compile``: :func:`copy_kernel` compiled by one launch on a GPU, or for an H100
   without one (for ``MLIR_ENABLE_DUMP`` and the cache);
 * ``inductor``: a small function under ``torch.compile`` on a GPU (for ``TORCH_LOGS`` and
@@ -350,6 +351,21 @@ def out_of_bounds() -> None:
         print(f"the next synchronization raised {first_line(err)}")
 
 
+def out_of_bounds_last() -> None:
+    """The off-by-one copy of :data:`N` elements on a GPU with nothing allocated after ``y``
+    (the last tensor made): where each tensor is its own CUDA allocation, the write past
+    ``y``'s end lands outside every allocation, which compute-sanitizer reports."""
+    if device() != "cuda":
+        raise RuntimeError("this demo writes past a tensor's end: run it on a GPU, not in the interpreter")
+    x = torch.arange(N, dtype=torch.float32, device="cuda")
+    y = torch.full((N,), FILL, device="cuda")
+    copy_off_by_one_kernel[(triton.cdiv(N, BLOCK),)](x, y, N, BLOCK=BLOCK)
+    try:
+        print(f"y equals x: {torch.equal(x, y)}")
+    except RuntimeError as err:
+        print(f"the next synchronization raised {first_line(err)}")
+
+
 def compile_copy() -> None:
     """Compile :func:`copy_kernel` (or take it from Triton's cache): by launching it on a
     GPU, or without one for an H100 (:func:`compile_offline`)."""
@@ -482,6 +498,7 @@ DEMOS: dict[str, Callable[[], None]] = {
     "static": static_checks,
     "loads": load_instructions,
     "oob": out_of_bounds,
+    "oob_last": out_of_bounds_last,
     "compile": compile_copy,
     "inductor": compile_rms_norm,
 }

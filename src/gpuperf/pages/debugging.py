@@ -330,11 +330,14 @@ def _damage(facts: dict) -> str | None:
 
 
 def _sanitizer_runs(capture: dict) -> dict[str, dict]:
-    """``{"plain" | "memcheck" | "memcheck, no caching": facts}`` of ``debugging_sanitizer``."""
+    """``{"plain" | "memcheck" | "memcheck, no caching" | "memcheck, no caching, y last": facts}``
+    of ``debugging_sanitizer``."""
     found = {}
     for ran in capture["payload"]["runs"]:
         if "compute-sanitizer" not in ran["command"]:
             key = "plain"
+        elif ran["command"].endswith(" oob_last"):
+            key = "memcheck, no caching, y last"
         elif "PYTORCH_NO_CUDA_MEMORY_CACHING=1" in ran["command"]:
             key = "memcheck, no caching"
         else:
@@ -347,7 +350,8 @@ def _accesses(facts: dict) -> str:
     if facts["summary"] is None:
         return "no error summary (the run did not finish)"
     kinds = sorted({f"{kind}s of {size} bytes" for kind, size in facts["accesses"]})
-    return f"{facts['summary']} errors" + (f" ({', '.join(kinds)})" if kinds else "")
+    n = facts["summary"]
+    return f"{n} error{'' if n == 1 else 's'}" + (f" ({', '.join(kinds)})" if kinds else "")
 
 
 def sanitizer_reading(shown: Mapping[str, dict]) -> str:
@@ -366,10 +370,11 @@ def sanitizer_reading(shown: Mapping[str, dict]) -> str:
         for key, label in (
             ("memcheck", "memcheck"),
             ("memcheck, no caching", "memcheck, caching allocator off"),
+            ("memcheck, no caching, y last", "memcheck, caching allocator off, nothing allocated after y"),
         ):
             if key in runs:
                 lines.append(f"{label}: {_accesses(runs[key])}")
-        return lines or ["the capture holds none of the three runs"]
+        return lines or ["the capture holds none of the runs"]
 
     return pages_captures.per_gpu(shown, write, "no capture of compute-sanitizer yet")
 

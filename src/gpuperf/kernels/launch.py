@@ -48,14 +48,25 @@ written for speed: :func:`op` writes it out for the op's number of tensor inputs
 of :func:`layout_key` with its loop unrolled, :func:`call_source`), and a plan is a closure
 that makes one allocation per output and one C call per launch.
 
-Where the other ops go (the next steps of the same decorator): an op with a backward gives
-:func:`op` its backward, a function of the same form, registered with
-``torch.library.register_autograd``; a call that autograd records then runs the registered
-op, so no ``torch.autograd.Function`` is needed. A launch that takes TMA descriptors lists
-them among its arguments and its plan rebuilds them on the new addresses (as
-:class:`~gpuperf.kernels.tma.BoundDescriptors` does now). A launch on a workspace returns
-it as an output that the plan allocates (zeroed where the function zeroed it). A Gluon
-kernel launches the same way: its ``kernel[grid](...)`` is Triton's.
+Where the other ops go (the next steps of the same decorator):
+
+* **Optional tensors** (matmul's ``bias``): ``tensors`` names the tensor parameters instead
+  of counting the leading ones; a None is keyed as None, a tensor as above.
+* **A backward** (attention, rms_norm, rope, swiglu): the op's forward function returns
+  what the backward needs among its outputs (attention's ``lse``, which the public function
+  drops), and :func:`op` takes the
+  backward, a function of the same form registered as an op of its own, and registers it
+  with ``torch.library.register_autograd``. A call that autograd records (grad enabled and
+  an input that requires it) runs the registered op, which records the backward; the others
+  take the plans. No ``torch.autograd.Function`` remains, and the forward is written once.
+* **TMA descriptors** (the persistent matmul, SwiGLU, FP8): a launch lists a descriptor
+  among its arguments, made on an input or an output; the plan keys it by its dtype and
+  block shape (as :class:`~gpuperf.kernels.tma.DescriptorLauncher` does) and fills it again
+  on the new address (as :class:`~gpuperf.kernels.tma.BoundDescriptors` does).
+* **Workspaces** (split-K's partial sums): the function declares a buffer its launches use
+  that is not an output, and the plan allocates it again, zeroed where the function zeroed it.
+* **Gluon kernels** launch as Triton's do: ``kernel[grid](...)`` compiles a ``@gluon.jit``
+  kernel into a binary that the same C launcher runs, so a :class:`Launch` takes one as it is.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ torch.library op and its plans; what a plan is made for, and when a call runs th
 
 import inspect
 import re
+import typing
 from types import SimpleNamespace
 
 import pytest
@@ -73,6 +74,7 @@ def test_the_public_signature_is_the_functions_returning_its_outputs():
         inspect.Parameter.KEYWORD_ONLY,
     ]
     assert "block_size" in vector_add.__doc__
+    assert typing.get_type_hints(vector_add)["return"] is torch.Tensor  # what the API page shows
     # The registered op takes the keyword-only options by position, as torch.library does.
     schema = str(torch.ops.gpuperf.vector_add.default._schema)
     assert re.fullmatch(

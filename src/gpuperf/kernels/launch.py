@@ -437,6 +437,10 @@ def op(name: str, *, tensors: int = 1) -> Callable:
         call = functools.update_wrapper(scope["call"], fn)
         scope["registered"] = _register(name, fn, call, registered_signature)
         call.__signature__ = public
+        call.__annotations__ = {  # (what documentation tools read: the outputs, not the launches)
+            **{p.name: p.annotation for p in public.parameters.values() if p.annotation is not p.empty},
+            "return": public.return_annotation,
+        }
         call.plans = plans
         call.registered = scope["registered"]
         return call

@@ -160,7 +160,7 @@ for capture in launch.values():
 # the binary up on every call. :class:`gpuperf.kernels._launch.Launcher` keeps
 # the compiled binaries by exactly that key, computed in a few lines, and
 # calls Triton's C launcher directly; each op then keeps a *plan* per input
-# layout (shape, strides, dtype, alignment: :mod:`gpuperf.kernels.plans`) and
+# layout (shape, strides, dtype, alignment: :mod:`gpuperf.kernels.launch`) and
 # skips its checks for inputs like ones already seen. The host-time benchmark
 # keeps the before and the after in the same record: ``triton_jit`` is the
 # same wrapper launching through ``kernel[grid]``, the path before the change.

@@ -1,10 +1,11 @@
 """Where a planned call's host time goes: softmax and vector_add, part by part, on a GPU.
 
-The host_overhead benchmark times whole calls (our wrapper against PyTorch's op). This
-script times, with the same timer (``gpuperf.bench.timing.host_time_ms``: the GPU kept
-busy, so only the host's work counts), each part of a call that launches from its plan:
-the key of the call (``plans.call_key``), the plan's lookup, the output's allocation,
-and the bound launch alone; then the whole call and PyTorch's op. Shapes are the
+The host_overhead benchmark times whole calls (our op against PyTorch's). This script
+times, with the same timer (``gpuperf.bench.timing.host_time_ms``: the GPU kept busy, so
+only the host's work counts), each part of a call that launches from its plan
+(:mod:`gpuperf.kernels.launch`): the key of the call (``layout_key``, the loop that the
+eager call runs unrolled), the plan's lookup, the output's allocation, and the plan alone
+(allocation and bound launch); then the whole call and PyTorch's op. Shapes are the
 host_overhead benchmark's (softmax 4096 x 256 float32, vector_add 4096 float32).
 
     python scripts/host_breakdown.py [--out FILE.json]
@@ -22,23 +23,20 @@ import torch
 
 from gpuperf.bench.timing import host_time_ms
 from gpuperf.kernels import softmax, vector_add
-from gpuperf.kernels.plans import call_key
+from gpuperf.kernels.launch import layout_key
 
 
 def _parts(op, tensors: tuple, reference) -> dict[str, float]:
     op(*tensors)  # checks, compiles, plans
-    key = call_key(tensors, (), {})
+    key, addresses = layout_key(tensors, len(tensors), {})
     plan = op.plans.get(key)
-    if plan is None or getattr(plan, "bound", None) is None:
-        raise RuntimeError(f"{op.__name__}: no bound plan for these inputs")
-    out = op(*tensors)
-    addresses = [t.data_ptr() for t in tensors] + [out.data_ptr()]
+    if plan is None:
+        raise RuntimeError(f"{op.__name__}: no plan for these inputs")
     timed = {
-        "call_key": lambda: call_key(tensors, (), {}),
+        "layout_key": lambda: layout_key(tensors, len(tensors), {}),
         "plans.get": lambda: op.plans.get(key),
         "torch.empty_like": lambda: torch.empty_like(tensors[0]),
-        "bound launch": lambda: plan.bound(*addresses),
-        "plan(*inputs)": lambda: plan(*tensors),
+        "plan(args, addresses)": lambda: plan(tensors, addresses),
         "whole call": lambda: op(*tensors),
         "PyTorch op": lambda: reference(*tensors),
     }

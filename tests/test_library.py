@@ -80,8 +80,10 @@ def test_launch_key_follows_tritons_specialization():
 
 @pytest.mark.gpu
 def test_cached_launches_use_the_binary_triton_would_pick():
-    from gpuperf.kernels.vector_add import _launch, add_kernel
+    from gpuperf.kernels.launch import launcher
+    from gpuperf.kernels.vector_add import add_kernel
 
+    _launch = launcher(add_kernel)
     base = torch.randn(4096 + 8, device="cuda")
     for n, offset in [(4096, 0), (4096, 1), (4095, 0), (1, 0), (4096, 4)]:
         x = base[offset : offset + n]

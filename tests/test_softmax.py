@@ -89,7 +89,7 @@ def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch, n_cols):
     for seed in (1, 2, 1):
         x = randn((2, 3, n_cols), torch.float32, seed=seed)
         out = softmax(x)
-        assert torch.equal(out, torch.ops.gpuperf.softmax(x.view(-1, n_cols)).view(x.shape))
+        assert torch.equal(out, torch.ops.gpuperf.softmax(x))
         assert_close(f"planned softmax, seed {seed}", softmax_ref(x), out)
         outputs.append(out)
     assert len(checks) == 1 and len(softmax.plans) == 1
@@ -114,7 +114,7 @@ def test_an_input_copied_by_reshape_is_not_planned():
         x = randn((4, 3, 50), torch.float32, seed=seed).transpose(0, 1)
         out = softmax(x)
         assert_close(f"softmax of a copy, seed {seed}", softmax_ref(x), out)
-        assert torch.equal(out, torch.ops.gpuperf.softmax(x.reshape(-1, 50)).view(x.shape))
+        assert torch.equal(out, torch.ops.gpuperf.softmax(x))
     assert len(softmax.plans) == 0
 
 

@@ -105,13 +105,18 @@ print(page.config_sweep())
 # .. literalinclude:: ../../src/gpuperf/kernels/softmax.py
 #    :pyobject: _softmax_online_kernel
 #
-# The wrapper picks the kernel by row length, views the input as a matrix of
-# rows without copying when its strides allow, and passes the strides through.
-# It returns the result and a *plan*: ``@planned`` keeps the plan for inputs of
-# the same shape, strides and dtype, so a repeat call skips the checks and the
-# launch configuration and calls the kernel already bound to its arguments, all
-# but the two addresses (the :term:`host time per call` that the :ref:`profiling
-# guide <sphx_glr_guides_01_profiling.py>` measures; :mod:`gpuperf.kernels.plans`):
+# The wrapper checks its input, allocates the output, views the input as a
+# matrix of rows without copying when its strides allow, and returns the output
+# with the one launch that fills it: the kernel picked by row length, its grid,
+# its arguments (the strides passed through) and its warps. It launches nothing
+# itself. The decorator ``@op`` (:mod:`gpuperf.kernels.launch`) builds the rest
+# from this one function: the launch, the ``torch.library`` op
+# ``torch.ops.gpuperf.softmax`` that ``torch.compile`` sees, and a *plan* for
+# inputs of the same shape, strides, dtype and alignment, so that a repeat call
+# skips the checks and the launch configuration and calls the kernel already
+# bound to all its arguments but the two addresses (the :term:`host time per
+# call` that the :ref:`profiling guide <sphx_glr_guides_01_profiling.py>`
+# measures):
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/softmax.py
 #    :pyobject: softmax

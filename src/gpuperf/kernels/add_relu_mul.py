@@ -13,12 +13,11 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-from torch.library import triton_op
 
 from gpuperf.kernels import _elementwise_configs
 from gpuperf.kernels._grid import cdiv
-from gpuperf.kernels._launch import Launcher, traced
 from gpuperf.kernels._validation import check_same_shape, check_tensors
+from gpuperf.kernels.launch import Launch, Launches, op
 
 
 @triton.jit
@@ -36,26 +35,7 @@ def _add_relu_mul_kernel(x_ptr, y_ptr, z_ptr, out_ptr, n_elements, BLOCK_SIZE: t
     tl.store(out_ptr + offsets, out.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-_launch = Launcher(_add_relu_mul_kernel)
-_launch_traced = traced(_add_relu_mul_kernel)
-
-
-def _add_relu_mul_into(out, x, y, z, block_size, num_warps, launch):
-    n_elements = out.numel()
-    grid = (cdiv(n_elements, block_size),)
-    launch(grid, (x, y, z, out, n_elements), (block_size,), num_warps=num_warps)
-
-
-@triton_op("gpuperf::add_relu_mul", mutates_args=())
-def _add_relu_mul_op(
-    x: torch.Tensor, y: torch.Tensor, z: torch.Tensor, block_size: int, num_warps: int
-) -> torch.Tensor:
-    out = torch.empty_like(x)
-    if out.numel():
-        _add_relu_mul_into(out, x, y, z, block_size, num_warps, _launch_traced)
-    return out
-
-
+@op("gpuperf::add_relu_mul", tensors=3)
 def add_relu_mul(
     x: torch.Tensor,
     y: torch.Tensor,
@@ -63,7 +43,7 @@ def add_relu_mul(
     *,
     block_size: int = _elementwise_configs.BLOCK_SIZE,
     num_warps: int = _elementwise_configs.NUM_WARPS,
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, Launches]:
     """Return ``relu(x + y) * z`` computed by one Triton kernel.
 
     Args:
@@ -95,9 +75,9 @@ def add_relu_mul(
     check_same_shape(names, tensors)
     _elementwise_configs.check_launch(block_size, num_warps)
     x, y, z = x.contiguous(), y.contiguous(), z.contiguous()
-    if torch.compiler.is_compiling():
-        return torch.ops.gpuperf.add_relu_mul(x, y, z, block_size, num_warps)
     out = torch.empty_like(x)
-    if out.numel():
-        _add_relu_mul_into(out, x, y, z, block_size, num_warps, _launch)
-    return out
+    n_elements = out.numel()
+    if n_elements == 0:
+        return out, ()
+    grid = (cdiv(n_elements, block_size),)
+    return out, (Launch(_add_relu_mul_kernel, grid, (x, y, z, out, n_elements), (block_size,), num_warps),)

@@ -17,12 +17,11 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-from torch.library import triton_op
 
 from gpuperf.kernels import _elementwise_configs
 from gpuperf.kernels._grid import cdiv
-from gpuperf.kernels._launch import Launcher, traced
 from gpuperf.kernels._validation import check_tensors
+from gpuperf.kernels.launch import Launch, Launches, op
 
 
 @triton.jit
@@ -38,29 +37,13 @@ def _gelu_kernel(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-_launch = Launcher(_gelu_kernel)
-_launch_traced = traced(_gelu_kernel)
-
-
-def _gelu_into(out, x, block_size, num_warps, launch):
-    n_elements = out.numel()
-    launch((cdiv(n_elements, block_size),), (x, out, n_elements), (block_size,), num_warps=num_warps)
-
-
-@triton_op("gpuperf::gelu", mutates_args=())
-def _gelu_op(x: torch.Tensor, block_size: int, num_warps: int) -> torch.Tensor:
-    out = torch.empty_like(x)
-    if out.numel():
-        _gelu_into(out, x, block_size, num_warps, _launch_traced)
-    return out
-
-
+@op("gpuperf::gelu")
 def gelu(
     x: torch.Tensor,
     *,
     block_size: int = _elementwise_configs.BLOCK_SIZE,
     num_warps: int = _elementwise_configs.NUM_WARPS,
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, Launches]:
     """Return GELU of ``x`` (tanh approximation), computed by one Triton kernel.
 
     Args:
@@ -92,9 +75,9 @@ def gelu(
     check_tensors(("x",), (x,))
     _elementwise_configs.check_launch(block_size, num_warps)
     x = x.contiguous()
-    if torch.compiler.is_compiling():
-        return torch.ops.gpuperf.gelu(x, block_size, num_warps)
     out = torch.empty_like(x)
-    if out.numel():
-        _gelu_into(out, x, block_size, num_warps, _launch)
-    return out
+    n_elements = out.numel()
+    if n_elements == 0:
+        return out, ()
+    grid = (cdiv(n_elements, block_size),)
+    return out, (Launch(_gelu_kernel, grid, (x, out, n_elements), (block_size,), num_warps),)

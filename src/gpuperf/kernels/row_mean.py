@@ -23,8 +23,8 @@ import triton.language as tl
 
 from gpuperf._runtime import is_interpreter
 from gpuperf.kernels._grid import cdiv, next_power_of_2
-from gpuperf.kernels._launch import Launcher
 from gpuperf.kernels._validation import check_tensors
+from gpuperf.kernels.launch import Launch, Launches, op
 
 # Launch rules, as data. A chunk of at most 2048 columns (8 KB of fp32 per row)
 # per step; rows are stacked until a tile holds 4096 elements, so short rows
@@ -70,9 +70,6 @@ def _row_mean_kernel(
     tl.store(out_ptr + rows, mean.to(out_ptr.dtype.element_ty), mask=row_mask)
 
 
-_launch = Launcher(_row_mean_kernel)
-
-
 @functools.lru_cache(maxsize=1024)
 def row_mean_launch(n_rows: int, n_cols: int) -> tuple[int, int, int]:
     """``(BLOCK_M, BLOCK_N, num_warps)`` for a ``(n_rows, n_cols)`` input (both >= 1)."""
@@ -83,7 +80,8 @@ def row_mean_launch(n_rows: int, n_cols: int) -> tuple[int, int, int]:
     return block_m, block_n, ROW_MEAN_NUM_WARPS
 
 
-def row_mean(x: torch.Tensor) -> torch.Tensor:
+@op("gpuperf::row_mean")
+def row_mean(x: torch.Tensor) -> tuple[torch.Tensor, Launches]:
     """Mean over the last dimension of ``x``, accumulated in float32.
 
     Args:
@@ -103,6 +101,9 @@ def row_mean(x: torch.Tensor) -> torch.Tensor:
         TypeError: ``x`` is not a tensor or has an unsupported dtype.
         ValueError: ``x`` is 0-d, or is on the CPU while the interpreter is off.
 
+    Also registered as ``torch.ops.gpuperf.row_mean`` (``torch.library.triton_op``), so a
+    compiled model that calls it keeps one graph.
+
     Memory traffic: reads ``rows * N`` elements and writes ``rows``; the
     kernel is memory-bound and its ceiling is the copy bandwidth. One program
     owns whole rows, so inputs with few, very long rows leave most SMs idle
@@ -115,18 +116,13 @@ def row_mean(x: torch.Tensor) -> torch.Tensor:
     out_shape = x.shape[:-1]
     n_cols = x.shape[-1]
     if n_cols == 0:
-        return torch.full(out_shape, float("nan"), dtype=x.dtype, device=x.device)
+        return torch.full(out_shape, float("nan"), dtype=x.dtype, device=x.device), ()
     out = torch.empty(out_shape, dtype=x.dtype, device=x.device)
     if out.numel() == 0:
-        return out
+        return out, ()
     x2d = x.reshape(-1, n_cols)
     n_rows = x2d.shape[0]
     block_m, block_n, num_warps = row_mean_launch(n_rows, n_cols)
     stride_xm, stride_xn = x2d.stride()
-    _launch(
-        (cdiv(n_rows, block_m),),
-        (x2d, out, n_rows, n_cols, stride_xm, stride_xn),
-        (block_m, block_n),
-        num_warps=num_warps,
-    )
-    return out
+    runtime = (x2d, out, n_rows, n_cols, stride_xm, stride_xn)
+    return out, (Launch(_row_mean_kernel, (cdiv(n_rows, block_m),), runtime, (block_m, block_n), num_warps),)

@@ -21,11 +21,10 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-from torch.library import triton_op
 
 from gpuperf.kernels._grid import cdiv
-from gpuperf.kernels._launch import Launcher, traced
 from gpuperf.kernels._validation import check_tensors
+from gpuperf.kernels.launch import Launch, Launches, op
 
 #: Rows and columns of a program's tile: 8 x 256 = 2048 elements, 16 per thread at 4
 #: warps (four 16-byte loads of float32), and 256 columns of scale and shift reused
@@ -58,27 +57,6 @@ def _scale_shift_kernel(
     tl.store(y_ptr + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-_launch = Launcher(_scale_shift_kernel)
-_launch_traced = traced(_scale_shift_kernel)
-
-
-def _scale_shift_into(y, x, scale, shift, block_m, block_n, num_warps, launch):
-    n_cols = scale.numel()
-    n_rows = x.numel() // n_cols
-    grid = (cdiv(n_rows, block_m), cdiv(n_cols, block_n))
-    launch(grid, (x, scale, shift, y, n_rows, n_cols), (block_m, block_n), num_warps=num_warps)
-
-
-@triton_op("gpuperf::scale_shift", mutates_args=())
-def _scale_shift_op(
-    x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, block_m: int, block_n: int, num_warps: int
-) -> torch.Tensor:
-    y = torch.empty_like(x)
-    if y.numel():
-        _scale_shift_into(y, x, scale, shift, block_m, block_n, num_warps, _launch_traced)
-    return y
-
-
 def _check(x, scale, shift, block_m, block_n, num_warps) -> None:
     """Every check of :func:`scale_shift`'s arguments."""
     check_tensors(("x", "scale", "shift"), (x, scale, shift))
@@ -102,6 +80,7 @@ def _check(x, scale, shift, block_m, block_n, num_warps) -> None:
         )
 
 
+@op("gpuperf::scale_shift", tensors=3)
 def scale_shift(
     x: torch.Tensor,
     scale: torch.Tensor,
@@ -110,7 +89,7 @@ def scale_shift(
     block_m: int = BLOCK_M,
     block_n: int = BLOCK_N,
     num_warps: int = NUM_WARPS,
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, Launches]:
     """Return ``x * scale + shift``, ``scale`` and ``shift`` broadcast over the rows, computed
     by one Triton kernel.
 
@@ -149,12 +128,14 @@ def scale_shift(
     """
     _check(x, scale, shift, block_m, block_n, num_warps)
     x, scale, shift = x.contiguous(), scale.contiguous(), shift.contiguous()
-    if torch.compiler.is_compiling():
-        return torch.ops.gpuperf.scale_shift(x, scale, shift, block_m, block_n, num_warps)
     y = torch.empty_like(x)
-    if y.numel():
-        _scale_shift_into(y, x, scale, shift, block_m, block_n, num_warps, _launch)
-    return y
+    if y.numel() == 0:
+        return y, ()
+    n_cols = scale.numel()
+    n_rows = x.numel() // n_cols
+    grid = (cdiv(n_rows, block_m), cdiv(n_cols, block_n))
+    runtime = (x, scale, shift, y, n_rows, n_cols)
+    return y, (Launch(_scale_shift_kernel, grid, runtime, (block_m, block_n), num_warps),)
 
 
 __all__ = ["scale_shift"]

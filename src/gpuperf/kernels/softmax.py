@@ -24,13 +24,11 @@ import functools
 import torch
 import triton
 import triton.language as tl
-from torch.library import triton_op
 
 from gpuperf.kernels import _configs
 from gpuperf.kernels._grid import cdiv, next_power_of_2
-from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
 from gpuperf.kernels._validation import check_tensors
-from gpuperf.kernels.plans import planned
+from gpuperf.kernels.launch import Launch, Launches, op
 
 # exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
 LOG2E = tl.constexpr(1.4426950408889634)
@@ -116,10 +114,6 @@ def _softmax_online_kernel(
         tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty), mask=mask, eviction_policy="evict_first")
 
 
-_launch = {k: Launcher(k) for k in (_softmax_kernel, _softmax_online_kernel)}
-_launch_traced = {k: traced(k) for k in (_softmax_kernel, _softmax_online_kernel)}
-
-
 @functools.lru_cache(maxsize=1024)
 def _launch_config(n_cols: int) -> tuple:
     """``(kernel, BLOCK_N, BLOCK_M, num_warps)`` for rows of ``n_cols``.
@@ -133,51 +127,8 @@ def _launch_config(n_cols: int) -> tuple:
     return _softmax_online_kernel, _configs.SOFTMAX_ONLINE_BLOCK_N, None, _configs.SOFTMAX_ONLINE_NUM_WARPS
 
 
-def _softmax_into(y2d: torch.Tensor, x2d: torch.Tensor, launchers: dict, bind: bool = False):
-    """Launch the softmax of ``x2d`` into ``y2d``; return the :class:`Bound` launch when ``bind``."""
-    n_rows, n_cols = x2d.shape
-    kernel, block_n, block_m, num_warps = _launch_config(n_cols)
-    stride_xm, stride_xn = x2d.stride()
-    if block_m is None:
-        runtime = (x2d, y2d, n_cols, stride_xm, stride_xn, n_cols)
-        return launchers[kernel]((n_rows,), runtime, (block_n, True), num_warps=num_warps, bind=bind)
-    runtime = (x2d, y2d, n_rows, n_cols, stride_xm, stride_xn, n_cols)
-    grid = (cdiv(n_rows, block_m),)
-    return launchers[kernel](grid, runtime, (block_n, block_m), num_warps=num_warps, bind=bind)
-
-
-@triton_op("gpuperf::softmax", mutates_args=())
-def _softmax_op(x2d: torch.Tensor) -> torch.Tensor:
-    y2d = torch.empty(x2d.shape, dtype=x2d.dtype, device=x2d.device)
-    if y2d.numel():
-        _softmax_into(y2d, x2d, _launch_traced)
-    return y2d
-
-
-class _SoftmaxPlan:
-    """A checked, configured softmax for inputs like the one it was made for
-    (:mod:`gpuperf.kernels.plans`): ``plan(x)`` allocates the output and launches the kernel
-    bound to everything but the two addresses. Where there is no binary to bind (Triton's
-    interpreter), it launches through the cache instead."""
-
-    __slots__ = ("bound",)
-
-    def __init__(self, bound):
-        self.bound = bound
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if self.bound is None:
-            x2d = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
-            y2d = torch.empty_like(x2d, memory_format=torch.contiguous_format)
-            _softmax_into(y2d, x2d, _launch)
-            return y2d if x.dim() == 2 else y2d.view(x.shape)
-        y = torch.empty_like(x, memory_format=torch.contiguous_format)
-        self.bound(x.data_ptr(), y.data_ptr())
-        return y
-
-
-@planned(tensors=1)
-def softmax(x: torch.Tensor) -> torch.Tensor:
+@op("gpuperf::softmax")
+def softmax(x: torch.Tensor) -> tuple[torch.Tensor, Launches]:
     """Softmax over the last dimension of ``x``, computed in float32.
 
     Args:
@@ -209,16 +160,16 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     check_tensors(("x",), (x,))
     if x.dim() == 0:
         raise ValueError("x must have at least 1 dimension (softmax runs over the last), got a 0-d tensor")
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if x.numel() == 0:
-        return torch.empty(x.shape, dtype=x.dtype, device=x.device), None
-    x2d = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
-    if torch.compiler.is_compiling():
-        return torch.ops.gpuperf.softmax(x2d).view(x.shape), None
-    y2d = torch.empty_like(x2d, memory_format=torch.contiguous_format)
-    bound = _softmax_into(y2d, x2d, _launch, bind=True)
-    y = y2d if x.dim() == 2 else y2d.view(x.shape)
-    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans), but
-    # only where the kernel read x itself: a plan of a copy would read the copy's address.
-    if x2d.data_ptr() != x.data_ptr() or not fast_path_enabled():
-        return y, None
-    return y, _SoftmaxPlan(bound)
+        return y, ()
+    n_cols = x.shape[-1]
+    x2d = x if x.dim() == 2 else x.reshape(-1, n_cols)
+    n_rows = x2d.shape[0]
+    stride_xm, stride_xn = x2d.stride()
+    kernel, block_n, block_m, num_warps = _launch_config(n_cols)
+    if block_m is None:  # the online kernel: one program per row
+        runtime = (x2d, y, n_cols, stride_xm, stride_xn, n_cols)
+        return y, (Launch(kernel, (n_rows,), runtime, (block_n, True), num_warps),)
+    runtime = (x2d, y, n_rows, n_cols, stride_xm, stride_xn, n_cols)
+    return y, (Launch(kernel, (cdiv(n_rows, block_m),), runtime, (block_n, block_m), num_warps),)

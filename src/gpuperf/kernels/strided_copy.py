@@ -17,8 +17,8 @@ import triton.language as tl
 
 from gpuperf.kernels import _elementwise_configs
 from gpuperf.kernels._grid import cdiv
-from gpuperf.kernels._launch import Launcher
 from gpuperf.kernels._validation import check_tensors
+from gpuperf.kernels.launch import Launch, Launches, op
 
 
 @triton.jit
@@ -31,10 +31,8 @@ def _strided_copy_kernel(x_ptr, out_ptr, n_out, stride_x, BLOCK_SIZE: tl.constex
     tl.store(out_ptr + offsets, values, mask=mask)
 
 
-_launch = Launcher(_strided_copy_kernel)
-
-
-def strided_copy(x: torch.Tensor, stride: int) -> torch.Tensor:
+@op("gpuperf::strided_copy")
+def strided_copy(x: torch.Tensor, stride: int) -> tuple[torch.Tensor, Launches]:
     """Return ``x[::stride]`` as a new contiguous tensor, read by a Triton kernel.
 
     Args:
@@ -49,6 +47,9 @@ def strided_copy(x: torch.Tensor, stride: int) -> torch.Tensor:
         TypeError: ``x`` is not a tensor or has an unsupported dtype; ``stride`` is not an int.
         ValueError: ``x`` is not 1-D or not contiguous, is on the CPU while the
             interpreter is off, or ``stride`` is below 1.
+
+    Also registered as ``torch.ops.gpuperf.strided_copy`` (``torch.library.triton_op``), so a
+    compiled model that calls it keeps one graph.
 
     Memory traffic: the useful bytes are one read and one write of the output's
     size (:func:`gpuperf.bench.metrics.copy_bytes`); what the memory system moves
@@ -65,8 +66,9 @@ def strided_copy(x: torch.Tensor, stride: int) -> torch.Tensor:
         )
     n_out = cdiv(x.numel(), stride)
     out = torch.empty(n_out, dtype=x.dtype, device=x.device)
-    if n_out:
-        grid = (cdiv(n_out, _elementwise_configs.BLOCK_SIZE),)
-        runtime = (x, out, n_out, stride)
-        _launch(grid, runtime, (_elementwise_configs.BLOCK_SIZE,), num_warps=_elementwise_configs.NUM_WARPS)
-    return out
+    if n_out == 0:
+        return out, ()
+    block_size = _elementwise_configs.BLOCK_SIZE
+    grid = (cdiv(n_out, block_size),)
+    runtime = (x, out, n_out, stride)
+    return out, (Launch(_strided_copy_kernel, grid, runtime, (block_size,), _elementwise_configs.NUM_WARPS),)

@@ -10,13 +10,11 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-from torch.library import triton_op
 
 from gpuperf.kernels import _configs
 from gpuperf.kernels._grid import cdiv
-from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
 from gpuperf.kernels._validation import check_same_shape, check_tensors
-from gpuperf.kernels.plans import planned
+from gpuperf.kernels.launch import Launch, Launches, op
 
 
 @triton.jit
@@ -32,53 +30,14 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     tl.store(out_ptr + offsets, x + y, mask=mask)
 
 
-_launch = Launcher(add_kernel)
-_launch_traced = traced(add_kernel)
-
-
-def _add_into(out, x, y, block_size, num_warps, launch, bind=False):
-    """Launch ``out = x + y``; return the :class:`Bound` launch when ``bind``."""
-    n_elements = out.numel()
-    grid = (cdiv(n_elements, block_size),)
-    return launch(grid, (x, y, out, n_elements), (block_size,), num_warps=num_warps, bind=bind)
-
-
-@triton_op("gpuperf::vector_add", mutates_args=())
-def _vector_add_op(x: torch.Tensor, y: torch.Tensor, block_size: int, num_warps: int) -> torch.Tensor:
-    out = torch.empty_like(x)
-    if out.numel():
-        _add_into(out, x, y, block_size, num_warps, _launch_traced)
-    return out
-
-
-class _AddPlan:
-    """A checked, configured addition for inputs like the ones it was made for
-    (:mod:`gpuperf.kernels.plans`): ``plan(x, y)`` allocates the output and launches the
-    kernel bound to everything but the three addresses. Where there is no binary to bind
-    (Triton's interpreter), it launches through the cache with the checked options instead."""
-
-    __slots__ = ("block_size", "bound", "num_warps")
-
-    def __init__(self, bound, block_size: int, num_warps: int):
-        self.bound, self.block_size, self.num_warps = bound, block_size, num_warps
-
-    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        out = torch.empty_like(x)
-        if self.bound is None:
-            _add_into(out, x, y, self.block_size, self.num_warps, _launch)
-        else:
-            self.bound(x.data_ptr(), y.data_ptr(), out.data_ptr())
-        return out
-
-
-@planned(tensors=2)
+@op("gpuperf::vector_add", tensors=2)
 def vector_add(
     x: torch.Tensor,
     y: torch.Tensor,
     *,
     block_size: int = _configs.VECTOR_ADD_BLOCK_SIZE,
     num_warps: int = _configs.VECTOR_ADD_NUM_WARPS,
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, Launches]:
     """Return ``x + y`` computed by a Triton kernel.
 
     Args:
@@ -115,17 +74,11 @@ def vector_add(
         raise ValueError(f"block_size must be a power of two, got {block_size}")
     if type(num_warps) is not int or num_warps < 1 or num_warps & (num_warps - 1):
         raise ValueError(f"num_warps must be a power of two, got {num_warps!r}")
-    contiguous = x.is_contiguous() and y.is_contiguous()
     x = x.contiguous()
     y = y.contiguous()
-    if torch.compiler.is_compiling():
-        return torch.ops.gpuperf.vector_add(x, y, block_size, num_warps), None
     out = torch.empty_like(x)
-    if out.numel() == 0:
-        return out, None
-    bound = _add_into(out, x, y, block_size, num_warps, _launch, bind=contiguous)
-    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans), but
-    # only where no copies were made: the plan must read x and y themselves.
-    if not contiguous or not fast_path_enabled():
-        return out, None
-    return out, _AddPlan(bound, block_size, num_warps)
+    n_elements = out.numel()
+    if n_elements == 0:
+        return out, ()
+    grid = (cdiv(n_elements, block_size),)
+    return out, (Launch(add_kernel, grid, (x, y, out, n_elements), (block_size,), num_warps),)

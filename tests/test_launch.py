@@ -1,0 +1,348 @@
+"""The one launch path (gpuperf.kernels.launch): an op's function becomes the public op, its
+torch.library op and its plans; what a plan is made for, and when a call runs the function."""
+
+import inspect
+import re
+import typing
+from types import SimpleNamespace
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import gpuperf.kernels.launch as launch_module
+from gpuperf import reference
+from gpuperf.kernels import (
+    add_relu_mul,
+    gelu,
+    row_mean,
+    scale_shift,
+    softmax,
+    strided_copy,
+    vector_add,
+)
+from gpuperf.kernels._launch import uncached
+from gpuperf.kernels.launch import Launch, Launches, call_source, launcher, layout_key, op
+from gpuperf.testing import assert_close
+from tests._params import called_ops, randn, recording_backend
+
+
+def _floats(seed: int, *shapes, dtype=torch.float32) -> tuple:
+    return tuple(randn(shape, dtype, seed + i) for i, shape in enumerate(shapes))
+
+
+#: Each op on the one launch path: ``(op, its tensor inputs by seed, its other positional
+#: arguments, its reference)``.
+OPS = {
+    "vector_add": (vector_add, lambda s: _floats(s, (4099,), (4099,)), (), reference.vector_add_ref),
+    "gelu": (gelu, lambda s: _floats(s, (33, 70), dtype=torch.float16), (), reference.gelu_ref),
+    "add_relu_mul": (
+        add_relu_mul,
+        lambda s: _floats(s, (2000,), (2000,), (2000,)),
+        (),
+        reference.add_relu_mul_ref,
+    ),
+    "row_mean": (row_mean, lambda s: _floats(s, (9, 300)), (), reference.row_mean_ref),
+    "strided_copy": (strided_copy, lambda s: _floats(s, (5000,)), (3,), reference.strided_copy_ref),
+    "softmax": (softmax, lambda s: _floats(s, (9, 300)), (), reference.softmax_ref),
+    "scale_shift": (
+        scale_shift,
+        lambda s: _floats(s, (9, 300), (300,), (300,), dtype=torch.float16),
+        (),
+        reference.scale_shift_ref,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_each_op_is_a_torch_library_op_that_computes_what_the_op_does(name):
+    fn, make, options, _ = OPS[name]
+    registered = getattr(torch.ops.gpuperf, name)
+    assert fn.registered is registered and fn.__name__ == name
+    inputs = make(1)
+    assert torch.equal(registered(*inputs, *options), fn(*inputs, *options))
+
+
+def test_the_public_signature_is_the_functions_returning_its_outputs():
+    signature = inspect.signature(vector_add)
+    assert signature.return_annotation is torch.Tensor
+    assert [p.kind for p in signature.parameters.values()] == [
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+        inspect.Parameter.KEYWORD_ONLY,
+    ]
+    assert "block_size" in vector_add.__doc__
+    assert typing.get_type_hints(vector_add)["return"] is torch.Tensor  # what the API page shows
+    # The registered op takes the keyword-only options by position, as torch.library does.
+    schema = str(torch.ops.gpuperf.vector_add.default._schema)
+    assert re.fullmatch(
+        r"gpuperf::vector_add\(Tensor x, Tensor y, \w+ block_size=1024, \w+ num_warps=8\) -> Tensor", schema
+    )
+
+
+def _all_ops(x, v, z, s, shift):
+    """Every op on the one launch path, between PyTorch ops, in one function."""
+    h = gelu(vector_add(v, v) * 0.5)
+    g = add_relu_mul(v, h, z) + strided_copy(v, 1)
+    rows = softmax(x * 2.0) + row_mean(x).unsqueeze(-1)
+    return g.sum() + rows.sum() + scale_shift(s, shift, shift).float().sum()
+
+
+def test_compile_fullgraph_keeps_every_op_in_one_graph():
+    graphs, backend = recording_backend()
+    args = (
+        randn((5, 40), torch.float32, 1),
+        randn((300,), torch.float32, 2),
+        randn((300,), torch.float32, 3),
+        randn((4, 40), torch.float16, 4),
+        randn((40,), torch.float16, 5),
+    )
+    out = torch.compile(_all_ops, backend=backend, fullgraph=True)(*args)
+    assert len(graphs) == 1
+    assert {f"gpuperf.{name}" for name in OPS} <= called_ops(graphs[0])
+    torch.testing.assert_close(out, _all_ops(*args), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+@pytest.mark.parametrize("name", OPS)
+def test_compile_inductor_and_cuda_graphs(name, mode):
+    """Inductor sees each op's kernels; reduce-overhead records a CUDA graph of them and replays it."""
+    fn, make, options, ref = OPS[name]
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *t: fn(*t, *options), fullgraph=True, mode=mode)
+    for seed in (1, 2, 3):  # reduce-overhead records on a later call, then replays
+        inputs = make(seed)
+        assert_close(f"compiled {name} ({mode}), seed {seed}", ref(*inputs, *options), compiled(*inputs))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", OPS)
+def test_eager_calls_capture_into_a_cuda_graph(name):
+    """The eager call launches from its plan on the current stream: a CUDA graph captures it,
+    and the replay computes on what the inputs hold then."""
+    fn, make, options, ref = OPS[name]
+    inputs = make(1)
+    fn(*inputs, *options)  # compiles and plans outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn(*inputs, *options)
+    for t, new in zip(inputs, make(5), strict=True):
+        t.copy_(new)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_close(f"graph {name}", ref(*inputs, *options), out)
+
+
+# The decorator, on an op of its own --------------------------------------------------------
+
+
+@triton.jit
+def _scale_kernel(x_ptr, out_ptr, n, FACTOR: tl.constexpr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * FACTOR, mask=mask)
+
+
+CALLS = []
+
+
+@op("gpuperf_test::scaled")
+def scaled(x: torch.Tensor, *, factor: int = 2, workspace: bool = False) -> tuple[torch.Tensor, Launches]:
+    """``x * factor``; with ``workspace``, through a buffer that is not the output."""
+    CALLS.append((tuple(x.shape), factor))
+    if type(factor) is not int:
+        raise TypeError(f"factor must be an int, got {type(factor).__name__}")
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    n = out.numel()
+    grid = (triton.cdiv(n, 64),)
+    if workspace:  # x * factor into a buffer of its own, then copied into the output
+        buffer = torch.empty_like(x)
+        copy = Launch(_scale_kernel, grid, (buffer, out, n), (1, 64), 1)
+        return out, (Launch(_scale_kernel, grid, (x, buffer, n), (factor, 64), 1), copy)
+    return out, (Launch(_scale_kernel, grid, (x, out, n), (factor, 64), 1),)
+
+
+def _fresh():
+    CALLS.clear()
+    scaled.plans.clear()
+
+
+def test_a_second_call_of_the_same_layout_launches_from_the_plan():
+    _fresh()
+    for seed in (1, 2, 3):
+        x = randn((40,), torch.float32, seed)
+        assert torch.equal(scaled(x), x * 2), seed
+    assert len(CALLS) == 1 and len(scaled.plans) == 1
+    (key,) = scaled.plans._plans  # the eager call's unrolled key is layout_key's
+    assert key == layout_key((x,), 1, {})[0]
+
+
+def test_another_layout_dtype_alignment_or_option_runs_the_function():
+    _fresh()
+    base = randn((80,), torch.float32, 1)
+    variants = [
+        ((base[:40],), {}),
+        ((base[40:],), {}),  # 160 bytes on: aligned as the first, the same plan
+        ((base[1:41],), {}),  # 4 bytes on: another alignment, another binary
+        ((base[:40].view(8, 5),), {}),  # another shape
+        ((base[:40].half(),), {}),  # another dtype
+        ((base[:40],), {"factor": 3}),  # another option
+    ]
+    for args, kwargs in variants:
+        for _ in range(2):
+            assert torch.equal(scaled(*args, **kwargs), args[0] * kwargs.get("factor", 2))
+    assert len(CALLS) == 5 and len(scaled.plans) == 5
+    # factor=True equals 1 as a dictionary key: the plan of factor=1 must not let it in.
+    scaled(base, factor=1)
+    with pytest.raises(TypeError, match="factor must be an int, got bool"):
+        scaled(base, factor=True)
+
+
+def test_no_plan_for_a_copy_a_workspace_or_a_subclass():
+    _fresh()
+    strided = randn((40, 2), torch.float32, 1)[:, 0]  # copied by .contiguous()
+    flat = randn((40,), torch.float32, 2)
+
+    class Tagged(torch.Tensor):
+        pass
+
+    for _ in range(2):
+        assert torch.equal(scaled(strided), strided * 2)
+        assert torch.equal(scaled(flat, workspace=True), flat * 2)
+        assert torch.equal(scaled(flat.as_subclass(Tagged)), flat * 2)
+    assert len(CALLS) == 6 and len(scaled.plans) == 0
+
+
+def test_the_registered_op_shares_the_plans_and_traces_the_function():
+    _fresh()
+    x = randn((40,), torch.float32, 1)
+    scaled(x)
+    assert torch.equal(torch.ops.gpuperf_test.scaled(x), x * 2)  # every default passed: the same plan
+    assert torch.equal(torch.ops.gpuperf_test.scaled(x, 3), x * 3)  # a new option: the function
+    assert len(CALLS) == 2
+    graphs, backend = recording_backend()
+    compiled = torch.compile(lambda t: scaled(t, factor=3) + 1, backend=backend, fullgraph=True)
+    assert torch.equal(compiled(x), x * 3 + 1)
+    assert "gpuperf_test.scaled" in called_ops(graphs[0])
+
+
+def test_an_input_passed_twice_has_a_plan_of_its_own():
+    """vector_add(x, x) reads one address twice: its plan must not serve vector_add(x, y)."""
+    vector_add.plans.clear()
+    x, y = randn((300,), torch.float32, 1), randn((300,), torch.float32, 2)
+    for _ in range(2):
+        assert torch.equal(vector_add(x, x), x + x)
+        assert torch.equal(vector_add(x, y), x + y)
+        assert torch.equal(vector_add(y, y), y + y)
+    assert len(vector_add.plans) == 2
+
+
+def test_uncached_takes_no_plan_and_keeps_none():
+    _fresh()
+    x = randn((40,), torch.float32, 1)
+    with uncached():
+        for _ in range(2):
+            assert torch.equal(scaled(x), x * 2)
+    assert len(CALLS) == 2 and len(scaled.plans) == 0
+
+
+def test_the_decorator_refuses_what_it_cannot_build():
+    with pytest.raises(ValueError, match="tensors must be a positive int, got 0"):
+        op("gpuperf_test::none", tensors=0)
+    with pytest.raises(TypeError, match=r"must be annotated -> tuple\[<its outputs' type>, Launches\]"):
+
+        @op("gpuperf_test::unannotated")
+        def unannotated(x: torch.Tensor) -> torch.Tensor:
+            return x, ()
+
+
+def test_the_eager_call_is_layout_key_unrolled():
+    source = call_source(2)
+    assert "t0, t1, = args[:2]" in source and "a0 == a1" in source
+    compile(source, "<test>", "exec")
+    assert launcher(_scale_kernel) is launcher(_scale_kernel)  # one launcher a kernel, for every op
+
+
+# A plan on a GPU, its C launcher replaced by a recorder ------------------------------------
+
+
+def _bound(calls: list, tail: tuple) -> SimpleNamespace:
+    """A stand-in for a Bound launch: its ``launch`` records the arguments it is given."""
+    return SimpleNamespace(
+        launch=lambda *args: calls.append(args),
+        function="binary",
+        head=("head",),
+        tail=tail,
+        grid=(3, 1, 1),
+        device=0,
+    )
+
+
+@pytest.fixture
+def bound_plans(monkeypatch):
+    """Plans made as on a GPU (bound launches), on the stream 7."""
+    monkeypatch.setattr(launch_module, "is_interpreter", lambda: False)
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 7, raising=False)
+
+
+def test_a_bound_plan_launches_on_the_new_addresses_in_the_kernels_order(bound_plans):
+    calls = []
+    x, y = randn((8, 5), torch.float32, 1), randn((8, 5), torch.float32, 2)
+    out = torch.empty_like(x)
+    plan = launch_module.make_plan(
+        (x, y),
+        (),
+        out,
+        (Launch(_scale_kernel, (3,), (y, x, out, 40), (2, 64)),),
+        [_bound(calls, (40, 2, 64))],
+    )
+    a, b = randn((8, 5), torch.float32, 3), randn((8, 5), torch.float32, 4)
+    new = plan((a, b), (a.data_ptr(), b.data_ptr()))
+    assert (
+        new.shape == out.shape
+        and new.stride() == out.stride()
+        and new.data_ptr() not in (a.data_ptr(), b.data_ptr())
+    )
+    assert calls == [(3, 1, 1, 7, "binary", "head", b.data_ptr(), a.data_ptr(), new.data_ptr(), 40, 2, 64)]
+    # One input twice, two launches and two outputs: each address where the call had it.
+    calls.clear()
+    out2 = torch.empty(3, dtype=torch.float16)
+    launches = (
+        Launch(_scale_kernel, (3,), (x, x, out, 40), (2, 64)),
+        Launch(_scale_kernel, (3,), (out2, out, 3), (1, 64)),
+    )
+    plan = launch_module.make_plan(
+        (x, x), (), (out, out2), launches, [_bound(calls, (40,)), _bound(calls, (3,))]
+    )
+    first, second = plan((a, a), (a.data_ptr(), a.data_ptr()))
+    assert second.dtype == torch.float16 and second.shape == (3,)
+    assert [c[6:9] for c in calls] == [
+        (a.data_ptr(), a.data_ptr(), first.data_ptr()),
+        (second.data_ptr(), first.data_ptr(), 3),
+    ]
+
+
+@pytest.mark.parametrize(
+    "case", ["scalar-first", "output-is-input", "view-of-a-buffer", "tensor-option", "copy"]
+)
+def test_no_plan_where_a_replay_would_not_be_the_calls_work(bound_plans, case):
+    x = randn((40,), torch.float32, 1)
+    out = torch.empty_like(x)
+    args, result, options = (x, out, 40), out, ()
+    if case == "scalar-first":
+        args = (40, x, out)
+    elif case == "output-is-input":
+        args, result = (x, x, 40), x
+    elif case == "view-of-a-buffer":
+        result = torch.empty(80)[:40]
+        args = (x, result, 40)
+    elif case == "tensor-option":
+        options = (x,)
+    elif case == "copy":
+        args = (x.clone(), out, 40)
+    launches = (Launch(_scale_kernel, (1,), args, (2, 64)),)
+    assert launch_module.make_plan((x,), options, result, launches, [_bound([], (40,))]) is None

@@ -1,12 +1,18 @@
-"""Trigger, on a CUDA GPU, each message ``docs/troubleshooting.rst`` quotes that only a GPU
-produces, and print it verbatim with the torch, Triton and GPU it came from, so that the
-page's quotes can be checked against (and copied from) the release the GPU pages use.
+"""Print each message ``docs/troubleshooting.rst`` quotes that only a CUDA GPU produces, as
+your GPU, PyTorch and Triton word it. The page quotes them as PyTorch 2.11.0 and Triton 3.6.0
+printed them on an H100; other releases and GPUs may word them differently.
 
-Usage, from the repository root on a machine with a CUDA GPU (about a minute on an H100)::
+To run it you need a Linux machine with an NVIDIA GPU, a clone of the repository and
+gpuperf installed with the CUDA build of torch (the README's ``pip install -c
+gpuperf/constraints.txt ./gpuperf``). From the root of the clone::
 
-    PYTHONPATH=src python scripts/troubleshooting_messages.py > troubleshooting_messages.txt
-    PYTHONPATH=src python scripts/troubleshooting_messages.py --list        # the message ids
-    PYTHONPATH=src python scripts/troubleshooting_messages.py ID [ID ...]   # some of them
+    python scripts/troubleshooting_messages.py > messages.txt    # all, about a minute on an H100
+    python scripts/troubleshooting_messages.py --list            # the message ids
+    python scripts/troubleshooting_messages.py ID [ID ...]       # some of them
+    python scripts/troubleshooting_messages.py --jobs 2          # fewer at once (default 6)
+
+Without installing gpuperf, prefix each with ``PYTHONPATH=src``. Where no CUDA GPU is usable
+it says so and exits with status 1.
 
 Each message is triggered in a Python process of its own (a failed CUDA-graph capture or a
 compile error must not leak into the next one), several at a time, and printed as one
@@ -19,9 +25,10 @@ block::
     ===== end =====
 
 ``<page section id>`` is the HTML id of the page's section that quotes the message
-(``troubleshooting.html#<id>``), so each block can be pasted back beside its quote.
-Messages the page quotes that a GPU does not change (the interpreter's, ``ncu``'s
-permission error, and errors meant for GPUs older than Hopper) are not here.
+(``troubleshooting.html#<id>``), so each block can be read beside its quote. A ``ptxas``
+failure (the ``threads`` block) also prints the PTX Triton could not assemble, several
+hundred lines. Messages the page quotes that a GPU does not change (the interpreter's,
+``ncu``'s permission error, and errors meant for GPUs older than Hopper) are not here.
 """
 
 from __future__ import annotations
@@ -250,7 +257,9 @@ def mutated_input():
 
 
 def cpu_tensor():
-    """A ``reduce-overhead`` function with a CPU tensor in its graph: cudagraphs skipped."""
+    """A ``reduce-overhead`` function with a CPU tensor beside a CUDA one: skipped (``cpu
+    device``) where Inductor's graph partition is off, recorded around the CPU work where it
+    is on; the skip counter says which."""
 
     @torch.compile(mode="reduce-overhead")
     def both(x, y):
@@ -281,7 +290,9 @@ def skip_logger():
 
 
 def overwritten_output():
-    """Reading an output of a CUDA-graph tree after later calls replayed over it."""
+    """Reading the outputs of a ``reduce-overhead`` function's earlier calls (its warm-up,
+    its recording and its first replay) after a fourth call: each read prints whether it
+    raised, and what."""
 
     @torch.compile(mode="reduce-overhead")
     def double(x):
@@ -289,7 +300,12 @@ def overwritten_output():
 
     x = torch.randn(64, device="cuda")
     outputs = [double(x) for _ in range(4)]
-    print(outputs[-2] + 1)
+    for call, out in zip(("warm-up", "recording", "first replay"), outputs, strict=False):
+        try:
+            (out + 1).sum().item()
+            print(f"the {call}'s output, read after the fourth call: no error")
+        except Exception as err:
+            print(f"the {call}'s output, read after the fourth call: {_name(err)}: {err}")
 
 
 def many_shapes():
@@ -387,7 +403,8 @@ def host_descriptor():
 
 
 def narrow_box():
-    """A descriptor whose box is 8 bytes wide (4 float16): refused when the kernel compiles."""
+    """A descriptor whose box is 8 bytes wide (4 float16): the kernel compiles, and the launch
+    fails when the CUDA driver is asked for the tensor map."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     x = torch.randn(64, 64, device="cuda", dtype=torch.float16)
@@ -444,7 +461,7 @@ MESSAGES = (
     Message(
         CUDA_GRAPHS,
         "skip-cpu-device",
-        "cudagraphs skipped for a CPU tensor",
+        "a CPU tensor beside a CUDA one: cudagraphs skipped or not",
         cpu_tensor,
         ("skipping cudagraphs", "cudagraph_skips"),
     ),
@@ -478,7 +495,7 @@ MESSAGES = (
         "recompile-limit",
         "the warning at the recompile limit",
         recompile_limit,
-        ("recompile_limit", "cache_size_limit"),
+        ("recompile_limit", "cache_size_limit", "   function: ", "   last reason: "),
     ),
     Message(TMA, "gpuperf-check", "gpuperf's ValueError", gpuperf_tma),
     Message(TMA, "host-descriptor", "TensorDescriptor's checks", host_descriptor),

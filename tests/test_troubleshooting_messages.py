@@ -1,6 +1,7 @@
 """scripts/troubleshooting_messages.py: each message it triggers names a section of the
 troubleshooting page, its ids are unique, and it runs a message apart and prints its block
-(on the CPU, the one message that needs no GPU: which logger carries the skip warning)."""
+(on the CPU, the one message that needs no GPU: which logger carries the skip warning),
+and the page shows the example file whose line numbers its torch.compile messages name."""
 
 import importlib.util
 import itertools
@@ -38,6 +39,30 @@ def test_every_message_names_a_section_of_the_page():
         assert message.section in sections, message.id
     ids = [m.id for m in messages.MESSAGES]
     assert len(ids) == len(set(ids))
+
+
+def _code_block_after(rst: str, marker: str) -> str:
+    """The text of the first ``code-block`` after ``marker``, dedented, its options left out."""
+    lines = rst[rst.index(marker) :].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(".. code-block::")) + 1
+    while lines[start].strip().startswith(":") or not lines[start].strip():
+        start += 1
+    body = []
+    for line in lines[start:]:
+        if line and not line.startswith("   "):
+            break
+        body.append(line[3:])
+    return "\n".join(body).strip() + "\n"
+
+
+def test_the_page_shows_the_example_file_the_torch_compile_messages_name():
+    """The page's graph break is at line 5 of example.py and ``g`` starts at line 10: the
+    file it shows is the one the script compiles."""
+    rst = (ROOT / "docs/troubleshooting.rst").read_text()
+    shown = _code_block_after(rst, "file ``example.py``:")
+    assert shown == messages.EXAMPLE
+    assert shown.splitlines()[4].strip() == "if x.sum() > 0:"
+    assert shown.splitlines()[9] == "@torch.compile"
 
 
 def test_list_prints_every_id(capsys):

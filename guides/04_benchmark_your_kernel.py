@@ -130,11 +130,11 @@ print(page.flush_effect(timing))
 # luckiest run, which a real program rarely gets. The flush does two things. It evicts
 # L2, which can only matter for an input that fits in L2 (the lines above say which do).
 # And it keeps the GPU busy between runs: while the GPU clears the buffer, Python queues
-# the next launch (the :ref:`profiling guide <profiling-timing>` measures it beside every
-# other way of timing). Without it, a kernel shorter than a launch takes from Python
-# finishes, the GPU idles until the next launch arrives, and the events bracket that
-# wait: where the lines above say "slower without the flush", the unflushed median is
-# the host's launch rate, not the kernel, and hides whatever L2 gains. An input far
+# the next launch (the :ref:`profiling guide <profiling-timing>` measures it beside
+# every other way of timing). Without it, a kernel shorter than a launch takes from
+# Python finishes, the GPU idles until the next launch arrives, and the events bracket
+# that wait: where the lines above say "slower without the flush", the unflushed median
+# is the host's launch rate, not the kernel, and hides whatever L2 gains. An input far
 # larger than L2 finds nothing there and outlasts any launch, so there the two agree.
 # The smallest input moves so few bytes that its flushed time is mostly the fixed cost
 # of any launch on the GPU (its :term:`launch latency`). The site's own timing

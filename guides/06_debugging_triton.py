@@ -199,11 +199,13 @@ print(demo.run("assert", TRITON_INTERPRET="1", TRITON_DEBUG="1"))
 # .. literalinclude:: ../../src/gpuperf/bench/debugging.py
 #    :pyobject: out_of_bounds
 #
-# PyTorch's caching allocator gets memory from CUDA in large segments and hands out
-# pieces of them, so an access just past a tensor usually lands in the same segment,
-# memory that CUDA counts as allocated. ``PYTORCH_NO_CUDA_MEMORY_CACHING=1`` makes
-# every tensor its own CUDA allocation. The same script plain, under memcheck, and
-# under memcheck without the caching allocator:
+# memcheck knows only what CUDA allocated. PyTorch's caching allocator gets memory
+# from CUDA in large segments and hands out pieces of them, so an access just past a
+# tensor lands in the same segment; ``PYTORCH_NO_CUDA_MEMORY_CACHING=1`` makes every
+# tensor its own CUDA allocation, but one made right after another can start where it
+# ends. The same script plain, under memcheck, and under memcheck without the caching
+# allocator; then, without it, a copy with nothing allocated after ``y``
+# (``out_of_bounds_last``, the same kernel on ``x`` and ``y`` alone):
 
 shown = captures.show(page.SANITIZER, page.runs)
 
@@ -213,11 +215,15 @@ print(page.sanitizer_reading(shown))
 
 # %%
 # **Reading it.** Run without a tool, the bug passes a test of ``y``: what it damages
-# is memory next to ``y``, the tensor allocated after it. Run memcheck with
-# the caching allocator turned off, and read the first report: its kernel, its source
-# line and its thread and block point at the mask. (compute-sanitizer's other tools:
-# ``--tool racecheck`` for shared-memory races, ``--tool initcheck`` for reads of
-# memory never written.)
+# is memory next to ``y``, the tensor allocated after it. memcheck checks each access
+# against every allocation, not against the tensor the kernel meant: a lane one past
+# ``y`` that lands in the next tensor is an access to allocated memory, and passes.
+# So run it with the caching allocator off and on inputs with nothing just after them
+# (a test's own tensors, sized so the last one ends its allocation), and read the first
+# report: its kernel, its source line and its thread and block point at the mask. A
+# clean memcheck run is no proof of a correct mask; a masked-off lane printed in the
+# interpreter is. (compute-sanitizer's other tools: ``--tool racecheck`` for
+# shared-memory races, ``--tool initcheck`` for reads of memory never written.)
 #
 # 4. Reading the compiled kernel
 # ------------------------------

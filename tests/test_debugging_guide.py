@@ -499,6 +499,10 @@ def test_paragraph_reads_the_captures(tmp_path, monkeypatch):
     )
     assert "with no error, and the first element of the tensor after y became 7.0 (it was -1.0)" in text
     assert "memcheck reported 0 errors with PyTorch's caching allocator on and 2 with it off" in text
+    assert (
+        "and 1 error (writes of 4 bytes) once nothing was allocated after y: it sees an access only "
+        "where it lands outside every allocation" in text
+    )
     assert "Compiled with TRITON_DEBUG=1, a tl.device_assert on those lanes stopped the kernel" in text
     assert "each thread's global loads went from 1 (1 of them ld.global.v4" in text
     assert not any(note.startswith("MISSING") for note in paragraph.notes)

@@ -430,6 +430,11 @@ def _sanitizer_sentence(capture: dict) -> str | None:
         counts.append(f"{runs['memcheck, no caching']['summary']} with it off")
     if counts:
         sentence += f"; compute-sanitizer's memcheck reported {' and '.join(counts)}"
+    last = runs.get("memcheck, no caching, y last")
+    if last and last["summary"] is not None:
+        sentence += f", and {_accesses(last)} once nothing was allocated after y" + (
+            ": it sees an access only where it lands outside every allocation" if last["summary"] else ""
+        )
     return sentence + "."
 
 

@@ -35,7 +35,6 @@ run and are written.
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import os
 import shutil
@@ -283,11 +282,7 @@ PARTS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--out", type=Path, default=None, help="measurements directory (default: src/gpuperf/measurements)"
-    )
-    parser.add_argument("--part", choices=sorted(PARTS), action="append", help="run only these parts")
+    parser = captures.script_parser(__doc__.splitlines()[0], PARTS)
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         log("no CUDA GPU: nothing to capture")

@@ -30,7 +30,6 @@ it listens (:func:`compiled_kernels`).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import ctypes
 import statistics
@@ -491,15 +490,13 @@ def measure() -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--out", type=Path, default=None, help="measurements directory (default: src/gpuperf/measurements)"
-    )
+    from gpuperf.bench import captures
+
+    parser = captures.script_parser(__doc__.splitlines()[0])
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         log("no CUDA GPU: nothing to capture")
         return 1
-    from gpuperf.bench import captures
 
     payload = measure()
     capture = captures.build(NAME, tool=TOOL, payload=payload, sources=SOURCES, method=METHOD)

@@ -12,9 +12,7 @@ any wait for the host inside the part) and the step's time as a loop of steps se
 differ, the GPU waited for the host.
 """
 
-import argparse
 import sys
-from pathlib import Path
 
 #: (phase, x, axes) of each breakdown: a compute-bound prefill and two decode steps.
 CASES = (
@@ -95,16 +93,15 @@ def event_breakdown(step, llama_module) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--out", type=Path, default=None, help="measurements folder (default: src/gpuperf/measurements)"
-    )
+    from gpuperf.bench import captures
+
+    parser = captures.script_parser(__doc__.splitlines()[0])
     args = parser.parse_args(argv)
 
     import torch
 
     import gpuperf.models.llama as llama_module
-    from gpuperf.bench import captures, timing
+    from gpuperf.bench import timing
     from gpuperf.bench.catalog import llama
     from gpuperf.models.llama import SECTION_PREFIX, SECTIONS, sections
 

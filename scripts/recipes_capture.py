@@ -36,7 +36,6 @@ again after changing them.
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import concurrent.futures
 import contextlib
@@ -1051,11 +1050,9 @@ def run_part(name: str, device, sizes: Sizes, out: Path | None, smoke: bool) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--out", type=Path, default=None, help="measurements directory (default: src/gpuperf/measurements)"
-    )
-    parser.add_argument("--part", choices=list(PARTS), action="append", help="run only these parts")
+    from gpuperf.bench import captures
+
+    parser = captures.script_parser(__doc__.splitlines()[0], PARTS)
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument(
         "--smoke", action="store_true", help="tiny sizes: a check that every part runs, not a measurement"

@@ -17,25 +17,22 @@ The first two take seconds and are written before the third starts.
 # The captures name the kernel modules as their sources, not gpuperf/reference.py where the
 # eager formulas live: every op's reference shares that file, and any new one would mark
 # these captures stale.
-import argparse
 import sys
-from pathlib import Path
 
 #: Where the per-call kernels and the generated code are taken: past L2, float32.
 N_ELEMENTS = 2**24
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--out", type=Path, default=None, help="measurements folder (default: src/gpuperf/measurements)"
-    )
+    from gpuperf.bench import captures
+
+    parser = captures.script_parser(__doc__.splitlines()[0])
     parser.add_argument("--skip-compile-modes", action="store_true", help="only the two quick captures")
     args = parser.parse_args(argv)
 
     import torch
 
-    from gpuperf.bench import captures, catalog, strategy
+    from gpuperf.bench import catalog, strategy
     from gpuperf.reference import add_relu_mul_eager, gelu_eager
 
     if not torch.cuda.is_available():

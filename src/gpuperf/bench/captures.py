@@ -13,6 +13,7 @@ beside it (a compressed trace, say) at :func:`artifact_path`.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from pathlib import Path
@@ -87,6 +88,20 @@ HOST_TIMED = frozenset(
 # Not execution_model: the host time it holds is an empty kernel's, defined in its script and
 # launched through Triton alone; of gpuperf's code it keeps what the device runs (the compiled
 # kernels' registers and shared memory), so it keys on that.
+
+
+def script_parser(description: str, parts=()) -> argparse.ArgumentParser:
+    """The command line every capture script (:data:`COMMANDS`) shares: ``--out``, the
+    measurements folder it writes under (default: the package's, or ``GPUPERF_MEASUREMENTS``),
+    and, given the names of its ``parts``, ``--part`` (repeatable) to run only those. A
+    script adds its own options to the parser it gets."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "--out", type=Path, default=None, help="measurements folder (default: src/gpuperf/measurements)"
+    )
+    if parts:
+        parser.add_argument("--part", choices=list(parts), action="append", help="run only these parts")
+    return parser
 
 
 def command(name: str) -> str:

@@ -70,7 +70,7 @@ print(profiling.in_one_paragraph())
 #     program gets, which is the slower of the host and the GPU.
 # ``do_bench``
 #     Triton's benchmark helper: CUDA events around each of many runs, with
-#     256 MB written between runs to flush the |h100-l2| :term:`L2`; asked here
+#     256 MiB written between runs to flush the |h100-l2| :term:`L2`; asked here
 #     for the median of the runs (its default is the mean; its steps and
 #     arguments: the :ref:`benchmarking guide <benchmark-do-bench>`).
 # ``do_bench without the L2 flush``
@@ -110,7 +110,7 @@ for capture in timing.values():
 # With the flush, the time the GPU spends clearing the buffer gives the host
 # time to queue the next launch, so the events bracket the kernel (plus its
 # ramp-up on a cold cache). This is why the site's
-# :func:`~gpuperf.bench.timing.time_ms` clears 1 GiB rather than 256 MB
+# :func:`~gpuperf.bench.timing.time_ms` clears 1 GiB rather than 256 MiB
 # (on the virtual machines these pages are measured on, the host sometimes
 # stalled for longer than the smaller flush lasts) and keeps the best of three
 # rounds by median (a stall only ever adds time). Which number is right depends

@@ -70,7 +70,7 @@ print(profiling.in_one_paragraph())
 #     program gets, which is the slower of the host and the GPU.
 # ``do_bench``
 #     Triton's benchmark helper: CUDA events around each of many runs, with
-#     256 MB written between runs to flush the |h100-l2| :term:`L2`; asked here
+#     256 MiB written between runs to flush the |h100-l2| :term:`L2`; asked here
 #     for the median of the runs (its default is the mean; its steps and
 #     arguments: the :ref:`benchmarking guide <benchmark-do-bench>`).
 # ``do_bench without the L2 flush``
@@ -104,12 +104,13 @@ for capture in timing.values():
 # reason is the host. The kernel itself takes only the CUDA-graph time. A
 # Python launch (its :term:`launch latency`) takes longer, so whenever runs are
 # launched back to back the GPU finishes each one and then waits for the next:
-# single-call events and synchronized host clocks time the launch path, and
-# ``do_bench`` *without* its flush times the host's launch rate, not the kernel.
+# single-call events, synchronized host clocks and ``do_bench`` *without* its
+# flush all time the host's path between their two readings (the launch, and
+# the recording of the events themselves), not the kernel.
 # With the flush, the time the GPU spends clearing the buffer gives the host
 # time to queue the next launch, so the events bracket the kernel (plus its
 # ramp-up on a cold cache). This is why the site's
-# :func:`~gpuperf.bench.timing.time_ms` clears 1 GiB rather than 256 MB
+# :func:`~gpuperf.bench.timing.time_ms` clears 1 GiB rather than 256 MiB
 # (on the virtual machines these pages are measured on, the host sometimes
 # stalled for longer than the smaller flush lasts) and keeps the best of three
 # rounds by median (a stall only ever adds time). Which number is right depends
@@ -160,10 +161,14 @@ for capture in launch.values():
 # the binary up on every call. :class:`gpuperf.kernels._launch.Launcher` keeps
 # the compiled binaries by exactly that key, computed in a few lines, and
 # calls Triton's C launcher directly; each op then keeps a *plan* per input
-# layout (shape, strides, dtype, alignment: :mod:`gpuperf.kernels.launch`) and
-# skips its checks for inputs like ones already seen. The host-time benchmark
-# keeps the before and the after in the same record: ``triton_jit`` is the
-# same wrapper launching through ``kernel[grid]``, the path before the change.
+# layout (shape, strides, dtype, device, 16-byte alignment) and skips its checks
+# for inputs like ones already seen. Ops like softmax get their plans from the
+# decorator :func:`gpuperf.kernels.launch.op` (tutorial 02 shows softmax written
+# for it); the matmuls, attention and the other ops with a backward, an optional
+# tensor or tensor descriptors from :func:`gpuperf.kernels.plans.planned`, over
+# the same ``Launcher``. The host-time benchmark keeps the before and the after
+# in the same record: ``triton_jit`` is the same wrapper launching through
+# ``kernel[grid]``, the path before the change.
 
 from gpuperf.bench.catalog import HOST_OVERHEAD
 from gpuperf.pages import show
@@ -477,9 +482,10 @@ for capture in ncu.values():
 proton = captures.show("proton", profiling.proton_report)
 
 # %%
-# While a launch hook is installed, :class:`~gpuperf.kernels._launch.Launcher`
-# hands every launch to ``kernel[grid]`` so that the hook sees it; the times
-# are the kernels' own, from CUPTI. proton's text viewer,
+# While a launch hook is installed, the plans are off and
+# :class:`~gpuperf.kernels._launch.Launcher` hands every launch to
+# ``kernel[grid]``, so that the hook sees it; the times are the kernels' own,
+# from CUPTI. proton's text viewer,
 # ``proton-viewer -m time/us profile.hatchet`` (it needs the ``llnl-hatchet``
 # package, ``pip install llnl-hatchet``), draws the same tree, each kernel's
 # microseconds summed over its calls in the scope:

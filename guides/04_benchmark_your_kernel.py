@@ -98,23 +98,23 @@ for rows in SCALE_SHIFT.x_values:
 #
 # ``do_bench(fn)`` calls ``fn`` once and waits (so a first, compiling call is never
 # timed), then estimates one run, flush included, from five more calls. From that
-# estimate it sizes the rest: about ``warmup`` milliseconds of untimed calls, then as
-# many timed runs as fit in about ``rep`` milliseconds (for a call much shorter than the
-# flush, most of those milliseconds are flushes). Before each timed run it writes zeros
-# over a 256 MB buffer: that evicts everything from L2 (|h100-l2| on an H100), so each
-# run reads its inputs from :term:`HBM`, as it would in a model whose other layers have
-# filled L2 with their own data. A pair of CUDA events brackets each run. It returns the
-# mean of the runs by default;
-# ``quantiles`` asks for percentiles instead (then ``return_mode`` is ignored), and
-# ``return_mode`` takes ``"min"``, ``"max"``, ``"median"`` or ``"all"`` (every run's
-# time):
+# estimate it sizes the rest: ``warmup`` divided by it untimed calls (without flushes,
+# so they take less than ``warmup`` milliseconds), then ``rep`` divided by it timed
+# runs (for a call much shorter than the flush, most of those milliseconds are
+# flushes). Before each timed run it writes zeros over a 256 MiB buffer: that evicts
+# everything from L2 (|h100-l2| on an H100), so each run reads its inputs from
+# :term:`HBM`, as it would in a model whose other layers have filled L2 with their own
+# data. A pair of CUDA events brackets each run. It returns the mean of the runs by
+# default; ``quantiles`` asks for percentiles instead (then ``return_mode`` is
+# ignored), and ``return_mode`` takes ``"min"``, ``"max"``, ``"median"`` or ``"all"``
+# (every run's time):
 #
 # .. literalinclude:: ../../scripts/benchmark_guide_capture.py
 #    :pyobject: do_bench_readings
 #
 # What it read on the kernel at three sizes (``no flush``: the same with the buffer
-# shrunk to nothing, so the runs can find their data in L2, and nothing runs on the
-# GPU between them):
+# shrunk to 4 bytes, so the runs can find their data in L2; zeroing those 4 bytes is
+# a tiny kernel, over before the host has launched the next run):
 
 from gpuperf.pages import captures
 

@@ -114,12 +114,15 @@ print(page.data_loading_reading(shown))
 # **Reading it.** The workers can pay off only as far as making a batch took longer
 # than the step: once the loader keeps up, the step on resident data (the dashed line)
 # is the floor. The copy's two settings act on different costs. Pinning makes the copy
-# itself faster, by the milliseconds per batch the lines above give. A copy that makes
-# the host wait costs more than its own time: the host's work for the next step
-# (Python, autograd, the launches) no longer overlaps the GPU's work on the last one,
-# and the step becomes the sum of the two. That is why a step can fall by more than the
-# copy ever took. Where a setting reads no measurable gain, neither was what the step
-# waited for: the lines above say when it was the making of the batch.
+# itself faster, by the milliseconds per batch the lines above give, and in a loader
+# with workers it also moves each batch's hand-over from the workers onto the loader's
+# pin-memory thread, off the training thread. ``non_blocking`` removes the host's wait
+# only for a pinned batch: from pageable memory the copy holds the host anyway, so on
+# its own it changes little. The wait is worth removing because a copy that makes the
+# host wait costs more than its own time: the host's work for the next step (Python,
+# autograd, the launches) no longer overlaps the GPU's work on the last one, and the
+# step becomes the sum of the two. Where a setting reads no measurable gain, it was not
+# what the step waited for: the lines above say when it was the making of the batch.
 #
 # 2. Tensor cores for float32: TF32, and bfloat16 autocast
 # --------------------------------------------------------
@@ -230,12 +233,16 @@ page.figure(page.SYNCS)
 print(page.syncs_reading(shown))
 
 # %%
-# **Reading it.** A synchronization costs the GPU's idle time after it: the time the
-# host takes to queue work again. That matters most where the host's time per step and
-# the GPU's are alike, so that without the waits each would hide the other. Where one
-# step keeps the GPU busy for a small share of the step, the host is the bottleneck
-# and removing the waits saves little; the lines above give each width's busy time
-# beside what removing them saved. The debug mode sees the synchronizations PyTorch
+# **Reading it.** A synchronization costs the host's wait for the GPU, then the GPU's
+# idle time after it, while the host queues work again: without the waits each would
+# hide behind the other, which pays most where the host's time per step and the GPU's
+# are alike. The lines that synchronize also do work of their own on the host: a copy
+# of the value from the GPU for each ``.item()`` and ``if tensor:``, and for
+# ``print(tensor)`` the formatting, which reads the tensor several times. Where the
+# GPU is busy a small share of the step, the waits are short, and the difference left
+# can be smaller than the run-to-run spread of a loop that stops several times a step;
+# the lines above give each width's busy time, and the rounds' range where the
+# difference is lost in them. The debug mode sees the synchronizations PyTorch
 # makes itself, a blocking ``.to("cuda")`` included; a wait inside the CUDA driver (a
 # ``non_blocking`` copy from pageable memory may hold the host, section 1) is not
 # reported.
@@ -276,8 +283,9 @@ print(page.conv_reading(shown))
 # **Reading it.** A layout or an algorithm choice can only help where the convolutions
 # are the step's time; with small images and channels, launches and BatchNorm's memory
 # traffic can weigh as much. Where ``cudnn.benchmark``, run in a process of its own,
-# reads no measurable gain, the heuristic's algorithms were already as fast as any it
-# timed, for these shapes.
+# reads no measurable gain, the algorithms it picked saved too little of the step to
+# show: the heuristic's were about as fast, for these shapes, or the convolutions were
+# too small a share of the step.
 #
 # 6. Gradient checkpointing
 # -------------------------

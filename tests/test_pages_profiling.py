@@ -441,12 +441,17 @@ def test_extension_and_proton_sentences():
     assert "built in 61 s (nvcc 13, TORCH_CUDA_ARCH_LIST=9.0a)" in text and "in 2.2 s" in text
     assert "3 outputs matched" in text and "float32 3.0e-07, bfloat16 4.0e-03" in text
     failed = capture("proton", {"ok": False, "error": "no CUPTI", "traceback": "Trace\nboom"})
-    assert profiling.proton_report(failed).startswith("proton did not run on the GPU machine: no CUPTI")
+    assert profiling.proton_report(failed).startswith("proton did not run: no CUPTI")
     assert profiling.proton_viewer(failed) == ""
     viewer = {"returncode": 1, "stdout": "", "stderr": "Traceback\nImportError: hatchet\n"}
     assert profiling.proton_viewer(capture("proton", {"ok": True, "viewer": viewer})).endswith(
         "status 1:\nImportError: hatchet"
     )
+    tree = "2620.684 ROOT\n├─ 1924.929 matmul\n│  └─ 1924.929 _matmul_kernel\n└─ 450.021 softmax\n"
+    drawn = {"returncode": 0, "stdout": tree + "\n", "stderr": ""}
+    assert profiling.proton_viewer(capture("proton", {"ok": True, "viewer": drawn})) == (
+        "python -m triton.profiler.viewer exited with status 0:\n" + tree.rstrip()
+    )  # the tree as drawn, one frame a line
 
 
 def _copy_measurements(tmp_path, monkeypatch):

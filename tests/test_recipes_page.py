@@ -398,10 +398,37 @@ def test_data_loading_reading_apart_and_the_hosts_waits():
         "and 0.020 ms non_blocking from pinned memory: the copy non_blocking from pinned memory returned "
         "before that work was done, the others waited for it." in text
     )
+    # Measured apart, the settings are read apart, not lumped against the copy's saving.
+    assert "shorter than with neither" not in text
     assert (
-        "At num_workers=4 the step with both is 5.00 ms shorter than with neither: 6.67× the 0.750 ms "
-        "that pinning saves on the copy itself." in text
+        "non_blocking alone gains nothing measurable at num_workers=4: from pageable memory the copy "
+        "held the host 7.90 ms behind the GPU's work, as the blocking copy did (8.00 ms)." in text
     )
+    assert (
+        "pin_memory alone, its copies still blocking, shortened the step at num_workers=4 by 1.00 ms, "
+        "1.33× the 0.750 ms that pinning saves on the copy." in text
+    )
+    assert "non_blocking on top of pin_memory, the host's wait removed: 1.31× faster." in text
+    assert "part of it run while the host queued it" not in text  # every wait outlasted the work
+
+
+def test_data_loading_reading_says_pinning_gave_more_than_the_copy():
+    """Where pin_memory alone (copies still blocking) saves far more than the copy, the reading
+    says the rest is neither the copy nor the wait, and names the loader's pin-memory thread."""
+    capture = data_loading_apart()
+    for c in capture["payload"]["cases"][0]["configs"]:
+        if c["key"] == "w4_pin_blocking":
+            c["step"] = step(14.0)
+        if c["key"] == "w0_pin_blocking":
+            c["step"] = step(17.0)
+    capture["payload"]["copies"]["host_wait"]["pinned_blocking"] = step(6.5)
+    text = " ".join(page.data_loading_reading(shown(capture)).split())
+    assert (
+        "shortened the step at num_workers=4 by 4.00 ms, 5.33× the 0.750 ms that pinning saves on the "
+        "copy: the rest is neither the copy nor the wait" in text
+    )
+    assert text.count("a thread of the DataLoader") == 1  # at num_workers=4, not at 0
+    assert "Queued behind 7.00 ms of GPU work (part of it run while the host queued it" in text
 
 
 def test_copy_settings_of_older_captures():
@@ -465,6 +492,7 @@ def test_syncs_reading_reads_each_width_against_the_gpu_time():
     assert "width 1024: removing them, 2.00 ms → 1.40 ms per step: 1.43× faster" in text
     small, large = (next(s for s in text.split("width ")[1:] if s.startswith(w)) for w in ("256", "2048"))
     assert "one step keeps the GPU busy 0.300 ms" in small
+    assert "Its rounds ran 2.94–3.06 ms with the syncs and 2.93–3.05 ms without" in small
     assert "No measurable gain: the GPU waited for the host's launches" in small
     assert "one step keeps the GPU busy 5.90 ms" in large and "busy nearly all the step" in large
     assert page.NO_EVENTS not in text
@@ -475,6 +503,27 @@ def test_syncs_reading_reads_each_width_against_the_gpu_time():
         c["gpu_busy_ms"] = 11.8  # summed with the annotations, longer than the step: not read
     text = " ".join(page.syncs_reading(shown(older)).split())
     assert "11.8" not in text and "keeps the GPU busy" not in text and text.endswith(page.NO_EVENTS)
+
+
+def test_syncs_reading_gives_no_reason_another_width_contradicts():
+    """A host-bound width without a gain is not explained by the GPU's idle share when a width
+    with the GPU idler did gain; print's synchronizations are counted per call."""
+    capture = syncs()
+    payload = capture["payload"]
+    payload["log_every"] = 10
+    payload["found"]["syncs"]["by_line"]['print(f"step {i}: loss", loss)'] = 24
+    payload["cases"][0]["configs"][0]["step"] = step(4.0)  # width 256, the GPU idler: gained
+    width_1024 = payload["cases"][1]  # no gain, the GPU busy 30% of the step
+    width_1024["configs"][0]["step"] = {**step(2.0), "runs": [1.5, 2.0, 2.6]}
+    width_1024["configs"][1]["step"] = step(2.01)
+    width_1024["gpu_events"] = timeline(1, 0.6e3 - 10)
+    text = " ".join(page.syncs_reading(shown(capture)).split())
+    assert 'The 24 at print(f"step {i}: loss", loss) came from 3 calls of print' in text
+    assert "synchronized 8 times a call" in text
+    assert "width 256: removing them, 4.00 ms → 2.99 ms per step: 1.34× faster" in text
+    assert "width 1024: removing them, 2.00 ms → 2.01 ms per step" in text
+    assert "Its rounds ran 1.50–2.60 ms with the syncs and 1.97–2.05 ms without." in text
+    assert "finds it nearly done" not in text
 
 
 def test_conv_reading_and_the_cost_of_benchmarking():

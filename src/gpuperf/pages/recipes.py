@@ -614,7 +614,11 @@ def _host_waits(copies: dict | None) -> list[str]:
     else:
         which = f"the copy {free[0]}" if len(free) == 1 else f"the copies {_join(free)}"
         tail = f"{which} returned before that work was done, the others waited for it"
-    return [f'Queued behind {ms(busy)} of GPU work, .to("cuda") of one batch held the host {held}: {tail}.']
+    started = any(v < busy for k, v in got.items() if WAITS[k] not in free)
+    behind = f"{ms(busy)} of GPU work" + (
+        " (part of it run while the host queued it, so a wait can be shorter)" if started else ""
+    )
+    return [f'Queued behind {behind}, .to("cuda") of one batch held the host {held}: {tail}.']
 
 
 def _copies(payload: dict, case: dict) -> list[str]:
@@ -659,7 +663,10 @@ def _copies(payload: dict, case: dict) -> list[str]:
             + "; ".join(readings)
             + ". This capture changed the two together, so it cannot say which of them gave what."
         )
-    if saving and compared:
+    if apart and compared:
+        n = max(compared)
+        out += _copy_settings_apart(case, n, workers[n], saving, copies)
+    elif saving and compared:
         n = max(compared)
         plain, both = compared[n][(False, False)], compared[n][(True, True)]
         step_saving = median(config(case, plain)) - median(config(case, both))
@@ -668,6 +675,45 @@ def _copies(payload: dict, case: dict) -> list[str]:
                 f"At num_workers={n} the step with both is {ms(step_saving)} shorter than with neither: "
                 f"{times(step_saving / saving)} the {ms(saving)} that pinning saves on the copy itself."
             )
+    return out
+
+
+def _copy_settings_apart(
+    case: dict, n: int, keys: dict[tuple[bool, bool], str], saving: float | None, copies: dict | None
+) -> list[str]:
+    """At ``num_workers=n``, what each copy setting gave and why, read from the configs
+    measured apart: ``non_blocking`` alone against how long a copy from pageable memory held
+    the host; ``pin_memory`` alone (its copies still blocking) against what pinning saves on
+    the copy; ``non_blocking`` on top of ``pin_memory``, the wait removed."""
+    plain, pin, free, both = (keys.get((p, b)) for p, b in ((0, 0), (1, 0), (0, 1), (1, 1)))
+    out = []
+    waits = (copies or {}).get("host_wait", {})
+    held, blocking = (waits.get(k, {}).get("median") for k in ("pageable_non_blocking", "pageable_blocking"))
+    waited = held and blocking and held >= 0.5 * copies["busy"]["median"]
+    if free and waited and no_gain(case, free, over=plain):
+        out.append(
+            f"non_blocking alone gains nothing measurable at num_workers={n}: from pageable memory the copy "
+            f"held the host {ms(held)} behind the GPU's work, as the blocking copy did ({ms(blocking)})."
+        )
+    if pin and saving and verdict(case, pin, over=plain) == "faster":
+        pin_saved = median(config(case, plain)) - median(config(case, pin))
+        line = (
+            f"pin_memory alone, its copies still blocking, shortened the step at num_workers={n} by "
+            f"{ms(pin_saved)}, {times(pin_saved / saving)} the {ms(saving)} that pinning saves on the copy"
+        )
+        if pin_saved > 1.5 * saving and n > 0:
+            line += (
+                ": the rest is neither the copy nor the wait, which a blocking copy keeps. With workers, "
+                "pin_memory=True also moves work off the training thread: a thread of the DataLoader "
+                "takes each batch from the workers' queue and copies it into pinned memory in the "
+                "background, where without it the training thread takes each batch from that queue "
+                "itself (this capture does not time that work apart)"
+            )
+        out.append(line + ".")
+    if pin and both:
+        out.append(
+            f"non_blocking on top of pin_memory, the host's wait removed: {said(case, both, over=pin)}."
+        )
     return out
 
 
@@ -800,6 +846,18 @@ def _syncs(capture: dict) -> list[str]:
         if "no_syncs" in found:
             g = found["no_syncs"]
             out.append(f"Without them it reported {g['count']}, all after the last step.")
+        prints = _prints(payload, f["by_line"])
+        if prints:
+            line, n, calls = prints
+            out.append(
+                f"The {n} at {line} came from {calls} calls of print: formatting a tensor "
+                f"synchronized {n / calls:.0f} times a call."
+            )
+    shares = {}
+    for case in cases(capture):
+        work = gpu_work(case.get("gpu_events"))
+        if work is not None:
+            shares[case["key"]] = work["busy_ms"] / median(config(case, "no_syncs"))
     for case in cases(capture):
         no, yes = config(case, "no_syncs"), config(case, "syncs")
         line = (
@@ -808,23 +866,45 @@ def _syncs(capture: dict) -> list[str]:
         )
         work = gpu_work(case.get("gpu_events"))
         if work is not None:
-            busy = work["busy_ms"]
-            line += f"; one step keeps the GPU busy {ms(busy)}"
-            if no_gain(case, "no_syncs"):
-                if busy < 0.5 * median(no):
+            line += f"; one step keeps the GPU busy {ms(work['busy_ms'])}"
+        if no_gain(case, "no_syncs"):
+            line += f". Its rounds ran {_rounds(yes)} with the syncs and {_rounds(no)} without"
+            share = shares.get(case["key"])
+            # A reason only where no other width contradicts it: a width with the GPU as idle
+            # or idler whose syncs did cost time.
+            gained = [c for c in cases(capture) if c is not case and verdict(c, "no_syncs") == "faster"]
+            if share is not None and share < 0.5:
+                if not any(shares.get(c["key"], 1.0) <= share for c in gained):
                     line += (
-                        ". No measurable gain: the GPU waited for the host's launches most of each step "
-                        "anyway, so a wait for it finds it nearly done"
+                        ". No measurable gain: the GPU waited for the host's launches most of each "
+                        "step anyway, so a wait for it finds it nearly done"
                     )
-                elif busy > 0.9 * median(no):
-                    line += (
-                        ". No measurable gain: the GPU is busy nearly all the step, so a wait costs "
-                        "one launch's latency"
-                    )
+            elif share is not None and share > 0.9:
+                line += (
+                    ". No measurable gain: the GPU is busy nearly all the step, so a wait costs "
+                    "one launch's latency"
+                )
         out.append(line + ".")
     if _without_events(capture, cases(capture)):
         out.append(NO_EVENTS)
     return out
+
+
+def _rounds(config: dict) -> str:
+    """The range of a config's rounds, ``'4.52–7.27 ms'`` (its 20th-80th percentiles where
+    the capture kept no rounds)."""
+    runs = config["step"].get("runs") or [config["step"]["p20"], config["step"]["p80"]]
+    return f"{span([min(runs), max(runs)], lambda v: ms(v).removesuffix(' ms'))} ms"
+
+
+def _prints(payload: dict, by_line: dict[str, int]) -> tuple[str, int, int] | None:
+    """``(line, synchronizations, calls)`` for the loop's ``print`` line: how many times it
+    ran in the steps the debug mode watched (one step in ``log_every``), or None."""
+    every, steps = payload.get("log_every"), (payload.get("found") or {}).get("syncs", {}).get("steps")
+    line = next((k for k in by_line if k.startswith("print(")), None)
+    if not (line and every and steps):
+        return None
+    return line, by_line[line], len(range(0, steps, every))
 
 
 def syncs_reading(shown: Mapping[str, dict]) -> str:

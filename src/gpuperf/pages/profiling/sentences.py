@@ -328,12 +328,13 @@ def proton_report(capture: dict) -> str:
     p = capture_payload(capture, "proton")
     if p.get("ok"):
         return proton_table(capture)
-    return f"proton did not run on the GPU machine: {p.get('error')}\n" + p.get("traceback", "")[-1500:]
+    return f"proton did not run: {p.get('error')}\n" + p.get("traceback", "")[-1500:]
 
 
 def proton_viewer(capture: dict) -> str:
-    """What ``python -m triton.profiler.viewer`` said on the GPU machine: its exit
-    status and its output (or the last line of its errors); empty when it was not run.
+    """What ``python -m triton.profiler.viewer`` said where the capture ran: its exit
+    status and its output, the tree line by line as drawn (or the last line of its
+    errors); empty when it was not run.
 
     Raises:
         TypeError, ValueError: ``capture`` is not a ``proton`` capture.
@@ -342,5 +343,8 @@ def proton_viewer(capture: dict) -> str:
     if not viewer:
         return ""
     err = viewer["stderr"].strip().splitlines()
-    out = viewer["stdout"] or (err[-1] if err else "")
-    return _wrap([f"python -m triton.profiler.viewer exited with status {viewer['returncode']}:", out])
+    head = f"python -m triton.profiler.viewer exited with status {viewer['returncode']}:"
+    if viewer["stdout"].strip():
+        # The viewer draws a tree, one frame a line: kept as drawn, never refilled.
+        return head + "\n" + viewer["stdout"].rstrip()
+    return _wrap([head, err[-1] if err else ""])

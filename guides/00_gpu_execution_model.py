@@ -47,9 +47,10 @@ print(page.in_one_paragraph())
 # Warps are grouped into **thread blocks** (CUDA's *cooperative thread arrays*,
 # CTAs): the threads of one block start together on one SM, share its shared
 # memory and can wait for each other at a barrier. A block never moves between
-# SMs, and no barrier spans two blocks. What one SM can hold, as the GPU
-# reports it (``torch.cuda.get_device_properties``, and the CUDA driver's
-# ``cuDeviceGetAttribute`` for what PyTorch does not give):
+# SMs, and no barrier spans two blocks (Hopper's thread-block clusters, which Triton's
+# ``num_ctas`` asks for, are the exception, unused on this site). What one SM can
+# hold, as the GPU reports it (``torch.cuda.get_device_properties``, and the CUDA
+# driver's ``cuDeviceGetAttribute`` for what PyTorch does not give):
 
 from gpuperf.pages import captures
 
@@ -145,12 +146,15 @@ memory = captures.show("execution_model", page.hierarchy_table)
 # **Measuring L2.** A copy kernel (one read and one write of every byte) was timed
 # on buffers from 1 MiB to 1 GiB, two ways. With :term:`do_bench`'s L2 flush before
 # each run, as every benchmark on this site, the source always comes from HBM.
-# Without the flush, a buffer that fits in L2 is still there from the run before:
-# the copies were replayed back to back in a :term:`CUDA graph`
-# (``triton.testing.do_bench_cudagraph``, ``return_mode`` median), which also takes
-# the host out: ``do_bench`` without its flush would time, for the small copies,
-# how fast Python launches them (the :ref:`profiling guide
-# <sphx_glr_guides_01_profiling.py>` shows this). The kernel, as it ran:
+# Without the flush, what is still in L2 from the copy before is read from there: the
+# copies were replayed back to back in a :term:`CUDA graph`
+# (``triton.testing.do_bench_cudagraph``: one graph of as many copies as fill tens of
+# milliseconds, replayed a few times, each replay timed whole and divided by its
+# copies; the median of those replays), which also takes the host out: ``do_bench``
+# without its flush would time, for the small copies, how fast Python launches them
+# (the :ref:`profiling guide <sphx_glr_guides_01_profiling.py>` shows this). Each
+# point of that series is a mean over many copies, so its band is narrow by
+# construction. The kernel, as it ran:
 #
 # .. literalinclude:: ../../scripts/execution_model_capture.py
 #    :pyobject: copy_kernel
@@ -162,16 +166,23 @@ sweep = captures.show("execution_model", page.plot_copy_sweep)
 print(page.memory_reading(sweep))
 
 # %%
-# **Reading it.** In the shaded sizes both buffers fit in L2, so a replayed copy
-# reads and writes L2 instead of HBM, and the reading above says how much faster
-# that ran than the HBM ceiling. Far past the shaded region nothing survives from
-# one copy to the next, and both ways of timing read HBM's rate. At the smallest
-# sizes neither way moves enough bytes to be limited by memory: a kernel of a few
-# microseconds is mostly the cost of starting and finishing it (section 5). This
-# is why the benchmarks flush L2: a kernel timed on warm inputs looks faster than
-# it will run inside a model, whose other layers have filled L2 with their own
-# data. It is also why fusion pays: data kept in registers or shared memory
-# between two steps never makes the round trip to HBM.
+# **Reading it.** In the shaded sizes both buffers would fit in the L2 the GPU
+# reports, and the smaller of them do stay there: a replayed copy reads and writes L2
+# instead of HBM, faster than the HBM ceiling, as the reading above says. But the rate
+# falls before the shading ends: a copy keeps its buffers in L2 only short of its full
+# size. A cache this large is not one pool: NVIDIA builds it in two partitions, each
+# caching data for the SMs beside it (the A100 whitepaper describes the design), so a
+# line read by SMs on both sides can be held twice, and a set-associative cache evicts
+# lines before it is full. Far past the shaded region nothing survives from one copy to
+# the next, and both ways of timing read HBM's rate. At the smallest sizes neither way
+# moves enough bytes to be limited by memory: a kernel of a few microseconds is mostly
+# the cost of starting and finishing it (section 5), which is also why the peak rate is
+# a floor for L2's own bandwidth, not a measure of it.
+#
+# The benchmarks flush L2 because a kernel timed on warm inputs looks faster than it
+# will run inside a model, whose other layers have filled L2 with their own data. And
+# fusion pays for the same reason: data kept in registers or shared memory between two
+# steps never makes the round trip to HBM.
 
 # %%
 # 4. Occupancy: how many warps an SM holds

@@ -105,8 +105,10 @@ print(demo.run("pdb", TRITON_INTERPRET="1", stdin="p offs\np mask\np x\nc\n"))
 # %%
 # **Reading it.** pdb stops in the kernel's own source, with its local variables as
 # NumPy arrays. ``x`` holds the value read past the end in the lane the bug let
-# through; the lanes the mask turned off read as 0 here, where a GPU leaves them
-# undefined unless the load passes ``other=``. The interpreter does not check bounds,
+# through; the lanes the mask turned off read as 0 here. Triton promises nothing for
+# them unless the load passes ``other=`` (compiled for an H100, the copy's PTX in
+# section 4 zeroes each register before the masked load, but that is the compiler's
+# choice, not the language's). The interpreter does not check bounds,
 # and it runs the programs one after another, so it finds neither an out-of-bounds
 # access nor a race between programs. It is for seeing values, on small sizes.
 #
@@ -157,9 +159,12 @@ print(demo.run("static", TRITON_INTERPRET="0", TRITON_ALWAYS_COMPILE="1"))
 # kernel prints nothing at compile time (section 4).
 #
 # **tl.device_assert** checks data on the GPU, but only in a kernel compiled with
-# ``TRITON_DEBUG=1`` set (read when the kernel compiles) or ``@triton.jit(debug=True)``;
-# otherwise Triton leaves it out. Its ``mask=`` restricts the check to the lanes the
-# load will touch:
+# debugging on: ``TRITON_DEBUG=1`` in the environment (Triton 3.6 reads it once, when
+# ``triton`` is imported: in a running process, set
+# ``triton.knobs.runtime.debug = True`` instead) or ``@triton.jit(debug=True)``.
+# Debugging is one of the compile options, so switching it on compiles the kernel
+# anew; with it off, Triton leaves the assertion out. Its ``mask=`` restricts the check
+# to the lanes the load will touch:
 #
 # .. literalinclude:: ../../src/gpuperf/bench/debugging.py
 #    :pyobject: copy_asserting_kernel
@@ -192,9 +197,9 @@ print(demo.run("assert", TRITON_INTERPRET="1", TRITON_DEBUG="1"))
 # program with every load and store of every kernel checked against the memory CUDA
 # allocated, and reports each one outside it: what kind of access, its size, the
 # kernel and the source line (Triton compiles line information in), the thread and
-# block, and how far the address is from the nearest allocation. The program runs many
-# times slower, so give it small sizes. The off-by-one copy, between tensors of their
-# own on the GPU, each followed by another allocated right after it:
+# block, and where the address lies against the nearest allocation. The program runs
+# many times slower, so give it small sizes. The off-by-one copy, between tensors of
+# their own on the GPU, each followed by another allocated right after it:
 #
 # .. literalinclude:: ../../src/gpuperf/bench/debugging.py
 #    :pyobject: out_of_bounds
@@ -218,12 +223,16 @@ print(page.sanitizer_reading(shown))
 # is memory next to ``y``, the tensor allocated after it. memcheck checks each access
 # against every allocation, not against the tensor the kernel meant: a lane one past
 # ``y`` that lands in the next tensor is an access to allocated memory, and passes.
-# So run it with the caching allocator off and on inputs with nothing just after them
-# (a test's own tensors, sized so the last one ends its allocation), and read the first
-# report: its kernel, its source line and its thread and block point at the mask. A
-# clean memcheck run is no proof of a correct mask; a masked-off lane printed in the
-# interpreter is. (compute-sanitizer's other tools: ``--tool racecheck`` for
-# shared-memory races, ``--tool initcheck`` for reads of memory never written.)
+# The same goes for the read past ``x``: the last run reported the write past ``y`` but
+# no read past ``x``, since ``y``, like ``after_x`` in the runs before, was most likely
+# allocated where ``x`` ends, and the read landed in it. The errors counted after the
+# first are the CUDA calls that failed once the kernel had been stopped. So run it with
+# the caching allocator off and on inputs with nothing just after them (a test's own
+# tensors, sized so the last one ends its allocation), and read the first report: its
+# kernel, its source line and its thread and block point at the mask. A clean memcheck
+# run is no proof of a correct mask; a masked-off lane printed in the interpreter is.
+# (compute-sanitizer's other tools: ``--tool racecheck`` for shared-memory races,
+# ``--tool initcheck`` for reads of memory never written.)
 #
 # 4. Reading the compiled kernel
 # ------------------------------
@@ -281,13 +290,17 @@ captures.show(page.COMPILED, page.compiled_code("matmul_kernel"))
 # (``async_copy_global_to_local``, ``cp.async`` in PTX, ``LDGSTS`` in SASS), and each
 # ``wgmma.mma_async`` of PTX is an ``HGMMA`` of SASS. What each program needs:
 
-captures.show(page.COMPILED, page.resources)
+shown = captures.show(page.COMPILED, page.resources)
 
 # %%
-# **Reading it.** The shared memory is the pipeline: ``num_stages`` copies of an A and
-# a B tile, ``3 × (128 × 64 + 64 × 128) × 2 bytes``. ``n_regs`` and ``n_spills`` come
-# from the compiled binary once it is loaded on a GPU; a kernel that :term:`spills
-# <spill>` registers to local memory shows it here first.
+# **Reading it.** The matmul's shared memory is its pipeline: ``num_stages`` copies of
+# an A and a B tile:
+
+print(page.pipeline_reading(shown))
+
+# %%
+# ``n_regs`` and ``n_spills`` come from the compiled binary once it is loaded on a GPU;
+# a kernel that :term:`spills <spill>` registers to local memory shows it here first.
 #
 # **Every pass of the compiler.** ``MLIR_ENABLE_DUMP=1`` prints the IR before each
 # MLIR pass, for every kernel compiled, to stderr (``MLIR_ENABLE_DUMP=copy_kernel``:
@@ -301,8 +314,11 @@ captures.show(page.MLIR_DUMP, page.mlir_dump)
 # dump, like a ``tl.static_print``, is printed only while Triton compiles, and Triton
 # compiles a kernel once: it keeps the result in ``TRITON_CACHE_DIR``
 # (``~/.triton/cache`` by default) under a hash of the source, the arguments' types
-# and the options, and later processes load it from there. ``TRITON_ALWAYS_COMPILE=1``
-# compiles anyway. Three runs on one cache folder:
+# and the options, and of the compiler's switches set in the environment
+# (``MLIR_ENABLE_DUMP`` and ``MLIR_DUMP_PATH`` among them), and later processes load it
+# from there. So the first run with a dump switched on compiles afresh, and a rerun
+# with the same setting finds it cached; ``TRITON_ALWAYS_COMPILE=1`` compiles anyway.
+# Three runs on one cache folder, all three with the same dump setting:
 
 captures.show(page.MLIR_DUMP, page.cache)
 
@@ -317,7 +333,7 @@ captures.show(page.MLIR_DUMP, page.cache)
 # :term:`torch.compile` hands each graph it captures to :term:`Inductor`, which writes
 # a Python module with Triton kernels in it, compiles and caches them, and calls them.
 # ``TORCH_LOGS=output_code`` prints that module when it is written, and its path. An
-# RMSNorm, four kernels in eager PyTorch:
+# RMSNorm, one kernel per operation in eager PyTorch:
 #
 # .. literalinclude:: ../../src/gpuperf/bench/debugging.py
 #    :pyobject: rms_norm_eager
@@ -328,15 +344,19 @@ captures.show(page.MLIR_DUMP, page.cache)
 captures.show(page.INDUCTOR, page.output_code)
 
 # %%
-# **Reading it.** Each kernel is a string passed to ``async_compile.triton``, named
-# after the operations it fused (``per``: a persistent reduction, one row per program,
-# ``red``: a looped one, ``poi``: pointwise); ``call`` allocates the outputs and
-# launches the kernels. The file whose path is printed runs on its own (``python
-# <path>`` benchmarks the compiled code on random inputs): a starting point for
-# debugging one of Inductor's kernels like any other, with every tool above.
+# **Reading it.** Eager PyTorch's operations (the comment above the launch names them)
+# became one kernel. Each kernel is a string passed to ``async_compile.triton``,
+# named after the operations it fused (``per``: a persistent reduction, each row reduced
+# whole in one block, ``XBLOCK`` rows per program; ``red``: a reduction that loops over
+# the row; ``poi``: pointwise); ``call`` allocates the outputs and launches the
+# kernels. The file whose path is printed runs on its own (``python <path>``
+# benchmarks the compiled code on random inputs): a starting point for debugging one
+# of Inductor's kernels like any other, with every tool above.
 # ``TORCH_COMPILE_DEBUG=1`` keeps more, in a folder ``torch_compile_debug/`` of the
-# working folder: for each graph, what Dynamo captured, Inductor's IR before and after
-# fusion, and the output code, among the files listed here:
+# working folder: for each graph, the ATen graph Inductor was given (after
+# AOTAutograd: ``fx_graph_readable.py``, and ``fx_graph_runnable.py`` that runs it on
+# its own), Inductor's IR before and after fusion, and the output code, among the files
+# listed here:
 
 captures.show(page.INDUCTOR, page.debug_files)
 
@@ -352,10 +372,11 @@ captures.show(page.INDUCTOR, page.debug_files)
 # * Compiled, ``print`` is ``tl.device_print``: one line per element per thread, so
 #   print from one program. ``tl.static_print`` and ``tl.static_assert`` run when the
 #   kernel compiles (and not when it comes from the cache); ``tl.device_assert`` needs
-#   ``TRITON_DEBUG=1`` and costs the process its CUDA context when it fails.
+#   ``TRITON_DEBUG=1`` set before Triton is imported (or ``@triton.jit(debug=True)``)
+#   and costs the process its CUDA context when it fails.
 # * ``PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck python
 #   script.py`` names the kernel, the line, the thread and the address of an access
-#   outside its allocation.
+#   outside every allocation; one that lands in a neighbouring tensor passes.
 # * A launch returns the compiled kernel: read ``.asm["ttgir"]`` for layouts,
 #   ``.asm["ptx"]`` and ``.asm["sass"]`` for the instructions (vector loads, ``wgmma``),
 #   ``.metadata.shared``, ``.n_regs`` and ``.n_spills`` for what a program needs;

@@ -427,9 +427,32 @@ def test_sanitizer_reading_tells_the_runs_apart():
     facts = page._sanitizer_facts(sanitizer_capture()["payload"]["runs"][2])
     assert page._damage(facts) == "the tensor after y is unchanged (its first element still -1.0)"
     assert "memcheck: 0 errors" in reading
-    assert "memcheck, caching allocator off: 2 errors (reads of 4 bytes, writes of 4 bytes)" in reading
-    last = "memcheck, caching allocator off, nothing allocated after y: 1 error (writes of 4 bytes)"
+    assert (
+        "memcheck, caching allocator off: 2 errors: 1 invalid read of 4 bytes and 1 invalid write of 4 bytes"
+        in reading
+    )
+    last = "memcheck, caching allocator off, nothing allocated after y: 1 error: 1 invalid write of 4 bytes"
     assert last in reading
+
+
+def test_sanitizer_counts_tell_invalid_accesses_from_the_calls_that_failed_after_them():
+    report = "\n".join(
+        [
+            "========= Invalid __global__ write of size 4 bytes",
+            *['========= Program hit cudaErrorLaunchFailure (error 719) due to "unspecified launch failure"']
+            * 4,
+            "========= ERROR SUMMARY: 5 errors",
+        ]
+    )
+    facts = page._sanitizer_facts(ran("x", report, keep=""))
+    assert (
+        page._accesses(facts)
+        == "5 errors: 1 invalid write of 4 bytes, then 4 CUDA calls that failed after it"
+    )
+    cut = page._sanitizer_facts(ran("x", report.replace("5 errors", "9 errors"), keep=""))
+    assert page._accesses(cut) == "9 errors, among them 1 invalid write of 4 bytes"
+    quiet = page._sanitizer_facts(ran("x", "========= ERROR SUMMARY: 0 errors", keep=""))
+    assert page._accesses(quiet) == "0 errors"
 
 
 def test_compiled_code_render_reading_and_resources():
@@ -446,6 +469,11 @@ def test_compiled_code_render_reading_and_resources():
     assert "96 KiB of shared memory, 168 registers per thread, 0 spilled" in reading
     table = page.resources(cap)
     assert "matmul_kernel" in table and "96 KiB" in table and "168" in table
+    pipeline = page.pipeline_reading({"h100": cap})
+    assert "= 3 x (128 x 64 + 64 x 128) x 2 = 98,304 bytes," in pipeline
+    assert "exactly what metadata.shared reports" in pipeline
+    cap["payload"]["kernels"]["matmul_kernel"]["shared"] = 100000
+    assert "and metadata.shared reports 100,000 bytes" in page.pipeline_reading({"h100": cap})
 
 
 def test_mlir_dump_shows_the_start_and_the_layouts_around_coalescing():
@@ -482,7 +510,10 @@ def test_inductor_renders():
         "debug_file_count": 3,
     }
     cap = capture(page.INDUCTOR, payload)
-    assert "def triton_per_fused_0(" in page.output_code(cap)
+    code = page.output_code(cap)
+    assert "\ndef triton_per_fused_0(" in code and "\nOutput code written to: /tmp/" in code
+    assert "(each line of the log begins 'V1127 [__output_code]', left out below)" in code
+    assert "[__output_code] Output" not in code
     files = page.debug_files(cap)
     assert "it wrote 3 files:" in files and files.endswith("  ...")
 
@@ -500,8 +531,8 @@ def test_paragraph_reads_the_captures(tmp_path, monkeypatch):
     assert "with no error, and the first element of the tensor after y became 7.0 (it was -1.0)" in text
     assert "memcheck reported 0 errors with PyTorch's caching allocator on and 2 with it off" in text
     assert (
-        "and 1 error (writes of 4 bytes) once nothing was allocated after y: it sees an access only "
-        "where it lands outside every allocation" in text
+        "once nothing was allocated after y, it reported 1 error: 1 invalid write of 4 bytes. memcheck "
+        "sees an access only where it lands outside every allocation" in text
     )
     assert "Compiled with TRITON_DEBUG=1, a tl.device_assert on those lanes stopped the kernel" in text
     assert "each thread's global loads went from 1 (1 of them ld.global.v4" in text

@@ -314,6 +314,20 @@ def test_the_memory_reading_compares_l2_with_hbm():
     assert "At 1 GiB, far past L2" in text
     assert "an empty kernel timed the same way takes 2.5 µs" in text
     assert "2 x 2,619 MHz x 5,120 bits / 8 = 3.35 TB/s" in text
+    # The synthetic L2 holds both buffers up to a 16 MiB source; at 24 MiB they would fit
+    # the reported 50 MiB but run at HBM's rate, which the reading says.
+    assert "Past the peak the rate falls while both buffers still fit in the reported L2:" in text
+    assert "with a 24 MiB source (" in text and "whose two buffers would fill 96% of it" in text
+    assert "of which an empty kernel replayed the same way takes" in text
+
+
+def test_the_memory_reading_says_nothing_of_a_shortfall_when_l2_holds_every_fitting_size():
+    capture = synthetic_capture()
+    for size in capture["payload"]["copy_sweep"]["sizes"]:
+        if 2 * size["bytes"] <= 52428800:
+            size["resident"] = _ms(1.0)  # the same time at every size that fits: faster and faster
+    text = page.memory_reading(shown(capture)).replace("\n", " ")
+    assert "Past the peak" not in text and "with a 24 MiB source: " in text
 
 
 def test_the_copy_sweep_figure_draws_both_series_and_the_ceiling_without_collisions():
@@ -382,6 +396,7 @@ def test_the_paragraph_reads_the_committed_capture_or_says_it_is_missing(tmp_pat
     text = page.in_one_paragraph().text()
     assert "each SM holds at most 2,048 threads (64 warps of 32) in at most 32 programs" in text
     assert "an SM holds 1 program of it at once: 12% occupancy, where vector_add reaches 100%" in text
+    assert "gpuperf's bfloat16 matmul needs" in text  # the dtype the capture names
     assert "costs the host 18.0 µs and the GPU 1.20 µs" in text
 
 

@@ -381,7 +381,7 @@ def compile_copy() -> None:
 
 
 def rms_norm_eager(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """RMSNorm in eager PyTorch, four kernels: ``x * rsqrt(mean(x^2) + eps) * weight``."""
+    """RMSNorm in eager PyTorch, a kernel per operation: ``x * rsqrt(mean(x^2) + eps) * weight``."""
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
 
 

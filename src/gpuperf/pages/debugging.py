@@ -208,10 +208,28 @@ def cache(capture: dict) -> str:
     return "\n".join(lines)
 
 
+#: The prefix PyTorch's logging puts before each line of a ``TORCH_LOGS=output_code`` log
+#: (level and date, time, process, source line, compile id, artifact name).
+_LOG_PREFIX = re.compile(r"^[VIWDE]\d{4}\b.*?\[__output_code\] ?")
+
+
 def output_code(capture: dict) -> str:
     """``debugging_inductor``: what ``TORCH_LOGS=output_code`` printed, the generated Triton
-    kernel and its launch kept."""
-    return run_text(capture["payload"]["output_code"], _root(capture))
+    kernel and its launch kept. Each line's logging prefix is left out, so that the code fits
+    the width, and the first of them is shown once above it."""
+    ran = capture["payload"]["output_code"]
+    lines = [line for _, kept in ran["output"]["blocks"] for line in kept]
+    prefix = next((m.group(0) for line in lines if (m := _LOG_PREFIX.match(line))), None)
+    if prefix is None:
+        return run_text(ran, _root(capture))
+    blocks = [
+        [start, [_LOG_PREFIX.sub("", line) for line in kept]] for start, kept in ran["output"]["blocks"]
+    ]
+    stripped = {**ran, "output": {**ran["output"], "blocks": blocks}}
+    text = run_text(stripped, _root(capture))
+    command, _, rest = text.partition("\n")
+    note = f"(each line of the log begins {prefix.strip()!r}, left out below)"
+    return "\n".join([command, note, rest])
 
 
 def debug_files(capture: dict) -> str:
@@ -305,6 +323,7 @@ def _sanitizer_facts(ran: dict) -> dict:
     summary = _found(r"ERROR SUMMARY: (\d+) error", text)
     return {
         "accesses": re.findall(r"Invalid __global__ (read|write) of size (\d+)", text),
+        "failed calls": len(re.findall(r"Program hit \w+", text)),
         "summary": int(summary) if summary is not None else None,
         "equal": _found(r"y equals x: (True|False)", text),
         "x adjacent": _found(r"after_x starts where x ends: (True|False)", text),
@@ -347,11 +366,34 @@ def _sanitizer_runs(capture: dict) -> dict[str, dict]:
 
 
 def _accesses(facts: dict) -> str:
+    """memcheck's error count of one run and what its report says they were: the invalid
+    accesses (by kind and size) and the CUDA calls that failed after them (``Program hit
+    ...``), which the summary counts too."""
     if facts["summary"] is None:
         return "no error summary (the run did not finish)"
-    kinds = sorted({f"{kind}s of {size} bytes" for kind, size in facts["accesses"]})
     n = facts["summary"]
-    return f"{n} error{'' if n == 1 else 's'}" + (f" ({', '.join(kinds)})" if kinds else "")
+    total = f"{n} error{'' if n == 1 else 's'}"
+    counts: dict[tuple[str, str], int] = {}
+    for kind, size in facts["accesses"]:
+        counts[kind, size] = counts.get((kind, size), 0) + 1
+    kinds = [
+        f"{count} invalid {kind}{'' if count == 1 else 's'} of {size} bytes"
+        for (kind, size), count in sorted(counts.items())
+    ]
+    if not kinds:
+        return total
+    calls = facts.get("failed calls", 0)
+    if calls and len(facts["accesses"]) + calls == n:
+        it = "it" if len(facts["accesses"]) == 1 else "them"
+        after = f"{calls} CUDA call{'' if calls == 1 else 's'} that failed after {it}"
+        return f"{total}: {_and(kinds)}, then {after}"
+    if len(facts["accesses"]) == n:
+        return f"{total}: {_and(kinds)}"
+    return f"{total}, among them {_and(kinds)}"
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def sanitizer_reading(shown: Mapping[str, dict]) -> str:
@@ -408,6 +450,38 @@ def compiled_reading(shown: Mapping[str, dict]) -> str:
     return pages_captures.per_gpu(shown, write, "no capture of the compiled kernels yet")
 
 
+#: Bytes per element of the dtypes a matmul capture may name.
+ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+
+def pipeline_reading(shown: Mapping[str, dict]) -> str:
+    """For each GPU's ``debugging_compiled`` capture, the matmul's shared memory worked out
+    from its tiles: ``num_stages`` copies of an A tile (``BLOCK_M x BLOCK_K``) and a B tile
+    (``BLOCK_K x BLOCK_N``) of the capture's dtype, against what ``metadata.shared`` reports."""
+
+    def write(capture: dict) -> list[str]:
+        payload = capture["payload"]
+        mm = payload.get("kernels", {}).get("matmul_kernel")
+        size = ELEMENT_BYTES.get(payload.get("dtype", ""))
+        if mm is None or size is None or len(payload.get("tile") or ()) != 3:
+            return ["the capture holds no matmul tiles to work the shared memory out from"]
+        bm, bn, bk = payload["tile"]
+        stages, shared = mm["num_stages"], mm["shared"]
+        pipeline = stages * (bm * bk + bk * bn) * size
+        reported = (
+            "  exactly what metadata.shared reports"
+            if pipeline == shared
+            else f"  and metadata.shared reports {shared:,} bytes"
+        )
+        return [
+            f"num_stages x (BLOCK_M x BLOCK_K + BLOCK_K x BLOCK_N) x {size} bytes ({payload['dtype']})",
+            f"  = {stages} x ({bm} x {bk} + {bk} x {bn}) x {size} = {pipeline:,} bytes,",
+            reported,
+        ]
+
+    return pages_captures.per_gpu(shown, write, "no capture of the compiled kernels yet")
+
+
 # --- the paragraph ----------------------------------------------------------------------------
 
 
@@ -432,9 +506,9 @@ def _sanitizer_sentence(capture: dict) -> str | None:
         sentence += f"; compute-sanitizer's memcheck reported {' and '.join(counts)}"
     last = runs.get("memcheck, no caching, y last")
     if last and last["summary"] is not None:
-        sentence += f", and {_accesses(last)} once nothing was allocated after y" + (
-            ": it sees an access only where it lands outside every allocation" if last["summary"] else ""
-        )
+        sentence += f"; once nothing was allocated after y, it reported {_accesses(last)}"
+        if last["summary"]:
+            sentence += ". memcheck sees an access only where it lands outside every allocation"
     return sentence + "."
 
 
@@ -481,8 +555,8 @@ def in_one_paragraph() -> Paragraph:
     sentences = [
         "A kernel that reads or writes past the end of a tensor rarely fails: it returns a plausible "
         "answer. Run it in Triton's interpreter to print and step through it on the CPU; on a GPU, "
-        "compute-sanitizer and device-side assertions catch the access, and the compiled code says "
-        "what the kernel really does."
+        "a device-side assertion catches the access, compute-sanitizer catches it where it lands "
+        "outside every allocation, and the compiled code says what the kernel really does."
     ]
     notes, missing = [], []
     for name, sentence in (

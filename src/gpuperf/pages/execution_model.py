@@ -121,7 +121,7 @@ LAUNCH_ROWS = {
 }
 #: The copy sweep's two series: key -> how it was timed, as the chart's legend names it.
 COPY_SERIES = {
-    "resident": "replayed in a CUDA graph, nothing in between: buffers stay in L2 when they fit",
+    "resident": "replayed in a CUDA graph, nothing in between: what is still in L2 is read from there",
     "flushed": "L2 flushed before each run (do_bench, as every benchmark here)",
 }
 COPY_COLORS = {"resident": "#08306b", "flushed": "#1f77b4"}
@@ -714,7 +714,10 @@ def hierarchy_table(capture: dict) -> str:
     l2_rate = "-"
     if not _missing_part(capture, "copy_sweep") and (peak := _resident_peak(capture)):
         size, rate = peak
-        l2_rate = f"{format_rate(rate, 'GB/s')}: a copy of {_bytes(size['bytes'])}, both buffers in L2"
+        l2_rate = (
+            f"at least {format_rate(rate, 'GB/s')}: a copy of {_bytes(size['bytes'])}, both buffers "
+            "in L2, each launch's cost included"
+        )
     if _l2(capture):
         rows.append(["L2", "what every SM read or wrote lately", _bytes(_l2(capture)), l2_rate])
     hbm = _ceilings(capture)
@@ -790,7 +793,7 @@ def copy_sweep_figure(capture: dict, hbm: Ceilings | None = None, notes=()):
                 color="#f2e6b3",
                 alpha=0.5,
                 lw=0,
-                label=f"source + destination ≤ L2 ({_bytes(l2)})",
+                label=f"source + destination ≤ the L2 size the GPU reports ({_bytes(l2)})",
             )
         if hbm is not None:
             c = hbm.copy_gbps
@@ -874,6 +877,8 @@ def memory_reading(shown: Mapping[str, dict]) -> str:
                 f"{format_rate(rate, 'GB/s')} with a {_bytes(size['bytes'])} source"
                 + (f": {times(rate / hbm.copy_gbps)} the {ceiling} of a 1 GiB copy from HBM." if hbm else ".")
             )
+            said += _launch_share(capture, size)
+            said += _l2_shortfall(capture, size, hbm)
         last = sizes[-1]
         graph, flushed = _rate(last["bytes"], last["resident"]), _rate(last["bytes"], last["flushed"])
         said.append(
@@ -913,6 +918,47 @@ def memory_reading(shown: Mapping[str, dict]) -> str:
         return textwrap.wrap(" ".join(said), 88)
 
     return _each(shown, write)
+
+
+def _l2_shortfall(capture: dict, peak: dict, hbm: Ceilings | None) -> list[str]:
+    """A sentence on the sizes past the replayed copy's peak whose two buffers still fit in
+    the L2 the GPU reports: their rates, the largest one's against the HBM ceiling, and the
+    share of L2 its buffers fill; nothing when no such size was timed."""
+    l2 = _l2(capture)
+    beyond = [s for s in _sweep(capture) if s["bytes"] > peak["bytes"] and 2 * s["bytes"] <= l2]
+    if not beyond:
+        return []
+    rates = [
+        f"{format_rate(_rate(s['bytes'], s['resident']), 'GB/s')} with a {_bytes(s['bytes'])} source"
+        for s in beyond
+    ]
+    largest = beyond[-1]
+    against = ""
+    if hbm is not None:
+        against = (
+            f" ({percent(_rate(largest['bytes'], largest['resident']) / hbm.copy_gbps)} of the HBM ceiling)"
+        )
+    return [
+        f"Past the peak the rate falls while both buffers still fit in the reported L2: "
+        f"{_and(rates)}{against}, whose two buffers would fill {percent(2 * largest['bytes'] / l2)} of it."
+    ]
+
+
+def _launch_share(capture: dict, peak: dict) -> list[str]:
+    """A sentence on how much of each peak copy's time in the graph an empty kernel takes in
+    a graph too (the launch part, one program): that much of it is any kernel's cost, so L2
+    moved the bytes faster than the copy's rate; nothing without the launch part."""
+    if _missing_part(capture, "launch"):
+        return []
+    empty = _launch_timings(capture).get("gpu_graph")
+    if not empty:
+        return []
+    copy_us, empty_us = peak["resident"]["median"] * 1e3, empty["median"] * 1e3
+    return [
+        f"The peak rate counts each copy's whole {copy_us:,.2f} µs in the graph, of which an empty kernel "
+        f"replayed the same way takes {empty_us:,.2f} µs ({percent(empty_us / copy_us)}): L2 itself "
+        "moves the bytes faster than that."
+    ]
 
 
 # --- what a launch costs -----------------------------------------------------------------------
@@ -1051,8 +1097,9 @@ def _occupancy_sentence(capture: dict) -> str | None:
         return None
     matmul = kernels["matmul"]
     occ = _kernel_occupancy(matmul, limits)
+    dtype = f"{matmul['dtype']} " if matmul.get("dtype") else ""
     sentence = (
-        f"gpuperf's bf16 matmul needs {occ.registers} registers per thread and {_bytes(occ.shared_bytes)} "
+        f"gpuperf's {dtype}matmul needs {occ.registers} registers per thread and {_bytes(occ.shared_bytes)} "
         f"of shared memory per program, so an SM holds {_programs(occ.programs)} of it at once: "
         f"{percent(occ.fraction)} occupancy"
     )

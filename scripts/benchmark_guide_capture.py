@@ -148,7 +148,7 @@ def _spread(values: list[float]) -> dict:
 
 
 def _without_flush(fn) -> dict:
-    """``do_bench`` quantiles with its 256 MB flush buffer shrunk to 4 bytes: L2 stays warm."""
+    """``do_bench`` quantiles with its 256 MiB flush buffer shrunk to 4 bytes: L2 stays warm."""
     from triton.runtime import driver
 
     active = driver.active

@@ -201,7 +201,7 @@ def _loop_ms(fn, calls: int = 200) -> list[float]:
 
 
 def _do_bench(fn, *, flush_bytes: int | None) -> dict:
-    """``do_bench`` quantiles; ``flush_bytes`` replaces its 256 MB flush buffer (None: keep it)."""
+    """``do_bench`` quantiles; ``flush_bytes`` replaces its 256 MiB flush buffer (None: keep it)."""
     import torch
     from triton.runtime import driver
     from triton.testing import do_bench
@@ -260,7 +260,7 @@ def part_timing_methods(out: Path | None) -> None:
         )
         add("cuda_events", "CUDA events around one call", _quantiles(_events_ms(fn)))
         add("loop", "host clock over 200 calls in a loop, per call", _quantiles(_loop_ms(fn)))
-        add("do_bench", "triton.testing.do_bench (256 MB L2 flush)", _do_bench(fn, flush_bytes=None))
+        add("do_bench", "triton.testing.do_bench (256 MiB L2 flush)", _do_bench(fn, flush_bytes=None))
         add("do_bench_no_flush", "do_bench without the L2 flush", _do_bench(fn, flush_bytes=4))
         median, p20, p80 = do_bench_cudagraph(fn, quantiles=[0.5, 0.2, 0.8])
         add(

@@ -68,3 +68,14 @@ def test_plot_records_refuses_what_it_cannot_draw(given, message):
         given = [record, {**record, "benchmark": "softmax"}]
     with pytest.raises(ValueError, match=message):
         plot_records(given)
+
+
+@pytest.mark.parametrize(
+    ("name", "scale"), [("host_overhead", "log"), ("attention_memory", "log"), ("softmax", "linear")]
+)
+def test_a_panel_spanning_decades_of_host_time_or_memory_is_drawn_on_a_log_axis(name, scale):
+    # Host time runs from ten microseconds (one op) to a millisecond (a training step): on a
+    # linear axis every op but the training step would be a sliver.
+    fig = report.load(catalog.by_name(name)).plot()
+    assert {ax.get_yscale() for ax in fig.axes if ax.get_ylabel() and "%" not in ax.get_ylabel()} == {scale}
+    plt.close(fig)

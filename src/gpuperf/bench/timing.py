@@ -1,14 +1,14 @@
 """Two ways to time work on this site: GPU time with ``triton.testing.do_bench``, and host time per call.
 
 ``do_bench`` records CUDA events around each run, flushes L2 before each one by
-writing a 256 MB buffer, and returns the quantiles we ask for. The first call of
+writing a 256 MiB buffer, and returns the quantiles we ask for. The first call of
 the function is made, and waited for, before timing starts, so compilation
 (Triton's JIT, ``torch.compile``, cuBLAS handle creation) is never timed.
 
 Two adjustments keep the host out of the numbers. The events bracket the
 launch as well as the kernel, so whenever the host falls behind the GPU its
 delay is timed too; ``do_bench`` relies on the L2 flush before each run to give
-the host time to enqueue the next launch. Its 256 MB flush takes about 85 us on
+the host time to enqueue the next launch. Its 256 MiB flush takes about 85 us on
 an H100, and a Triton launch through a Python wrapper cost about as much on the
 virtual machines these numbers come from, so small kernels flipped between
 GPU-bound and host-bound timings from run to run (a 8 us softmax timed at 25-135
@@ -37,7 +37,7 @@ WARMUP_MS = 25
 REP_MS = 100
 #: do_bench rounds per measurement; the round with the lowest median is kept.
 ROUNDS = 3
-#: Bytes cleared before each timed run, in place of do_bench's 256 MB.
+#: Bytes cleared before each timed run, in place of do_bench's 256 MiB.
 FLUSH_BYTES = 2**30
 
 TIMING_METHOD = (
@@ -277,7 +277,7 @@ def quantile(values: list[float], q: float) -> float:
 
 @contextlib.contextmanager
 def _flush_buffer(n_bytes: int):
-    """Have ``do_bench`` clear ``n_bytes`` before each run instead of 256 MB.
+    """Have ``do_bench`` clear ``n_bytes`` before each run instead of 256 MiB.
 
     ``do_bench`` asks the active Triton driver for its flush buffer; this lends it
     a larger one for the duration and puts the driver's own method back after.

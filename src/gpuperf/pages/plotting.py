@@ -23,6 +23,11 @@ Y_LABELS = {
     "GiB": "peak memory beyond the inputs, GiB (lower is better)",
 }
 
+#: Metrics whose panels turn to a log axis where their values span more than
+#: :data:`LOG_SPAN` times (lower is better for both: the small values matter).
+LOG_METRICS = ("GiB", "us/call")
+LOG_SPAN = 20
+
 #: One colour per provider key, the same on every page.
 PROVIDER_COLORS = {
     "triton": "#1f77b4",
@@ -352,10 +357,13 @@ def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
     xlabel = textwrap.wrap(record["x_label"], max(20, int(panel_w / _CHAR)))
     ax.set_xlabel("\n".join(xlabel))
     ax.set_ylabel(Y_LABELS.get(metric, metric))
-    if metric == "GiB":  # from megabytes (fused kernels) to tens of GB (the score matrix)
+    lows = [r["value"] for r in rows if r["status"] == "ok" and r["value"] > 0]
+    # Peak memory runs from megabytes (fused kernels) to tens of GB (the score matrix), and
+    # host time from ten microseconds (one op) to a millisecond (a training step): where a
+    # panel's values span more than LOG_SPAN, a linear axis would flatten the small ones.
+    if metric in LOG_METRICS and lows and (ymax or 1.0) > LOG_SPAN * min(lows):
         ax.set_yscale("log")
-        lows = [r["value"] for r in rows if r["status"] == "ok" and r["value"] > 0]
-        ax.set_ylim(min(lows, default=0.01) / 2, (ymax or 1.0) * 2)
+        ax.set_ylim(min(lows) / 2, (ymax or 1.0) * 2)
     else:
         ax.set_ylim(0, (ymax or 1.0) * 1.08)
         if ceiling is not None:  # the % ticks inside the view only: none past the top

@@ -403,8 +403,7 @@ page.matmul_sweep_figure("bfloat16")
 # result as data (``src/gpuperf/kernels/tuned/<gpu>/``) costs nothing at run
 # time. How the tuned kernel compares with Inductor's own autotuner
 # (``max-autotune-no-cudagraphs``, Triton templates only), from tutorial 03's
-# benchmark, and
-# how far apart each sweep's worst and best configs are:
+# benchmark, and how far apart each sweep's worst and best bf16 configs are:
 
 print(page.tuned_vs_max_autotune(matmul))
 
@@ -431,7 +430,9 @@ print(page.persistent_ladder(persistent))
 # only get faster by moving fewer bytes (fusing it with its neighbours, or a
 # smaller dtype), a compute-bound one at cuBLAS's rate only by doing fewer FLOPs
 # or using faster units. Each kernel of the site, at its best measured point,
-# as a share of its measured roof:
+# as a share of its measured roof, the roof of its own call and mode (the FP8
+# row runs with fast accumulation, and is read against cuBLASLt's
+# fast-accumulation ceiling, not the slower promoted one):
 
 attention = run_or_load(cat.ATTENTION_FORWARD)
 done = [vector_add, softmax, gelu_result, arm, matmul, persistent, fp8, attention]

@@ -121,3 +121,31 @@ def test_decode_table_lists_the_cache_lengths_a_gpu_has():
     table = page.decode_table(type(full)(catalog.LLAMA_DECODE, part, "live"), batch=1)
     cached = [line.split()[0] for line in table.splitlines() if line.split() and line.split()[0].isdigit()]
     assert cached == [str(n) for n in kept]
+
+
+def test_the_paragraph_names_the_batches_and_every_providers_peak_memory_from_the_records():
+    text = " ".join(page.in_one_paragraph().text().split())
+    prefill, autotune = load(catalog.LLAMA_PREFILL), load(catalog.LLAMA_PREFILL_AUTOTUNE)
+    batches = sorted(prefill.rows("triton"))
+    assert f"(batch {batches[0]} to {batches[-1]})" in text
+    tuned = sorted(autotune.rows("compile_max"))
+    assert f"as fast as max-autotune at batch {', '.join(map(str, tuned))}." in text
+    memory = load(catalog.LLAMA_TRAIN_MEMORY)
+    batch = catalog.LLAMA_TRAIN.x_values[0]
+    gib = {p: memory.values(p)[batch] for p in ("triton", "eager", "compile")}
+    assert (
+        f"Our step's peak memory is {gib['triton']:.2f} GiB against eager's {gib['eager']:.2f} GiB "
+        f"and torch.compile's {gib['compile']:.2f} GiB." in text
+    )
+
+
+def test_autotune_cost_gives_each_providers_first_call_from_the_record():
+    text = " ".join(page.autotune_cost().split())
+    result = load(catalog.LLAMA_PREFILL_AUTOTUNE)
+    for batch in sorted({r["x"] for r in result.record["rows"]}):
+        assert f"{result.name}, batch {batch}, time of the first call in that run:" in text
+        for key in ("triton", "eager", "compile_max"):
+            seconds = result.rows(key)[batch]["first_call_s"]
+            assert f"{page.NAMES[key]} {seconds:.1f} s" in text
+    with pytest.raises(TypeError, match="gpu must be a GPU folder name"):
+        page.autotune_cost(8)

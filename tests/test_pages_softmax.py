@@ -88,6 +88,25 @@ def test_bandwidth_and_speedups_reads_every_gpu(bench):
         assert f"naive eager / torch.softmax: {span(r.ratios('naive').values())}×" in text
         compiled = span(r.ratios("compile").values())
         assert f"torch.compile(naive) / torch.softmax: {compiled}×" in text
+        over_compile = {x: r.rows("compile")[x]["ms"] / row["ms"] for x, row in r.rows().items()}
+        assert f"Triton / torch.compile(naive): {span(over_compile.values())}×" in text
+
+
+def test_online_against_three_passes_reads_each_row_length_against_two_thirds():
+    result = run_or_load(LONG)
+    text = page.online_against_three_passes(result)
+    assert max(len(line) for line in text.splitlines()) <= page.WIDTH
+    flat = " ".join(text.split())
+    assert flat.count(f"three passes from HBM would allow {percent(2 / 3)}") == len(result.gpus())
+    for r in result.gpus():
+        fractions = r.fraction_of_ceiling()
+        for x, f in fractions.items():
+            assert f"{format_x(x)}: {percent(f)}" in flat
+        above = [format_x(x) for x, f in fractions.items() if f > 2 / 3]
+        said = f"above it at {', '.join(above)} columns" if above else "at or below it at every row length"
+        assert said in flat
+    with pytest.raises(ValueError, match="expected the result of 'softmax_long_rows'"):
+        page.online_against_three_passes(run_or_load(SOFTMAX))
 
 
 def test_config_sweep_reads_the_committed_log():

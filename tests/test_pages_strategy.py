@@ -6,10 +6,10 @@ import shutil
 
 import pytest
 
-from gpuperf.bench import captures, records
+from gpuperf.bench import captures, records, tuning
 from gpuperf.bench import catalog as cat
 from gpuperf.pages import hardware, load, strategy
-from gpuperf.pages.plotting import short_gpu_name
+from gpuperf.pages.plotting import format_x, short_gpu_name
 from gpuperf.pages.prose import percent, times
 from gpuperf.pages.report import gpus_with_current
 from gpuperf.pages.tables import FORMAT_VAR
@@ -43,8 +43,13 @@ def _expected_clauses(gpu: str) -> list[str]:
     if persistent.record is not None:
         clauses.append(f"{times(persistent.ratios()[SQUARE])} as a persistent TMA kernel")
     if persistent.record is not None and fp8.record is not None:
-        fp8_rate = fp8.values(scaling="tensor", accumulation="fast")[SQUARE]
-        clauses.append(f"FP8 runs {times(fp8_rate / persistent.values()[SQUARE])} the bf16 rate")
+        bf16_rate = persistent.values()[SQUARE]
+        fast = fp8.values(scaling="tensor", accumulation="fast")[SQUARE]
+        promoted = fp8.values(scaling="tensor", accumulation="float32")[SQUARE]
+        clauses.append(
+            f"FP8 with fast accumulation runs {times(fast / bf16_rate)} the rate of our bf16 kernel "
+            f"({times(promoted / bf16_rate)} with promoted accumulation)"
+        )
     return clauses
 
 
@@ -389,3 +394,17 @@ def test_matmul_vs_cublas_names_the_ceiling_its_shares_are_of():
         f"the ceiling, same run: {hardware.ceiling_label('bf16_tflops', entry)}, {entry['value']:.0f} TFLOP/s"
     )
     assert named in " ".join(text.split())
+
+
+def test_tuned_vs_max_autotune_reads_the_bf16_sweep_only():
+    text = strategy.tuned_vs_max_autotune(load(cat.MATMUL))
+    sweep = tuning.read_tuning(records.reference_gpu())
+    for shape in strategy.SQUARES:
+        ok = [
+            t["tflops"]
+            for t in sweep["trials"]
+            if tuple(t["shape"]) == shape and t["dtype"] == "bfloat16" and t["status"] == "ok"
+        ]
+        line = f"{format_x(shape)}: worst / best = {min(ok) / max(ok):.2f} over {len(ok)} configs"
+        assert line in text
+    assert "tuning sweep, bf16:" in text

@@ -126,3 +126,30 @@ def test_functions_refuse_the_wrong_input():
         page.hbm_bound(result, hbm_from=2.5)
     with pytest.raises(ValueError, match="compare_from must be at least 1"):
         page.hbm_bound(result, compare_from=0)
+
+
+def test_flops_per_byte_reads_the_datasheet_of_the_page_gpu():
+    from gpuperf.pages import ceilings
+
+    c = ceilings()
+    text = page.flops_per_byte()
+    ratio = c.datasheet["fp32_tflops"] * 1e12 / (c.datasheet["copy_gbps"] * 1e9)
+    assert text.startswith(f"{c.name}, datasheet: {c.datasheet['fp32_tflops']:.0f} TFLOP/s fp32")
+    assert f"{ratio:.0f} FLOPs in the time" in " ".join(text.split())
+    with pytest.raises(TypeError, match="gpu must be a GPU folder name"):
+        page.flops_per_byte(3)
+
+
+def test_host_time_reads_the_vector_add_row_of_the_host_record():
+    result = load(catalog.HOST_OVERHEAD)
+    text = " ".join(page.host_time().split())
+    assert text.startswith(f"{result.name}, host time per call:")
+    for provider in ("triton", "triton_jit", "torch"):
+        us = result.values(provider)["vector_add"]
+        assert f"{page.HOST_NAMES[provider]} {us:.1f} µs" in text
+
+
+def test_host_time_without_a_record_says_so(tmp_path, monkeypatch):
+    copy_measurements(tmp_path, monkeypatch, drop=["host_overhead.json"])
+    text = page.host_time()
+    assert text.startswith("MISSING") and "host_overhead" in text

@@ -11,7 +11,8 @@ Vector add: programs, blocks and the bandwidth ceiling
 * how to turn a time into :term:`GB/s`, and why GB/s against the measured
   :term:`copy bandwidth` is the right yardstick for a :term:`memory-bound` kernel;
 * why small launches are slow whatever the kernel does (:term:`launch latency`),
-  and why mid-sized ones look faster than :term:`HBM` allows (:term:`L2`).
+  and why the bandwidth keeps climbing through sizes whose tensors fit in
+  :term:`L2`, flattening only once they are far larger.
 
 The answer first, read from the records of every GPU measured:
 """
@@ -26,19 +27,24 @@ print(page.in_one_paragraph())
 #
 # ``out = x + y`` on :math:`N` float32 elements does :math:`N` additions and moves
 # :math:`3 \cdot 4N` bytes: two tensors read, one written, one addition per 12
-# bytes: its :term:`arithmetic intensity` is 1/12 FLOP per byte. An H100 does
-# about 20 float32 operations in the time HBM delivers one byte (67 TFLOP/s
-# against 3.35 TB/s on the datasheet), so the additions are free and the only
-# question is how close we get to the memory system's limit. That limit is
-# measured, not taken from the datasheet: the plots below draw the bandwidth of
-# a 1 GiB device-to-device copy measured in the same run.
+# bytes: its :term:`arithmetic intensity` is 1/12 FLOP per byte. A GPU does
+# many float32 operations in the time its memory (:term:`HBM`) delivers one
+# byte; on the datasheet of the GPU this page describes:
+
+from gpuperf.bench.metrics import elementwise_bytes
+from gpuperf.pages import ceilings
+
+print(page.flops_per_byte())
+
+# %%
+# So the additions are free, and the only question is how close we get to the
+# memory system's limit. That limit is measured, not taken from the datasheet:
+# the plots below draw the bandwidth of a 1 GiB device-to-device copy measured
+# in the same run.
 #
 # For :math:`N = 2^{28}` the kernel must move 3 GiB; at the measured copy
 # bandwidth of the GPU this page describes, that takes at least this long,
 # however clever the code:
-
-from gpuperf.bench.metrics import elementwise_bytes
-from gpuperf.pages import ceilings
 
 n = 2**28
 moved = elementwise_bytes(n, element_size=4)
@@ -171,13 +177,22 @@ print(page.launch_bound(result))
 
 # %%
 # Those are GPU times: the timing keeps the host out of them (see
-# :doc:`../measuring`). The host pays its own cost for every launch, ten
-# microseconds or more of Python and driver work, and a kernel shorter than that cost
-# leaves the GPU waiting on Python. The :ref:`profiling guide
-# <sphx_glr_guides_01_profiling.py>` measures that :term:`host time per call`
-# for every kernel on the site against the PyTorch op it replaces. The cures
-# are the same as for launch latency: more work per launch, or capturing many
-# launches in a CUDA graph.
+# :doc:`../measuring`). The host pays its own cost for every launch, the
+# Python and driver work of the call: its :term:`host time per call`, timed
+# with the GPU kept busy so that only the host's work counts. For a small
+# vector add, through the library's op (which keeps each launch it has checked
+# bound to everything but the tensors' addresses: tutorial 02 shows how),
+# through ``kernel[grid]`` as the ``add`` above launches, and for PyTorch:
+
+print(page.host_time())
+
+# %%
+# Each is several times the GPU time of the smallest launch printed above: a
+# kernel shorter than its host time leaves the GPU waiting on Python. The
+# :ref:`profiling guide <sphx_glr_guides_01_profiling.py>` measures that
+# host time for every kernel on the site against the PyTorch op it replaces.
+# The cures are the same as for launch latency: more work per launch, or
+# capturing many launches in a CUDA graph.
 #
 # **L2.** In the shaded region the three tensors together are smaller than the
 # :term:`L2 cache`. ``do_bench`` flushes L2 before each run, so inputs come from HBM,
@@ -196,10 +211,12 @@ print(page.hbm_bound(result))
 # The copy is the simplest stream there is, one read and one write per
 # element; vector add interleaves two read streams with one write stream, so
 # reaching the copy's rate means the kernel leaves almost nothing on the
-# table. Ratios to PyTorch within a few percent of 1.0 are within the
-# run-to-run spread at small sizes (see the shaded 20th-80th percentile bands):
-# at this point the two kernels are the same program, a coalesced streaming
-# loop, written in two languages.
+# table. On large tensors the two kernels are the same program, a coalesced
+# streaming loop, written in two languages, and their ratio stays close to 1.0.
+# The larger gaps in the headline's range come at sizes where a call lasts
+# only microseconds, so that a fraction of a microsecond of launch and
+# ramp-up moves the ratio by several percent; read them against the shaded
+# 20th-80th percentile bands of each curve.
 #
 # The :ref:`roofline guide <sphx_glr_guides_02_roofline.py>` draws this kernel
 # beside every other one on the site, against the same measured roofs; the

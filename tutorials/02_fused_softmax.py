@@ -39,7 +39,9 @@ print(page.in_one_paragraph())
 # :math:`MN`, and the division reads and writes :math:`MN` (the per-row vectors
 # of length :math:`M` are negligible): :math:`8MN` elements moved. A fused kernel
 # that reads each row once and writes it once moves :math:`2MN`: four times
-# fewer bytes, so for a :term:`memory-bound` operation up to four times faster.
+# fewer bytes, so for a :term:`memory-bound` operation about four times faster,
+# and more where the naive code's own five kernels stream below the copy
+# bandwidth (the opening paragraph's ratios to the naive code go past four).
 
 rows, cols, fp32 = 4096, 8192, 4
 naive_mib = 8 * rows * cols * fp32 / 2**20
@@ -106,17 +108,21 @@ print(page.config_sweep())
 #    :pyobject: _softmax_online_kernel
 #
 # The wrapper checks its input, allocates the output, views the input as a
-# matrix of rows without copying when its strides allow, and returns the output
-# with the one launch that fills it: the kernel picked by row length, its grid,
-# its arguments (the strides passed through) and its warps. It launches nothing
-# itself. The decorator ``@op`` (:mod:`gpuperf.kernels.launch`) builds the rest
-# from this one function: the launch, the ``torch.library`` op
-# ``torch.ops.gpuperf.softmax`` that ``torch.compile`` sees, and a *plan* for
-# inputs of the same shape, strides, dtype and alignment, so that a repeat call
-# skips the checks and the launch configuration and calls the kernel already
-# bound to all its arguments but the two addresses (the :term:`host time per
-# call` that the :ref:`profiling guide <sphx_glr_guides_01_profiling.py>`
-# measures):
+# matrix of rows (without copying when its strides allow), and returns the
+# output with the one launch that fills it: the kernel picked by row length, its
+# grid, its arguments (the strides passed through) and its warps. It launches
+# nothing itself. The decorator ``@op`` (:mod:`gpuperf.kernels.launch`) builds
+# the rest from this one function: the launch, the ``torch.library`` op
+# ``torch.ops.gpuperf.softmax`` that ``torch.compile`` sees, and a *plan*. The
+# first call on inputs of a new layout (shape, strides, dtype, device, and the
+# address's 16-byte alignment, which Triton specializes on) runs the function
+# and launches; when that launch read the input in place, it is kept bound to
+# everything but the input's and the output's addresses. A later call with the
+# same layout allocates the output and calls that bound launch, skipping the
+# checks, the launch configuration and Triton's own argument handling; a call
+# whose input had to be copied keeps no plan and runs the function every time.
+# That is the :term:`host time per call` the :ref:`profiling guide
+# <sphx_glr_guides_01_profiling.py>` measures:
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/softmax.py
 #    :pyobject: softmax
@@ -192,16 +198,17 @@ print(page.bandwidth_and_speedups(short))
 # and 16 MB out, about ten microseconds at full bandwidth, so the fixed costs of
 # a launch (start-up, ramp, drain) are a visible fraction of it: no kernel
 # reaches the copy rate there, which is measured on 1 GiB. Vector add in
-# tutorial 01 shows the same curve at the same traffic. From 2,048 columns up,
-# one or a few rows per program stream at close to the copy rate: the kernel
-# does exactly one read and one write of every element, and the exponentials
-# hide under the memory time.
+# tutorial 01 shows the same curve at the same traffic. As rows grow, one or a
+# few rows per program stream ever closer to the copy rate (the shares printed
+# above): the kernel does exactly one read and one write of every element, and
+# the exponentials hide under the memory time.
 #
 # ``torch.softmax``'s curve is not smooth: PyTorch picks among several CUDA
 # kernels by row length, and some of them fall well short of the bandwidth.
 # ``torch.compile`` turns the naive five-kernel code into one fused Triton
-# kernel much like ours and lands close to it; the gaps between the two come
-# from the launch configuration each picks for a size.
+# kernel much like ours and lands close to it on these rows (the last line
+# printed above); the gaps between the two come from the launch configuration
+# each picks for a size.
 #
 # Long rows
 # ---------
@@ -213,11 +220,25 @@ long = show(SOFTMAX_LONG)
 # %%
 # The online kernel reads each row twice and writes it once. If the second read
 # came entirely from HBM it would move 1.5 times the minimum traffic, capping it
-# at two thirds of the copy bandwidth; the reversed second walk and the L2 hints
-# win back part of that from L2, most at 65,536 columns (a 256 KiB row per
-# program) and less as rows outgrow their share of the cache.
+# at two thirds of the copy bandwidth. Above that share, L2 served part of the
+# second read: the reversed walk and the L2 hints win most on the shortest of
+# these rows, and less as rows outgrow their share of the cache, until at the
+# longest rows the kernel is at or barely above the three-pass share:
+
+print(page.online_against_three_passes(long))
+
+# %%
+# Against PyTorch, on these rows:
 
 print(page.bandwidth_and_speedups(long))
+
+# %%
+# Here ``torch.compile`` does not keep up: on rows this long its kernel runs at
+# about the speed of ``torch.softmax``, well behind the online kernel (the last
+# line printed). The records time that kernel without showing the loop
+# Inductor wrote for these rows; ``TORCH_LOGS=output_code`` prints it, and that
+# is where to look before trusting a compiler's fusion on rows that do not fit
+# on chip.
 
 # %%
 # The :ref:`roofline guide <sphx_glr_guides_02_roofline.py>` reads the naive
@@ -232,7 +253,8 @@ print(page.bandwidth_and_speedups(long))
 # * Count the bytes each kernel of a chain moves: fusion removes the
 #   intermediate round trips to DRAM, here four times fewer bytes.
 # * A fused memory-bound kernel is done when it streams at the copy bandwidth;
-#   ``torch.compile`` fuses the naive code into a kernel much like ours.
+#   on rows that fit in registers ``torch.compile`` fuses the naive code into a
+#   kernel much like ours, and on longer rows it falls behind.
 # * When the data a program needs does not fit on chip, restructure the
 #   algorithm (the online softmax) so it needs fewer passes, and order the
 #   passes so the cache serves what it can.

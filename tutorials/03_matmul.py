@@ -201,7 +201,7 @@ from gpuperf.kernels.matmul import matmul_config
 device = "cuda" if can_measure() else "cpu"
 half = partial(torch.randn, device=device, dtype=torch.float16)
 print(f"this build ({device}): {matmul_config(half(100, 64), half(64, 80)).label()}")
-print(f"what a call on {page_gpu()} picks (bfloat16):")
+print(f"what a call on the {hw.name} picks (bfloat16):")
 for shape in [(4096, 4096, 4096), (3000, 5000, 1000), (16, 14336, 4096), (100, 80, 64)]:
     config = configs.matmul_config(page_gpu(), "bfloat16", *shape)
     print(f"  {format_x(shape):>15}: {config.label()}")
@@ -534,9 +534,10 @@ print(page.epilogue_split(result, epilogue))
 # above), so read the epilogue columns as estimates: a difference of a few
 # percent of the product's time is within that noise. What does not depend on
 # the noise is the bound: fusion can win back at most the epilogue's passes
-# over :math:`C`, a small fraction of a large product's time (computed at the
-# start of the previous section), so a fused kernel beats cuBLAS plus a
-# separate epilogue only if its main loop is within that margin of cuBLAS's.
+# over :math:`C` (the start of the previous section computed what four of them
+# cost against the product at its peak; ``torch.compile`` leaves two of them),
+# so a fused kernel beats cuBLAS plus a separate epilogue only if its main loop
+# is within that margin of cuBLAS's.
 # Fusing is worth most where the product is fast and the output is large
 # relative to the work, and against an unfused eager chain, which pays for four
 # more passes and two more launches.
@@ -576,8 +577,11 @@ print(page.host_time(host))
 # checks and been planned (config, grid, strides, key), the launch with
 # everything fixed but the tensors' addresses is kept as a ``Bound``: the
 # op is decorated with ``@planned`` (``src/gpuperf/kernels/plans.py``, shared
-# by every op of the package), which keeps that plan under the key of the
-# call, everything the checks and the planning read:
+# by the package's matmuls, attention, RMSNorm, RoPE and SwiGLU), which keeps
+# that plan under the key of the call, everything the checks and the planning
+# read. (The elementwise ops, the row mean and softmax already launch through
+# its successor, ``@op`` in ``src/gpuperf/kernels/launch.py``, which builds the
+# same plan from one function that returns its launches: tutorial 02 shows it.)
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/plans.py
 #    :pyobject: call_key

@@ -151,10 +151,12 @@ prefill = show(LLAMA_PREFILL)
 print(page.prefill_table(prefill))
 
 # %%
-# ``max-autotune`` times Triton templates against cuBLAS for every matmul shape, about a
-# minute per batch, so it was measured at batch 8 only:
+# ``torch.compile(mode="max-autotune")`` times Triton templates against cuBLAS for
+# every matmul shape on its first call, which makes that call far longer than the
+# others, so it has a benchmark of its own at one batch:
 
 print(run_or_load(LLAMA_PREFILL_AUTOTUNE).table())
+print(page.autotune_cost())
 
 # %%
 # Where the time goes, part by part (``torch.profiler``, every kernel added to the

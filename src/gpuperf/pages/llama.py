@@ -9,6 +9,7 @@ what it prints about the measurements comes from here:
   GPU's ridge point (why one is compute-bound and the other memory-bound);
 * :func:`prefill_table`, :func:`decode_table`: time per layer, tokens per second and
   microseconds per token, provider by provider;
+* :func:`autotune_cost`: what ``max-autotune``'s first call cost, compiling and tuning;
 * :func:`plot_time_breakdown` and :func:`amdahl`: where a step's GPU time goes, part
   by part (the ``llama_time_breakdown`` capture), and what that bounds;
 * :func:`launch_bound`: the kernels' sum against the step's time in decode;
@@ -128,6 +129,32 @@ def work_per_token(gpu: str | None = None) -> str:
 
 
 # --- prefill -------------------------------------------------------------------------------
+
+
+def autotune_cost(gpu: str | None = None) -> str:
+    """What ``max-autotune`` cost before its first result, from the
+    ``llama_prefill_autotune`` record of ``gpu`` (default: the reference GPU): each
+    provider's first call in seconds (compiling, and for ``max-autotune`` timing its GEMM
+    candidates) at each batch the record holds; the record's notes when it has none.
+
+    Raises:
+        TypeError: ``gpu`` is not a string.
+    """
+    if gpu is not None and not isinstance(gpu, str):
+        raise TypeError(f"gpu must be a GPU folder name (str), got {type(gpu).__name__}")
+    result = load(LLAMA_PREFILL_AUTOTUNE, gpu)
+    if result.record is None:
+        return "\n".join(result.notes) or f"no {LLAMA_PREFILL_AUTOTUNE.name} record for {gpu}"
+    lines = []
+    for batch in sorted({r["x"] for r in result.record["rows"]}):
+        firsts = {
+            key: row["first_call_s"]
+            for key in NAMES
+            if (row := result.rows(key).get(batch)) and row.get("first_call_s") is not None
+        }
+        each = ", ".join(f"{NAMES[key]} {seconds:.1f} s" for key, seconds in firsts.items())
+        lines.append(f"{result.name}, batch {batch}, time of the first call in that run: {each}")
+    return "\n".join([*(textwrap.fill(line, WIDTH, subsequent_indent="  ") for line in lines), *result.notes])
 
 
 def prefill_table(result: Result) -> str:
@@ -431,13 +458,18 @@ def in_one_paragraph() -> prose.Paragraph:
         eager = _span_or_none(_speedups(prefill, "triton", "eager"))
         compiled = _span_or_none(_speedups(prefill, "triton", "compile"))
         if eager and compiled:
+            batches = sorted(_ms(prefill, "triton"))
+            tuned = _ms(autotune, "compile_max") if autotune.record is not None else {}
+            autotune_ratio = _span_or_none(_speedups(autotune, "triton", "compile_max")) if tuned else None
             sentences.append(
                 f"On the {short_gpu_name(prefill.gpu)}, one Llama-3-8B layer built from this "
-                f"site's kernels runs a prefill of 2048-token prompts {eager}× as fast as eager "
-                f"PyTorch and {compiled}× as fast as torch.compile (batch 1 to 8)"
+                f"site's kernels runs a prefill of {LLAMA_SEQ_LEN}-token prompts {eager}× as fast "
+                f"as eager PyTorch and {compiled}× as fast as torch.compile (batch "
+                f"{batches[0]} to {batches[-1]})"
                 + (
-                    f", {autotune_ratio}× as fast as max-autotune at batch 8."
-                    if (autotune_ratio := _span_or_none(_speedups(autotune, "triton", "compile_max")))
+                    f", {autotune_ratio}× as fast as max-autotune at batch "
+                    f"{', '.join(str(b) for b in sorted(tuned))}."
+                    if autotune_ratio
                     else "."
                 )
             )
@@ -464,7 +496,7 @@ def in_one_paragraph() -> prose.Paragraph:
         eager = _span_or_none(_speedups(train, "triton", "eager"))
         gib = {}
         if memory.record is not None:
-            gib = {p: memory.values(p).get(batch) for p in ("triton", "eager")}
+            gib = {p: memory.values(p).get(batch) for p in ("triton", "eager", "compile")}
         if eager:
             sentence = f"A training step of ours runs {eager}× as fast as eager PyTorch"
             compiled = _ms(train, "compile").get(batch)
@@ -475,13 +507,17 @@ def in_one_paragraph() -> prose.Paragraph:
                     f"(ours {compiled / ours:.2f}× as fast)"
                 )
             sentences.append(sentence + ".")
-            if gib and all(gib.values()):
-                sentences.append(
-                    f"Our step's peak memory is {gib['triton']:.2f} GiB against eager's {gib['eager']:.2f}."
+            if gib.get("triton") and gib.get("eager"):
+                sentence = (
+                    f"Our step's peak memory is {gib['triton']:.2f} GiB against eager's "
+                    f"{gib['eager']:.2f} GiB"
                 )
+                if gib.get("compile"):
+                    sentence += f" and torch.compile's {gib['compile']:.2f} GiB"
+                sentences.append(sentence + ".")
         elif ours:
             sentences.append(
-                f"A training step of ours takes {ours:.1f} ms at batch 4; eager PyTorch's bf16 "
+                f"A training step of ours takes {ours:.1f} ms at batch {batch}; eager PyTorch's bf16 "
                 f"gradients missed the float32 check, so it has no time to compare."
             )
     return prose.paragraph(*sentences, notes=notes)
@@ -489,6 +525,7 @@ def in_one_paragraph() -> prose.Paragraph:
 
 __all__ = [
     "amdahl",
+    "autotune_cost",
     "decode_table",
     "in_one_paragraph",
     "launch_bound",

@@ -64,8 +64,9 @@ def speedup_over_naive(result: Result) -> dict:
 
 def bandwidth_and_speedups(result: Result) -> str:
     """What the Triton kernel reached on each GPU: its % of the measured copy bandwidth
-    at every row length, and the range of speeds of the Triton kernel, the naive eager
-    code and ``torch.compile`` relative to ``torch.softmax`` (above 1: faster).
+    at every row length, the range of speeds of the Triton kernel, the naive eager
+    code and ``torch.compile`` relative to ``torch.softmax`` (above 1: faster), and the
+    Triton kernel's relative to ``torch.compile``.
 
     Returns:
         Lines of at most :data:`WIDTH` columns, under each GPU's name when there are
@@ -94,7 +95,54 @@ def bandwidth_and_speedups(result: Result) -> str:
             if ratios:
                 name = name or labels.get(provider, provider)
                 lines.append(f"{name} / {base}: {span(ratios.values())}×")
+        over_compile = r.ratios(over="compile")
+        if over_compile:
+            compiled = labels.get("compile", "compile")
+            lines.append(f"Triton / {compiled}: {span(over_compile.values())}×")
         return lines or ["no successful rows"]
+
+    return per_gpu(result, write)
+
+
+#: The online kernel's traffic if its second read came entirely from HBM, in units of the
+#: minimum (one read and one write): two reads and one write.
+THREE_PASSES = 3 / 2
+
+
+def online_against_three_passes(result: Result) -> str:
+    """The online kernel's share of the copy bandwidth at each row length, one line per GPU,
+    against what it would reach if its second read of each row came entirely from HBM:
+    ``1 / THREE_PASSES`` of the copy bandwidth (GB/s counts the minimum traffic). Above it,
+    L2 served part of the second read; at or below it, no sign that it did.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: ``result`` is not a result of ``SOFTMAX_LONG``.
+    """
+    _check(result)
+    if result.benchmark.name != SOFTMAX_LONG.name:
+        raise ValueError(f"expected the result of {SOFTMAX_LONG.name!r}, got {result.benchmark.name!r}")
+    cap = 1 / THREE_PASSES
+
+    def write(r: Result) -> list[str]:
+        fractions = r.fraction_of_ceiling()
+        if not fractions:
+            return ["no successful rows"]
+        above = [x for x, f in fractions.items() if f > cap]
+        each = ", ".join(f"{format_x(x)}: {percent(f)}" for x, f in fractions.items())
+        verdict = (
+            f"above it at {', '.join(format_x(x) for x in above)} columns"
+            if above
+            else "at or below it at every row length"
+        )
+        if above and len(above) < len(fractions):
+            verdict += ", at or below it at the others"
+        return textwrap.wrap(
+            f"% of copy bandwidth by columns: {each}; three passes from HBM would allow "
+            f"{percent(cap)}: {verdict}",
+            WIDTH - 2,
+            subsequent_indent="  ",
+        )
 
     return per_gpu(result, write)
 

@@ -2,8 +2,10 @@
 
 The page shows the kernel, the byte count and one-line calls; what it prints about
 the measurements comes from here: the opening paragraph (:func:`in_one_paragraph`),
-the time of the smallest launches (:func:`launch_bound`) and how close the kernel
-comes to the copy bandwidth and to PyTorch on large tensors (:func:`hbm_bound`).
+the datasheet's balance of arithmetic against bandwidth (:func:`flops_per_byte`), the time
+of the smallest launches (:func:`launch_bound`), the host's time per call
+(:func:`host_time`) and how close the kernel comes to the copy bandwidth and to PyTorch
+on large tensors (:func:`hbm_bound`).
 Each function that takes a :class:`~gpuperf.pages.report.Result` writes one line per
 GPU it holds a record for (the GPU measured live or the reference GPU, then the
 others).
@@ -11,12 +13,17 @@ others).
 
 from __future__ import annotations
 
+import textwrap
+
 from gpuperf.bench import records
-from gpuperf.bench.catalog import VECTOR_ADD, Benchmark
+from gpuperf.bench.catalog import HOST_OVERHEAD, VECTOR_ADD, Benchmark
+from gpuperf.pages.hardware import ceilings
 from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, percent_span, span
 from gpuperf.pages.report import Result, load, per_gpu
 
+#: Characters per printed line (the width of a code cell on the site).
+WIDTH = 88
 #: From this many elements up the three tensors are far larger than L2: the kernel
 #: streams from HBM and is read against the copy bandwidth.
 HBM_FROM = 2**24
@@ -99,6 +106,57 @@ def hbm_bound(result: Result, hbm_from: int = HBM_FROM, compare_from: int = COMP
         return lines or ["no successful rows at these sizes"]
 
     return per_gpu(result, write)
+
+
+def flops_per_byte(gpu: str | None = None) -> str:
+    """The datasheet's float32 FLOP/s over its memory bandwidth for ``gpu`` (default: the
+    page's GPU), one line: ``'H100 80GB HBM3, datasheet: 67 TFLOP/s fp32 against 3.35 TB/s
+    of HBM: 20 FLOPs in the time one byte arrives'``; a line saying so when the datasheet of
+    that GPU is not known.
+
+    Raises:
+        TypeError: ``gpu`` is not a string.
+    """
+    if gpu is not None and not isinstance(gpu, str):
+        raise TypeError(f"gpu must be a GPU folder name (str), got {type(gpu).__name__}")
+    c = ceilings(gpu)
+    tflops, gbps = c.datasheet.get("fp32_tflops"), c.datasheet.get("copy_gbps")
+    if not (tflops and gbps):
+        return f"{c.name}: no datasheet peaks known for this GPU"
+    line = (
+        f"{c.name}, datasheet: {tflops:.0f} TFLOP/s fp32 against {format_rate(gbps, 'GB/s')} of "
+        f"HBM: {tflops * 1e12 / (gbps * 1e9):.0f} FLOPs in the time one byte arrives"
+    )
+    return textwrap.fill(line, WIDTH, subsequent_indent="  ")
+
+
+#: How :func:`host_time` names the providers of the ``host_overhead`` record.
+HOST_NAMES = {
+    "triton": "gpuperf.kernels.vector_add",
+    "triton_jit": "the same kernel through kernel[grid]",
+    "torch": "PyTorch's x + y",
+}
+
+
+def host_time() -> str:
+    """The host's time per call of a small vector add (the ``host_overhead`` record's
+    ``vector_add`` row: the GPU kept busy, so only the host's work counts), one line per
+    GPU with a current record, the reference GPU first: the library op, the same kernel
+    launched by ``kernel[grid]`` and PyTorch's ``x + y``, in microseconds; the reference
+    GPU's note when its record is missing or stale."""
+    lines, notes = [], []
+    for gpu in records.gpus_with_record(HOST_OVERHEAD.name) or [records.reference_gpu()]:
+        r = load(HOST_OVERHEAD, gpu)
+        notes += r.notes
+        if r.record is None or (r.notes and gpu != records.reference_gpu()):
+            continue
+        times = {p: r.values(p).get(VECTOR_ADD.name) for p in HOST_NAMES}
+        each = [f"{name} {times[p]:.1f} µs" for p, name in HOST_NAMES.items() if times[p]]
+        if each:
+            lines.append(f"{r.name}, host time per call: " + ", ".join(each))
+    if not lines and not notes:
+        notes.append(f"MISSING: no GPU has a vector_add row in {HOST_OVERHEAD.name!r}")
+    return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="  ") for line in lines + notes)
 
 
 def _sentence(result: Result) -> str:

@@ -2,12 +2,16 @@
 the others), for prose that quotes them: the glossary above all.
 
 Every value comes from the committed ``hardware.json`` of the H100
-(:func:`gpuperf.pages.hardware.ceilings`), so the prose changes when the records do
-and no measured number is typed by hand.
+(:func:`gpuperf.pages.hardware.ceilings`) or, for the limits of an SM, from its
+``execution_model`` capture (what ``torch.cuda.get_device_properties`` and the driver
+reported), so the prose changes when the records do and no number is typed by hand.
 """
 
 from __future__ import annotations
 
+from gpuperf.pages import captures
+from gpuperf.pages.execution_model import NAME as EXECUTION_MODEL
+from gpuperf.pages.execution_model import device_value
 from gpuperf.pages.hardware import ceilings
 from gpuperf.pages.plotting import format_rate
 
@@ -22,6 +26,7 @@ def substitutions(gpu: str = GPU) -> dict[str, str]:
     c = ceilings(gpu)
     p = c.provenance
     return {
+        **sm_limits(gpu),
         "h100-sms": str(p["sm_count"]),
         "h100-l2": f"{p['l2_bytes'] / 2**20:.0f} MiB",
         "h100-memory": f"{p['memory_gib']:.0f} GiB",
@@ -34,6 +39,31 @@ def substitutions(gpu: str = GPU) -> dict[str, str]:
         "h100-fp8-label": c.label("fp8"),
         "h100-ridge-bf16": f"{c.ridge_point('bf16'):.0f} FLOP/byte",
         "h100-measured": p["date"][:10],
+    }
+
+
+def sm_limits(gpu: str = GPU) -> dict[str, str]:
+    """``{name: text}``: an SM's limits as the GPU reported them in its ``execution_model``
+    capture: threads and warps, programs (thread blocks) and threads per program, registers
+    and shared memory per SM and per program.
+
+    Raises:
+        RuntimeError: the GPU has no ``execution_model`` capture.
+    """
+    capture, notes = captures.load(EXECUTION_MODEL, gpu)
+    if capture is None:
+        raise RuntimeError(f"no {EXECUTION_MODEL} capture of {gpu}: {' '.join(notes)}")
+    value = lambda key: device_value(capture, key)[0]
+    threads, warp = value("threads_per_sm"), value("warp_size")
+    return {
+        "h100-threads-per-sm": f"{threads:,}",
+        "h100-warps-per-sm": f"{threads // warp}",
+        "h100-programs-per-sm": f"{value('programs_per_sm')}",
+        "h100-threads-per-program": f"{value('threads_per_program'):,}",
+        "h100-registers-per-sm": f"{value('registers_per_sm'):,}",
+        "h100-register-kib": f"{value('registers_per_sm') * 4 // 1024} KiB",
+        "h100-shared-per-sm": f"{value('shared_per_sm') // 1024} KiB",
+        "h100-shared-per-program": f"{value('shared_per_program') // 1024} KiB",
     }
 
 

@@ -99,3 +99,19 @@ def test_printed_paragraphs_become_html_too(monkeypatch):
     monkeypatch.setenv(FORMAT_VAR, "html")
     line = str(paragraph("It reaches 91% of the copy bandwidth."))
     assert html_tables.split_output(f"{line}\nafter") == [("html", line), ("text", "after")]
+
+
+def test_the_glossary_quotes_an_sms_limits_from_the_capture():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "docs"))
+    import hardware_numbers
+
+    limits = hardware_numbers.sm_limits()
+    assert limits["h100-warps-per-sm"] == "64" and limits["h100-threads-per-sm"] == "2,048"
+    assert limits["h100-shared-per-program"] == "227 KiB"
+    glossary = (ROOT / "docs" / "glossary.rst").read_text()
+    for name in limits:
+        assert f"|{name}|" in glossary, name
+    # The numbers are substituted, never typed beside the words they belong to.
+    assert "64 warps" not in glossary and "1,024 threads" not in glossary

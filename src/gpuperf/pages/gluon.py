@@ -568,7 +568,8 @@ def l2_lines(capture: dict, result: Result) -> list[str]:
         f"{gluon['busy']:.0f}% of active cycles, cuBLASLt's {base['busy']:.0f}%."
     )
     if consistent:
-        last += f" Per byte through L2 the Gluon rung did {gluon['per_byte'] / base['per_byte']:.2f}x cuBLASLt's FLOPs."
+        ratio = gluon["per_byte"] / base["per_byte"]
+        last += f" Per byte through L2 the Gluon rung did {ratio:.2f}x cuBLASLt's FLOPs."
     lines.append(last)
     return [textwrap.fill(line, WIDTH, subsequent_indent="  ") for line in lines]
 

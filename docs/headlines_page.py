@@ -1,7 +1,8 @@
 """Writes ``docs/generated/headlines.rst``: what each tutorial found, per GPU, from the records.
 
 A tutorial's benchmarks are the catalog names it passes to ``run_or_load`` or ``show``
-(read from its source, so a new tutorial is picked up without a change here); each
+(read from its source, so a new tutorial is picked up without a change here), each listed
+once, under the first tutorial that shows it; each
 benchmark's cell on each GPU comes from :func:`gpuperf.pages.landing.cell`: its headline,
 and when and at which commit the record it reads was measured.
 """
@@ -69,8 +70,12 @@ def write(out_dir: Path, tutorials_dir: Path) -> Path:
         "   * - tutorial, benchmark",
         *[f"     - {names[gpu]}" for gpu in gpus],
     ]
+    listed = set()
     for script in sorted(Path(tutorials_dir).glob("[0-9][0-9]_*.py")):
-        benchmarks = tutorial_benchmarks(script)
+        # A benchmark a later tutorial shows again (tutorial 06 shows tutorial 05's FP8
+        # ladder) keeps its one row, under the first tutorial that shows it.
+        benchmarks = [b for b in tutorial_benchmarks(script) if b.name not in listed]
+        listed.update(b.name for b in benchmarks)
         if not benchmarks:
             continue
         lines += [f"   * - :ref:`{tutorial_title(script)} <sphx_glr_tutorials_{script.name}>`"]

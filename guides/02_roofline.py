@@ -103,14 +103,19 @@ for name, (flops, n_bytes) in examples.items():
 # :term:`copy bandwidth`), an add (two), a multiply-add (three) and a sum (reads alone).
 # For :math:`P`, the vendor's matmul on large squares, its best median among a few sizes
 # (each line gives the size that set it, where the ceilings record it): :term:`cuBLAS`
-# per dtype, and cuBLASLt through ``torch._scaled_mm`` for FP8. The memory roof is the
-# fastest stream rather than the copy because how fast memory streams depends on the mix
-# of reads and writes: a kernel that reads two or three bytes per byte written can
-# outrun a copy, and a roof must bound every kernel (where a GPU's ceilings hold no
-# stream bandwidth, the copy is its roof, and the lines below say which). The float32
-# roof is cuBLAS's float32 matmul, which runs on the CUDA cores that elementwise kernels
-# and reductions compute on. The datasheet's figures are drawn beside the measured ones,
-# dotted.
+# per dtype, and cuBLASLt through ``torch._scaled_mm`` for FP8, which has two roofs
+# where both were measured: one with :term:`promoted accumulation` (the partial sums
+# added into float32 at intervals, ``_scaled_mm``'s default) and a faster one with
+# :term:`fast accumulation` (``use_fast_accum=True``, the tensor cores' own
+# reduced-precision sum), labelled ``fp8_fast``. An FP8 kernel is read against the roof
+# of the mode it sums in: fast accumulation skips work that promotion does, so the
+# promoted roof does not bound it. The memory roof is the fastest stream rather than the
+# copy because how fast memory streams depends on the mix of reads and writes: a kernel
+# that reads two or three bytes per byte written can outrun a copy, and a roof must
+# bound every kernel (where a GPU's ceilings hold no stream bandwidth, the copy is its
+# roof, and the lines below say which). The float32 roof is cuBLAS's float32 matmul,
+# which runs on the CUDA cores that elementwise kernels and reductions compute on. The
+# datasheet's figures are drawn beside the measured ones, dotted.
 
 print(readings.roofs(places))
 
@@ -233,7 +238,8 @@ print(readings.real_traffic(places))
 # :term:`TMA` loads and :term:`warp specialization`. The roof itself has a spread
 # (its percentiles above), so "on the roof" means within that band. Past it, only
 # a different roof helps: :term:`FP8` (:ref:`tutorial 05
-# <sphx_glr_tutorials_05_fp8_matmul.py>`) doubles the tensor cores' peak.
+# <sphx_glr_tutorials_05_fp8_matmul.py>`), whose datasheet peak is twice bf16's (the
+# measured fp8 roofs above, one per accumulation mode, say how much of that is reached).
 #
 # The skinny matmuls do about as many FLOPs per byte as their small dimension is
 # long (:math:`2MNK` over about :math:`2NK` bytes of weights). Their products run

@@ -334,14 +334,20 @@ print(page.strided_share(strided))
 # the float32 units, and :term:`FP8` up to twice as fast again (its datasheet rate is
 # twice bf16's). The ceilings measured on each GPU say how much; each is named under
 # them, from its record, by its call and the shape that set it (for FP8, also how
-# ``torch._scaled_mm`` accumulated: promoted accumulation is the slower mode):
+# ``torch._scaled_mm`` accumulated: :term:`promoted accumulation` is the slower mode,
+# and the :term:`fast accumulation` ceiling, where it was measured, is fp8_fast):
 
 for gpu in hardware.gpus():
     c = ceilings(gpu)
     fp32, bf16, fp8 = c.tflops("fp32"), c.tflops("bf16"), c.tflops("fp8")
     print(f"{c.name}: fp32 {fp32:.0f}, bf16 {bf16:.0f}, fp8 {fp8:.0f} TFLOP/s;")
     print(f"    bf16 / fp32 = {bf16 / fp32:.0f}x, fp8 / bf16 = {fp8 / bf16:.1f}x")
-    for dtype in ("fp32", "bf16", "fp8"):
+    dtypes = ["fp32", "bf16", "fp8"]
+    if "fp8_fast_tflops" in c.measured:
+        fast = c.tflops("fp8_fast")
+        print(f"    fp8_fast {fast:.0f} TFLOP/s: fp8_fast / bf16 = {fast / bf16:.1f}x")
+        dtypes.append("fp8_fast")
+    for dtype in dtypes:
         print(f"    {dtype}: {c.label(dtype)}")
 
 # %%
@@ -430,9 +436,13 @@ print(page.persistent_ladder(persistent))
 # only get faster by moving fewer bytes (fusing it with its neighbours, or a
 # smaller dtype), a compute-bound one at cuBLAS's rate only by doing fewer FLOPs
 # or using faster units. Each kernel of the site, at its best measured point,
-# as a share of its measured roof, the roof of its own call and mode (the FP8
-# row runs with fast accumulation, and is read against cuBLASLt's
-# fast-accumulation ceiling, not the slower promoted one):
+# as a share of the roof its benchmark measured in the same run (named in the last
+# column): the roof of its own call and mode (the FP8 row runs with fast
+# accumulation and is read against cuBLASLt's fast-accumulation ceiling, not the
+# slower promoted one); for a memory-bound kernel the copy bandwidth, which a kernel
+# that reads more bytes than it writes can pass by a few percent (step 2 and the
+# roofline guide read memory-bound kernels against the stream bandwidth, the fastest
+# mix of reads and writes, and so give them a smaller share):
 
 attention = run_or_load(cat.ATTENTION_FORWARD)
 done = [vector_add, softmax, gelu_result, arm, matmul, persistent, fp8, attention]

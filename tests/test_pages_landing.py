@@ -161,6 +161,17 @@ def test_the_landing_table_dates_rows_not_tutorials(tmp_path):
                 assert landing.cell(bench, gpu) in text
 
 
+def test_the_landing_table_lists_each_benchmark_once(tmp_path):
+    """A benchmark two tutorials show (tutorial 06 shows tutorial 05's FP8 ladder) has one row."""
+    page = _headlines_page()
+    text = page.write(tmp_path, ROOT / "tutorials").read_text()
+    shown = [
+        b for s in sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py")) for b in page.tutorial_benchmarks(s)
+    ]
+    for bench in dict.fromkeys(shown):
+        assert text.count(f"   * - {bench.title}\n") == 1
+
+
 # 3. A share above 100% says why ------------------------------------------------------------
 
 

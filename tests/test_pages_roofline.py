@@ -511,6 +511,16 @@ def test_chart_draws_each_dtype_roof_and_pairs_causal_attention(gpu):
         assert all(p.axes == s.axes and p.provider == s.provider for p in s.points)
 
 
+@pytest.mark.parametrize("gpu", GPUS)
+def test_fp8_accumulation_modes_are_named_by_mode_not_by_fp32(gpu):
+    """matmul_fp8's float32 accumulation is promoted FP8: its label must not read as a
+    float32 product (the CUDA-core fp32 roof)."""
+    names = {s.name for s in chart_series(load_gpu(gpu)) if s.benchmark == "matmul_fp8"}
+    assert not any("fp32" in name for name in names)
+    if gpu in gpus_with_current(catalog.MATMUL_FP8):
+        assert {"matmul_fp8 promoted", "matmul_fp8 fast"} <= names
+
+
 def test_table_lists_every_drawn_benchmark(monkeypatch):
     monkeypatch.setenv("GPUPERF_TABLES", "text")
     placements = [load_gpu(g) for g in GPUS]

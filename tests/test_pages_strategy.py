@@ -9,7 +9,7 @@ import pytest
 from gpuperf.bench import captures, records, tuning
 from gpuperf.bench import catalog as cat
 from gpuperf.pages import hardware, load, strategy
-from gpuperf.pages.plotting import format_x, short_gpu_name
+from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
 from gpuperf.pages.prose import percent, times
 from gpuperf.pages.report import gpus_with_current
 from gpuperf.pages.tables import FORMAT_VAR
@@ -47,8 +47,8 @@ def _expected_clauses(gpu: str) -> list[str]:
         fast = fp8.values(scaling="tensor", accumulation="fast")[SQUARE]
         promoted = fp8.values(scaling="tensor", accumulation="float32")[SQUARE]
         clauses.append(
-            f"FP8 with fast accumulation runs {times(fast / bf16_rate)} the rate of our bf16 kernel "
-            f"({times(promoted / bf16_rate)} with promoted accumulation)"
+            f"FP8 with fast accumulation runs {times(fast / bf16_rate)} the persistent kernel's bf16 rate "
+            f"at {format_x(SQUARE)} ({times(promoted / bf16_rate)} with promoted accumulation)"
         )
     return clauses
 
@@ -229,11 +229,29 @@ def test_strided_share_explains_its_share_from_the_bytes_fetched():
     assert f"8 / (32 + 4) = {percent(8 / 36)}" in text
 
 
-def test_roof_table_gives_each_gpus_best_share_of_its_roof():
+def test_roof_table_gives_each_gpus_best_share_of_its_roof(monkeypatch):
+    monkeypatch.setenv(FORMAT_VAR, "text")
     result = load(cat.VECTOR_ADD)
     best = max(result.fraction_of_ceiling().values())
     text = strategy.roof_table([result])
-    assert text.splitlines()[2].split()[-2] == percent(best)
+    row = text.splitlines()[2]
+    assert f" {percent(best)} " in row
+    # The roof is named, with its value, from the record that measured it.
+    entry = result.record["ceilings"]["copy_gbps"]
+    assert row.rstrip().endswith(f"{format_rate(entry['value'], entry['unit'])}, copy bandwidth")
+
+
+def test_roof_table_reads_fp8_rows_against_the_ceiling_of_their_accumulation(monkeypatch):
+    monkeypatch.setenv(FORMAT_VAR, "text")
+    result = load(cat.MATMUL_FP8)
+    if result.record is None:
+        pytest.skip("no matmul_fp8 record for the reference GPU")
+    text = strategy.roof_table([result])
+    row = text.splitlines()[2]
+    mode = "fast" if "accumulation=fast" in row else "promoted"
+    key = "fp8_fast_tflops" if mode == "fast" else "fp8_tflops"
+    entry = result.record["ceilings"][key]
+    assert f"{mode} accumulation" in row and format_rate(entry["value"], entry["unit"]) in row
 
 
 def test_inductor_code_says_when_a_gpu_has_the_same_code():

@@ -99,7 +99,7 @@ print(page.naive_vs_fused(forward, memory))
 #
 #    m' = \max(m, \max_j s_{ij}), \qquad
 #    \ell' = \ell\, e^{m - m'} + \sum_j e^{s_{ij} - m'}, \qquad
-#    \mathrm{acc}' = \mathrm{acc}\, e^{m - m'} + e^{S_{ij} - m'} V_j
+#    \mathrm{acc}' = \mathrm{acc}\, e^{m - m'} + e^{s_{ij} - m'} V_j
 #
 # This is the online softmax of :doc:`tutorial 02 <02_fused_softmax>`'s
 # long-row kernel, with a matrix product in each step: whenever the maximum

@@ -210,7 +210,10 @@ for bad in [
 # lines are variants of the same persistent kernel, each at its own best
 # config: loading through computed pointers, through TMA, and through TMA with
 # the program's warps split into loaders and multipliers (warp specialization);
-# tutorial 06 explains each.
+# tutorial 06 explains each. The tuned line is one of those variants at the config the
+# tuning sweep picked per shape, timed again in this run: where another variant's line
+# runs above it, the sweep's pick lost in this run, and tutorial 06 reads such gaps
+# against how far two timings of the same kernel fall apart.
 
 from gpuperf.bench.catalog import MATMUL_FP8
 from gpuperf.pages import run_or_load
@@ -241,8 +244,9 @@ print(fp8.ratio_table(bench))
 # which is why this mode has its own sweep: it favours steps 256 deep along K
 # (one promotion per 256 products; still within the float32-promoted error
 # bound) and smaller output tiles than fast accumulation does. (Promoting after every
-# instruction, ``max_num_imprecise_acc=0``, was slower still, at the same
-# error.) What remains is a scheduling gap, not arithmetic. The configs the
+# instruction, ``max_num_imprecise_acc=0``, was slower still, at the same error, in an
+# exploratory run whose timings are not among the committed records.) What remains is
+# a scheduling gap, not arithmetic. The configs the
 # sweep chose for each mode, per shape:
 
 print(fp8.chosen_configs(bench))

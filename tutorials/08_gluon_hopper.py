@@ -245,18 +245,21 @@ counters = captures.show("ncu_gluon_fp8", gluon.ncu_table)
 # rung's.
 #
 # Is L2 what holds the Gluon kernel back? A tile's operands come from
-# :term:`L2`, so the L2 rate times the FLOPs a tile does per byte it loads is
-# the most L2 can feed. The arithmetic, from the capture and the benchmark's
-# record:
+# :term:`L2`, so the FLOPs a tile does per byte it loads say how many bytes must
+# cross L2, and the L2 rate times those FLOPs per byte is the most L2 can feed.
+# The arithmetic, from the capture and the benchmark's record:
 
 print(gluon.l2_reading(counters, ladder))
 
 # %%
-# A kernel that runs faster than L2's rate could feed its tiles' operands is not
-# held back by that rate, and where two kernels do about the same work per byte
-# through L2 (the last line), the gap between them is not in how many bytes they
-# read: it is in how much of the time the tensor pipe is kept busy, which these
-# counters measure but do not explain.
+# Check a counter against arithmetic before reading a limit from it. Every
+# operand byte a Gluon tile loads crosses L2; where the tiles load more bytes
+# than ncu's L2 rate times the launch's time (the lines above compare them, rung
+# by rung, as the capture holds them), that product is not the traffic of the
+# launch, and it cannot say whether L2 is the limit: counting the bytes
+# themselves (``lts__t_bytes.sum``) in the same capture would. The tensor pipe's
+# busy share (the last line) is what separates the Gluon rung from cuBLASLt's
+# kernel, which these counters measure but do not explain.
 #
 # cuBLASLt's kernel name (the library table above) suggests how it keeps its
 # pipe busy, but only suggests: NVIDIA does not document how its ``nvjet``
@@ -458,9 +461,10 @@ captures.show("ncu_gluon_attention_d64", gluon.ncu_table)
 # * Measure each rung against the vendor library in the same run, and keep only
 #   what pays: FlashAttention-3's ping-pong bought nothing on top of the
 #   overlap here, and persistence only where tiles are alike.
-# * Read the counters for the next limit, with arithmetic: the FP8 kernel runs
-#   faster than L2's measured rate could feed its tiles' operands, so L2 is not
-#   its limit; the gap to cuBLASLt is the tensor pipe's idle share. What
+# * Read the counters for the next limit, and check them against arithmetic:
+#   where the bytes the FP8 tiles must load through L2 exceed ncu's L2 rate
+#   times the launch's time, that product does not settle whether L2 is the
+#   limit; the gap to cuBLASLt shows as the tensor pipe's idle share. What
 #   cuBLASLt does about it (a wider tile, a cluster sharing operands by
 #   multicast) is read from its kernel's undocumented name: an inference.
 #   Attention at D 64 needs more softmax in flight than two consumer

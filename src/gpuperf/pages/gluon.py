@@ -460,13 +460,20 @@ def _ncu(row: dict, metric: str, unit: str) -> float:
 def l2_lines(capture: dict, result: Result) -> list[str]:
     """What the ``ncu_gluon_fp8`` capture says of L2 as the FP8 kernels' limit, in lines:
 
-    * for each of :data:`L2_PROVIDERS`: the L2 rate ncu measured, the bytes that makes over
-      the launch's time, the FLOPs per byte counted and the launch's TFLOP/s;
+    * for each of :data:`L2_PROVIDERS`: the L2 rate ncu measured, the bytes that rate makes
+      over the launch's time, the FLOPs per byte that counts and the launch's TFLOP/s;
     * for the top Gluon rung: its tile's FLOPs per byte of operands (:func:`tile_intensity`,
       the tile from its row of ``result``'s record at the capture's shape and scaling), the
-      TFLOP/s L2 could feed at the measured rate if every operand byte crossed it, set
-      against what the rung reached in the launch and in the benchmark;
-    * the Gluon rung's FLOPs per L2 byte and tensor pipe share against cuBLASLt's.
+      operand bytes that makes at the capture's shape (every one crosses L2: the Gluon
+      kernel loads without multicast) and the rate they need over the launch's time;
+    * where the rate times the time counts fewer bytes than that, the two cannot both
+      describe the launch: the line says so, with the bytes counted for every Gluon rung
+      of the capture whose record row has the same tile (they load the same operands),
+      and draws no conclusion on L2 as the limit. Otherwise, the TFLOP/s L2 could feed at
+      the measured rate against what the rung reached in the launch and in the benchmark;
+    * L2's share of its peak throughput and the tensor pipe's busy share, the Gluon rung's
+      against cuBLASLt's (and, where the bytes counted are consistent, the Gluon rung's
+      FLOPs per L2 byte over cuBLASLt's).
 
     Args:
         capture: an ``ncu_gluon_fp8`` capture (``scripts/gluon_capture.py``).
@@ -487,54 +494,83 @@ def l2_lines(capture: dict, result: Result) -> list[str]:
     shape, scaling = tuple(payload["shape"]), payload["scaling"]
     flops = matmul_flops(*shape)
     rows = {r["provider"]: r for r in payload["rows"]}
-    read = {}
+
+    def read(key: str) -> dict:
+        rate = _ncu(rows[key], "lts__t_bytes.sum.per_second", "byte/s")
+        seconds = _ncu(rows[key], "gpu__time_duration.sum", "ns") * 1e-9
+        return {
+            "rate": rate,
+            "seconds": seconds,
+            "moved": rate * seconds,
+            "per_byte": flops / (rate * seconds),
+            "tflops": flops / seconds / 1e12,
+            "busy": _ncu(rows[key], "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "%"),
+            "l2_peak": _ncu(rows[key], "lts__throughput.avg.pct_of_peak_sustained_elapsed", "%"),
+        }
+
     for key in L2_PROVIDERS:
         if key not in rows:
             raise ValueError(f"the capture has no {key} row")
-        rate = _ncu(rows[key], "lts__t_bytes.sum.per_second", "byte/s")
-        seconds = _ncu(rows[key], "gpu__time_duration.sum", "ns") * 1e-9
-        busy = _ncu(rows[key], "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "%")
-        moved = rate * seconds
-        read[key] = {
-            "rate": rate,
-            "moved": moved,
-            "per_byte": flops / moved,
-            "tflops": flops / seconds / 1e12,
-        }
-        read[key]["busy"] = busy
+    counted = {key: read(key) for key in L2_PROVIDERS}
     names = NCU_NAMES["ncu_gluon_fp8"]
     lines = [
         f"{names[key]}: L2 at {r['rate'] / 1e12:.2f} TB/s over the launch: {r['moved'] / 1e9:.2f} GB, "
         f"{r['per_byte']:.0f} FLOPs per byte; {r['tflops']:.0f} TFLOP/s in this launch"
-        for key, r in read.items()
+        for key, r in counted.items()
     ]
     gpu_result = result.on(capture["provenance"]["gpu"])
-    row = gpu_result.rows("gluon", scaling=scaling).get(shape)
+    gluon_rows = {key: gpu_result.rows(key, scaling=scaling).get(shape) for key in FP8_RUNGS}
+    row = gluon_rows["gluon"]
     if row is None or not row.get("config"):
         raise ValueError(f"the {GLUON_FP8.name} record has no Gluon row with a config at {format_x(shape)}")
-    config, gluon = row["config"], read["gluon"]
+    config, gluon = row["config"], counted["gluon"]
     intensity = tile_intensity(config)
-    fed = gluon["rate"] * intensity / 1e12
-    reached = min(gluon["tflops"], row["value"])
-    lines.append(
-        f"A {config['block_m']} x {config['block_n']} FP8 tile does {intensity:.0f} FLOPs per byte of "
-        f"operands it loads, {flops / intensity / 1e9:.2f} GB of operands at {format_x(shape)}: "
-        f"if all of it crossed L2 at {gluon['rate'] / 1e12:.2f} TB/s, L2 could feed at most "
-        f"{fed:.0f} TFLOP/s. The rung ran at {gluon['tflops']:.0f} in this launch and "
-        f"{row['value']:.0f} in the benchmark ({SCALINGS[scaling]})"
-        + (
-            f", {reached / fed:.2f}x that, with {gluon['moved'] / 1e9:.2f} GB counted through "
-            f"L2: L2's rate is not what bounds it."
-            if reached > fed
-            else f": {reached / fed:.0%} of what that rate can feed."
+    operands = flops / intensity
+    tile = f"{config['block_m']} x {config['block_n']}"
+    line = (
+        f"A {tile} FP8 tile does {intensity:.0f} FLOPs per byte of operands it loads: "
+        f"{operands / 1e9:.2f} GB of operands at {format_x(shape)}, every byte through L2 (no "
+        f"multicast), {operands / gluon['seconds'] / 1e12:.2f} TB/s over the launch's "
+        f"{gluon['seconds'] * 1e3:.3g} ms."
+    )
+    consistent = gluon["moved"] >= operands
+    if not consistent:
+        same_tile = [
+            key
+            for key, r in gluon_rows.items()
+            if key.startswith("gluon") and key in rows and r is not None and r.get("config")
+            and (r["config"]["block_m"], r["config"]["block_n"]) == (config["block_m"], config["block_n"])
+        ]  # fmt: skip
+        moved = "; ".join(f"{names[key]}: {read(key)['moved'] / 1e9:.2f} GB" for key in same_tile)
+        line += (
+            f" ncu's L2 rate times that time counts {gluon['moved'] / 1e9:.2f} GB, "
+            f"{gluon['moved'] / operands:.2f}x the operands"
         )
+        if len(same_tile) > 1:
+            line += f". The Gluon rungs load the same {tile} tiles, and count ({moved})"
+        line += (
+            ". The measured rate times the launch's time is not the launch's traffic, so this "
+            "capture cannot say whether L2's rate bounds the kernel."
+        )
+    else:
+        fed = gluon["rate"] * intensity / 1e12
+        reached = min(gluon["tflops"], row["value"])
+        line += (
+            f" At the measured {gluon['rate'] / 1e12:.2f} TB/s, L2 could feed at most {fed:.0f} "
+            f"TFLOP/s; the rung ran at {gluon['tflops']:.0f} in this launch and {row['value']:.0f} "
+            f"in the benchmark ({SCALINGS[scaling]}): {reached / fed:.0%} of what that rate can feed."
+        )
+    lines.append(line)
+    base = counted["scaled_mm"]
+    last = (
+        f"L2 was at {gluon['l2_peak']:.0f}% of its peak throughput in the Gluon rung's launch, "
+        f"{base['l2_peak']:.0f}% in cuBLASLt's; the Gluon rung's tensor pipe was busy "
+        f"{gluon['busy']:.0f}% of active cycles, cuBLASLt's {base['busy']:.0f}%."
     )
-    base = read["scaled_mm"]
-    lines.append(
-        f"Per byte through L2 the Gluon rung did {gluon['per_byte'] / base['per_byte']:.2f}x "
-        f"cuBLASLt's FLOPs; its tensor pipe was busy {gluon['busy']:.0f}% of active cycles, "
-        f"cuBLASLt's {base['busy']:.0f}%."
-    )
+    if consistent:
+        ratio = gluon["per_byte"] / base["per_byte"]
+        last += f" Per byte through L2 the Gluon rung did {ratio:.2f}x cuBLASLt's FLOPs."
+    lines.append(last)
     return [textwrap.fill(line, WIDTH, subsequent_indent="  ") for line in lines]
 
 

@@ -512,6 +512,14 @@ class Series:
 
 #: Axis values as chart labels show them.
 _SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+#: Values of one axis that read otherwise there: matmul_fp8's float32 accumulation is
+#: promoted FP8 accumulation, not a float32 product ("fp32" would name the CUDA-core roof).
+_SHORT_BY_AXIS = {("accumulation", "float32"): "promoted"}
+
+
+def _short(axis: str, value) -> str:
+    """How a chart label shows ``value`` of ``axis``."""
+    return _SHORT_BY_AXIS.get((axis, str(value)), _SHORT.get(str(value), str(value)))
 
 
 def _drawn_combos(points: list[Point]) -> list[dict]:
@@ -555,7 +563,7 @@ def chart_series(placement: Placement) -> list[Series]:
         drawn = _drawn_combos(mine)
         varying = [k for k in (drawn[0] if drawn else {}) if len({str(c[k]) for c in drawn}) > 1]
         for combo in drawn:
-            name = " ".join([bench, *(_SHORT.get(str(combo[k]), str(combo[k])) for k in varying)])
+            name = " ".join([bench, *(_short(k, combo[k]) for k in varying)])
             providers = dict.fromkeys(p.provider for p in mine if p.axes == combo)
             made = {}
             for key in providers:

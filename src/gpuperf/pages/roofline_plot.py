@@ -249,7 +249,8 @@ def regions(placements: list[Placement], every: list[list[Series]]):
 
 def _draw_roofs(ax, placement: Placement, xlim, *, corner: bool) -> list:
     """Draw the measured roofs (solid, ridges dotted) and the datasheet's (dotted); tag each
-    at the right end (in the corner with its value, and the datasheet's too); return the tags."""
+    at the right end, on a white box that no other line strikes through (in the corner with
+    its value, and the datasheet's too); return the tags."""
     lo, hi = xlim
     tags = []
     for roof_map, color, measured in (
@@ -290,6 +291,9 @@ def _draw_roofs(ax, placement: Placement, xlim, *, corner: bool) -> list:
                     va="bottom" if measured else "top",
                     fontsize=7,
                     color=color,
+                    # On white: a datasheet roof or the corner's outline may run through the
+                    # tag's height, and would strike its text through.
+                    bbox={"boxstyle": "square,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.9},
                     zorder=4,
                 )
             )

@@ -18,7 +18,7 @@ from gpuperf.bench import catalog as cat
 from gpuperf.bench import metrics, records, tuning
 from gpuperf.bench.catalog import Benchmark
 from gpuperf.pages import hardware
-from gpuperf.pages.plotting import format_x, short_gpu_name
+from gpuperf.pages.plotting import ceiling_label, format_rate, format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, percent, times
 from gpuperf.pages.report import Result, load
 from gpuperf.pages.tables import Cell, Section, render
@@ -96,7 +96,10 @@ def _headline(gpu: str) -> tuple[str, list[str]]:
     promoted = results["matmul_fp8"].values(scaling="tensor", accumulation="float32").get(square)
     bf16 = results["matmul_persistent"].values().get(square)
     if fp8 and bf16:
-        clause = f"FP8 with fast accumulation runs {times(fp8 / bf16)} the rate of our bf16 kernel"
+        clause = (
+            f"FP8 with fast accumulation runs {times(fp8 / bf16)} the persistent kernel's bf16 rate "
+            f"at {format_x(square)}"
+        )
         if promoted:
             clause += f" ({times(promoted / bf16)} with promoted accumulation)"
         parts.append(clause)
@@ -670,15 +673,17 @@ def persistent_ladder(result: Result, shapes=SQUARES) -> str:
 
 def roof_table(results: Sequence[Result]) -> str:
     """Each benchmark of ``results`` on each GPU at its best measured point: the kernel
-    under study as a share of its measured roof (copy bandwidth or the vendor matmul),
-    and where (x and axes).
+    under study as a share of the ceiling its record measured in the same run (copy
+    bandwidth or the vendor matmul; for FP8, that of the row's accumulation mode), where
+    (x and axes), and that ceiling, named from its record entry
+    (:func:`~gpuperf.pages.plotting.ceiling_label`) with its value.
 
     Raises:
         TypeError: an item of ``results`` is not a :class:`~gpuperf.pages.Result`.
     """
     for result in results:
         _check_result(result, "each item of results")
-    section = Section("", ["kernel", "GPU", "% of its roof", "at"])
+    section = Section("", ["kernel", "GPU", "% of its roof", "at", "its roof, measured in the same run"])
     notes = []
     for result in results:
         bench = result.benchmark
@@ -688,7 +693,14 @@ def roof_table(results: Sequence[Result]) -> str:
             if points:
                 v, x, c = max(points, key=lambda item: item[0])
                 where = ", ".join([format_x(x), *(f"{k}={val}" for k, val in c.items())])
-                section.rows.append([Cell(bench.name), Cell(_gpu(r)), Cell(percent(v), v), Cell(where)])
+                key = bench.ceiling_key(**c)
+                entry = r.record["ceilings"].get(key, {})
+                roof = ceiling_label(key, entry)
+                if "value" in entry:
+                    roof = f"{format_rate(entry['value'], entry['unit'])}, {roof}"
+                section.rows.append(
+                    [Cell(bench.name), Cell(_gpu(r)), Cell(percent(v), v), Cell(where), Cell(roof)]
+                )
     return render([section], notes)
 
 

@@ -461,3 +461,11 @@ def test_a_table_lists_shapes_in_declared_order_whatever_the_records_hold():
     for x in catalog.MATMUL.x_values:
         expected += [format_x(x)] * (2 if x == big else 1)  # live and committed at 8192³
     assert shown == expected
+
+
+def test_a_table_names_the_ceiling_its_shares_are_of():
+    # Fast accumulation is read against its own ceiling: the header says which.
+    fp8 = load(catalog.MATMUL_FP8)
+    assert "triton % of fp8_fast" in fp8.table(accumulation="fast")
+    promoted = fp8.table(accumulation="float32")
+    assert "triton % of fp8" in promoted and "fp8_fast" not in promoted

@@ -218,7 +218,7 @@ class Result:
             f"{base}/{subject} {cost}" if host else f"{subject}/{base}",
         ]
         if ceiling is not None:
-            header.append(f"{subject} % of {ceiling.split('_')[0]}")
+            header.append(f"{subject} % of {ceiling.removesuffix('_tflops').removesuffix('_gbps')}")
         digits = (2 if cost == "memory" else 1) if host else 0
         # In declared order: a quick live record holds part of the x values, listed first.
         order = x_order((r["x"] for r in all_rows), bench.x_values)

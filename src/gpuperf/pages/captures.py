@@ -15,6 +15,22 @@ from gpuperf.bench import captures, records
 from gpuperf.pages.plotting import short_gpu_name
 
 
+def capture_payload(capture, name: str) -> dict:
+    """The payload of ``capture``, checked to be a capture named ``name``.
+
+    Raises:
+        TypeError: ``capture`` is not a dict.
+        ValueError: it is a capture of another name, or has no payload.
+    """
+    if not isinstance(capture, dict):
+        raise TypeError(f"capture must be a dict (a loaded capture), got {type(capture).__name__}")
+    if capture.get("name") != name:
+        raise ValueError(f"expected the capture {name!r}, got {capture.get('name')!r}")
+    if not isinstance(capture.get("payload"), dict):
+        raise ValueError(f"the capture {name!r} has no payload")
+    return capture["payload"]
+
+
 def load(name: str, gpu: str | None = None, root: Path | None = None) -> tuple[dict | None, list[str]]:
     """The capture ``name`` of ``gpu`` (a folder; default: the reference GPU; ``root``: the
     measurements directory, default :func:`gpuperf.bench.records.measurements_dir`) as a page

@@ -42,7 +42,7 @@ from gpuperf.bench import captures, records
 from gpuperf.bench.catalog import HOST_OVERHEAD
 from gpuperf.pages import captures as pages_captures
 from gpuperf.pages.hardware import Ceilings, ceilings
-from gpuperf.pages.plotting import PLOT_STYLE, format_rate, short_gpu_name
+from gpuperf.pages.plotting import PLOT_STYLE, draw_ceiling, format_rate, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, percent, times
 from gpuperf.pages.report import load
 from gpuperf.pages.tables import Cell, Section, render
@@ -131,19 +131,8 @@ COPY_COLORS = {"resident": "#08306b", "flushed": "#1f77b4"}
 
 
 def _payload(capture) -> dict:
-    """The payload of an ``execution_model`` capture.
-
-    Raises:
-        TypeError: ``capture`` is not a dict.
-        ValueError: it is another capture, or has no payload.
-    """
-    if not isinstance(capture, dict):
-        raise TypeError(f"capture must be a dict (a loaded capture), got {type(capture).__name__}")
-    if capture.get("name") != NAME:
-        raise ValueError(f"expected the capture {NAME!r}, got {capture.get('name')!r}")
-    if not isinstance(capture.get("payload"), dict):
-        raise ValueError(f"the capture {NAME!r} has no payload")
-    return capture["payload"]
+    """The payload of an ``execution_model`` capture (:func:`gpuperf.pages.captures.capture_payload`)."""
+    return pages_captures.capture_payload(capture, NAME)
 
 
 def _missing_part(capture: dict, part: str) -> str | None:
@@ -798,15 +787,9 @@ def copy_sweep_figure(capture: dict, hbm: Ceilings | None = None, notes=()):
         if hbm is not None:
             c = hbm.copy_gbps
             top = max(top, c)
-            ax.axhline(
-                c,
-                ls="--",
-                lw=1.2,
-                color="black",
-                label=f"{hbm.label('copy_gbps')}, measured: {format_rate(c, 'GB/s')}",
+            draw_ceiling(
+                ax, c, f"{hbm.label('copy_gbps')}, measured: {format_rate(c, 'GB/s')}", "the copy bandwidth"
             )
-            secondary = ax.secondary_yaxis("right", functions=(lambda v: 100 * v / c, lambda p: p * c / 100))
-            secondary.set_ylabel("% of the copy bandwidth")
         ax.set_xscale("log", base=2)
         ticks = [x for x in xs if x & (x - 1) == 0 and (x.bit_length() - 1) % 2 == 0]
         ax.xaxis.set_major_locator(FixedLocator(ticks))

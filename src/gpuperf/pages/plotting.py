@@ -307,16 +307,9 @@ def _panel(ax, record: dict, rows: list[dict], panel_w: float) -> float:
         c = ceiling["value"]
         ymax = max(ymax, c)
         named = ceiling_label(key, ceiling) if key in CEILINGS else ceiling["label"]
-        ax.axhline(
-            c,
-            ls="--",
-            lw=1.2,
-            color="black",
-            label=f"{named}, measured: {format_rate(c, ceiling['unit'])}",
+        secondary = draw_ceiling(
+            ax, c, f"{named}, measured: {format_rate(c, ceiling['unit'])}", ceiling["label"]
         )
-        secondary = ax.secondary_yaxis("right", functions=(lambda v: 100 * v / c, lambda p: p * c / 100))
-        secondary.set_ylabel(f"% of {ceiling['label']}")
-        secondary.tick_params(labelsize=PLOT_STYLE["ytick.labelsize"])
 
     l2 = record["provenance"].get("l2_bytes")
     if metric == "GB/s" and l2:
@@ -405,6 +398,16 @@ def _subtitle(where: list[str]) -> str:
     if all(w != "live" for w in where):
         return "committed measurements" if len(where) > 1 else "committed measurement"
     return "first GPU measured live in this build, the others committed"
+
+
+def draw_ceiling(ax, value: float, label: str, of: str):
+    """A measured ceiling on ``ax``: a dashed line at ``value`` (legend ``label``) and a right
+    axis in % of it, titled "% of ``of``" (``"copy bandwidth"``); returns that axis."""
+    ax.axhline(value, ls="--", lw=1.2, color="black", label=label)
+    secondary = ax.secondary_yaxis("right", functions=(lambda v: 100 * v / value, lambda p: p * value / 100))
+    secondary.set_ylabel(f"% of {of}")
+    secondary.tick_params(labelsize=PLOT_STYLE["ytick.labelsize"])
+    return secondary
 
 
 def plot_records(records: list[dict], *, sources=(), notes=(), headlines=()):

@@ -3,23 +3,10 @@ read, or a :class:`~gpuperf.pages.report.Result` of the benchmark they read."""
 
 from __future__ import annotations
 
+from gpuperf.pages.captures import capture_payload
 from gpuperf.pages.report import Result
 
-
-def capture_payload(capture, name: str) -> dict:
-    """The payload of ``capture``, checked to be a capture named ``name``.
-
-    Raises:
-        TypeError: ``capture`` is not a dict.
-        ValueError: it is a capture of another name, or has no payload.
-    """
-    if not isinstance(capture, dict):
-        raise TypeError(f"capture must be a dict (a loaded capture), got {type(capture).__name__}")
-    if capture.get("name") != name:
-        raise ValueError(f"expected the capture {name!r}, got {capture.get('name')!r}")
-    if not isinstance(capture.get("payload"), dict):
-        raise ValueError(f"the capture {name!r} has no payload")
-    return capture["payload"]
+__all__ = ["capture_payload", "check_result"]
 
 
 def check_result(result, benchmark) -> None:

@@ -346,3 +346,55 @@ def test_no_plan_where_a_replay_would_not_be_the_calls_work(bound_plans, case):
         args = (x.clone(), out, 40)
     launches = (Launch(_scale_kernel, (1,), args, (2, 64)),)
     assert launch_module.make_plan((x,), options, result, launches, [_bound([], (40,))]) is None
+
+
+# Every layout an op takes, on its first call and from its plan ---------------------------
+
+#: Each op's tensor inputs as ``(shape, ...)`` at odd sizes, its other positional arguments and
+#: its reference.
+LAYOUT_CASES = {
+    "vector_add": (vector_add, ((1027,), (1027,)), (), reference.vector_add_ref),
+    "gelu": (gelu, ((37, 71),), (), reference.gelu_ref),
+    "add_relu_mul": (add_relu_mul, ((1027,), (1027,), (1027,)), (), reference.add_relu_mul_ref),
+    "row_mean": (row_mean, ((7, 301),), (), reference.row_mean_ref),
+    "strided_copy": (strided_copy, ((1027,),), (3,), reference.strided_copy_ref),
+    "softmax": (softmax, ((7, 301),), (), reference.softmax_ref),
+    "scale_shift": (scale_shift, ((7, 301), (301,), (301,)), (), reference.scale_shift_ref),
+}
+
+
+def _laid_out(t: torch.Tensor, layout: str) -> torch.Tensor:
+    """``t``'s values in ``layout``: ``"contiguous"``; ``"offset"``, contiguous one element
+    into a larger buffer (a base 2 or 4 bytes past a 16-byte boundary); ``"strided"``, every
+    other element of a buffer twice as long (1-D) or the transpose of a row-major tensor
+    (2-D: column-major)."""
+    if layout == "contiguous":
+        return t.clone()
+    if layout == "offset":
+        buffer = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)
+        view = buffer[1:].view(t.shape)
+    elif t.dim() == 1:
+        view = torch.empty(2 * t.numel(), dtype=t.dtype, device=t.device)[::2]
+    else:
+        view = torch.empty(t.shape[::-1], dtype=t.dtype, device=t.device).t()
+    view.copy_(t)
+    return view
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "offset", "strided"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("name", LAYOUT_CASES)
+def test_every_layout_matches_on_the_first_call_and_from_its_plan(name, dtype, layout):
+    # A slice at an odd offset, a strided view and a transpose are each keyed apart: the first
+    # call checks and launches (or copies, or refuses), the second with the same layout runs
+    # from the plan, on new addresses. Both must match the reference, and a refusal must name
+    # its argument. On a GPU this test runs under compute-sanitizer too.
+    fn, shapes, options, ref = LAYOUT_CASES[name]
+    for seed in (0, 1):
+        inputs = [_laid_out(randn(shape, dtype, seed + 10 * i), layout) for i, shape in enumerate(shapes)]
+        try:
+            out = fn(*inputs, *options)
+        except ValueError as err:  # a layout the op refuses, as its docstring says
+            assert layout == "strided" and re.search(r"\bx\b", str(err)), err
+            return
+        assert_close(f"{name} {dtype} {layout} call {seed}", ref(*inputs, *options), out)

@@ -9,6 +9,31 @@ from __future__ import annotations
 
 from collections import Counter
 
+#: The Chrome trace categories of work on the GPU's timeline that torch.profiler records:
+#: kernels, copies and memsets. The trace's other GPU-side category, ``gpu_user_annotation``,
+#: marks ranges (``Optimizer.step#AdamW.step``) around work already counted.
+GPU_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def union_ms(intervals) -> float:
+    """Milliseconds that ``intervals`` (``[start, end]`` pairs in µs, a trace's clock) cover,
+    each instant once however many of them overlap it: how long the GPU was busy.
+
+    Raises:
+        ValueError: an interval ends before it starts.
+    """
+    total, reach = 0.0, None
+    for start, end in sorted(intervals):
+        if end < start:
+            raise ValueError(f"an interval must not end before it starts, got [{start}, {end}]")
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total / 1e3
+
 
 def kernel_time_by_range(trace_events: list, prefix: str) -> tuple[dict, float, int, dict]:
     """``(GPU microseconds by range, all kernels' microseconds, kernel count, event categories)``
@@ -30,7 +55,7 @@ def kernel_time_by_range(trace_events: list, prefix: str) -> tuple[dict, float, 
     }
     parts, total, count = {}, 0.0, 0
     for e in trace_events:
-        if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+        if e.get("cat") not in GPU_WORK:
             continue
         at = launches.get(e.get("args", {}).get("correlation"))
         part = next((name for start, end, name in ranges if at is not None and start <= at <= end), "other")

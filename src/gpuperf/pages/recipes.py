@@ -23,6 +23,7 @@ import textwrap
 from collections.abc import Callable, Mapping
 
 from gpuperf.bench import captures, records
+from gpuperf.bench.traces import GPU_WORK, union_ms
 from gpuperf.pages import captures as pages_captures
 from gpuperf.pages.plotting import short_gpu_name
 from gpuperf.pages.prose import WIDTH, Paragraph, paragraph, percent, span, times
@@ -159,37 +160,12 @@ def _mark(case: dict, key: str) -> str:
     )
 
 
-#: The Chrome-trace categories of work on the GPU that torch.profiler records: kernels,
-#: copies and memsets. The trace's other GPU-side category, ``gpu_user_annotation``, marks
-#: ranges (``Optimizer.step#AdamW.step``) around work already counted.
-GPU_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
-
-
-def union_ms(intervals) -> float:
-    """Milliseconds that ``intervals`` (``[start, end]`` pairs in µs) cover, each instant
-    once however many of them overlap it.
-
-    Raises:
-        ValueError: an interval ends before it starts.
-    """
-    total, reach = 0.0, None
-    for start, end in sorted(intervals):
-        if end < start:
-            raise ValueError(f"an interval must not end before it starts, got [{start}, {end}]")
-        if reach is None or start > reach:
-            total += end - start
-            reach = end
-        elif end > reach:
-            total += end - reach
-            reach = end
-    return total / 1e3
-
-
 def gpu_work(events: dict | None) -> dict | None:
     """What one profiled step did on the GPU, from its events on the GPU's timeline
     (``{category: [[start, end], ...]}`` in µs, as ``scripts/recipes_capture.py`` keeps
     them): ``{"ops": n, "busy_ms": t}``, ``n`` the kernels, copies and memsets
-    (:data:`GPU_WORK`) and ``t`` the time at least one of them ran (:func:`union_ms`).
+    (:data:`gpuperf.bench.traces.GPU_WORK`) and ``t`` the time at least one of them ran
+    (:func:`gpuperf.bench.traces.union_ms`).
     Annotated ranges are neither counted nor timed. None without events (a step on the
     CPU, or a capture that did not keep them).
 

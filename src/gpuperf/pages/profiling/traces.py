@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from gpuperf.bench import captures, records
+from gpuperf.bench.traces import GPU_WORK, union_ms
 from gpuperf.pages.profiling.checks import capture_payload
 from gpuperf.pages.tables import Cell, Section, render
 
@@ -73,7 +74,7 @@ def trace_path(capture: dict) -> Path:
 TIMELINE_LANES = (
     ("CPU: record_function ranges", ("user_annotation",)),
     ("CPU: CUDA runtime calls", ("cuda_runtime", "cuda_driver")),
-    ("GPU: kernels, copies, memsets", ("kernel", "gpu_memcpy", "gpu_memset")),
+    ("GPU: kernels, copies, memsets", GPU_WORK),
 )
 #: Colours of the ranges (and of the GPU work that they launched).
 RANGE_COLORS = {"forward": "#1f77b4", "backward": "#d62728", "optimizer": "#2ca02c"}
@@ -117,12 +118,7 @@ def last_step_summary(trace: dict) -> dict:
         ),
         key=lambda e: e["ts"],
     )
-    busy, end = 0.0, start
-    for e in gpu:  # the union of the intervals
-        lo, hi = max(e["ts"], end), e["ts"] + e["dur"]
-        if hi > lo:
-            busy += hi - lo
-            end = hi
+    busy = 1e3 * union_ms((max(e["ts"], start), max(e["ts"] + e["dur"], start)) for e in gpu)
     gpu_end = max([stop] + [e["ts"] + e["dur"] for e in gpu])
     return {
         "step_ms": step["dur"] / 1e3,

@@ -11,7 +11,7 @@ else ``~/.cache/gpuperf``; delete it to start cold.
 :func:`use_compile_caches` sets the variables below, each only where it is not set
 already (a value of yours wins). ``docs/conf.py`` calls it before torch is imported,
 ``python -m gpuperf.bench`` before it measures or tunes, and
-:func:`gpuperf.pages.run_or_load` before it measures live (for a tutorial run as a
+:func:`gpuperf.pages.report.run_or_load` before it measures live (for a tutorial run as a
 script). Importing this module imports nothing heavy.
 """
 

@@ -3,7 +3,7 @@
 * :mod:`~gpuperf.bench.timing`: GPU time (``triton.testing.do_bench`` quantiles) and host time per call.
 * :mod:`~gpuperf.bench.metrics`: bytes and FLOPs per op; GB/s, TFLOP/s and µs per call.
 * :mod:`~gpuperf.bench.hardware`: ceilings measured on the GPU at hand, datasheet peaks beside them.
-* :mod:`~gpuperf.bench.catalog`: :class:`~gpuperf.bench.catalog.Benchmark` and every benchmark,
+* :mod:`~gpuperf.bench.catalog`: :class:`~gpuperf.bench.catalog.benchmark.Benchmark` and every benchmark,
   declared once, by family.
 * :mod:`~gpuperf.bench.runner`: check, then time, every provider.
 * :mod:`~gpuperf.bench.records`: committed JSON records and their provenance.

@@ -13,7 +13,7 @@ from __future__ import annotations
 from gpuperf.bench import metrics
 from gpuperf.bench.timing import time_ms
 
-#: Bytes of each tensor streamed to measure bandwidth: 1 GiB, twenty times the largest L2 (H100: 50 MB).
+#: Bytes of each tensor streamed to measure bandwidth: 1 GiB, twenty times the largest L2 (H100: 50 MiB).
 COPY_BYTES = 2**30
 #: Square matmul sizes for the compute ceilings, each large enough to fill every SM; the
 #: ceiling is the best median among them. A sustained 8192³ can run at a lower clock than
@@ -54,7 +54,7 @@ CEILINGS = {
 }
 
 
-#: The call each matmul ceiling times (:func:`_matmul_entry`), by ceiling key: what a page
+#: The call each matmul ceiling times (:func:`measure_matmul_tflops`), by ceiling key: what a page
 #: names beside the ceiling (:func:`gpuperf.pages.plotting.ceiling_label`).
 MATMUL_CALLS = {
     "bf16_tflops": "torch.matmul",
@@ -128,9 +128,15 @@ def _stream_entry(name: str) -> dict:
 def measure_matmul_tflops(key: str) -> dict | None:
     """The matmul ceiling ``key`` (a TFLOP/s key of :data:`CEILINGS`): ``torch.matmul``
     (FP8: ``torch._scaled_mm`` with the accumulation of :data:`FP8_ACCUMULATION`;
-    :data:`MATMUL_CALLS`) on random square inputs of each size of :data:`MATMUL_SIZES`:
-    TFLOP/s quantiles of the size with the highest median, which the entry names
-    (``shape``, ``[n, n, n]``).
+    :data:`MATMUL_CALLS`) on random square ``(n, n)`` inputs of each size ``n`` of
+    :data:`MATMUL_SIZES`, timed by :func:`gpuperf.bench.timing.time_ms`: the entry
+    (``value``, ``value_p20``, ``value_p80`` in TFLOP/s, ``ms``) of the size with the highest
+    median, which it names (``shape``, ``[n, n, n]``; FP8: and ``accumulation``).
+
+    Inputs are bfloat16, float16 or float32 as the key says (float32 as PyTorch's float32
+    matmul setting leaves it: full float32 unless the process allowed TF32); FP8 takes
+    ``float8_e4m3fn`` operands (the second column-major), unit scales and a bfloat16 output.
+    FLOPs are ``2 n³``. Needs a CUDA GPU.
 
     Returns None for FP8 on GPUs without FP8 tensor cores (compute capability < 8.9).
 

@@ -326,7 +326,7 @@ def build_record(
     """Assemble the record of ``benchmark`` from measured ``rows``.
 
     Args:
-        benchmark: the :class:`~gpuperf.bench.catalog.Benchmark` measured.
+        benchmark: the :class:`~gpuperf.bench.catalog.benchmark.Benchmark` measured.
         rows: one dict per (axes, x, provider) with the keys of :data:`ROW_KEYS`.
         ceilings: measured ceilings ``{key: {value, value_p20, value_p80, unit, ms}}``
             (as in ``hardware.json``); those the rows use are kept, with their labels.

@@ -1,7 +1,7 @@
 """Autotuning, done once on the GPU and kept as data.
 
 For every shape and dtype the matmul benchmarks measure, :func:`tune_matmul` times
-each candidate of :func:`gpuperf.kernels.configs.matmul_candidates` (after
+each candidate of :func:`gpuperf.kernels._configs.matmul_candidates` (after
 checking its output against the reference) and keeps every trial, so a reader can
 see what was tried and how far the worst was from the best. :func:`write_tuning`
 stores the sweep as ``src/gpuperf/kernels/tuned/<gpu>/matmul.json``, where

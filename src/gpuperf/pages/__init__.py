@@ -5,15 +5,15 @@ the page is the lesson: a kernel, a call, the arithmetic, and one-line calls tha
 a measurement. The plumbing behind those calls (loading records and captures, GPU
 folders, provenance captions, MISSING and STALE notes, formatting) lives here.
 
-* :mod:`~gpuperf.pages.report`: :func:`run_or_load` and :func:`show` (a benchmark's
-  table and plot, every GPU side by side), and one headline per benchmark and GPU
-  (:func:`~gpuperf.pages.report.headline`).
+* :mod:`~gpuperf.pages.report`: :func:`~gpuperf.pages.report.run_or_load` and
+  :func:`~gpuperf.pages.report.show` (a benchmark's table and plot, every GPU side by
+  side), and one headline per benchmark and GPU (:func:`~gpuperf.pages.report.headline`).
 * :mod:`~gpuperf.pages.landing`: the landing page's table of what the tutorials found, one
   cell per benchmark and GPU, each read from and dated by one record.
 * :mod:`~gpuperf.pages.announce`: what a docs build or a page run as a script says first:
   live or records, on which GPU, and each page's time from its records' wall times.
 * :mod:`~gpuperf.pages.hardware`: the GPU a page describes and its measured ceilings
-  (:func:`ceilings`: copy bandwidth, matmul peaks, ridge points).
+  (:func:`~gpuperf.pages.hardware.ceilings`: copy bandwidth, matmul peaks, ridge points).
 * :mod:`~gpuperf.pages.captures`: profiler tables, counters and generated code, each
   GPU's, with their provenance (:func:`gpuperf.pages.captures.show`).
 * :mod:`~gpuperf.pages.prose`: the paragraph that opens each page, written from the
@@ -38,8 +38,8 @@ records): :mod:`~gpuperf.pages.vector_add`, :mod:`~gpuperf.pages.softmax`,
 goes into its page's topic module; one that two pages share goes into one of the modules
 above.
 
-Nothing here measures: :mod:`gpuperf.bench` does (:func:`run_or_load` calls its
-runner on a GPU).
+Nothing here measures: :mod:`gpuperf.bench` does
+(:func:`~gpuperf.pages.report.run_or_load` calls its runner on a GPU).
 """
 
 from gpuperf.pages.hardware import ceilings, page_gpu

@@ -4,12 +4,12 @@ measuring took the last time, from the wall time each record stores about its ow
 (``wall_s``; "time not recorded" where a record has none, never a guess).
 
 * :func:`benchmarks_of`: the benchmarks a page measures, read from its source: the
-  benchmarks it passes to :func:`~gpuperf.pages.show` and :func:`~gpuperf.pages.run_or_load`.
+  benchmarks it passes to :func:`~gpuperf.pages.report.show` and :func:`~gpuperf.pages.report.run_or_load`.
 * :func:`current`: live or records, as ``GPUPERF_BENCH`` and the GPU present decide.
 * :func:`describe` and :func:`describe_page`: what a build will do, page by page, and
   one page.
 * :func:`announce_site` and :func:`announce_page`: print them; ``docs/conf.py`` calls
-  the first before the build, :func:`~gpuperf.pages.run_or_load` the second before a
+  the first before the build, :func:`~gpuperf.pages.report.run_or_load` the second before a
   page's first benchmark (a page run as a script announces itself there).
 
 The per-benchmark wording and sums are :mod:`gpuperf.bench.runs`'s, the same as
@@ -29,7 +29,7 @@ from gpuperf.bench.catalog import Benchmark
 
 #: ``GPUPERF_BENCH=records`` renders committed records even where a GPU is present;
 #: ``live`` insists on measuring; ``auto`` (default) measures when it can. Both measure the
-#: quick part of a long sweep (:attr:`~gpuperf.bench.catalog.Benchmark.quick`: the points
+#: quick part of a long sweep (:attr:`~gpuperf.bench.catalog.benchmark.Benchmark.quick`: the points
 #: the text reads) and draw the committed sweep beside it; ``full`` measures every sweep
 #: whole.
 MODE_VAR = "GPUPERF_BENCH"
@@ -81,7 +81,7 @@ def setting() -> str:
 
 def current(gpu_usable: bool) -> Build:
     """The :class:`Build` of this process: :func:`setting`, and the GPU's name when
-    ``gpu_usable`` (:func:`gpuperf.pages.can_measure`)."""
+    ``gpu_usable`` (:func:`gpuperf.pages.report.can_measure`)."""
     mode = setting()
     if not gpu_usable:
         return Build(mode, None)
@@ -94,8 +94,8 @@ def current(gpu_usable: bool) -> Build:
 
 
 def benchmarks_of(script) -> list[Benchmark]:
-    """The benchmarks the page script ``script`` (a path) passes to :func:`~gpuperf.pages.show`
-    or :func:`~gpuperf.pages.run_or_load`, in the order of the source, each once.
+    """The benchmarks the page script ``script`` (a path) passes to :func:`~gpuperf.pages.report.show`
+    or :func:`~gpuperf.pages.report.run_or_load`, in the order of the source, each once.
 
     The source is parsed, not run. A benchmark is recognised by its name in
     :mod:`gpuperf.bench.catalog`, imported (``from gpuperf.bench.catalog import MATMUL``)
@@ -337,7 +337,7 @@ def announce_page(script, build: Build, root=None, file=None) -> bool:
     script, on ``file`` (default: the process's own stderr, ``sys.__stderr__``, which
     sphinx-gallery does not put on the page). After :func:`announce_site`, a page that
     loads records says nothing more. Quiet, and False, when ``script`` is not a page: a
-    file that does not parse or passes :func:`~gpuperf.pages.show` no catalog benchmark
+    file that does not parse or passes :func:`~gpuperf.pages.report.show` no catalog benchmark
     (the test runner, a reader's own script).
 
     Returns:

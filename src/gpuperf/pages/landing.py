@@ -97,7 +97,7 @@ def cell(benchmark: Benchmark, gpu: str) -> str:
     or, for another GPU's stale record, that it is not shown and when it was measured.
 
     Raises:
-        TypeError: ``benchmark`` is not a :class:`~gpuperf.bench.catalog.Benchmark`, or
+        TypeError: ``benchmark`` is not a :class:`~gpuperf.bench.catalog.benchmark.Benchmark`, or
             ``gpu`` not a string.
     """
     if not isinstance(benchmark, Benchmark):

@@ -437,7 +437,7 @@ def show(benchmark: Benchmark, **axes) -> Result:
     (:meth:`Result.ratios`, :meth:`Result.fraction_of_ceiling`, ...).
 
     Raises:
-        TypeError: ``benchmark`` is not a :class:`~gpuperf.bench.catalog.Benchmark`.
+        TypeError: ``benchmark`` is not a :class:`~gpuperf.bench.catalog.benchmark.Benchmark`.
         ValueError: an axis or value in ``axes`` that the benchmark does not declare.
     """
     if not isinstance(benchmark, Benchmark):

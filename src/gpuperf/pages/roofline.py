@@ -367,7 +367,7 @@ def place_record(
         roof_keys: the compute ceilings the GPU has roofs for; a row read against
             another is skipped.
         l2_bytes: the GPU's L2 size, bytes (None: no row is marked L2-resident).
-        benchmark: the record's :class:`~gpuperf.bench.catalog.Benchmark`, whose
+        benchmark: the record's :class:`~gpuperf.bench.catalog.benchmark.Benchmark`, whose
             ``compute_roof`` names the roof of rows read against a bandwidth (None: a
             benchmark no catalog declares; such rows get :data:`DEFAULT_ROOF`).
     """

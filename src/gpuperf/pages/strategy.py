@@ -242,7 +242,7 @@ def fused_vs_eager(result: Result, fused: str = "triton", eager: str = "naive") 
     kernel against its five eager kernels, by default).
 
     Raises:
-        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
     _check_result(result)
     lines = []
@@ -265,7 +265,7 @@ def gelu_at_largest(result: Result) -> str:
     run has no time.
 
     Raises:
-        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
     _check_result(result)
     keys = ("triton", "torch", "compile", "naive")
@@ -337,7 +337,7 @@ def add_relu_mul_at_largest(result: Result) -> str:
     over ours.
 
     Raises:
-        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
     _check_result(result)
     byte_ratio = metrics.add_relu_mul_eager_bytes(1, 2) / metrics.elementwise_bytes(1, 2, 3)
@@ -364,7 +364,7 @@ def matmul_vs_cublas(result: Result, shapes=(*SQUARES, (8192, 14336, 4096))) -> 
     and the shape that set it).
 
     Raises:
-        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
     _check_result(result)
     lines = []
@@ -385,7 +385,7 @@ def share_of_copy(result: Result, x=LARGEST) -> str:
     """One line per GPU: the kernel under study at ``x`` as a share of the copy bandwidth.
 
     Raises:
-        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
     _check_result(result)
     lines = []
@@ -415,7 +415,7 @@ def strided_share(result: Result, stride: int = SECTOR_BYTES // ELEMENT_BYTES) -
     the sector size alone predicts.
 
     Raises:
-        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
     _check_result(result)
     useful = 2 * ELEMENT_BYTES  # the element read, and the element written
@@ -445,7 +445,7 @@ def strided_table(result: Result) -> str:
     read fetched: ``copy GB/s × time / elements − 4``), and ours against PyTorch's copy.
 
     Raises:
-        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
     _check_result(result)
     sections = []
@@ -479,7 +479,7 @@ def fp8_vs_bf16(fp8: Result, bf16: Result, shapes=SQUARES) -> str:
     multiple of bf16.
 
     Raises:
-        TypeError: ``fp8`` or ``bf16`` is not a :class:`~gpuperf.pages.Result`.
+        TypeError: ``fp8`` or ``bf16`` is not a :class:`~gpuperf.pages.report.Result`.
     """
     _check_result(fp8, "fp8")
     _check_result(bf16, "bf16")
@@ -605,7 +605,7 @@ def tuned_vs_max_autotune(result: Result) -> str:
     4096³ and 8192³ (each dtype was swept on its own).
 
     Raises:
-        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
     _check_result(result)
     lines = []
@@ -656,7 +656,7 @@ def persistent_ladder(result: Result, shapes=SQUARES) -> str:
     tuned best).
 
     Raises:
-        TypeError: ``result`` is not a :class:`~gpuperf.pages.Result`.
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
     _check_result(result)
     section = Section("x cuBLAS", ["GPU", "shape", *(name for _, name in LADDER)])
@@ -679,7 +679,7 @@ def roof_table(results: Sequence[Result]) -> str:
     (:func:`~gpuperf.pages.plotting.ceiling_label`) with its value.
 
     Raises:
-        TypeError: an item of ``results`` is not a :class:`~gpuperf.pages.Result`.
+        TypeError: an item of ``results`` is not a :class:`~gpuperf.pages.report.Result`.
     """
     for result in results:
         _check_result(result, "each item of results")

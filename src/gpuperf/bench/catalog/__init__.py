@@ -1,7 +1,7 @@
 """Every benchmark on the site, declared once, by family.
 
-* :mod:`~gpuperf.bench.catalog.benchmark`: :class:`Benchmark` and :class:`Provider`, the
-  types that declare a benchmark.
+* :mod:`~gpuperf.bench.catalog.benchmark`: :class:`~gpuperf.bench.catalog.benchmark.Benchmark`
+  and :class:`~gpuperf.bench.catalog.benchmark.Provider`, the types that declare a benchmark.
 * :mod:`~gpuperf.bench.catalog.memory_bound`: vector add, softmax, row mean, RMSNorm,
   RoPE, and the scale and shift of the guide on benchmarking your own kernel (GB/s).
 * :mod:`~gpuperf.bench.catalog.matmul`: tutorial 03's matmul, its epilogue and program

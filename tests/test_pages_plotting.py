@@ -79,3 +79,14 @@ def test_a_panel_spanning_decades_of_host_time_or_memory_is_drawn_on_a_log_axis(
     fig = report.load(catalog.by_name(name)).plot()
     assert {ax.get_yscale() for ax in fig.axes if ax.get_ylabel() and "%" not in ax.get_ylabel()} == {scale}
     plt.close(fig)
+
+
+def test_a_ceiling_line_needs_a_positive_rate():
+    from gpuperf.pages.plotting import draw_ceiling
+
+    fig, ax = plt.subplots()
+    assert draw_ceiling(ax, 3000.0, "copy bandwidth, measured: 3.00 TB/s", "copy bandwidth") is not None
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="value must be a positive rate"):
+            draw_ceiling(ax, bad, "x", "y")
+    plt.close(fig)

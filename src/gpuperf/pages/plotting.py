@@ -404,7 +404,13 @@ def draw_ceiling(ax, value: float, label: str, of: str):
     """A measured ceiling on ``ax``: a dashed line at ``value`` (in the unit of ``ax``'s y
     axis, GB/s or TFLOP/s; positive) with the legend entry ``label``, and a right axis in %
     of it, titled "% of ``of``" (``"copy bandwidth"``); returns that axis (matplotlib's
-    ``SecondaryAxis``)."""
+    ``SecondaryAxis``).
+
+    Raises:
+        ValueError: ``value`` is not a positive number (the % axis divides by it).
+    """
+    if not value > 0:
+        raise ValueError(f"value must be a positive rate, got {value!r}")
     ax.axhline(value, ls="--", lw=1.2, color="black", label=label)
     secondary = ax.secondary_yaxis("right", functions=(lambda v: 100 * v / value, lambda p: p * value / 100))
     secondary.set_ylabel(f"% of {of}")

@@ -29,7 +29,7 @@ _TRITON = catalog.VECTOR_ADD.providers[0]
         ({"ceiling": "hbm_gbps"}, "ceiling must be a key of"),
         ({"ceiling": "bf16_tflops"}, "ceiling 'bf16_tflops' is in TFLOP/s, not in the metric GB/s"),
         ({"ceiling": lambda: "nope"}, "ceiling must be a key of"),
-        ({"metric": "us/call"}, "ceiling 'copy_gbps' is in GB/s, not in the metric us/call"),
+        ({"metric": "us/call"}, "ceiling 'stream_gbps' is in GB/s, not in the metric us/call"),
         (
             {"axes": (("dtype", ("float32",)),), "ceiling": lambda: "copy_gbps"},
             r"ceiling\(dtype='float32'\) failed",
@@ -79,7 +79,7 @@ def test_a_quick_run_measures_the_providers_it_names_in_declared_order():
 
 def test_combos_without_axes():
     assert catalog.VECTOR_ADD.combos() == [{}]
-    assert catalog.VECTOR_ADD.ceiling_key() == "copy_gbps"
+    assert catalog.VECTOR_ADD.ceiling_key() == "stream_gbps"
     assert HOST_LIKE.ceiling_key() is None
 
 
@@ -107,7 +107,7 @@ def test_compute_roof_names_the_engine_of_a_benchmark_read_against_a_bandwidth()
     assert catalog.VECTOR_ADD.compute_roof is None
     assert catalog.VECTOR_ADD.compute_roof_key() == "fp32_tflops"
     # A bfloat16 matmul with a small dimension is read in GB/s, but computes on the tensor cores.
-    assert catalog.MATMUL_SMALL_M.ceiling_key() == "copy_gbps"
+    assert catalog.MATMUL_SMALL_M.ceiling_key() == "stream_gbps"
     assert catalog.MATMUL_SMALL_M.compute_roof_key() == "bf16_tflops"
     for bench in (catalog.ATTENTION_DECODE, catalog.LLAMA_DECODE):
         assert {bench.compute_roof_key(**c) for c in bench.combos()} == {"bf16_tflops"}
@@ -138,7 +138,7 @@ def test_catalog_entries_count_bytes_and_flops():
     assert catalog.SOFTMAX.bytes(256) == 2 * catalog.SOFTMAX_ROWS * 256 * 4
     assert catalog.SOFTMAX.flops(256) == 5 * catalog.SOFTMAX_ROWS * 256
     assert catalog.SOFTMAX_LONG.flops(65536) == 5 * catalog.SOFTMAX_LONG_ROWS * 65536
-    assert {b.ceiling for b in (catalog.VECTOR_ADD, catalog.SOFTMAX, catalog.SOFTMAX_LONG)} == {"copy_gbps"}
+    assert {b.ceiling for b in (catalog.VECTOR_ADD, catalog.SOFTMAX, catalog.SOFTMAX_LONG)} == {"stream_gbps"}
     m = catalog.MATMUL
     assert m.flops((8192, 14336, 4096), dtype="bfloat16") == 2 * 8192 * 14336 * 4096
     assert m.bytes((16, 14336, 4096), dtype="float16") == 2 * (16 * 4096 + 4096 * 14336 + 16 * 14336)

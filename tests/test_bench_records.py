@@ -17,6 +17,14 @@ COMMITTED = sorted(p for p in records.measurements_dir().glob("*/*.json") if p.n
 #: Ceilings as ``hardware.json`` holds them, made up for synthetic records.
 CEILINGS = {
     "copy_gbps": {"value": 3000.0, "value_p20": 2990.0, "value_p80": 3010.0, "unit": "GB/s", "ms": 0.7},
+    "stream_gbps": {
+        "value": 3100.0,
+        "value_p20": 3090.0,
+        "value_p80": 3110.0,
+        "unit": "GB/s",
+        "ms": 1.4,
+        "stream": "addcmul",
+    },
     "fp16_tflops": {"value": 700.0, "value_p20": 690.0, "value_p80": 710.0, "unit": "TFLOP/s", "ms": 1.6},
     "bf16_tflops": {"value": 800.0, "value_p20": 790.0, "value_p80": 810.0, "unit": "TFLOP/s", "ms": 1.4},
 }
@@ -123,7 +131,9 @@ def test_caption_names_the_timing_method_briefly():
 
 def test_record_keeps_only_the_ceilings_its_rows_use():
     record = synthetic_record()
-    assert list(record["ceilings"]) == ["copy_gbps"]
+    # The stream bandwidth its rows are read against, and the copy measured as one of its streams.
+    assert list(record["ceilings"]) == ["stream_gbps", "copy_gbps"]
+    assert record["ceilings"]["stream_gbps"]["label"] == "stream bandwidth"
     assert record["ceilings"]["copy_gbps"]["label"] == "copy bandwidth"
     assert record["axes"] == {}
     matmul = synthetic_record(MATMUL_LIKE)

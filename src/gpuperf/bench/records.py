@@ -329,7 +329,9 @@ def build_record(
         benchmark: the :class:`~gpuperf.bench.catalog.benchmark.Benchmark` measured.
         rows: one dict per (axes, x, provider) with the keys of :data:`ROW_KEYS`.
         ceilings: measured ceilings ``{key: {value, value_p20, value_p80, unit, ms}}``
-            (as in ``hardware.json``); those the rows use are kept, with their labels.
+            (as in ``hardware.json``); those the rows use are kept, with their labels, and
+            beside the stream bandwidth the copy bandwidth measured with it (one of its
+            streams: what a page compares a kernel's read mix with).
         provenance: as made by :func:`collect_provenance`.
         ran: the package's source files whose functions ran during the providers'
             checked calls (:func:`gpuperf.bench.runner.run` traces them), or None.
@@ -338,6 +340,8 @@ def build_record(
     from gpuperf.bench.hardware import CEILINGS
 
     used = dict.fromkeys(r["ceiling"] for r in rows if r["ceiling"] is not None)
+    if "stream_gbps" in used and "copy_gbps" in ceilings:
+        used["copy_gbps"] = None
     return {
         "schema_version": SCHEMA_VERSION,
         "benchmark": benchmark.name,

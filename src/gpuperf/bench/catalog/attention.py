@@ -300,7 +300,7 @@ ATTENTION_DECODE = Benchmark(
     flops=lambda kv_len, batch: metrics.attention_decode_flops(
         batch, ATTENTION_DECODE_HEADS, 1, kv_len, ATTENTION_DECODE_HEAD_DIM
     ),
-    ceiling="copy_gbps",
+    ceiling="stream_gbps",
     # Q K^T and P V are bfloat16 tl.dot products, on the tensor cores.
     compute_roof="bf16_tflops",
     sources=("kernels/attention_decode.py",),

@@ -276,7 +276,7 @@ LLAMA_DECODE = Benchmark(
     metric="GB/s",
     bytes=lambda n, batch: _layer_bytes(batch, kv_len=n, batch=batch),
     flops=lambda n, batch: _layer_flops(batch, 1, n),
-    ceiling="copy_gbps",
+    ceiling="stream_gbps",
     # A bfloat16 layer: nearly all its FLOPs are matmuls, on the tensor cores.
     compute_roof="bf16_tflops",
     sources=LLAMA_SOURCES,

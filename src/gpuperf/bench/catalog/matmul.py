@@ -288,7 +288,7 @@ MATMUL_SMALL_M = Benchmark(
     metric="GB/s",
     bytes=lambda shape: metrics.matmul_bytes(*shape, 2),
     flops=lambda shape: metrics.matmul_flops(*shape),
-    ceiling="copy_gbps",
+    ceiling="stream_gbps",
     # Its FLOPs run on the tensor cores in bfloat16: left of that roof's ridge, not fp32's.
     compute_roof="bf16_tflops",
     # Every kernel it times: split-K, the persistent matmul and tutorial 03's.

@@ -210,6 +210,8 @@ def grouped_matmul_launches(
     c = torch.empty((m_total, n), dtype=a.dtype, device=a.device)
     if m_total == 0 or n == 0 or num_experts == 0:
         return c, ()
+    if k == 0:
+        return torch.zeros((m_total, n), dtype=a.dtype, device=a.device), ()
     config = config or grouped_matmul_config(a)
     programs = grid_size(a.get_device(), m_total, n, num_experts, config)
     args = (a, b, offs_read, c, m_total, n, k, num_experts, *a.stride(), *b.stride(), c.stride(0))
@@ -241,7 +243,7 @@ def grouped_matmul(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> tupl
         A new contiguous ``(M_total, N)`` tensor of ``a``'s dtype, summed in float32 and
         rounded once. Rows past ``offs[E-1]`` belong to no expert and are left unwritten
         (their values are undefined, as ``F.grouped_mm``'s). ``M_total = 0``, ``N = 0`` or
-        ``E = 0`` launch nothing; ``K = 0`` gives zeros in every expert's rows.
+        ``E = 0`` launch nothing; ``K = 0`` gives zeros, without a launch.
 
     Raises:
         TypeError: ``a`` or ``b`` is not a tensor or not float16/bfloat16, their dtypes

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuperf.kernels import grouped_matmul
-from gpuperf.kernels._moe_configs import GROUPED_MATMUL_CANDIDATES
+from gpuperf.kernels.configs import GROUPED_MATMUL_CANDIDATES
 from gpuperf.kernels.grouped_matmul import (
     check_offsets,
     grid_size,

@@ -5,9 +5,8 @@ accepts, with K a multiple of 128 and not, and bad input."""
 import pytest
 import torch
 
-from gpuperf.kernels import matmul_fp8_blockwise, quantize_fp8_blockwise, to_fp8
-from gpuperf.kernels._configs import MatmulConfig
-from gpuperf.kernels._moe_configs import FP8_BLOCKWISE_CANDIDATES
+from gpuperf.kernels import MatmulConfig, matmul_fp8_blockwise, quantize_fp8_blockwise, to_fp8
+from gpuperf.kernels.configs import FP8_BLOCKWISE_CANDIDATES
 from gpuperf.kernels.launch import launcher
 from gpuperf.kernels.matmul_fp8_blockwise import WEIGHT_BLOCK, matmul_fp8_blockwise_launches
 from gpuperf.reference import dequantize_fp8_blockwise_ref, matmul_fp8_blockwise_ref

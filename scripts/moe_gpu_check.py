@@ -7,8 +7,8 @@ Usage (repo root, about 2 minutes on an H100; stops starting new work at ``--bud
 Writes ``moe_gpu_check.json`` to ``--out`` (default ``$OUT``, else the current folder) and
 prints what it measures:
 
-1. **Correctness** at the model shapes of issue 36 (Mixtral-8x7B, Qwen3-30B-A3B, DeepSeek-V3;
-   512 tokens, their top-k): ``grouped_matmul`` against a float32 per-expert product and
+1. **Correctness** at the shapes of Mixtral-8x7B, Qwen3-30B-A3B and DeepSeek-V3 (512
+   tokens, their top-k, skewed routing): ``grouped_matmul`` against a float32 per-expert product and
    against ``F.grouped_mm``; ``matmul_fp8_blockwise`` at DeepSeek-V3's dense shapes against
    the float64 product of the dequantized operands.
 2. **Grouped matmul timing**: the up (``K = d``, ``N = 2 * ffn``) and down (``K = ffn``,
@@ -20,7 +20,8 @@ prints what it measures:
    where torch supports it: an error is recorded, not fatal), per-tensor ``matmul_fp8``
    (promoted), and bf16 cuBLAS.
 4. **Config sweep** (unless ``--no-sweep``): each candidate of ``GROUPED_MATMUL_CANDIDATES``
-   and ``FP8_BLOCKWISE_CANDIDATES`` at one prefill shape per model.
+   at each model's prefill up projection, and of ``FP8_BLOCKWISE_CANDIDATES`` at two
+   DeepSeek-V3 shapes.
 
 Timing: ``triton.testing.do_bench`` (``return_mode="median"``), milliseconds and TFLOP/s.
 """
@@ -36,7 +37,7 @@ import time
 import traceback
 from pathlib import Path
 
-#: (name, experts, top-k, d, ffn) of issue 36's models.
+#: (name, experts, top-k, d, ffn) of the models whose MoE layers the probe runs.
 MODELS = (
     ("mixtral-8x7b", 8, 2, 4096, 14336),
     ("qwen3-30b-a3b", 128, 8, 2048, 768),

@@ -30,6 +30,10 @@
 #   bash scripts/device_run.sh swiglu-tuned  the same with the committed sweep (no re-tuning)
 #   bash scripts/device_run.sh decode    attention_decode GPU tests, its benchmark, compute-sanitizer on every kernel
 #   bash scripts/device_run.sh splitk    matmul_splitk GPU tests, its benchmark, compute-sanitizer on every kernel
+#   bash scripts/device_run.sh moe       GPU tests of the grouped and block-scaled FP8 matmuls and the MoE references,
+#                                        compute-sanitizer on both kernels, then scripts/moe_gpu_check.py (correctness
+#                                        at the models' shapes, timing beside the vendors, a config sweep:
+#                                        $OUT/moe_gpu_check.json); about 5 minutes on an H100
 #   bash scripts/device_run.sh llama-tests    the GPU tests of tutorial 07's kernels, the layer, the library and timers
 #   bash scripts/device_run.sh llama-explore  the launch-rule sweeps of rope and attention_decode and a first look
 #                                             at the layer (scripts/llama_explore.py; LLAMA_EXPLORE names fewer parts)
@@ -150,6 +154,11 @@ print("wrote", tuning.write_tuning(tuning.tune_persistent("matmul_fp8", catalog.
         python3 -m pytest -q -p no:cacheprovider tests/test_matmul_splitk.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
         time python3 -m gpuperf.bench --no-tune matmul_small_m
         compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py 2>&1 | tail -n 5 ;;
+      moe)
+        python3 -m pytest -q -p no:cacheprovider -n 4 tests/test_grouped_matmul.py tests/test_matmul_fp8_blockwise.py \
+          tests/test_moe_reference.py tests/test_moe_gpu_check.py 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed"
+        compute-sanitizer --tool memcheck python3 scripts/sanitize_kernels.py moe 2>&1 | tail -n 5
+        time python3 scripts/moe_gpu_check.py --out "$OUT" ;;
       llama-tests)
         python3 -m pytest -q -p no:cacheprovider -n 4 tests/test_rope.py tests/test_swiglu.py \
           tests/test_attention_decode.py tests/test_attention.py tests/test_llama.py tests/test_library.py \

@@ -14,7 +14,10 @@ SwiGLU forward and backward at M = 1 and N, K off every tile, through TMA and po
 the decode step against a KV cache at odd lengths (equal to S_q and to S_max, out of
 range), GQA and MQA, S_q up to 16, caches off every tile, one split and many;
 the split-K matmul at M = 1 to 70, N and K off every tile, K = 1, nn.Linear's layout, the
-rule's slices, one, and more than K has tiles.
+rule's slices, one, and more than K has tiles;
+the grouped matmul on uneven groups (empty experts, rows past the last offset, one row),
+nn.Linear's weight layout, and offsets that decrease or pass the end (clamped, never out of
+bounds); the block-scaled FP8 matmul with K off the scale block and column-major scales.
 Each call is made twice: the second launches from the plan the first one made.
 """
 
@@ -306,6 +309,24 @@ def _gluon_attention():
                 twice(attention_fa3, q, k, v, causal=True, config=config)
 
 
+def _moe():
+    from gpuperf.kernels import grouped_matmul, matmul_fp8_blockwise, quantize_fp8_blockwise
+
+    for sizes, extra, k, n in [([1], 0, 1, 1), ([0, 37, 0, 200, 5], 11, 70, 130), ([300, 0, 2], 0, 4096, 17)]:
+        offs = torch.tensor(sizes, device="cuda").cumsum(0).to(torch.int32)
+        a = torch.randn(sum(sizes) + extra, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(len(sizes), k, n, device="cuda", dtype=torch.bfloat16)
+        twice(grouped_matmul, a, b, offs)
+        twice(grouped_matmul, a.half(), b.half().transpose(1, 2).contiguous().transpose(1, 2), offs)
+        twice(grouped_matmul, a, b, offs.flip(0).contiguous())  # decreasing: clamped groups
+        twice(grouped_matmul, a, b, offs + 1000)  # past the rows: clamped to them
+    for m, n, k in [(1, 1, 1), (17, 130, 300), (300, 257, 4096)]:
+        x_fp8, scale_x = quantize_fp8_blockwise(torch.randn(m, k, device="cuda"))
+        w_fp8, scale_w = quantize_fp8_blockwise(torch.randn(n, k, device="cuda"), (128, 128))
+        twice(matmul_fp8_blockwise, x_fp8, w_fp8, scale_x, scale_w)
+        twice(matmul_fp8_blockwise, x_fp8, w_fp8, scale_x.t().contiguous().t(), scale_w)
+
+
 #: The sections, in the order they run: ``python scripts/sanitize_kernels.py rope swiglu``
 #: runs two of them (all by default).
 SECTIONS = {
@@ -321,6 +342,7 @@ SECTIONS = {
     "matmul_splitk": _matmul_splitk,
     "gluon_fp8": _gluon_fp8,
     "gluon_attention": _gluon_attention,
+    "moe": _moe,
 }
 
 

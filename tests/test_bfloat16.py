@@ -20,6 +20,8 @@ from gpuperf.reference import (
     attention_grads_ref,
     attention_ref,
     gelu_ref,
+    grouped_matmul_ref,
+    matmul_fp8_blockwise_ref,
     matmul_fp8_ref,
     matmul_ref,
     rms_norm_ref,
@@ -39,7 +41,7 @@ BF16 = torch.bfloat16
 
 #: Names in ``gpuperf.kernels.__all__`` that launch no kernel of their own: launch
 #: configurations, and helpers in plain PyTorch that prepare a kernel's inputs.
-NOT_KERNELS = {"MatmulConfig", "PersistentConfig", "rope_cos_sin", "to_fp8"}
+NOT_KERNELS = {"MatmulConfig", "PersistentConfig", "quantize_fp8_blockwise", "rope_cos_sin", "to_fp8"}
 PUBLIC_KERNELS = sorted(set(kernels.__all__) - NOT_KERNELS)
 
 
@@ -174,6 +176,20 @@ def matmul_fp8_case():
     assert_close_fp8("matmul_fp8 to bfloat16", matmul_fp8_ref(a, b, scale_a, scale_b), out, k=k)
 
 
+def matmul_fp8_blockwise_case():
+    m, n, k = 37, 48, 200  # a partial scale block along K
+    a, scale_a = kernels.quantize_fp8_blockwise(randn((m, k), torch.float32, seed=1))
+    b, scale_b = kernels.quantize_fp8_blockwise(randn((n, k), torch.float32, seed=2), (128, 128))
+    out = kernels.matmul_fp8_blockwise(a, b, scale_a, scale_b)
+    check("matmul_fp8_blockwise", matmul_fp8_blockwise_ref(a, b, scale_a, scale_b), out, k=k)
+
+
+def grouped_matmul_case():
+    a, b = bf16((40, 48), 1), bf16((4, 48, 40), 2)
+    offs = torch.tensor([5, 5, 33, 40], dtype=torch.int32, device=DEVICE)
+    check("grouped_matmul", grouped_matmul_ref(a, b, offs), kernels.grouped_matmul(a, b, offs), k=48)
+
+
 def swiglu_inputs(m=9, n=24, k=32):
     return bf16((m, k), 1), bf16((k, 2 * n), 2, scale=k**-0.5)
 
@@ -259,6 +275,8 @@ CASES = [
     pytest.param("matmul_splitk", matmul_splitk_case, id="matmul_splitk"),
     pytest.param("matmul_persistent", matmul_persistent_case, id="matmul_persistent"),
     pytest.param("matmul_fp8", matmul_fp8_case, id="matmul_fp8-to-bf16"),
+    pytest.param("matmul_fp8_blockwise", matmul_fp8_blockwise_case, id="matmul_fp8_blockwise"),
+    pytest.param("grouped_matmul", grouped_matmul_case, id="grouped_matmul"),
     pytest.param("swiglu", swiglu_case, id="swiglu"),
     pytest.param("swiglu", swiglu_backward_case, id="swiglu-backward"),
     pytest.param("attention", lambda: attention_forward(False), id="attention"),

@@ -340,3 +340,193 @@ def attention_decode_sdpa(q, k_cache, v_cache, cache_seqlens, scale: float | Non
     return torch.nn.functional.scaled_dot_product_attention(
         q, k_cache, v_cache, attn_mask=mask, scale=scale, enable_gqa=True
     )
+
+
+# --- Mixture of Experts ----------------------------------------------------------------
+
+
+def grouped_matmul_ref(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+    """The grouped matmul in float64: ``out[rows of e] = a[rows of e] @ b[e]``, expert ``e``'s
+    rows ``offs[e-1] <= row < offs[e]`` (``offs[-1]`` read as 0).
+
+    ``a`` ``(M_total, K)``, ``b`` ``(E, K, N)``, ``offs`` ``(E,)`` ints, as
+    :func:`gpuperf.kernels.grouped_matmul`; returns float64 ``(M_total, N)`` with zeros in
+    the rows past ``offs[E-1]``. Reads ``offs`` to the host.
+    """
+    out = torch.zeros((a.shape[0], b.shape[2]), dtype=torch.float64, device=a.device)
+    start = 0
+    for e, end in enumerate(offs.tolist()):
+        out[start:end] = a[start:end].double() @ b[e].double()
+        start = end
+    return out
+
+
+def grouped_matmul_loop(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+    """The grouped matmul as a loop over experts in ``a``'s dtype: one ``torch.mm`` (cuBLAS on
+    a GPU) per expert with rows, writing into one output.
+
+    The baseline a grouped kernel replaces: ``E`` launches, each a matmul of only that
+    expert's rows, and one host synchronization to read ``offs`` (``.tolist()``). Shapes as
+    :func:`grouped_matmul_ref`; returns ``(M_total, N)`` in ``a``'s dtype, zeros in the rows
+    past ``offs[E-1]``.
+    """
+    out = torch.empty((a.shape[0], b.shape[2]), dtype=a.dtype, device=a.device)
+    start = 0
+    for e, end in enumerate(offs.tolist()):
+        if end > start:
+            torch.mm(a[start:end], b[e], out=out[start:end])
+        start = max(start, end)
+    out[start:].zero_()
+    return out
+
+
+def dequantize_fp8_blockwise_ref(
+    x: torch.Tensor, scale: torch.Tensor, block: tuple[int, int]
+) -> torch.Tensor:
+    """``x * scale`` blockwise in float64: the value that block-scaled FP8 ``x`` ``(..., R, C)``
+    stands for, each ``block`` ``(rows, cols)`` of it multiplied by its scale ``(..., ceil(R /
+    rows), ceil(C / cols))``, as :func:`gpuperf.kernels.quantize_fp8_blockwise` made them."""
+    rows, cols = x.shape[-2:]
+    expanded = scale.double().repeat_interleave(block[0], dim=-2).repeat_interleave(block[1], dim=-1)
+    return x.double() * expanded[..., :rows, :cols]
+
+
+def matmul_fp8_blockwise_ref(
+    a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor
+) -> torch.Tensor:
+    """``dequant(a) @ dequant(b).T`` in float64 from block-scaled FP8 operands: ``a`` ``(M, K)``
+    with 1 x 128 scales ``(M, ceil(K/128))``, ``b`` ``(N, K)`` with 128 x 128 scales
+    ``(ceil(N/128), ceil(K/128))``, as :func:`gpuperf.kernels.matmul_fp8_blockwise`;
+    returns float64 ``(M, N)``."""
+    return (
+        dequantize_fp8_blockwise_ref(a, scale_a, (1, 128))
+        @ dequantize_fp8_blockwise_ref(b, scale_b, (128, 128)).T
+    )
+
+
+def sort_by_expert(experts: torch.Tensor, num_experts: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The order that groups a routing's (token, slot) pairs by expert, and the offsets of
+    the groups: the inputs of a grouped matmul.
+
+    ``experts`` ``(T, k)`` ints (each token's ``k`` experts). Returns ``(order, offs)``:
+    ``order`` ``(T * k,)`` int64, the flat positions ``t * k + j`` sorted by expert (stable:
+    tokens in order within an expert), so expert-sorted row ``i`` is token ``order[i] // k``;
+    ``offs`` ``(num_experts,)`` int32, the cumulative row ends (``offs[e] - offs[e-1]``
+    pairs went to expert ``e``). On ``experts``' device, no host synchronization.
+    """
+    flat = experts.reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    offs = torch.bincount(flat, minlength=num_experts).cumsum(0).to(torch.int32)
+    return order, offs
+
+
+def moe_router_ref(
+    x: torch.Tensor,
+    router_weight: torch.Tensor,
+    top_k: int,
+    *,
+    scoring: str = "softmax",
+    normalize: bool = True,
+    bias: torch.Tensor | None = None,
+    n_group: int = 1,
+    topk_group: int = 1,
+    scaling: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A Mixture-of-Experts router: each token's ``top_k`` experts and their weights.
+
+    The logits ``x @ router_weight.T`` are computed in ``router_weight``'s dtype (Mixtral
+    keeps its router in the model's dtype, DeepSeek-V3 in float32), the scores from them in
+    float32:
+
+    * ``scoring="softmax"`` (Mixtral, Qwen3-MoE): ``softmax(logits)``, the ``top_k`` largest
+      chosen; with ``normalize``, their weights divided by their sum (Mixtral; Qwen3-MoE's
+      ``norm_topk_prob``).
+    * ``scoring="sigmoid"`` (DeepSeek-V3): ``sigmoid(logits)``; experts chosen by
+      ``score + bias`` (the load-balancing bias, which does not enter the weights), within
+      the ``topk_group`` of ``n_group`` groups of experts whose two best choice scores sum
+      highest; weights the chosen experts' scores, divided by their sum (plus 1e-20) with
+      ``normalize``, times ``scaling`` (the routed scaling factor, 2.5 in DeepSeek-V3).
+
+    ``x`` ``(T, d)``, ``router_weight`` ``(E, d)``, ``bias`` ``(E,)`` or None. Returns
+    ``(weights, experts)``: float32 ``(T, top_k)`` and int64 ``(T, top_k)``.
+
+    Sources: Hugging Face transformers' ``MixtralTopKRouter`` and ``DeepseekV3TopkRouter``;
+    DeepSeek-V3 Technical Report (arXiv:2412.19437), 2.1.2.
+
+    Raises:
+        ValueError: ``scoring`` is not ``"softmax"`` or ``"sigmoid"``, or ``n_group`` does
+            not divide the number of experts.
+    """
+    if scoring not in ("softmax", "sigmoid"):
+        raise ValueError(f"scoring must be 'softmax' or 'sigmoid', got {scoring!r}")
+    num_experts = router_weight.shape[0]
+    if n_group < 1 or num_experts % n_group:
+        raise ValueError(f"n_group must divide the {num_experts} experts, got {n_group}")
+    logits = torch.nn.functional.linear(x.to(router_weight.dtype), router_weight).float()
+    scores = torch.softmax(logits, dim=-1) if scoring == "softmax" else torch.sigmoid(logits)
+    choice = scores if bias is None else scores + bias.float()
+    if n_group > 1:
+        grouped = choice.view(-1, n_group, num_experts // n_group)
+        group_scores = grouped.topk(2, dim=-1).values.sum(dim=-1)
+        kept = torch.zeros_like(group_scores, dtype=torch.bool)
+        kept.scatter_(1, group_scores.topk(topk_group, dim=-1).indices, True)
+        choice = grouped.masked_fill(~kept.unsqueeze(-1), float("-inf")).view(-1, num_experts)
+    experts = choice.topk(top_k, dim=-1).indices
+    weights = scores.gather(1, experts)
+    if normalize:
+        weights = weights / (weights.sum(dim=-1, keepdim=True) + (1e-20 if scoring == "sigmoid" else 0.0))
+    return weights * scaling, experts
+
+
+def moe_ref(
+    x: torch.Tensor,
+    router_weight: torch.Tensor,
+    w_gate: torch.Tensor,
+    w_up: torch.Tensor,
+    w_down: torch.Tensor,
+    top_k: int,
+    *,
+    shared: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+    **router,
+) -> torch.Tensor:
+    """A Mixture-of-Experts feed-forward block as a PyTorch model computes it: route, run each
+    expert on its tokens in a loop, add the experts' outputs weighted, add the shared expert.
+
+    Each token goes to ``top_k`` experts (:func:`moe_router_ref`, whose options ``router``
+    passes on: ``scoring``, ``normalize``, ``bias``, ``n_group``, ``topk_group``,
+    ``scaling``). Expert ``e`` is a SwiGLU MLP, ``(silu(x @ w_gate[e]) * (x @ w_up[e])) @
+    w_down[e]``, run on the tokens routed to it (one gather and three matmuls per expert
+    with tokens); its output, times each token's weight (float32), is rounded to ``x``'s
+    dtype and added into the output (``index_add_``), expert by expert. With ``shared`` =
+    ``(w_gate, w_up, w_down)`` an always-on expert (DeepSeek-V3's shared expert) is added,
+    unweighted. Everything but the routing is computed in ``x``'s dtype, as Hugging Face
+    transformers' ``MixtralSparseMoeBlock`` and ``DeepseekV3MoE`` compute (pass float64
+    tensors for a float64 reference).
+
+    Args:
+        x: ``(..., d)`` tokens.
+        router_weight: ``(E, d)``, as ``nn.Linear(d, E)`` keeps it.
+        w_gate, w_up: ``(E, d, ffn)``; ``w_down`` ``(E, ffn, d)``: each expert's weights laid
+            out as :func:`gpuperf.kernels.grouped_matmul`'s ``b`` (``x @ w``).
+        top_k: experts per token.
+        shared: the shared expert's ``(w_gate (d, f), w_up (d, f), w_down (f, d))``, or None.
+
+    Returns:
+        ``(..., d)`` in ``x``'s dtype. The per-expert loop reads which experts have tokens
+        back to the host: one synchronization per expert.
+    """
+    shape = x.shape
+    x = x.reshape(-1, shape[-1])
+    weights, experts = moe_router_ref(x, router_weight, top_k, **router)
+    out = torch.zeros_like(x)
+    for e in range(w_gate.shape[0]):
+        token, slot = torch.where(experts == e)
+        if token.numel() == 0:
+            continue
+        h = x[token]
+        y = swiglu_eager(h, w_gate[e], w_up[e]) @ w_down[e]
+        out.index_add_(0, token, (y * weights[token, slot, None]).to(out.dtype))
+    if shared is not None:
+        s_gate, s_up, s_down = shared
+        out = out + swiglu_eager(x, s_gate, s_up) @ s_down
+    return out.reshape(shape)

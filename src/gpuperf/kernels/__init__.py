@@ -19,8 +19,10 @@ from gpuperf.kernels.add_relu_mul import add_relu_mul
 from gpuperf.kernels.attention import attention
 from gpuperf.kernels.attention_decode import attention_decode
 from gpuperf.kernels.gelu import gelu
+from gpuperf.kernels.grouped_matmul import grouped_matmul
 from gpuperf.kernels.matmul import MatmulConfig, matmul
 from gpuperf.kernels.matmul_fp8 import matmul_fp8, to_fp8
+from gpuperf.kernels.matmul_fp8_blockwise import matmul_fp8_blockwise, quantize_fp8_blockwise
 from gpuperf.kernels.matmul_persistent import PersistentConfig, matmul_persistent
 from gpuperf.kernels.matmul_splitk import matmul_splitk
 from gpuperf.kernels.rms_norm import rms_norm
@@ -39,10 +41,13 @@ __all__ = [
     "attention",
     "attention_decode",
     "gelu",
+    "grouped_matmul",
     "matmul",
     "matmul_fp8",
+    "matmul_fp8_blockwise",
     "matmul_persistent",
     "matmul_splitk",
+    "quantize_fp8_blockwise",
     "rms_norm",
     "rope",
     "rope_cos_sin",

@@ -3,7 +3,7 @@
 The kernels keep their launch parameters as data in private modules, one per family,
 so that a change to one family's configs leaves the others' committed measurements
 current. The tuning sweeps (:mod:`gpuperf.bench.tuning`) and the pages that show
-them read those rules and configs here, the one public face of the three:
+them read those rules and configs here, the one public face of them all:
 
 * softmax's launch rule: the longest row read in one pass (:data:`SOFTMAX_MAX_FUSED_COLS`),
   the online kernel's chunk (:data:`SOFTMAX_ONLINE_BLOCK_N`) and the rows and warps per
@@ -16,7 +16,10 @@ them read those rules and configs here, the one public face of the three:
   ladder of :data:`VARIANTS` and :func:`variant`, FP8's :data:`ACCUMULATIONS`, and
   the candidates of each kernel (:func:`candidate_pool`, :func:`candidates`);
 * attention: :class:`AttentionConfig`, its three kernels (:data:`ATTENTION_KERNELS`),
-  their candidates and defaults per head dim.
+  their candidates and defaults per head dim;
+* the Mixture-of-Experts kernels (grouped matmul, block-scaled FP8 matmul): their defaults
+  and the candidates of a sweep (:data:`GROUPED_MATMUL_CANDIDATES`,
+  :data:`FP8_BLOCKWISE_CANDIDATES`, pruned by :func:`moe_candidates`).
 """
 
 from gpuperf.kernels._attention_configs import (
@@ -38,6 +41,14 @@ from gpuperf.kernels._configs import (
     matmul_config,
     softmax_fused_launch,
 )
+from gpuperf.kernels._moe_configs import (
+    FP8_BLOCKWISE_CANDIDATES,
+    FP8_BLOCKWISE_DEFAULT,
+    FP8_SCALE_BLOCK,
+    GROUPED_MATMUL_CANDIDATES,
+    GROUPED_MATMUL_DEFAULT,
+    moe_candidates,
+)
 from gpuperf.kernels._persistent_configs import (
     ACCUMULATIONS,
     VARIANTS,
@@ -54,6 +65,11 @@ __all__ = [
     "ATTENTION_DQ_CANDIDATES",
     "ATTENTION_FORWARD_CANDIDATES",
     "ATTENTION_KERNELS",
+    "FP8_BLOCKWISE_CANDIDATES",
+    "FP8_BLOCKWISE_DEFAULT",
+    "FP8_SCALE_BLOCK",
+    "GROUPED_MATMUL_CANDIDATES",
+    "GROUPED_MATMUL_DEFAULT",
     "MATMUL_CONFIGS",
     "SHARED_MEMORY_BYTES",
     "SOFTMAX_MAX_FUSED_COLS",
@@ -67,6 +83,7 @@ __all__ = [
     "candidates",
     "matmul_candidates",
     "matmul_config",
+    "moe_candidates",
     "softmax_fused_launch",
     "variant",
 ]

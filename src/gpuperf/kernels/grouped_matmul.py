@@ -1,0 +1,278 @@
+"""Grouped matmul: one matmul per expert, over the rows routed to it, in one persistent launch.
+
+A Mixture-of-Experts layer sends each token to a few of ``E`` experts. With the token rows
+sorted by expert into ``a`` (``M_total x K``), expert ``e`` owns the rows
+``offs[e-1] .. offs[e]`` (``offs[-1]`` read as 0) and multiplies them by its own weight
+``b[e]`` (``K x N``). A loop over experts launches ``E`` small matmuls, each too small to
+fill the GPU, and the host pays a launch per expert. Here one launch does them all:
+
+* **The work list.** Each expert's output is cut into tiles of ``BLOCK_M x BLOCK_N``; the
+  tiles of all experts are numbered in one flat list, expert by expert (within an expert in
+  grouped order, :func:`~gpuperf.kernels.tiles.tile_coords`).
+* **A persistent grid.** About one program per SM (:func:`grid_size`); program ``p`` of
+  ``P`` computes tiles ``p, p + P, p + 2P, ...`` of the list. An expert with many rows has
+  many tiles and an expert with none has none, so uneven groups spread over all SMs
+  instead of leaving the SMs of small experts idle while a large one finishes.
+* **The schedule on the device.** Where the tiles lie depends on ``offs``, which lives on
+  the GPU. Each program walks the ``E`` offsets (``E`` scalar loads, from L2 after the
+  first program) and counts each expert's tiles as it goes, so the list is never written
+  down: no host synchronization to read ``offs`` (``.item()`` or ``.tolist()`` would wait
+  for the GPU, every call), and no second kernel writing a schedule into a workspace. The
+  grid size needs no offsets either: it is bounded by the tiles there can be,
+  ``(ceil(M_total / BLOCK_M) + E) * ceil(N / BLOCK_N)``.
+
+The kernel loads its tiles through computed pointers with masks: it runs on any GPU with
+tensor cores and in Triton's interpreter, and takes ``a`` and ``b`` with any strides.
+
+**Where a TMA variant goes (Hopper).** A second kernel beside :func:`_grouped_matmul_kernel`,
+chosen in :func:`grouped_matmul_launches` on a GPU with TMA
+(:func:`~gpuperf.kernels.device.has_tma`): the same schedule, with ``b[e]``'s tiles loaded
+through a descriptor over the ``(E * K, N)`` weights (rows ``e * K + k``, which never cross
+into the next expert since the loop stops at ``K``), ``a``'s through one over ``a`` (a tile
+that runs past the group's end reads the next expert's rows, harmless since those output
+rows are not stored), and the output stored with a mask (a TMA store would write the next
+expert's rows). Whether it beats the pointer kernel is a measurement.
+
+Semantics: ``torch.nn.functional.grouped_mm(a, b, offs=offs)`` for a 2-D ``a`` and a 3-D
+``b``. Source of the persistent grouped schedule: Triton's grouped GEMM tutorial
+(https://triton-lang.org/main/getting-started/tutorials/08-grouped-gemm.html).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from gpuperf.kernels import _moe_configs
+from gpuperf.kernels._configs import MatmulConfig
+from gpuperf.kernels._grid import cdiv
+from gpuperf.kernels._validation import HALF_DTYPES, check_tensors, dtype_names
+from gpuperf.kernels.device import num_sms
+from gpuperf.kernels.launch import Launch, Launches, op
+from gpuperf.kernels.tiles import tile_coords
+
+
+@triton.jit
+def _grouped_matmul_kernel(
+    a_ptr,
+    b_ptr,
+    offs_ptr,
+    c_ptr,
+    M_total,
+    N,
+    K,
+    E,
+    stride_am,
+    stride_ak,
+    stride_be,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    """c[rows of e] = a[rows of e] @ b[e] for every expert e: a persistent walk over the tiles
+    of all experts, numbered expert by expert."""
+    tile = tl.program_id(0)  # the next tile this program computes, in the flat list
+    num_programs = tl.num_programs(0)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    first_tile = 0  # the current expert's first tile in the flat list
+    start = 0  # the current expert's first row
+    b_expert = b_ptr  # the current expert's weights (a pointer moved on: no e * stride_be product)
+    for e in range(0, E):
+        # Clamped into [start, M_total]: offsets that decrease, or pass the end of a, give
+        # empty or shortened groups, never an access outside a or c.
+        end = tl.minimum(tl.maximum(tl.load(offs_ptr + e), start), M_total)
+        num_pid_m = tl.cdiv(end - start, BLOCK_M)
+        tiles = num_pid_m * num_pid_n
+        while tile < first_tile + tiles:
+            pid_m, pid_n = tile_coords(tile - first_tile, num_pid_m, num_pid_n, GROUP_M)
+            # int64 rows: row * stride passes 2**31 on large inputs.
+            rows = (start + pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+            cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            ks = tl.arange(0, BLOCK_K)
+            row_in = rows < end
+            col_in = cols < N
+            a_ptrs = a_ptr + rows[:, None] * stride_am + ks[None, :] * stride_ak
+            b_ptrs = b_expert + ks[:, None] * stride_bk + cols[None, :] * stride_bn
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for k in range(0, tl.cdiv(K, BLOCK_K)):
+                k_in = ks < K - k * BLOCK_K
+                a = tl.load(a_ptrs, mask=row_in[:, None] & k_in[None, :], other=0.0)
+                b = tl.load(b_ptrs, mask=k_in[:, None] & col_in[None, :], other=0.0)
+                acc = tl.dot(a, b, acc)
+                a_ptrs += BLOCK_K * stride_ak
+                b_ptrs += BLOCK_K * stride_bk
+            c_ptrs = c_ptr + rows[:, None] * stride_cm + cols[None, :]
+            tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=row_in[:, None] & col_in[None, :])
+            tile += num_programs
+        first_tile += tiles
+        start = end
+        b_expert += stride_be
+
+
+def grouped_matmul_config(a: torch.Tensor) -> MatmulConfig:
+    """The config :func:`grouped_matmul` launches with on ``a``'s device: the interpreter's
+    small tile on the CPU, else :data:`~gpuperf.kernels._moe_configs.GROUPED_MATMUL_DEFAULT`
+    (no tuning sweep is committed yet)."""
+    if not a.is_cuda:
+        return _moe_configs.GROUPED_MATMUL_INTERPRETER
+    return _moe_configs.GROUPED_MATMUL_DEFAULT
+
+
+def grid_size(device_index: int, m_total: int, n: int, num_experts: int, config: MatmulConfig) -> int:
+    """Programs of the persistent launch: one per SM of device ``device_index``, or fewer when
+    there cannot be that many tiles. An expert of ``m`` rows has ``ceil(m / BLOCK_M)`` row
+    tiles, at most ``m / BLOCK_M + 1``; summed over experts, at most
+    ``ceil(M_total / BLOCK_M) + E``, each times ``ceil(N / BLOCK_N)`` column tiles."""
+    bound = (cdiv(m_total, config.block_m) + num_experts) * cdiv(n, config.block_n)
+    return max(1, min(num_sms(device_index), bound))
+
+
+def check_offsets(offs: torch.Tensor, m_total: int) -> None:
+    """Check the values of ``offs``: non-decreasing, none negative, the last at most
+    ``m_total``. Reads ``offs`` to the host: one synchronization when it is on a GPU.
+    :func:`grouped_matmul` runs this itself where ``offs`` is on the CPU.
+
+    Raises:
+        ValueError: an offset decreases, is negative, or passes ``m_total``; the message
+            gives the first such position and its value.
+    """
+    values = offs.tolist()
+    previous = 0
+    for i, value in enumerate(values):
+        if value < previous:
+            what = "negative" if i == 0 else f"less than offs[{i - 1}] = {previous}"
+            raise ValueError(f"offs must be non-decreasing from 0: offs[{i}] = {value} is {what}")
+        previous = value
+    if values and values[-1] > m_total:
+        raise ValueError(f"offs[-1] must be at most the rows of a (M_total = {m_total}), got {values[-1]}")
+
+
+def check_grouped_operands(a, b, offs) -> None:
+    """Check the shapes, dtypes and devices of :func:`grouped_matmul`'s operands (not the
+    values of ``offs``: see :func:`check_offsets`).
+
+    Raises:
+        TypeError: ``a`` or ``b`` is not a tensor, not float16/bfloat16, or their dtypes
+            differ; ``offs`` is not a tensor or not int32.
+        ValueError: ``a`` is not 2-D, ``b`` not 3-D, their K differ, ``offs`` is not of
+            shape ``(E,)``, or the tensors are not on one device (or on the CPU while the
+            interpreter is off).
+    """
+    check_tensors(("a", "b"), (a, b), HALF_DTYPES)
+    if a.dim() != 2:
+        raise ValueError(f"a must be 2-D (M_total, K), got shape {tuple(a.shape)}")
+    if b.dim() != 3:
+        raise ValueError(f"b must be 3-D (E, K, N), got shape {tuple(b.shape)}")
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(
+            f"a and b must have the same K: a is (M_total, K) = {tuple(a.shape)}, "
+            f"b is (E, K, N) = {tuple(b.shape)}"
+        )
+    if not isinstance(offs, torch.Tensor):
+        raise TypeError(f"offs must be a torch.Tensor, got {type(offs).__name__}")
+    if offs.dtype != torch.int32:
+        raise TypeError(f"offs must be int32, got {dtype_names([offs.dtype])}")
+    if offs.shape != (b.shape[0],):
+        raise ValueError(f"offs must have shape (E,) = ({b.shape[0]},) like b's E, got {tuple(offs.shape)}")
+    if offs.device != a.device:
+        raise ValueError(f"offs must be on {a.device} like a, got {offs.device}")
+
+
+def grouped_matmul_launches(
+    a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, config: MatmulConfig | None = None
+) -> tuple[torch.Tensor, Launches]:
+    """What :func:`grouped_matmul` runs: its checks, then the output and the launch that fills
+    it, with ``config`` (default :func:`grouped_matmul_config`). A tuning sweep launches
+    these with each candidate of
+    :data:`~gpuperf.kernels._moe_configs.GROUPED_MATMUL_CANDIDATES`.
+
+    Raises:
+        As :func:`grouped_matmul`; and ``TypeError`` for a ``config`` that is not a
+        :class:`~gpuperf.kernels.MatmulConfig`.
+    """
+    check_grouped_operands(a, b, offs)
+    if config is not None and not isinstance(config, MatmulConfig):
+        raise TypeError(f"config must be a gpuperf.kernels.MatmulConfig, got {type(config).__name__}")
+    offs_read = offs
+    if type(offs) is torch.Tensor and not offs.is_cuda:
+        check_offsets(offs, a.shape[0])  # on the CPU, reading offs costs no synchronization
+        # The kernel reads a copy: a launch on a copy keeps no plan (gpuperf.kernels.launch),
+        # so every call on the CPU runs these checks again. (On the CPU the kernel runs in
+        # the interpreter, whose time a plan does not save.)
+        offs_read = offs.clone()
+    m_total, k = a.shape
+    num_experts, _, n = b.shape
+    c = torch.empty((m_total, n), dtype=a.dtype, device=a.device)
+    if m_total == 0 or n == 0 or num_experts == 0:
+        return c, ()
+    if k == 0:
+        return torch.zeros((m_total, n), dtype=a.dtype, device=a.device), ()
+    config = config or grouped_matmul_config(a)
+    programs = grid_size(a.get_device(), m_total, n, num_experts, config)
+    args = (a, b, offs_read, c, m_total, n, k, num_experts, *a.stride(), *b.stride(), c.stride(0))
+    constexprs = (config.block_m, config.block_n, config.block_k, config.group_m)
+    launch = Launch(
+        _grouped_matmul_kernel, (programs,), args, constexprs, config.num_warps, config.num_stages
+    )
+    return c, (launch,)
+
+
+@op("gpuperf::grouped_matmul", tensors=3)
+def grouped_matmul(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> tuple[torch.Tensor, Launches]:
+    """Multiply each expert's rows of ``a`` by its weight ``b[e]``: ``out[rows of e] = a[rows of
+    e] @ b[e]``, with expert ``e``'s rows ``offs[e-1] <= row < offs[e]`` (``offs[-1]`` read as 0).
+
+    The semantics of ``torch.nn.functional.grouped_mm(a, b, offs=offs)`` (torch 2.11) for a
+    2-D ``a`` and a 3-D ``b``, in bfloat16 and float16, with no layout rule.
+
+    Args:
+        a: ``(M_total, K)`` float16 or bfloat16, rows sorted by expert; any strides (row-major
+            is the fast layout). On a CUDA device, or on the CPU when ``TRITON_INTERPRET=1``.
+        b: ``(E, K, N)``, ``a``'s dtype and device; any strides: row-major, or a transposed
+            view ``w.transpose(1, 2)`` of weights stored ``(E, N, K)`` as ``nn.Linear`` keeps
+            them, with no copy.
+        offs: ``(E,)`` int32 on ``a``'s device: the cumulative row ends, non-decreasing,
+            ``offs[E-1] <= M_total``. An expert may have no rows (``offs[e] == offs[e-1]``).
+
+    Returns:
+        A new contiguous ``(M_total, N)`` tensor of ``a``'s dtype, summed in float32 and
+        rounded once. Rows past ``offs[E-1]`` belong to no expert and are left unwritten
+        (their values are undefined, as ``F.grouped_mm``'s). ``M_total = 0``, ``N = 0`` or
+        ``E = 0`` launch nothing; ``K = 0`` gives zeros, without a launch.
+
+    Raises:
+        TypeError: ``a`` or ``b`` is not a tensor or not float16/bfloat16, their dtypes
+            differ, or ``offs`` is not an int32 tensor.
+        ValueError: ``a`` is not 2-D or ``b`` not 3-D; their K differ; ``offs`` is not of
+            shape ``(E,)``; the tensors are on different devices, or on the CPU while the
+            interpreter is off. Where ``offs`` is on the CPU, also offsets that decrease,
+            are negative or pass ``M_total`` (:func:`check_offsets`).
+
+    Not checked on a GPU: the values of ``offs``, which would cost a synchronization per
+    call (call :func:`check_offsets` to check them). The kernel clamps each expert's rows
+    into ``[offs[e-1], M_total]`` (a decreasing offset gives an empty expert), so bad
+    offsets never read or write outside ``a``, ``b`` and the output, but the result is not
+    a grouped product.
+
+    Also registered as ``torch.ops.gpuperf.grouped_matmul`` (``torch.library.triton_op``).
+    No autograd yet.
+
+    Algorithm: a persistent grouped GEMM whose tile schedule each program computes from
+    ``offs`` on the device (see the module's text); FLOPs ``2 * offs[E-1] * N * K``.
+    """
+    return grouped_matmul_launches(a, b, offs)
+
+
+__all__ = [
+    "check_grouped_operands",
+    "check_offsets",
+    "grid_size",
+    "grouped_matmul",
+    "grouped_matmul_config",
+    "grouped_matmul_launches",
+]

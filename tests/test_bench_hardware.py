@@ -3,18 +3,15 @@ and which matmul size sets a ceiling (the timing itself needs a GPU; here the ti
 are replaced)."""
 
 import pytest
+import torch
 
+from gpuperf._runtime import is_interpreter
 from gpuperf.bench import hardware
 
 
 def test_every_ceiling_is_measured_by_default_the_stream_bandwidth_included(monkeypatch):
     monkeypatch.setattr(hardware, "measure_copy_gbps", lambda: {"value": 3000.0, "unit": "GB/s"})
-    given = []
-    monkeypatch.setattr(
-        hardware,
-        "measure_stream_gbps",
-        lambda copy=None: given.append(copy) or {"value": 3100.0, "unit": "GB/s"},
-    )
+    monkeypatch.setattr(hardware, "measure_stream_gbps", lambda: {"value": 3100.0, "unit": "GB/s"})
     # A GPU without FP8 tensor cores: both FP8 ceilings are left out.
     monkeypatch.setattr(
         hardware, "measure_matmul_tflops", lambda key: None if key.startswith("fp8") else {"key": key}
@@ -23,35 +20,36 @@ def test_every_ceiling_is_measured_by_default_the_stream_bandwidth_included(monk
     assert list(out) == ["copy_gbps", "stream_gbps", "bf16_tflops", "fp16_tflops", "fp32_tflops"]
     assert out["stream_gbps"]["value"] == 3100.0 and out["fp16_tflops"] == {"key": "fp16_tflops"}
     assert hardware.CEILINGS["stream_gbps"] == ("stream bandwidth", "GB/s")
-    # The copy measured for copy_gbps is the stream bandwidth's copy: timed once.
-    assert given == [{"value": 3000.0, "unit": "GB/s"}]
     # The datasheet gives one memory bandwidth, whatever the traffic: no stream figure.
     assert all("stream_gbps" not in sheet for sheet in hardware.DATASHEET.values())
 
 
-def test_the_stream_bandwidth_is_the_fastest_stream_and_names_it(monkeypatch):
-    rates = {"copy": 3000.0, "add": 3040.0, "addcmul": 3100.0, "sum": 2970.0}
+def test_the_stream_bandwidth_is_the_fastest_stream_of_equal_traffic_and_names_each(monkeypatch):
+    rates = {"copy": 3000.0, "add": 3040.0, "addcmul": 3100.0, "sum": 2970.0, "read": 3050.0}
     timed = []
 
-    def entry(name):
-        timed.append(name)
+    def entry(name, moved):
+        timed.append((name, moved))
         rate = rates[name]
         return {"value": rate, "value_p20": rate - 5, "value_p80": rate + 5, "stream": name}
 
     monkeypatch.setattr(hardware, "_stream_entry", entry)
     best = hardware.measure_stream_gbps()
-    assert timed == list(hardware.STREAMS) and best["stream"] == "addcmul" and best["value"] == 3100.0
-    rates["sum"] = 3200.0
-    assert hardware.measure_stream_gbps()["stream"] == "sum"
-    # A copy measured already is not timed again, and is named as the copy stream.
-    timed.clear()
-    best = hardware.measure_stream_gbps({"value": 3300.0, "value_p20": 3295.0, "value_p80": 3305.0})
-    assert "copy" not in timed and best == {
-        "value": 3300.0,
-        "value_p20": 3295.0,
-        "value_p80": 3305.0,
-        "stream": "copy",
-    }
+    # Every stream moves the same bytes, so each runs as long as the others.
+    assert timed == [(name, hardware.STREAM_BYTES) for name in hardware.STREAMS]
+    assert best["stream"] == "addcmul" and best["value"] == 3100.0 and best["streams"] == rates
+    rates["read"] = 3200.0
+    assert hardware.measure_stream_gbps()["stream"] == "read"
+
+
+@pytest.mark.skipif(not is_interpreter(), reason="runs the read stream's kernel in Triton's interpreter")
+def test_the_read_stream_reads_every_byte_of_its_chunks():
+    x = torch.randn(3 * hardware._READ_CHUNK)
+    # The kernel's one output per chunk is the sum of the chunk's bytes read as bfloat16.
+    read, out = hardware._chunked_read(x)
+    read()
+    expected = x.view(torch.bfloat16).float().view(3, -1).sum(1)
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-2)
 
 
 def test_a_matmul_ceiling_is_the_best_median_over_the_sizes_and_names_its_shape(monkeypatch):

@@ -10,6 +10,9 @@ run measures them all into ``hardware.json``, which the roofline reads.
 
 from __future__ import annotations
 
+import triton
+import triton.language as tl
+
 from gpuperf.bench import metrics
 from gpuperf.bench.timing import time_ms
 
@@ -76,53 +79,92 @@ FP8_ACCUMULATION = {"fp8_tflops": "promoted", "fp8_fast_tflops": "fast"}
 
 
 def measure_copy_gbps() -> dict:
-    """Device-to-device copy of :data:`COPY_BYTES` (read + write counted): GB/s quantiles
-    (the ``copy`` stream of :data:`STREAMS`)."""
-    return {k: v for k, v in _stream_entry("copy").items() if k != "stream"}
+    """Device-to-device copy of :data:`COPY_BYTES` (read + write counted): GB/s quantiles."""
+    return {k: v for k, v in _stream_entry("copy", COPY_BYTES * 2).items() if k != "stream"}
 
 
 #: The streams timed for the bandwidth roof (:func:`measure_stream_gbps`): name -> reads per write
-#: (None: reads alone).
-STREAMS = {"copy": 1, "add": 2, "addcmul": 3, "sum": None}
+#: (None: reads alone). ``read`` is a kernel of this module (:func:`_chunked_read_kernel`), the
+#: others are PyTorch's calls.
+STREAMS = {"copy": 1, "add": 2, "addcmul": 3, "sum": None, "read": None}
+#: Bytes each stream of :data:`STREAMS` moves (read plus written): 4 GiB, so that every stream
+#: runs as long as the others (about 1.4 ms on an H100). Timed over equal tensors instead, a
+#: stream that moves less (a sum reads one tensor, a multiply-add reads three and writes one)
+#: runs for a shorter time, and the launch and the last wave weigh more in it.
+STREAM_BYTES = 4 * 2**30
 
 
-def measure_stream_gbps(copy: dict | None = None) -> dict:
-    """The stream bandwidth: the fastest of the :data:`STREAMS` over float32 tensors of
-    :data:`COPY_BYTES` each, bytes read plus bytes written counted: ``y.copy_(x)`` (one
-    read per write), ``torch.add`` (two), ``torch.addcmul`` (three) and ``x.sum()`` (reads
-    alone). GB/s quantiles of the fastest by median; the entry names it (``stream``).
+def measure_stream_gbps() -> dict:
+    """The stream bandwidth: the fastest of the :data:`STREAMS`, each moving
+    :data:`STREAM_BYTES` (bytes read plus bytes written counted) over float32 tensors:
+    ``y.copy_(x)`` (one read per write), ``torch.add`` (two), ``torch.addcmul`` (three),
+    ``x.sum()`` (reads alone) and a read of the same bytes in chunks, each program of a
+    Triton kernel reading its own 128 KiB (reads alone, in the pattern of a decode-time
+    attention kernel reading a KV cache). GB/s quantiles of the fastest by median; the entry
+    names it (``stream``) and gives every stream's median (``streams``).
 
     Why several: how fast HBM streams depends on the mix of reads and writes (the bus
-    loses cycles turning around between them), and so does how close each vendor kernel
-    comes to it. A copy alone sits below what a kernel that reads two or three bytes
-    per byte written reaches, so a roof drawn at the copy is crossed by such kernels;
-    the fastest of these streams is a rate the memory is shown to reach, a roof for
-    every mix.
-
-    ``copy``: the copy's entry where it was measured already (:func:`measure_copy_gbps`),
-    which is then not timed again.
+    loses cycles turning around between them) and on how the reads are spread over the
+    memory, and so does how close each kernel comes to it. A copy alone sits below what a
+    kernel that reads two or three bytes per byte written reaches, so a roof drawn at the
+    copy is crossed by such kernels; the fastest of these streams is a rate the memory is
+    shown to reach, a roof for every mix.
     """
-    entries = [
-        copy | {"stream": name} if name == "copy" and copy else _stream_entry(name) for name in STREAMS
-    ]
-    return max(entries, key=lambda e: e["value"])
+    entries = [_stream_entry(name, STREAM_BYTES) for name in STREAMS]
+    best = max(entries, key=lambda e: e["value"])
+    return best | {"streams": {e["stream"]: e["value"] for e in entries}}
 
 
-def _stream_entry(name: str) -> dict:
-    """One stream of :data:`STREAMS` timed over float32 tensors of :data:`COPY_BYTES`: its
-    entry, with its name (``stream``)."""
+def _stream_entry(name: str, moved: int) -> dict:
+    """One stream of :data:`STREAMS` moving about ``moved`` bytes: its entry, with its name
+    (``stream``)."""
     import torch
 
     reads = STREAMS[name]
-    t = [torch.randn(COPY_BYTES // 4, device="cuda") for _ in range((reads or 0) + 1)]
+    tensors = (reads or 0) + 1
+    numel = moved // (4 * tensors) // _READ_CHUNK * _READ_CHUNK
+    t = [torch.randn(numel, device="cuda") for _ in range(tensors)]
     calls = {
         "copy": lambda: t[1].copy_(t[0]),
         "add": lambda: torch.add(t[0], t[1], out=t[2]),
         "addcmul": lambda: torch.addcmul(t[0], t[1], t[2], out=t[3]),
         "sum": lambda: t[0].sum(),
+        "read": _chunked_read(t[0])[0] if name == "read" else None,
     }
-    moved = COPY_BYTES * (reads + 1) if reads else COPY_BYTES
-    return _entry(moved, time_ms(calls[name]), "GB/s") | {"stream": name}
+    return _entry(numel * 4 * tensors, time_ms(calls[name]), "GB/s") | {"stream": name}
+
+
+#: Float32 elements each program of the ``read`` stream reads: 128 KiB.
+_READ_CHUNK = 32768
+
+
+def _chunked_read(x):
+    """The ``read`` stream over ``x`` (float32, a multiple of :data:`_READ_CHUNK` elements):
+    ``(call, out)``, where ``call()`` launches one program per 128 KiB chunk, which reads it
+    as bfloat16 tiles of 64 x 128 (16 KiB), three loads in flight, and writes its float32 sum
+    into ``out`` (one per chunk)."""
+    import torch
+
+    kernel = _chunked_read_kernel
+    data = x.view(torch.bfloat16)
+    chunks = x.numel() // _READ_CHUNK
+    out = torch.empty(chunks, device=x.device)
+    rows = _READ_CHUNK * 2 // 128
+    grid = (chunks,)
+    return (lambda: kernel[grid](data, out, rows, D=128, BLOCK_ROWS=64, num_warps=4, num_stages=3)), out
+
+
+@triton.jit
+def _chunked_read_kernel(x_ptr, out_ptr, rows_per_chunk, D: tl.constexpr, BLOCK_ROWS: tl.constexpr):
+    """The ``read`` stream's kernel: program ``i`` reads rows ``[i * rows_per_chunk, (i + 1) *
+    rows_per_chunk)`` of ``x`` (rows of ``D`` elements), ``BLOCK_ROWS`` at a time, and writes
+    their float32 sum (so that the loads are not dropped)."""
+    base = x_ptr + tl.program_id(0).to(tl.int64) * rows_per_chunk * D
+    offsets = tl.arange(0, BLOCK_ROWS)[:, None] * D + tl.arange(0, D)[None, :]
+    acc = tl.zeros([BLOCK_ROWS, D], dtype=tl.float32)
+    for start in range(0, rows_per_chunk, BLOCK_ROWS):
+        acc += tl.load(base + start * D + offsets).to(tl.float32)
+    tl.store(out_ptr + tl.program_id(0), tl.sum(acc))
 
 
 def measure_matmul_tflops(key: str) -> dict | None:
@@ -194,7 +236,7 @@ def measure_ceilings(keys=tuple(CEILINGS)) -> dict:
         if key == "copy_gbps":
             entry = measure_copy_gbps()
         elif key == "stream_gbps":
-            entry = measure_stream_gbps(out.get("copy_gbps"))
+            entry = measure_stream_gbps()
         else:
             entry = measure_matmul_tflops(key)
         if entry is not None:

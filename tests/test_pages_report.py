@@ -28,10 +28,11 @@ def test_plot_carries_provenance_and_ceiling():
     assert "Test GPU 80GB" in texts
     (ax,) = fig.axes
     labels = ax.get_legend_handles_labels()[1]
-    assert any("copy bandwidth, measured: 3.00 TB/s" in label for label in labels)
+    # The ceiling its rows are read against, named from the record's entry (the stream that set it).
+    assert any("stream bandwidth (addcmul), measured: 3.10 TB/s" in label for label in labels)
     assert "committed measurement" in fig.get_suptitle()
     assert ax.get_xscale() == "log"
-    assert [a.get_ylabel() for a in ax.child_axes] == ["% of copy bandwidth"]
+    assert [a.get_ylabel() for a in ax.child_axes] == ["% of stream bandwidth"]
     legend_labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend_labels[:2] == [p.label for p in catalog.VECTOR_ADD.providers]
 
@@ -65,12 +66,13 @@ def test_table_has_ratio_and_fraction_of_ceiling():
     record = synthetic_record()
     result = Result(catalog.VECTOR_ADD, record, "committed")
     table = result.table()
-    assert "triton/torch" in table and "triton % of copy" in table
+    assert "triton/torch" in table and "triton % of stream" in table
     assert table.splitlines()[0].split()[0] == "n_elements"  # no heading without axes
     # triton takes 1 ms and torch 2 ms in the synthetic record: 2x faster.
     assert list(result.ratios().values()) == pytest.approx([2.0, 2.0, 2.0])
     x = catalog.VECTOR_ADD.x_values[0]
-    assert result.fraction_of_ceiling()[x] == pytest.approx(catalog.VECTOR_ADD.bytes(x) / 1e-3 / 1e9 / 3000)
+    assert result.fraction_of_ceiling()[x] == pytest.approx(catalog.VECTOR_ADD.bytes(x) / 1e-3 / 1e9 / 3100)
+    assert result.ceiling_name() == "stream bandwidth (addcmul)"
     assert result.values("torch")[x] == pytest.approx(catalog.VECTOR_ADD.bytes(x) / 2e-3 / 1e9)
 
 
@@ -343,7 +345,7 @@ def test_several_gpus_plot_one_column_each_with_a_shared_y_range():
     assert "committed measurements" in fig.get_suptitle()
     # One legend entry for the two GPUs' ceilings, which differ in value.
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert sum("copy bandwidth" in label for label in legend) == 1
+    assert sum("stream bandwidth" in label for label in legend) == 1
 
 
 def test_several_gpus_with_axes_plot_a_row_per_combination():

@@ -174,7 +174,7 @@ class Result:
             if r["ceiling"] in ceilings
         }
 
-    def ceiling_name(self, provider: str | None = None, **axes) -> str | None:
+    def ceiling_name(self, provider: str | None = None, *, full: bool = True, **axes) -> str | None:
         """The name of the ceiling a provider's rows (default: the one under study) are read
         against, formatted from its entry in this result's own record
         (:func:`~gpuperf.pages.plotting.ceiling_label`): ``'stream bandwidth (addcmul)'``,
@@ -182,11 +182,15 @@ class Result:
         joined with ``' or '``; None without a record or a ceiling. What a sentence that
         quotes :meth:`fraction_of_ceiling` names, never a typed name: a record measured
         against another ceiling (a GPU measured before memory-bound benchmarks were read
-        against the stream bandwidth) names its own."""
+        against the stream bandwidth) names its own. ``full=False`` gives the entry's label
+        alone (``'stream bandwidth'``), for a sentence already inside parentheses."""
         rows = self._rows(provider or self.benchmark.subject.key, self._combo(axes))
         ceilings = self.record["ceilings"] if self.record else {}
         keys = dict.fromkeys(r["ceiling"] for r in rows.values() if r["ceiling"] in ceilings)
-        names = [_named(key, ceilings[key]) for key in keys]
+        names = [
+            _named(key, ceilings[key]) if full else ceilings[key].get("label", CEILINGS.get(key, (key,))[0])
+            for key in keys
+        ]
         return " or ".join(names) or None
 
     def table(self, **axes) -> str:

@@ -115,9 +115,10 @@ for name, (flops, n_bytes) in examples.items():
 # bound the kernels read against it. The fastest stream is the highest rate the memory
 # was shown to reach, not a limit of the hardware: a kernel can still edge past it, and
 # reading A below names every row that does (where a GPU's ceilings hold no stream
-# bandwidth, the copy is its roof, and the lines below say which). The float32 roof is cuBLAS's float32 matmul,
-# which runs on the CUDA cores that elementwise kernels and reductions compute on. The
-# datasheet's figures are drawn beside the measured ones, dotted.
+# bandwidth, the copy is its roof, and the lines below say which). The float32 roof is
+# cuBLAS's float32 matmul, which runs on the CUDA cores that elementwise kernels and
+# reductions compute on. The datasheet's figures are drawn beside the measured ones,
+# dotted.
 
 print(readings.roofs(places))
 

@@ -258,18 +258,19 @@ print(page.against_the_roof(result))
 # stream, which a memory-bound kernel cannot beat by much, since it moves at least its
 # bytes. This kernel reads one byte per byte it writes, as a copy does, so the copy's
 # rate (the :term:`copy bandwidth`, a few percent lower where a read-heavier stream
-# set the roof) is about the most it can expect. Small calls fall below it because a launch costs the same whatever it moves;
-# in the shaded region the data fit in L2. Where the data are far larger than L2 (the
-# sizes the lines above read against the roof), the share of the roof says whether
-# anything is left to gain, more than a speed-up over eager PyTorch does: the eager
-# formula moves twice the bytes (the product is written and read back), so a fused
-# kernel should beat it whether or not it is any good. Where ``torch.compile``'s
-# generated kernel comes closer to the roof than yours, the two compute the same thing
-# with different code: how the work is split over programs (the tile, the warps),
-# which section 5 lets the autotuner search, and how each program indexes and loads its
-# data, which no tile changes. Section 5 measures how much of the gap the tiles close.
-# Your own benchmark needs no catalog entry: declare a ``Benchmark`` in your script and
-# pass it to :func:`gpuperf.pages.show` on a GPU.
+# set the roof) is about the most it can expect. Small calls fall below it because a
+# launch costs the same whatever it moves; in the shaded region the data fit in L2.
+# Where the data are far larger than L2 (the sizes the lines above read against the
+# roof), the share of the roof says whether anything is left to gain, more than a
+# speed-up over eager PyTorch does: the eager formula moves twice the bytes (the
+# product is written and read back), so a fused kernel should beat it whether or not
+# it is any good. Where ``torch.compile``'s generated kernel comes closer to the roof
+# than yours, the two compute the same thing with different code: how the work is
+# split over programs (the tile, the warps), which section 5 lets the autotuner
+# search, and how each program indexes and loads its data, which no tile changes.
+# Section 5 measures how much of the gap the tiles close. Your own benchmark needs no
+# catalog entry: declare a ``Benchmark`` in your script and pass it to
+# :func:`gpuperf.pages.show` on a GPU.
 #
 # 5. ``@triton.autotune`` and ``TRITON_PRINT_AUTOTUNING``
 # -------------------------------------------------------

@@ -38,11 +38,7 @@ def test_the_paragraph_reads_every_phase_from_the_records():
 def test_the_paragraph_says_where_decode_attention_passes_its_roof():
     flat = " ".join(page.in_one_paragraph().text().split())
     kernel = load(catalog.ATTENTION_DECODE)
-    above = [
-        s
-        for s in above_roof(kernel)
-        if s.row["provider"] == "triton" and s.combo == {"batch": 64}
-    ]
+    above = [s for s in above_roof(kernel) if s.row["provider"] == "triton" and s.combo == {"batch": 64}]
     if not above:
         assert "passes that roof" not in flat
         return

@@ -10,7 +10,16 @@ import torch
 
 from gpuperf.bench import catalog, records, sources
 from gpuperf.pages.plotting import PROVIDER_COLORS, format_size, format_x, provider_color
-from gpuperf.pages.report import Result, current_others, load, run_or_load
+from gpuperf.pages.report import (
+    Result,
+    above_roof,
+    above_roof_sentences,
+    current_others,
+    load,
+    roof_caveat,
+    run_or_load,
+    stream_mix,
+)
 from tests._params import with_changed_source
 from tests.test_bench_records import HOST_LIKE, MATMUL_LIKE, synthetic_record
 
@@ -471,3 +480,72 @@ def test_a_table_names_the_ceiling_its_shares_are_of():
     assert "triton % of fp8_fast" in fp8.table(accumulation="fast")
     promoted = fp8.table(accumulation="float32")
     assert "triton % of fp8" in promoted and "fp8_fast" not in promoted
+
+
+def _above_the_roof(provider: str = "torch", by: float = 1.01, spread: float = 0.001) -> Result:
+    """A vector-add record whose ``provider`` runs at its largest size ``by`` times the
+    stream ceiling of the record, its 20th and 80th percentiles ``spread`` apart."""
+    record = synthetic_record()
+    ceiling = record["ceilings"]["stream_gbps"]
+    x = max(r["x"] for r in record["rows"])
+    for row in record["rows"]:
+        if row["provider"] == provider and row["x"] == x:
+            row["value"] = by * ceiling["value"]
+            row["value_p20"], row["value_p80"] = row["value"] * (1 - spread), row["value"] * (1 + spread)
+    return Result(catalog.VECTOR_ADD, record, "committed")
+
+
+def test_ceiling_name_comes_from_the_record_the_rows_are_read_against():
+    result = Result(catalog.VECTOR_ADD, synthetic_record(), "committed")
+    assert result.ceiling_name() == "stream bandwidth (addcmul)"
+    assert result.ceiling_name(full=False) == "stream bandwidth"
+    # A record whose rows were read against the copy names the copy.
+    for row in result.record["rows"]:
+        row["ceiling"] = "copy_gbps"
+    assert result.ceiling_name() == "copy bandwidth"
+    assert Result(catalog.VECTOR_ADD, None, "missing").ceiling_name() is None
+    host = Result(HOST_LIKE, synthetic_record(HOST_LIKE), "committed")
+    assert host.ceiling_name() is None
+
+
+def test_a_row_above_its_roof_beyond_the_spread_is_found_whatever_its_provider():
+    result = _above_the_roof("torch")
+    (share,) = above_roof(result)
+    assert share.row["provider"] == "torch" and share.key == "stream_gbps"
+    assert share.fraction == pytest.approx(1.01)
+    # Within the spread of both timings, or under the roof: nothing to say.
+    assert above_roof(_above_the_roof("torch", spread=0.05)) == []
+    assert above_roof(_above_the_roof("torch", by=0.99)) == []
+    assert above_roof(Result(catalog.VECTOR_ADD, None, "missing")) == []
+    with pytest.raises(TypeError, match=r"gpuperf\.pages\.Result"):
+        above_roof({"rows": []})
+
+
+def test_the_table_says_under_it_which_row_is_above_its_roof():
+    result = _above_the_roof("torch")
+    (line,) = above_roof_sentences(result)
+    row = above_roof(result)[0].row
+    assert line.startswith("Above its roof beyond the spread of both timings: PyTorch x + y at ")
+    assert (
+        f"ran at {row['value']:.0f} GB/s (20th percentile {row['value_p20']:.0f}) against the 3100 GB/s"
+        in line
+    )
+    assert "(80th percentile 3110) of the stream bandwidth (addcmul) measured in the same run;" in line
+    assert line.endswith(f"{roof_caveat('stream_gbps', {'stream': 'addcmul'})}.")
+    table = result.table()
+    assert table.splitlines()[-2].startswith("Measured on:") and table.splitlines()[-1] == line
+    assert "Above its roof" not in Result(catalog.VECTOR_ADD, synthetic_record(), "committed").table()
+
+
+def test_roof_caveat_and_stream_mix_name_what_a_ceiling_is():
+    assert stream_mix("copy") == "1 read per write"
+    assert stream_mix("sum") == "reads alone"
+    assert "the ceiling is cuBLAS bf16 matmul (torch.matmul) at 4096³" in roof_caveat(
+        "bf16_tflops", {"shape": [4096] * 3}
+    )
+    with pytest.raises(ValueError, match="stream must be one of"):
+        stream_mix("memset")
+    with pytest.raises(ValueError, match="key must be one of"):
+        roof_caveat("hbm_gbps", {})
+    with pytest.raises(TypeError, match="entry must be"):
+        roof_caveat("copy_gbps", None)

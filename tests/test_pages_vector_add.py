@@ -110,7 +110,9 @@ def test_hbm_bound_reads_fractions_and_ratios():
         copy = r.record["ceilings"].get("copy_gbps")
         if copy is not None and r.rows()[2**28]["ceiling"] != "copy_gbps":
             share = r.rows()[2**28]["value"] / copy["value"]
-            assert f"against the copy bandwidth of the same run ({format_rate(copy['value'], 'GB/s')}): " in text
+            assert (
+                f"against the copy bandwidth of the same run ({format_rate(copy['value'], 'GB/s')}): " in text
+            )
             assert f"{round(100 * share)}% at 2^28" in text
         mid = {x: v for x, v in r.ratios().items() if x >= 2**20}
         assert f"from 2^20 up: {span(mid.values())}× the speed of PyTorch" in text

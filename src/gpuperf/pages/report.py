@@ -591,10 +591,13 @@ def roof_caveat(key: str, entry: dict) -> str:
     ``hardware.json``): a ceiling is a rate a library call reached, not a limit of the
     hardware. Plain text, formatted from the entry.
 
-    >>> roof_caveat("stream_gbps", {"stream": "addcmul"})
-    "the stream bandwidth is the fastest of PyTorch's streams measured (addcmul, 3 reads per write), a rate the memory was shown to reach, not a limit of it"
-    >>> roof_caveat("copy_gbps", {})
-    "the copy bandwidth is PyTorch's Tensor.copy_ (1 read per write), a rate the memory was shown to reach, not a limit of it"
+    >>> import textwrap
+    >>> print(textwrap.fill(roof_caveat("stream_gbps", {"stream": "addcmul"}), 80))
+    the stream bandwidth is the fastest of PyTorch's streams measured (addcmul, 3
+    reads per write), a rate the memory was shown to reach, not a limit of it
+    >>> print(textwrap.fill(roof_caveat("copy_gbps", {}), 80))
+    the copy bandwidth is PyTorch's Tensor.copy_ (1 read per write), a rate the
+    memory was shown to reach, not a limit of it
 
     Raises:
         ValueError: ``key`` is not a key of :data:`~gpuperf.bench.hardware.CEILINGS`.

@@ -247,9 +247,7 @@ def above_memory_roof(places: list[Placement]) -> list[str]:
     out = []
     for p in places:
         above = [
-            point
-            for point in p.points
-            if roofline.bound_by(p, point) == "memory" and p.beyond_roof(point)
+            point for point in p.points if roofline.bound_by(p, point) == "memory" and p.beyond_roof(point)
         ]
         if not above:
             continue

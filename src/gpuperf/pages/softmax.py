@@ -66,9 +66,10 @@ def speedup_over_naive(result: Result) -> dict:
 
 def bandwidth_and_speedups(result: Result) -> str:
     """What the Triton kernel reached on each GPU: its % of the ceiling its rows are read
-    against (named from the record) at every row length, the range of speeds of the Triton kernel, the naive eager
-    code and ``torch.compile`` relative to ``torch.softmax`` (above 1: faster), and the
-    Triton kernel's relative to ``torch.compile``.
+    against (named from the record) at every row length, the range of speeds of the
+    Triton kernel, the naive eager code and ``torch.compile`` relative to
+    ``torch.softmax`` (above 1: faster), and the Triton kernel's relative to
+    ``torch.compile``.
 
     Returns:
         Lines of at most :data:`WIDTH` columns, under each GPU's name when there are
@@ -137,7 +138,11 @@ def online_against_three_passes(result: Result) -> str:
         sides = {x: _side(row, r.record["ceilings"][row["ceiling"]], cap) for x, row in r.rows().items()}
         each = ", ".join(f"{format_x(x)}: {percent(f)}" for x, f in fractions.items())
         verdicts = []
-        for side, said in (("above", "above it"), ("within", "within the timings' spread of it"), ("below", "below it")):
+        for side, said in (
+            ("above", "above it"),
+            ("within", "within the timings' spread of it"),
+            ("below", "below it"),
+        ):
             xs = [format_x(x) for x in fractions if sides.get(x) == side]
             if xs:
                 verdicts.append(f"{said} at {', '.join(xs)} columns")

@@ -80,9 +80,10 @@ def _headline(gpu: str) -> tuple[str, list[str]]:
     )
     if fused and eager and fused["status"] == eager["status"] == "ok":
         share = gelu.fraction_of_ceiling(dtype="float32")[LARGEST]
+        roof = gelu.ceiling_name(dtype="float32", full=False)
         parts.append(
             f"fusing GELU's eight eager kernels into one makes it {times(eager['ms'] / fused['ms'], 1)} "
-            f"faster (2^28 float32 elements, {percent(share)} of the {gelu.ceiling_name(dtype='float32', full=False)})"
+            f"faster (2^28 float32 elements, {percent(share)} of the {roof})"
         )
     square = SQUARES[0]
     tiled = results["matmul"].ratios(dtype="bfloat16").get(square)

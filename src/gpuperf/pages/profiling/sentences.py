@@ -122,8 +122,8 @@ def host_time_per_call(result: Result, ops=("vector_add", "softmax", "matmul")) 
 
 def row_mean_ranking(result: Result) -> str:
     """For each GPU of a ``row_mean`` result: the Triton kernel's share of the ceiling its
-    rows are read against (named from the record: the stream bandwidth) per row length, and at each row length the three versions ranked,
-    fastest first, in GB/s.
+    rows are read against (named from the record: the stream bandwidth) per row length,
+    and at each row length the three versions ranked, fastest first, in GB/s.
 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.

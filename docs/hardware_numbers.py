@@ -63,10 +63,11 @@ def substitutions(gpu: str = GPU) -> dict[str, str]:
 def _stream_name(c) -> str:
     """``'addcmul (3 reads per write)'``: the stream that set the stream bandwidth of
     ``c`` (:class:`~gpuperf.pages.hardware.Ceilings`), from its entry, with its mix."""
+    from gpuperf.bench.hardware import STREAMS
     from gpuperf.pages.report import stream_mix
 
     stream = c.entries.get(c.memory_key, {}).get("stream", "copy")
-    return f"{stream} ({stream_mix(stream)})"
+    return f"{stream} ({stream_mix(stream)})" if stream in STREAMS else str(stream)
 
 
 def sm_limits(gpu: str = GPU) -> dict[str, str]:

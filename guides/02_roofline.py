@@ -98,9 +98,9 @@ for name, (flops, n_bytes) in examples.items():
 # sustained matmul within its power limit. So every roof here is measured on the same
 # GPU with the same timer as the kernels, in a run of its own (``hardware.json``,
 # :mod:`gpuperf.bench.hardware`; each benchmark also measures the ceilings it is read
-# against in its own run): for :math:`W`, the fastest of four streams over 1 GiB tensors
-# (the :term:`stream bandwidth`): a copy, which reads one byte per byte it writes (the
-# :term:`copy bandwidth`), an add (two), a multiply-add (three) and a sum (reads alone).
+# against in its own run): for :math:`W`, the fastest of a few streams (the
+# :term:`stream bandwidth`): a copy, which reads one byte per byte it writes (the
+# :term:`copy bandwidth`), an add (two), a multiply-add (three) and reads alone.
 # For :math:`P`, the vendor's matmul on large squares, its best median among a few sizes
 # (each line gives the size that set it, where the ceilings record it): :term:`cuBLAS`
 # per dtype, and cuBLASLt through ``torch._scaled_mm`` for FP8, which has two roofs
@@ -182,7 +182,7 @@ print(readings.memory_bound(places))
 
 # %%
 # At or near 100%, the distance to the roof is nil. How near a streaming kernel
-# can come depends on what it streams, as the stream bandwidth's four streams show.
+# can come depends on what it streams, as the stream bandwidth's streams show.
 # Each record keeps, beside the stream bandwidth, the copy bandwidth measured in the
 # same run: against that copy, kernels that read more than they write sit above it by
 # more than the spread of the two measurements (a †: the kernel's slow end against
@@ -194,13 +194,13 @@ print(readings.read_mix(places))
 
 # %%
 # On the GPUs counted above, the more a kernel reads per byte it writes, the
-# faster it streams, up to a point: the fastest of the four streams, named in the
-# roofs above, need not be the sum that only reads. A likely reason for the order,
+# faster it streams, up to a point: the fastest stream, named in the roofs above,
+# need not be one that only reads. A likely reason for the order,
 # inferred from it rather than measured in the memory itself: :term:`DRAM` loses
 # cycles turning its bus around between reads and writes, and a read-heavier
 # stream turns it around less often. So a kernel a few percent under the stream
 # roof that writes as much as it reads is on its own roof, and one a few percent
-# over a copy roof is too. The stream roof is the fastest of four streams, not the
+# over a copy roof is too. The stream roof is the fastest stream measured, not the
 # memory's limit: a kernel whose mix suits the memory better still can pass it by
 # a little, and the last line names each row that passes it beyond the spread.
 #

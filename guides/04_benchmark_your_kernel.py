@@ -74,10 +74,10 @@ print(f"scale_shift matches the float64 reference on {device}")
 # **Count the bytes before timing anything.** The kernel must read ``x`` and write
 # ``y`` (4 bytes each per element in float32) and read ``scale`` and ``shift`` once;
 # its two FLOPs per element are nothing beside that. A floor on time takes the fastest
-# rate the memory was shown to stream: the stream bandwidth, the fastest of four
-# streams PyTorch runs over 1 GiB tensors (a copy, an add, a multiply-add, a sum),
-# which the benchmark below is read against too. At it, the sizes benchmarked below
-# cannot take less than:
+# rate the memory was shown to stream: the stream bandwidth, the fastest of a few
+# streams with different mixes of reads and writes (a copy, an add, a multiply-add,
+# reads alone), which the benchmark below is read against too. At it, the sizes
+# benchmarked below cannot take less than:
 
 from gpuperf.bench.catalog import SCALE_SHIFT
 from gpuperf.pages import ceilings

@@ -183,7 +183,7 @@ def test_a_share_above_the_stream_beyond_its_spread_names_the_stream_that_set_it
     stream = result.record["ceilings"]["stream_gbps"]["stream"]
     note = landing.over_roof(result)
     assert note == (
-        "over 100%: the stream bandwidth is the fastest of PyTorch's streams measured in the same "
+        "over 100%: the stream bandwidth is the fastest of the streams timed in the same "
         f"run (``{stream}``, 3 reads per write), a rate the memory was shown to reach, not a limit of it"
     )
 

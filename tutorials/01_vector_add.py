@@ -39,14 +39,14 @@ from gpuperf.pages import ceilings
 print(page.flops_per_byte())
 
 # %%
-# So the additions are free, and the only question is how close we get to the
-# memory system's limit. That limit is measured, not taken from the datasheet: the
-# plots below draw the :term:`stream bandwidth` measured in the same run, the
-# fastest of four streams PyTorch runs over 1 GiB tensors: a copy (one byte read per
-# byte written), an add (two, like this kernel), a multiply-add (three) and a sum
-# (reads alone). It is the fastest rate this memory was shown to stream, not a limit
-# of the hardware, so the time it gives is a floor in practice: a kernel that beats
-# it does so by a hair, and the tables under the plots say where one does.
+# So the additions are free, and the only question is how close we get to the memory
+# system's limit. That limit is measured, not taken from the datasheet: the plots
+# below draw the :term:`stream bandwidth` measured in the same run, the fastest of a
+# few streams timed over large tensors: a copy (one byte read per byte written), an
+# add (two, like this kernel), a multiply-add (three) and reads alone. It is the
+# fastest rate this memory was shown to stream, not a limit of the hardware, so the
+# time it gives is a floor in practice: a kernel that beats it does so by a hair,
+# and the tables under the plots say where one does.
 #
 # For :math:`N = 2^{28}` the kernel must move 3 GiB; at the measured stream
 # bandwidth of the GPU this page describes, that takes at least this long,

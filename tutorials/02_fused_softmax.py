@@ -198,7 +198,7 @@ print(page.bandwidth_and_speedups(short))
 # Two effects shape the Triton curve. At 1,024 columns the tensor is 16 MB in
 # and 16 MB out, about ten microseconds at full bandwidth, so the fixed costs of
 # a launch (start-up, ramp, drain) are a visible fraction of it: no kernel
-# reaches the roof there, which is measured on 1 GiB tensors. Vector add in
+# reaches the roof there, which is measured on far larger tensors. Vector add in
 # tutorial 01 shows the same curve at the same traffic. As rows grow, one or a
 # few rows per program stream ever closer to the roof (the shares printed
 # above): the kernel does exactly one read and one write of every element, and

@@ -29,7 +29,7 @@ def over_roof(result: Result) -> str | None:
     hardware: a share above 100% is within the timings' spread where the row's 20th
     percentile is not above the ceiling's 80th (said so where it prints above 100%), and
     beyond it otherwise. Beyond it, against the stream bandwidth, the note names the stream
-    that set it (the fastest of PyTorch's mixes of reads and writes in the same run), a
+    that set it (the fastest of the mixes of reads and writes timed in the same run), a
     rate the memory was shown to reach rather than its limit; against the copy bandwidth
     (a ``Tensor.copy_``, one read per write, where a record was read against it), the
     share of the GPU's stream bandwidth (``stream_gbps`` of its ``hardware.json``, measured
@@ -50,7 +50,7 @@ def over_roof(result: Result) -> str | None:
         name = share.ceiling.get("stream")
         how = f" (``{name}``, {stream_mix(name)})" if name in STREAMS else ""
         return (
-            f"over 100%: the {CEILINGS['stream_gbps'][0]} is the fastest of PyTorch's streams measured "
+            f"over 100%: the {CEILINGS['stream_gbps'][0]} is the fastest of the streams timed "
             f"in the same run{how}, a rate the memory was shown to reach, not a limit of it"
         )
     if share.key == "copy_gbps":
@@ -70,7 +70,7 @@ def over_roof(result: Result) -> str | None:
         how = f" ({name}, {stream_mix(name)})" if name in STREAMS else ""
         text = (
             f"{said}; against the {format_rate(stream['value'], stream['unit'])} "
-            f"{CEILINGS['stream_gbps'][0]}, the fastest of PyTorch's streams measured on the {gpu} "
+            f"{CEILINGS['stream_gbps'][0]}, the fastest of the streams timed on the {gpu} "
             f"in a run of its own{how}, {100 * part:.0f}%"
         )
         if part > 1:

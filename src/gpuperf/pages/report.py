@@ -593,8 +593,8 @@ def roof_caveat(key: str, entry: dict) -> str:
 
     >>> import textwrap
     >>> print(textwrap.fill(roof_caveat("stream_gbps", {"stream": "addcmul"}), 80))
-    the stream bandwidth is the fastest of PyTorch's streams measured (addcmul, 3
-    reads per write), a rate the memory was shown to reach, not a limit of it
+    the stream bandwidth is the fastest of the streams timed (addcmul, 3 reads per
+    write), a rate the memory was shown to reach, not a limit of it
     >>> print(textwrap.fill(roof_caveat("copy_gbps", {}), 80))
     the copy bandwidth is PyTorch's Tensor.copy_ (1 read per write), a rate the
     memory was shown to reach, not a limit of it
@@ -611,7 +611,7 @@ def roof_caveat(key: str, entry: dict) -> str:
     if key == "stream_gbps":
         stream = entry.get("stream")
         how = f" ({stream}, {stream_mix(stream)})" if stream in STREAMS else ""
-        return f"the {CEILINGS[key][0]} is the fastest of PyTorch's streams measured{how}, {reached}"
+        return f"the {CEILINGS[key][0]} is the fastest of the streams timed{how}, {reached}"
     if key == "copy_gbps":
         return f"the {CEILINGS[key][0]} is PyTorch's Tensor.copy_ ({stream_mix('copy')}), {reached}"
     return f"the ceiling is {ceiling_label(key, entry)} in the same run, not the hardware's peak"

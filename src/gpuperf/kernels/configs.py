@@ -19,7 +19,8 @@ them read those rules and configs here, the one public face of them all:
   their candidates and defaults per head dim;
 * the Mixture-of-Experts kernels (grouped matmul, block-scaled FP8 matmul): their defaults
   and the candidates of a sweep (:data:`GROUPED_MATMUL_CANDIDATES`,
-  :data:`FP8_BLOCKWISE_CANDIDATES`, pruned by :func:`moe_candidates`).
+  :data:`GROUPED_MATMUL_TMA_CANDIDATES`, :data:`FP8_BLOCKWISE_CANDIDATES`, pruned by
+  :func:`moe_candidates`).
 """
 
 from gpuperf.kernels._attention_configs import (
@@ -47,6 +48,8 @@ from gpuperf.kernels._moe_configs import (
     FP8_SCALE_BLOCK,
     GROUPED_MATMUL_CANDIDATES,
     GROUPED_MATMUL_DEFAULT,
+    GROUPED_MATMUL_TMA_CANDIDATES,
+    GROUPED_MATMUL_TMA_DEFAULT,
     moe_candidates,
 )
 from gpuperf.kernels._persistent_configs import (
@@ -70,6 +73,8 @@ __all__ = [
     "FP8_SCALE_BLOCK",
     "GROUPED_MATMUL_CANDIDATES",
     "GROUPED_MATMUL_DEFAULT",
+    "GROUPED_MATMUL_TMA_CANDIDATES",
+    "GROUPED_MATMUL_TMA_DEFAULT",
     "MATMUL_CONFIGS",
     "SHARED_MEMORY_BYTES",
     "SOFTMAX_MAX_FUSED_COLS",

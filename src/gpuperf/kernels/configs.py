@@ -19,7 +19,8 @@ them read those rules and configs here, the one public face of them all:
   their candidates and defaults per head dim;
 * the Mixture-of-Experts kernels (grouped matmul, block-scaled FP8 matmul): their defaults
   and the candidates of a sweep (:data:`GROUPED_MATMUL_CANDIDATES`,
-  :data:`GROUPED_MATMUL_TMA_CANDIDATES`, :data:`FP8_BLOCKWISE_CANDIDATES`, pruned by
+  :data:`GROUPED_MATMUL_TMA_CANDIDATES`, :data:`FP8_BLOCKWISE_CANDIDATES`,
+  :data:`FP8_BLOCKWISE_TMA_CANDIDATES`, :data:`FP8_BLOCKWISE_GLUON_CANDIDATES`, pruned by
   :func:`moe_candidates`).
 """
 
@@ -45,6 +46,8 @@ from gpuperf.kernels._configs import (
 from gpuperf.kernels._moe_configs import (
     FP8_BLOCKWISE_CANDIDATES,
     FP8_BLOCKWISE_DEFAULT,
+    FP8_BLOCKWISE_GLUON_CANDIDATES,
+    FP8_BLOCKWISE_TMA_CANDIDATES,
     FP8_SCALE_BLOCK,
     GROUPED_MATMUL_CANDIDATES,
     GROUPED_MATMUL_DEFAULT,
@@ -70,6 +73,8 @@ __all__ = [
     "ATTENTION_KERNELS",
     "FP8_BLOCKWISE_CANDIDATES",
     "FP8_BLOCKWISE_DEFAULT",
+    "FP8_BLOCKWISE_GLUON_CANDIDATES",
+    "FP8_BLOCKWISE_TMA_CANDIDATES",
     "FP8_SCALE_BLOCK",
     "GROUPED_MATMUL_CANDIDATES",
     "GROUPED_MATMUL_DEFAULT",

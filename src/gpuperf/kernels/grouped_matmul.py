@@ -40,9 +40,12 @@ Semantics: ``torch.nn.functional.grouped_mm(a, b, offs=offs)`` for a 2-D ``a`` a
 
 from __future__ import annotations
 
+import types
+
 import torch
 import triton
 import triton.language as tl
+from torch._subclasses.fake_tensor import is_fake
 
 from gpuperf.kernels import _moe_configs
 from gpuperf.kernels._configs import MatmulConfig
@@ -232,6 +235,16 @@ def grouped_matmul_config(a: torch.Tensor, b: torch.Tensor | None = None) -> Gro
     return _moe_configs.GROUPED_MATMUL_DEFAULT
 
 
+def describable(t: torch.Tensor) -> bool:
+    """:func:`~gpuperf.kernels.tma.tma_ready` of ``t``, also while ``torch.compile`` traces
+    with fake tensors, which have no address: their alignment is read from the storage
+    offset (PyTorch's allocators align every storage to far more than 16 bytes)."""
+    if is_fake(t):
+        offset = t.storage_offset() * t.element_size()
+        t = types.SimpleNamespace(data_ptr=lambda: offset, element_size=t.element_size, stride=t.stride)
+    return tma_ready(t)
+
+
 def tma_operands(a: torch.Tensor, b: torch.Tensor) -> str | None:
     """How the TMA kernel can describe ``b``: ``"row"`` (each expert's ``(K, N)`` row-major),
     ``"col"`` (each expert's ``(K, N)`` column-major: a transposed view of ``(E, N, K)``
@@ -239,11 +252,11 @@ def tma_operands(a: torch.Tensor, b: torch.Tensor) -> str | None:
     or ``b`` (a unit stride along K for ``a``, along N or K for ``b``; the other strides
     multiples of 16 bytes; 16-byte aligned bases) or there are more experts than the
     kernel's schedule holds (:data:`~gpuperf.kernels._moe_configs.GROUPED_TMA_MAX_EXPERTS`)."""
-    if b.shape[0] > _moe_configs.GROUPED_TMA_MAX_EXPERTS or not tma_ready(a):
+    if b.shape[0] > _moe_configs.GROUPED_TMA_MAX_EXPERTS or not describable(a):
         return None
-    if tma_ready(b):
+    if describable(b):
         return "row"
-    if tma_ready(b.transpose(1, 2)):
+    if describable(b.transpose(1, 2)):
         return "col"
     return None
 
@@ -418,10 +431,13 @@ def grouped_matmul(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> tupl
 
 
 __all__ = [
+    "GroupedConfig",
     "check_grouped_operands",
     "check_offsets",
+    "describable",
     "grid_size",
     "grouped_matmul",
     "grouped_matmul_config",
     "grouped_matmul_launches",
+    "tma_operands",
 ]

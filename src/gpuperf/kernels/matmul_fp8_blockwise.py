@@ -30,6 +30,7 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from torch._subclasses.fake_tensor import is_fake
 
 from gpuperf._runtime import is_interpreter
 from gpuperf.kernels import _moe_configs
@@ -39,10 +40,10 @@ from gpuperf.kernels._persistent_configs import PersistentConfig
 from gpuperf.kernels._validation import FLOAT_DTYPES, check_tensor, check_tensors, dtype_names
 from gpuperf.kernels.device import capability, has_tma, num_sms, require_gluon_hopper, require_tma
 from gpuperf.kernels.gluon.matmul_fp8 import GluonFP8Config
+from gpuperf.kernels.grouped_matmul import describable
 from gpuperf.kernels.launch import Launch, Launches, op
 from gpuperf.kernels.swiglu import _ensure_allocator
 from gpuperf.kernels.tiles import tile_coords
-from gpuperf.kernels.tma import tma_ready
 
 #: A config of :func:`matmul_fp8_blockwise_launches`, which also names the kernel: a
 #: :class:`~gpuperf.kernels.MatmulConfig` (computed pointers, any GPU with FP8 tensor cores
@@ -234,8 +235,7 @@ def fp8_blockwise_config(a: torch.Tensor, b: torch.Tensor | None = None) -> Bloc
         return _moe_configs.FP8_BLOCKWISE_INTERPRETER
     if b is None or not has_tma(a) or not tma_operands(a, b):
         return _moe_configs.FP8_BLOCKWISE_DEFAULT
-    tracing = type(a) is not torch.Tensor or torch.compiler.is_compiling()
-    if tracing or capability(a.get_device())[0] != 9:
+    if torch.compiler.is_compiling() or is_fake(a) or capability(a.get_device())[0] != 9:
         return _moe_configs.FP8_BLOCKWISE_TMA_DEFAULT
     return _moe_configs.fp8_blockwise_gluon_config(a.shape[0], b.shape[0], num_sms(a.get_device()))
 
@@ -244,7 +244,7 @@ def tma_operands(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether tensor descriptors can describe ``a`` (M, K) and ``b`` (N, K) K-major: unit
     strides along K, the other strides multiples of 16 bytes (``K`` a multiple of 16 for
     contiguous operands), 16-byte aligned bases."""
-    return tma_ready(a) and tma_ready(b)
+    return describable(a) and describable(b)
 
 
 def _check_scale(name: str, scale, shape: tuple[int, int], device: torch.device) -> None:
@@ -419,9 +419,11 @@ __all__ = [
     "ACTIVATION_BLOCK",
     "FP8_BLOCKWISE_DTYPE",
     "WEIGHT_BLOCK",
+    "BlockwiseConfig",
     "check_fp8_blockwise_operands",
     "fp8_blockwise_config",
     "matmul_fp8_blockwise",
     "matmul_fp8_blockwise_launches",
     "quantize_fp8_blockwise",
+    "tma_operands",
 ]

@@ -45,6 +45,7 @@ import functools
 import json
 import math
 import os
+import subprocess
 import sys
 import time
 import traceback
@@ -221,7 +222,7 @@ def run_launches(out_and_launches):
 def grouped_variants() -> dict:
     """The grouped matmul's kernels the probe checks and times beside its default:
     ``{name: config}`` (the interpreter's small tiles on the CPU)."""
-    from gpuperf.kernels import _moe_configs as configs
+    from gpuperf.kernels import configs
 
     if DEVICE == "cpu":
         return {"pointer": configs.GROUPED_MATMUL_INTERPRETER, "tma": configs.GROUPED_MATMUL_TMA_INTERPRETER}
@@ -349,8 +350,7 @@ def fp8_operands(m: int, n: int, k: int):
 def fp8_variants() -> dict:
     """The block-scaled kernels the probe checks and times beside the op's default:
     ``{name: config}`` (the interpreter's small tiles on the CPU)."""
-    from gpuperf.kernels import PersistentConfig
-    from gpuperf.kernels import _moe_configs as configs
+    from gpuperf.kernels import PersistentConfig, configs
 
     if DEVICE == "cpu":
         tma = PersistentConfig(16, 32, configs.FP8_SCALE_BLOCK, group_m=2, num_warps=4, num_stages=1)
@@ -367,8 +367,7 @@ def _fp8_shape(m: int, n: int, k: int) -> dict:
 
     x, w, a, b, scale_a, scale_b = fp8_operands(m, n, k)
     row = {"M": m, "N": n, "K": k, "default": config_label(fp8_blockwise_config(a, b))}
-    outputs = {"gpuperf_blockwise": matmul_fp8_blockwise(a, b, scale_a, scale_b)}
-    providers = {"gpuperf_blockwise": lambda: matmul_fp8_blockwise(a, b, scale_a, scale_b)}
+    outputs, providers = {}, {}
     for variant, config in fp8_variants().items():
         key = f"gpuperf_blockwise_{variant}"
         try:
@@ -378,6 +377,10 @@ def _fp8_shape(m: int, n: int, k: int) -> dict:
             )
         except Exception as err:  # recorded: the other kernels still run
             row[key] = {"error": f"{type(err).__name__}: {err}"[:400]}
+    # The default (the Gluon kernel on Hopper) after the others: a kernel that faulted the GPU
+    # would take every later launch of this process with it.
+    outputs["gpuperf_blockwise"] = matmul_fp8_blockwise(a, b, scale_a, scale_b)
+    providers["gpuperf_blockwise"] = lambda: matmul_fp8_blockwise(a, b, scale_a, scale_b)
     if m == FP8_TOKENS[0]:
         ref = matmul_fp8_blockwise_ref(a, b, scale_a, scale_b)
         for key, out in outputs.items():
@@ -429,11 +432,83 @@ def _fp8_shape(m: int, n: int, k: int) -> dict:
     return row
 
 
+#: Shapes (M, N, K) of the Gluon smoke test: partial tiles, a partial step, odd and even steps.
+GLUON_SMOKE_SHAPES = ((256, 384, 512), (100, 200, 464), (130, 64, 128))
+
+
+def gluon_smoke() -> int:
+    """Each Gluon config once at small shapes against float64 (the ``--gluon-smoke`` process):
+    0 if all match, 1 if one does not (printed)."""
+    import torch
+
+    from gpuperf.kernels import configs
+    from gpuperf.kernels.matmul_fp8_blockwise import matmul_fp8_blockwise_launches
+    from gpuperf.reference import matmul_fp8_blockwise_ref
+
+    failed = 0
+    for m, n, k in GLUON_SMOKE_SHAPES:
+        _, _, a, b, scale_a, scale_b = fp8_operands(m, n, k)
+        ref = matmul_fp8_blockwise_ref(a, b, scale_a, scale_b)
+        for config in configs.FP8_BLOCKWISE_GLUON_CANDIDATES:
+            out = run_launches(matmul_fp8_blockwise_launches(a, b, scale_a, scale_b, config))
+            torch.cuda.synchronize()
+            error = ((out.double() - ref).norm() / ref.norm()).item()
+            ok = error < 1e-2
+            failed += not ok
+            print(f"gluon smoke {m}x{n}x{k} {config_label(config)}: relative error {error:.2e}", flush=True)
+    return 1 if failed else 0
+
+
+def _without_gluon() -> None:
+    """Make the op's default the Triton TMA kernel wherever it would be the Gluon one."""
+    import importlib
+
+    from gpuperf.kernels import configs
+    from gpuperf.kernels.gluon.matmul_fp8 import GluonFP8Config
+
+    # (The module: gpuperf.kernels.matmul_fp8_blockwise, the package's attribute, is the op.)
+    module = importlib.import_module("gpuperf.kernels.matmul_fp8_blockwise")
+    chosen = module.fp8_blockwise_config
+
+    def without(a, b=None):
+        config = chosen(a, b)
+        return configs.FP8_BLOCKWISE_TMA_DEFAULT if isinstance(config, GluonFP8Config) else config
+
+    module.fp8_blockwise_config = without
+
+
+def gluon_runs(probe: Probe) -> bool:
+    """Whether the Gluon kernels ran right in a process of their own (``--gluon-smoke``, at most
+    two minutes): a kernel that hangs or faults the GPU there costs this run nothing. If not,
+    the op's default here becomes the Triton TMA kernel and the sweeps leave Gluon out; the
+    reason is recorded as ``gluon_smoke``."""
+    if "gluon_smoke" not in probe.result:
+        try:
+            done = subprocess.run(
+                [sys.executable, str(Path(__file__).resolve()), "--gluon-smoke"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            status = "ok" if done.returncode == 0 else (done.stdout + done.stderr)[-2000:]
+            probe.result["gluon_smoke_log"] = done.stdout[-3000:]
+        except subprocess.TimeoutExpired:
+            status = "timed out after 120 s"
+        probe.result["gluon_smoke"] = status
+        print("gluon smoke:", status, flush=True)
+        if status != "ok":
+            _without_gluon()
+        probe.save()
+    return probe.result["gluon_smoke"] == "ok"
+
+
 def check_and_time_fp8(probe: Probe) -> None:
     """``matmul_fp8_blockwise``'s kernels against float64, and beside the vendors' block-scaled
     paths and the per-tensor promoted kernels."""
     import torch
 
+    if DEVICE == "cuda":
+        gluon_runs(probe)
     for n, k in FP8_SHAPES:
         for m in FP8_TOKENS:
             if probe.over_budget(f"fp8 {m}x{n}x{k}"):
@@ -459,8 +534,7 @@ def sweep_configs(probe: Probe, kind: str) -> list:
     """The configs a sweep of ``kind`` (``"grouped"`` or ``"fp8"``) times: those given on the
     command line; else on the CPU the interpreter's (one of each kernel that runs there);
     else the TMA and Gluon candidates and the computed-pointer kernel's reference config."""
-    from gpuperf.kernels import MatmulConfig
-    from gpuperf.kernels import _moe_configs as configs
+    from gpuperf.kernels import MatmulConfig, configs
 
     given = probe.grouped_configs if kind == "grouped" else probe.fp8_configs
     if given is not None:
@@ -521,7 +595,10 @@ def _sweep_grouped(probe: Probe, name, experts, top_k, d, ffn) -> None:
 def _sweep_fp8(probe: Probe, m: int, n: int, k: int) -> None:
     import torch
 
+    from gpuperf.kernels.gluon.matmul_fp8 import GluonFP8Config
     from gpuperf.kernels.matmul_fp8_blockwise import matmul_fp8_blockwise_launches
+
+    gluon = DEVICE == "cuda" and gluon_runs(probe)
 
     _, _, a, b, scale_a, scale_b = fp8_operands(m, n, k)
     reference = None
@@ -533,6 +610,8 @@ def _sweep_fp8(probe: Probe, m: int, n: int, k: int) -> None:
             reference = None
     for config in sweep_configs(probe, "fp8"):
         label = config_label(config)
+        if isinstance(config, GluonFP8Config) and not gluon:
+            continue
         if probe.over_budget(f"sweep fp8 {m}x{n}x{k} {label}"):
             return
         row = {"kernel": "matmul_fp8_blockwise", "shape": [m, n, k], "config": label}
@@ -593,7 +672,10 @@ def main(argv=None) -> int:
         "--grouped-configs", default=None, help="configs of sweep-grouped, ';'-separated labels"
     )
     parser.add_argument("--fp8-configs", default=None, help="configs of sweep-fp8, ';'-separated labels")
+    parser.add_argument("--gluon-smoke", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.gluon_smoke:
+        return gluon_smoke()
     only = [step.strip() for step in args.only.split(",") if step.strip()]
     unknown = sorted(set(only) - set(STEPS))
     if unknown:

@@ -313,11 +313,11 @@ def test_launches_refuse_a_config_that_is_not_one():
 
 def tma_config():
     """The TMA kernel's config here: the interpreter's small tile, or the default on a GPU."""
-    from gpuperf.kernels import _moe_configs
+    from gpuperf.kernels import configs
 
     if DEVICE == "cpu":
-        return _moe_configs.GROUPED_MATMUL_TMA_INTERPRETER
-    return _moe_configs.GROUPED_MATMUL_TMA_DEFAULT
+        return configs.GROUPED_MATMUL_TMA_INTERPRETER
+    return configs.GROUPED_MATMUL_TMA_DEFAULT
 
 
 def run_tma(a, b, offs, config=None):
@@ -351,7 +351,7 @@ def test_tma_kernel_any_grouping_of_many_experts(sizes, n):
 
 
 def test_tma_operands_says_what_a_descriptor_can_describe():
-    from gpuperf.kernels import _moe_configs
+    from gpuperf.kernels import configs
     from gpuperf.kernels.grouped_matmul import tma_operands
 
     a = randn((30, 48), torch.bfloat16, 1)
@@ -362,7 +362,7 @@ def test_tma_operands_says_what_a_descriptor_can_describe():
     b = _b(3, 48, 40, torch.bfloat16, "row", 2)
     assert tma_operands(_a(30, 48, torch.bfloat16, "col", 1), b) is None
     assert tma_operands(_a(30, 48, torch.bfloat16, "offset", 1), b) is None
-    many = _moe_configs.GROUPED_TMA_MAX_EXPERTS + 1
+    many = configs.GROUPED_TMA_MAX_EXPERTS + 1
     assert tma_operands(a, torch.empty((many, 48, 8), dtype=torch.bfloat16, device=DEVICE)) is None
 
 

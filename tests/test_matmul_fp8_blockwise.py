@@ -322,11 +322,11 @@ TMA_SHAPES = [(33, 40, 208), (20, 130, 256), (37, 200, 464), (1, 16, 128)]
 
 def tma_config():
     """The Triton TMA kernel's config here: a small tile in the interpreter, else the default."""
-    from gpuperf.kernels import PersistentConfig, _moe_configs
+    from gpuperf.kernels import PersistentConfig, configs
 
     if DEVICE == "cpu":
         return PersistentConfig(16, 32, 128, group_m=2, num_warps=4, num_stages=1)
-    return _moe_configs.FP8_BLOCKWISE_TMA_DEFAULT
+    return configs.FP8_BLOCKWISE_TMA_DEFAULT
 
 
 def run(a, b, scale_a, scale_b, config):
@@ -388,7 +388,7 @@ def test_gluon_config_needs_hopper_without_the_interpreter():
 
 
 def test_the_gluon_tile_gives_every_sm_work_where_it_can():
-    from gpuperf.kernels._moe_configs import FP8_BLOCKWISE_GLUON_BY_SIZE, fp8_blockwise_gluon_config
+    from gpuperf.kernels.configs import FP8_BLOCKWISE_GLUON_BY_SIZE, fp8_blockwise_gluon_config
 
     largest, middle, smallest = FP8_BLOCKWISE_GLUON_BY_SIZE
     assert fp8_blockwise_gluon_config(4096, 2112, 132) == largest  # 32 x 17 tiles of 128 x 128

@@ -105,3 +105,34 @@ def test_main_needs_a_gpu_or_writes_its_json(probe_module, tmp_path):
     else:
         assert status == 0
         assert "provenance" in json.loads((tmp_path / "moe_gpu_check.json").read_text())
+
+
+def test_a_gluon_smoke_failure_leaves_gluon_out(probe_module, monkeypatch):
+    # The Gluon kernels first run in a process of their own; if that fails (or hangs), the
+    # op's default becomes the Triton TMA kernel for the run and the reason is recorded.
+    import importlib
+    import subprocess
+    import types
+
+    from gpuperf.kernels import configs
+    from gpuperf.kernels.gluon import GluonFP8Config
+
+    matmul_fp8_blockwise = importlib.import_module("gpuperf.kernels.matmul_fp8_blockwise")
+
+    failed = types.SimpleNamespace(
+        returncode=1, stdout="gluon smoke ...: relative error 1.0e+00\n", stderr=""
+    )
+    monkeypatch.setattr(subprocess, "run", lambda *args, **kwargs: failed)
+    gluon = GluonFP8Config(128, 128, 128, num_stages=5)
+    monkeypatch.setattr(matmul_fp8_blockwise, "fp8_blockwise_config", lambda a, b=None: gluon)
+    probe = probe_module.Probe(budget_s=600)
+    assert probe_module.gluon_runs(probe) is False
+    assert "relative error" in probe.result["gluon_smoke"]
+    assert matmul_fp8_blockwise.fp8_blockwise_config(None, None) == configs.FP8_BLOCKWISE_TMA_DEFAULT
+
+    def hangs(*args, **kwargs):
+        raise subprocess.TimeoutExpired("moe_gpu_check.py --gluon-smoke", 120)
+
+    monkeypatch.setattr(subprocess, "run", hangs)
+    probe = probe_module.Probe(budget_s=600)
+    assert probe_module.gluon_runs(probe) is False and probe.result["gluon_smoke"] == "timed out after 120 s"

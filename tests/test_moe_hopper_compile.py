@@ -23,7 +23,7 @@ _COMPILE = r"""
 import json, torch
 from gpuperf.kernels import _validation
 _validation.check_kernel_device = lambda name, t: None
-from gpuperf.kernels import _moe_configs as configs
+from gpuperf.kernels import configs
 from gpuperf.kernels.gluon.offline import hopper_target
 from gpuperf.kernels.grouped_matmul import grouped_matmul_launches
 from gpuperf.kernels.matmul_fp8_blockwise import matmul_fp8_blockwise_launches

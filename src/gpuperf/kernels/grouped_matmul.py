@@ -54,7 +54,6 @@ from gpuperf.kernels._persistent_configs import PersistentConfig
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors, dtype_names
 from gpuperf.kernels.device import has_tma, num_sms, require_tma
 from gpuperf.kernels.launch import Launch, Launches, op
-from gpuperf.kernels.swiglu import _ensure_allocator
 from gpuperf.kernels.tiles import tile_coords
 from gpuperf.kernels.tma import tma_ready
 
@@ -235,6 +234,19 @@ def grouped_matmul_config(a: torch.Tensor, b: torch.Tensor | None = None) -> Gro
     return _moe_configs.GROUPED_MATMUL_DEFAULT
 
 
+def ensure_allocator() -> None:
+    """Give Triton an allocator for the scratch memory of descriptors a kernel makes on the
+    device (``tl.make_tensor_descriptor``), from PyTorch's caching allocator, unless one is set."""
+    from triton.runtime import _allocation
+
+    if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
+        triton.set_allocator(_scratch)
+
+
+def _scratch(size: int, alignment: int, stream) -> torch.Tensor:
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
 def describable(t: torch.Tensor) -> bool:
     """:func:`~gpuperf.kernels.tma.tma_ready` of ``t``, also while ``torch.compile`` traces
     with fake tensors, which have no address: their alignment is read from the storage
@@ -370,7 +382,7 @@ def grouped_matmul_launches(
                 f"b of strides {b.stride()} ({num_experts} experts)"
             )
         if a.is_cuda:
-            _ensure_allocator()  # (the descriptors the kernel makes live in scratch memory)
+            ensure_allocator()  # (the descriptors the kernel makes live in scratch memory)
         args = (a, b, offs_read, c, m_total, n, k, num_experts, a.stride(0), *b.stride(), c.stride(0))
         constexprs += (triton.next_power_of_2(num_experts), layout == "col", config.warp_specialize)
         launch = Launch(
@@ -435,6 +447,7 @@ __all__ = [
     "check_grouped_operands",
     "check_offsets",
     "describable",
+    "ensure_allocator",
     "grid_size",
     "grouped_matmul",
     "grouped_matmul_config",

@@ -40,9 +40,8 @@ from gpuperf.kernels._persistent_configs import PersistentConfig
 from gpuperf.kernels._validation import FLOAT_DTYPES, check_tensor, check_tensors, dtype_names
 from gpuperf.kernels.device import capability, has_tma, num_sms, require_gluon_hopper, require_tma
 from gpuperf.kernels.gluon.matmul_fp8 import GluonFP8Config
-from gpuperf.kernels.grouped_matmul import describable
+from gpuperf.kernels.grouped_matmul import describable, ensure_allocator
 from gpuperf.kernels.launch import Launch, Launches, op
-from gpuperf.kernels.swiglu import _ensure_allocator
 from gpuperf.kernels.tiles import tile_coords
 
 #: A config of :func:`matmul_fp8_blockwise_launches`, which also names the kernel: a
@@ -355,11 +354,13 @@ def _descriptor_launch(c, a, b, scale_a, scale_b, config: GluonFP8Config | Persi
             f"aligned bases; got a of strides {a.stride()}, b of strides {b.stride()}"
         )
     if a.is_cuda:
-        _ensure_allocator()  # (the descriptors the kernel makes live in scratch memory)
+        ensure_allocator()  # (the descriptors the kernel makes live in scratch memory)
     sms = num_sms(a.get_device())
     if gluon:
-        grid, args, constexprs = gluon_blockwise.launch_arguments(c, a, b, scale_a, scale_b, config, sms)
-        return Launch(gluon_blockwise._fp8_blockwise_kernel, grid, args, constexprs, config.num_warps, 1)
+        kernel, grid, args, constexprs = gluon_blockwise.launch_arguments(
+            c, a, b, scale_a, scale_b, config, sms
+        )
+        return Launch(kernel, grid, args, constexprs, config.num_warps, 1)
     (m, k), n = a.shape, b.shape[0]
     programs = min(sms, cdiv(m, config.block_m) * cdiv(n, config.block_n))
     args = (

@@ -36,6 +36,7 @@ Triton's Gluon tutorials (TMA, mbarrier, wgmma).
 
 from __future__ import annotations
 
+import torch
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -43,19 +44,99 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared,
     mbarrier,
     tma,
+    warpgroup_mma,
     warpgroup_mma_init,
     warpgroup_mma_wait,
 )
 
-from gpuperf.kernels.gluon.matmul_fp8 import (
-    _GL_DTYPES,
-    GluonFP8Config,
-    _issue,
-    _load,
-    _refill,
-    _store,
-    _tile_offsets,
-)
+from gpuperf.kernels.gluon.matmul_fp8 import GluonFP8Config
+
+#: Gluon's dtype of each operand and output dtype the kernel takes.
+_GL_DTYPES = {torch.float8_e4m3fn: gl.float8e4nv, torch.bfloat16: gl.bfloat16}
+
+
+# The pipeline, as the per-tensor kernel's (gpuperf.kernels.gluon.matmul_fp8) runs it, its
+# state passed as tuples: ``ring = (a_desc, b_desc, a_ring, b_ring, ready)``, the operands'
+# descriptors, the shared-memory slots and their barriers; ``shape = (M, N, k_steps,
+# steps)``, with ``steps`` this program's steps along K over all its tiles; ``tile = (first,
+# off_m, off_n, next_m, next_n)``, the tile's first step and where this tile and the
+# program's next one start.
+
+
+@gluon.jit
+def _issue(ring, registers, step, NUM_STAGES: gl.constexpr):
+    """Wait for ``step``'s operands, then start its MMA from zero (``use_acc=False``) into
+    ``registers`` (a finished partial's, reused); returns the pending MMA."""
+    _a_desc, _b_desc, a_ring, b_ring, ready = ring
+    slot = step % NUM_STAGES
+    mbarrier.wait(ready.index(slot), (step // NUM_STAGES) & 1)
+    return warpgroup_mma(
+        a_ring.index(slot), b_ring.index(slot).permute((1, 0)), registers, use_acc=False, is_async=True
+    )
+
+
+@gluon.jit
+def _tile_offsets(tile, M, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, GROUP_M: gl.constexpr):
+    """The first row and column of output tile number ``tile``, in grouped order: GROUP_M rows
+    of tiles, column by column, so that tiles computed together share operand tiles in L2."""
+    in_group = GROUP_M * gl.cdiv(N, BLOCK_N)
+    first_m = (tile // in_group) * GROUP_M
+    group_rows = gl.minimum(gl.cdiv(M, BLOCK_M) - first_m, GROUP_M)
+    off_m = (first_m + (tile % in_group) % group_rows) * BLOCK_M
+    off_n = ((tile % in_group) // group_rows) * BLOCK_N
+    return off_m, off_n
+
+
+@gluon.jit
+def _load_at(ring, step, off_m, off_n, k, pred, NUM_STAGES: gl.constexpr):
+    """Start the TMA copies of the operand tiles at row ``off_m``, column ``off_n`` and depth
+    ``k`` into ``step``'s slot; the slot's barrier completes when all their bytes have landed."""
+    a_desc, b_desc, a_ring, b_ring, ready = ring
+    slot = step % NUM_STAGES
+    mbarrier.expect(ready.index(slot), a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred)
+    tma.async_copy_global_to_shared(a_desc, [off_m, k], ready.index(slot), a_ring.index(slot), pred=pred)
+    tma.async_copy_global_to_shared(b_desc, [off_n, k], ready.index(slot), b_ring.index(slot), pred=pred)
+
+
+@gluon.jit
+def _load(ring, step, shape, NUM_STAGES: gl.constexpr, GROUP_M: gl.constexpr):
+    """Load the operands of this program's ``step`` (if it has that many), finding its tile by
+    division: the prologue's loads (the loop refills through :func:`_refill`, which knows its
+    tile: the divisions cost more issue slots than the loop can spare)."""
+    a_desc, _b_desc, a_ring, b_ring, _ready = ring
+    M, N, k_steps, steps = shape
+    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+    tile = gl.program_id(0) + (step // k_steps) * gl.num_programs(0)
+    off_m, off_n = _tile_offsets(tile, M, N, a_ring.shape[1], b_ring.shape[1], GROUP_M)
+    _load_at(ring, step, off_m, off_n, (step % k_steps) * BLOCK_K, step < steps, NUM_STAGES)
+
+
+@gluon.jit
+def _refill(ring, step, tile, shape, NUM_STAGES: gl.constexpr):
+    """Once the MMA before ``step``'s has finished, its slot is free: load the operands of step
+    ``step + NUM_STAGES - 1`` into it. That step lies in this tile or the next one (the launch
+    keeps ``NUM_STAGES - 1`` at most a tile's steps), chosen by arithmetic rather than a
+    branch (a branch here made ptxas serialize the wgmma instructions)."""
+    a_desc, _b_desc, _a_ring, _b_ring, _ready = ring
+    _M, _N, k_steps, steps = shape
+    first, off_m, off_n, next_m, next_n = tile
+    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+    ahead = step + NUM_STAGES - 1
+    depth = ahead - first
+    later = (depth >= k_steps).to(gl.int32)  # 1: the step is the next tile's
+    off_m = off_m + (next_m - off_m) * later
+    off_n = off_n + (next_n - off_n) * later
+    _load_at(ring, ahead, off_m, off_n, (depth - k_steps * later) * BLOCK_K, ahead < steps, NUM_STAGES)
+
+
+@gluon.jit
+def _store(acc, c_ptr, off_m, off_n, M, N, stride_cm):
+    """One rounding and a masked store straight from the registers: for an output whose rows
+    no tensor descriptor can describe (not a multiple of 16 bytes)."""
+    rows = off_m + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, acc.type.layout))
+    cols = off_n + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, acc.type.layout))
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    gl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
 @gluon.jit
@@ -211,7 +292,7 @@ def check_config(config: GluonFP8Config) -> None:
 
 
 def launch_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config, num_programs: int) -> tuple:
-    """``(grid, args, constexprs)`` of one launch of :func:`_fp8_blockwise_kernel` on checked
+    """``(kernel, grid, args, constexprs)`` of one launch of the kernel on checked
     operands: ``a`` (M, K) and ``b`` (N, K) with unit strides along K and the other strides
     multiples of 16 bytes (what a descriptor needs), ``c`` (M, N) contiguous bfloat16.
     ``num_programs``: the SMs of the device (the grid is at most one program per tile)."""
@@ -233,7 +314,7 @@ def launch_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config, num_prog
         max(2, min(config.num_stages, triton.cdiv(k, bk) + 1)),
         config.group_m, config.schedule == "pingpong", tma_store,
     )  # fmt: skip
-    return (min(tiles, num_programs),), args, constexprs
+    return _fp8_blockwise_kernel, (min(tiles, num_programs),), args, constexprs
 
 
 __all__ = ["check_config", "launch_arguments"]

@@ -21,17 +21,25 @@ fill the GPU, and the host pays a launch per expert. Here one launch does them a
   grid size needs no offsets either: it is bounded by the tiles there can be,
   ``(ceil(M_total / BLOCK_M) + E) * ceil(N / BLOCK_N)``.
 
-The kernel loads its tiles through computed pointers with masks: it runs on any GPU with
-tensor cores and in Triton's interpreter, and takes ``a`` and ``b`` with any strides.
+Two kernels run this schedule:
 
-**Where a TMA variant goes (Hopper).** A second kernel beside :func:`_grouped_matmul_kernel`,
-chosen in :func:`grouped_matmul_launches` on a GPU with TMA
-(:func:`~gpuperf.kernels.device.has_tma`): the same schedule, with ``b[e]``'s tiles loaded
-through a descriptor over the ``(E * K, N)`` weights (rows ``e * K + k``, which never cross
-into the next expert since the loop stops at ``K``), ``a``'s through one over ``a`` (a tile
-that runs past the group's end reads the next expert's rows, harmless since those output
-rows are not stored), and the output stored with a mask (a TMA store would write the next
-expert's rows). Whether it beats the pointer kernel is a measurement.
+* **Computed pointers** (:func:`_grouped_matmul_kernel`): tiles loaded through pointers
+  with masks; runs on any GPU with tensor cores and in Triton's interpreter, and takes
+  ``a`` and ``b`` with any strides. Each program walks the offsets expert by expert, a tile
+  loop nested in an expert loop.
+* **TMA** (:func:`_grouped_matmul_tma_kernel`, Hopper, where tensor descriptors can describe
+  the operands: :func:`tma_operands`). The tiles arrive through descriptors the kernel makes
+  on the device: one over ``a`` (a tile that runs past its expert's last row reads the next
+  expert's rows, harmless since those output rows are not stored) and one over the weights
+  as a 3-D ``(E, K, N)`` tensor (or ``(E, N, K)``, for weights stored as ``nn.Linear``
+  keeps them), whose boxes never cross into the next expert. The schedule is one flat loop
+  over the tiles of all experts: each program loads the offsets once as a vector of
+  ``E`` lanes (the next power of two), and the expert that owns a tile is found by
+  reductions over those lanes (the experts whose tiles end at or before it come first), no
+  loop and no branch. Triton's pipeliner then flattens the loop over tiles with the K loop,
+  so the next tile's first loads run under this tile's last products and its store (a loop
+  per expert around the tile loop keeps it from doing so). The output is stored with a
+  mask (a TMA store of a tile would write the next expert's rows).
 
 Semantics: ``torch.nn.functional.grouped_mm(a, b, offs=offs)`` for a 2-D ``a`` and a 3-D
 ``b``. Source of the persistent grouped schedule: Triton's grouped GEMM tutorial
@@ -437,7 +445,10 @@ def grouped_matmul(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> tupl
     No autograd yet.
 
     Algorithm: a persistent grouped GEMM whose tile schedule each program computes from
-    ``offs`` on the device (see the module's text); FLOPs ``2 * offs[E-1] * N * K``.
+    ``offs`` on the device (see the module's text), loading through TMA on Hopper where the
+    layouts allow (:func:`tma_operands`: row-major ``a``, and ``b`` row-major or the
+    transposed view of ``(E, N, K)`` weights), else through computed pointers; FLOPs
+    ``2 * offs[E-1] * N * K``.
     """
     return grouped_matmul_launches(a, b, offs)
 

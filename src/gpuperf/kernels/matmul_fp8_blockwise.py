@@ -14,9 +14,17 @@ tensor cores' FP8 accumulator of about 14 significant bits: partial sums are pro
 float32 every 128 products (their "increasing accumulation precision").
 
 :func:`quantize_fp8_blockwise` makes these operands from float32/bf16/fp16;
-:func:`matmul_fp8_blockwise` multiplies them with a Triton kernel (computed pointers with
-masks: any GPU with FP8 tensor cores, compute capability 8.9 or newer, and Triton's
-interpreter).
+:func:`matmul_fp8_blockwise` multiplies them with one of three kernels:
+
+* on Hopper, where tensor descriptors can describe ``a`` and ``b`` (K-major, rows of a
+  multiple of 16 bytes), a Gluon kernel (:mod:`gpuperf.kernels.gluon.matmul_fp8_blockwise`):
+  persistent, TMA loads, and each step's partial product scaled and added while the next
+  step's ``wgmma`` runs, as DeepGEMM does;
+* while ``torch.compile`` traces the op (Inductor launches Triton kernels, not Gluon ones),
+  and on newer GPUs with TMA: a persistent Triton kernel with TMA loads, which waits for
+  each step's product before scaling it;
+* elsewhere (Ada, other layouts, Triton's interpreter): a Triton kernel with computed
+  pointers and masks, any strides.
 
 Sources: DeepSeek-AI, "DeepSeek-V3 Technical Report" (arXiv:2412.19437), section 3.3.2
 (fine-grained quantization, accumulation precision); the reference implementation's
@@ -410,8 +418,10 @@ def matmul_fp8_blockwise(
 
     Also registered as ``torch.ops.gpuperf.matmul_fp8_blockwise`` (``torch.library.triton_op``).
 
-    Algorithm: tiled matmul in grouped tile order, one 128-deep step per scale block; FLOPs
-    ``2 * M * N * K``. Source: DeepSeek-V3 Technical Report (arXiv:2412.19437), 3.3.2.
+    Algorithm: tiled matmul in grouped tile order, one 128-deep step per scale block (on
+    Hopper a persistent Gluon kernel that scales each step's partial product while the
+    next one runs on the tensor cores: see the module's text); FLOPs ``2 * M * N * K``.
+    Source: DeepSeek-V3 Technical Report (arXiv:2412.19437), 3.3.2.
     """
     return matmul_fp8_blockwise_launches(a, b, scale_a, scale_b)
 

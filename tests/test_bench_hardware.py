@@ -2,11 +2,15 @@
 and which matmul size sets a ceiling (the timing itself needs a GPU; here the timed calls
 are replaced)."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
 from gpuperf._runtime import is_interpreter
-from gpuperf.bench import hardware
+from gpuperf.bench import hardware, read_stream
 
 
 def test_every_ceiling_is_measured_by_default_the_stream_bandwidth_included(monkeypatch):
@@ -46,9 +50,9 @@ def test_the_stream_bandwidth_is_the_fastest_stream_of_equal_traffic_and_names_e
 def test_the_read_stream_reads_every_byte_of_its_chunks():
     # Float32 storage whose halves are finite bfloat16 values (random float32 bits read as
     # bfloat16 can be NaN).
-    x = torch.randn(6 * hardware._READ_CHUNK, dtype=torch.bfloat16).view(torch.float32)
+    x = torch.randn(6 * read_stream.CHUNK, dtype=torch.bfloat16).view(torch.float32)
     # The kernel's one output per chunk is the sum of the chunk's bytes read as bfloat16.
-    read, out = hardware._chunked_read(x)
+    read, out = read_stream.chunked_read(x)
     read()
     expected = x.view(torch.bfloat16).float().view(3, -1).sum(1)
     torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-2)
@@ -78,3 +82,14 @@ def test_each_fp8_ceiling_names_its_accumulation_and_every_matmul_ceiling_its_ca
     compute = {key for key, (_, unit) in hardware.CEILINGS.items() if unit == "TFLOP/s"}
     assert compute == set(hardware.MATMUL_CALLS)
     assert set(hardware.FP8_ACCUMULATION) <= compute
+
+
+def test_importing_the_ceilings_leaves_triton_unimported():
+    # The pages import gpuperf.bench.hardware before gpuperf turns Triton's interpreter on
+    # (where no GPU is present); a Triton imported first would run the kernels' language
+    # functions outside the interpreter ("Cannot call @triton.jit'd outside of the scope
+    # of a kernel").
+    code = "import sys, gpuperf.bench.hardware; print('triton' in sys.modules)"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "False", out.stdout + out.stderr

@@ -10,9 +10,6 @@ run measures them all into ``hardware.json``, which the roofline reads.
 
 from __future__ import annotations
 
-import triton
-import triton.language as tl
-
 from gpuperf.bench import metrics
 from gpuperf.bench.timing import time_ms
 
@@ -84,7 +81,7 @@ def measure_copy_gbps() -> dict:
 
 
 #: The streams timed for the bandwidth roof (:func:`measure_stream_gbps`): name -> reads per write
-#: (None: reads alone). ``read`` is a kernel of this module (:func:`_chunked_read_kernel`), the
+#: (None: reads alone). ``read`` is a Triton kernel (:mod:`gpuperf.bench.read_stream`), the
 #: others are PyTorch's calls.
 STREAMS = {"copy": 1, "add": 2, "addcmul": 3, "sum": None, "read": None}
 #: Bytes each stream of :data:`STREAMS` moves (read plus written): 4 GiB, so that every stream
@@ -120,51 +117,20 @@ def _stream_entry(name: str, moved: int) -> dict:
     (``stream``)."""
     import torch
 
+    from gpuperf.bench import read_stream  # (imports Triton: only where a stream is timed)
+
     reads = STREAMS[name]
     tensors = (reads or 0) + 1
-    numel = moved // (4 * tensors) // _READ_CHUNK * _READ_CHUNK
+    numel = moved // (4 * tensors) // read_stream.CHUNK * read_stream.CHUNK
     t = [torch.randn(numel, device="cuda") for _ in range(tensors)]
     calls = {
         "copy": lambda: t[1].copy_(t[0]),
         "add": lambda: torch.add(t[0], t[1], out=t[2]),
         "addcmul": lambda: torch.addcmul(t[0], t[1], t[2], out=t[3]),
         "sum": lambda: t[0].sum(),
-        "read": _chunked_read(t[0])[0] if name == "read" else None,
+        "read": read_stream.chunked_read(t[0])[0] if name == "read" else None,
     }
     return _entry(numel * 4 * tensors, time_ms(calls[name]), "GB/s") | {"stream": name}
-
-
-#: Float32 elements each program of the ``read`` stream reads: 128 KiB.
-_READ_CHUNK = 32768
-
-
-def _chunked_read(x):
-    """The ``read`` stream over ``x`` (float32, a multiple of :data:`_READ_CHUNK` elements):
-    ``(call, out)``, where ``call()`` launches one program per 128 KiB chunk, which reads it
-    as bfloat16 tiles of 64 x 128 (16 KiB), three loads in flight, and writes its float32 sum
-    into ``out`` (one per chunk)."""
-    import torch
-
-    kernel = _chunked_read_kernel
-    data = x.view(torch.bfloat16)
-    chunks = x.numel() // _READ_CHUNK
-    out = torch.empty(chunks, device=x.device)
-    rows = _READ_CHUNK * 2 // 128
-    grid = (chunks,)
-    return (lambda: kernel[grid](data, out, rows, D=128, BLOCK_ROWS=64, num_warps=4, num_stages=3)), out
-
-
-@triton.jit
-def _chunked_read_kernel(x_ptr, out_ptr, rows_per_chunk, D: tl.constexpr, BLOCK_ROWS: tl.constexpr):
-    """The ``read`` stream's kernel: program ``i`` reads rows ``[i * rows_per_chunk, (i + 1) *
-    rows_per_chunk)`` of ``x`` (rows of ``D`` elements), ``BLOCK_ROWS`` at a time, and writes
-    their float32 sum (so that the loads are not dropped)."""
-    base = x_ptr + tl.program_id(0).to(tl.int64) * rows_per_chunk * D
-    offsets = tl.arange(0, BLOCK_ROWS)[:, None] * D + tl.arange(0, D)[None, :]
-    acc = tl.zeros([BLOCK_ROWS, D], dtype=tl.float32)
-    for start in range(0, rows_per_chunk, BLOCK_ROWS):
-        acc += tl.load(base + start * D + offsets).to(tl.float32)
-    tl.store(out_ptr + tl.program_id(0), tl.sum(acc))
 
 
 def measure_matmul_tflops(key: str) -> dict | None:

@@ -1,9 +1,8 @@
 """Hardware ceilings, measured on the GPU at hand, and datasheet peaks for reference.
 
-A plot is read against what the chip can do: the copy bandwidth (and the stream
-bandwidth, the fastest of a few streaming ops: the roofline's memory roof) for
-memory-bound kernels and the matmul
-throughput of the vendor library, per dtype, for compute-bound ones. Each benchmark run
+A plot is read against what the chip can do: the stream bandwidth (the fastest of a few
+streams: the roofline's memory roof) for memory-bound kernels, the copy bandwidth for a
+copy, and the matmul throughput of the vendor library, per dtype, for compute-bound ones. Each benchmark run
 measures the ceilings its rows are read against (kept in its record); a ``--ceilings``
 run measures them all into ``hardware.json``, which the roofline reads.
 """
@@ -13,7 +12,8 @@ from __future__ import annotations
 from gpuperf.bench import metrics
 from gpuperf.bench.timing import time_ms
 
-#: Bytes of each tensor streamed to measure bandwidth: 1 GiB, twenty times the largest L2 (H100: 50 MiB).
+#: Bytes of each tensor of the copy that measures the copy bandwidth (:func:`measure_copy_gbps`):
+#: 1 GiB, twenty times the largest L2 (H100: 50 MiB). The streams use :data:`STREAM_BYTES`.
 COPY_BYTES = 2**30
 #: Square matmul sizes for the compute ceilings, each large enough to fill every SM; the
 #: ceiling is the best median among them. A sustained 8192³ can run at a lower clock than
@@ -105,7 +105,8 @@ def measure_stream_gbps() -> dict:
     memory, and so does how close each kernel comes to it. A copy alone sits below what a
     kernel that reads two or three bytes per byte written reaches, so a roof drawn at the
     copy is crossed by such kernels; the fastest of these streams is a rate the memory is
-    shown to reach, a roof for every mix.
+    shown to reach, a roof for every mix, though not a hard limit: a kernel can pass it by a
+    little.
     """
     entries = [_stream_entry(name, STREAM_BYTES) for name in STREAMS]
     best = max(entries, key=lambda e: e["value"])
@@ -196,7 +197,7 @@ def measure_ceilings(keys=tuple(CEILINGS)) -> dict:
     """Measure the ceilings named by ``keys`` (default: every key of :data:`CEILINGS`, about
     half a minute on an H100); return ``{key: {value, value_p20, value_p80, unit, ms}}``,
     the matmul ceilings with the ``shape`` (FP8: and the ``accumulation``) and the stream
-    bandwidth with the ``stream`` that gave them."""
+    bandwidth with the ``stream`` that set it and every stream's median (``streams``)."""
     out = {}
     for key in keys:
         if key == "copy_gbps":

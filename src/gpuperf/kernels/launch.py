@@ -940,6 +940,16 @@ def _named_call(
     return call, registered
 
 
+# Launch parameters ------------------------------------------------------------------------
+
+
+def fields_as_dict(params) -> dict:
+    """``{field: value}`` of a launch rule's answer (a ``NamedTuple``: ``SplitKLaunch``,
+    ``DecodeLaunch``), as the benchmarks record a launch: such a class takes it as its
+    ``as_dict`` method, the name the config dataclasses give theirs."""
+    return params._asdict()
+
+
 __all__ = [
     "BoundDescriptors",
     "Described",
@@ -948,6 +958,7 @@ __all__ = [
     "Launches",
     "Workspace",
     "call_source",
+    "fields_as_dict",
     "is_descriptor",
     "launcher",
     "layout_key",

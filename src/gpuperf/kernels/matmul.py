@@ -27,7 +27,7 @@ from gpuperf._runtime import gpu_slug
 from gpuperf.kernels import _configs
 from gpuperf.kernels._configs import MatmulConfig
 from gpuperf.kernels._grid import cdiv
-from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
+from gpuperf.kernels._validation import HALF_DTYPES, check_matmul_shapes, check_tensors
 from gpuperf.kernels.launch import Launch, Launches, op
 
 #: Epilogue activations, by name; the kernel takes the name as a constexpr.
@@ -194,14 +194,9 @@ def matmul(
         check_tensors(("a", "b"), (a, b), HALF_DTYPES)
     else:
         check_tensors(("a", "b", "bias"), (a, b, bias), HALF_DTYPES)
-    if a.dim() != 2 or b.dim() != 2:
-        raise ValueError(f"a and b must be 2-D, got a {tuple(a.shape)} and b {tuple(b.shape)}")
+    check_matmul_shapes(a, b)
     m, k = a.shape
-    k_b, n = b.shape
-    if k != k_b:
-        raise ValueError(
-            f"inner dimensions must match: a is {tuple(a.shape)} and b is {tuple(b.shape)} ({k} != {k_b})"
-        )
+    n = b.shape[1]
     if bias is not None and bias.shape != (n,):
         raise ValueError(f"bias must have shape ({n},) for N = {n}, got {tuple(bias.shape)}")
     if activation not in ACTIVATIONS:

@@ -30,10 +30,10 @@ import torch
 from gpuperf._runtime import check_kernel_device, is_interpreter
 from gpuperf.kernels import _persistent_configs
 from gpuperf.kernels._persistent_configs import PersistentConfig
-from gpuperf.kernels._validation import FLOAT_DTYPES, check_tensor, dtype_names
+from gpuperf.kernels._validation import FLOAT_DTYPES, check_matmul_shapes, check_tensor, dtype_names
 from gpuperf.kernels.device import capability, has_tma, require_tma, tuned_folder
 from gpuperf.kernels.launch import Launches, op
-from gpuperf.kernels.matmul_persistent import check_matmul_shapes, persistent_launch
+from gpuperf.kernels.matmul_persistent import persistent_launch
 from gpuperf.kernels.tma import check_tma_operands, tma_copy, tma_layout
 
 #: The FP8 formats, with the largest finite value of each.

@@ -35,7 +35,7 @@ import triton.language as tl
 from gpuperf.kernels import _persistent_configs
 from gpuperf.kernels._grid import cdiv
 from gpuperf.kernels._persistent_configs import PersistentConfig
-from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
+from gpuperf.kernels._validation import HALF_DTYPES, check_matmul_shapes, check_tensors
 from gpuperf.kernels.device import require_tma, tuned_folder
 from gpuperf.kernels.launch import Launch, Launches, op
 from gpuperf.kernels.tiles import persistent_programs, tile_coords
@@ -326,17 +326,6 @@ def matmul_persistent(
         chosen = persistent_config(a, b, "pointer")  # what a graph can launch, tuned
     c = a.new_empty((m, n))
     return c, (persistent_launch(c, a, b, chosen),)
-
-
-def check_matmul_shapes(a: torch.Tensor, b: torch.Tensor) -> None:
-    """``ValueError`` unless ``a`` and ``b`` are 2-D with matching inner dimensions."""
-    if a.dim() != 2 or b.dim() != 2:
-        raise ValueError(f"a and b must be 2-D, got a {tuple(a.shape)} and b {tuple(b.shape)}")
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(
-            f"inner dimensions must match: a is {tuple(a.shape)} and b is {tuple(b.shape)} "
-            f"({a.shape[1]} != {b.shape[0]})"
-        )
 
 
 __all__ = [

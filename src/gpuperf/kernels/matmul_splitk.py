@@ -40,9 +40,9 @@ import triton.language as tl
 
 from gpuperf._runtime import is_interpreter
 from gpuperf.kernels._grid import cdiv, next_power_of_2
-from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
+from gpuperf.kernels._validation import HALF_DTYPES, check_matmul_shapes, check_tensors
 from gpuperf.kernels.device import num_sms
-from gpuperf.kernels.launch import Launch, Launches, Workspace, op
+from gpuperf.kernels.launch import Launch, Launches, Workspace, fields_as_dict, op
 
 # Launch rules, as data, each with its reason. Measured on an H100 (scripts/llama_splitk_sweep.py,
 # bf16, M = 1 and 8, Llama-3-8B's QKV, output and down projections): of programs per SM
@@ -175,8 +175,7 @@ class SplitKLaunch(NamedTuple):
     num_warps: int
     num_stages: int
 
-    def as_dict(self) -> dict:
-        return self._asdict()
+    as_dict = fields_as_dict
 
 
 def _k_per_split(k: int, block_k: int, split_k: int) -> int:
@@ -237,13 +236,7 @@ def splitk_launch(m: int, n: int, k: int, device_index: int, split_k: int | None
 def _check(a, b, split_k) -> None:
     """Every check of :func:`matmul_splitk`'s arguments."""
     check_tensors(("a", "b"), (a, b), HALF_DTYPES)
-    if a.dim() != 2 or b.dim() != 2:
-        raise ValueError(f"a and b must be 2-D, got a {tuple(a.shape)} and b {tuple(b.shape)}")
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(
-            f"inner dimensions must match: a is {tuple(a.shape)} and b is {tuple(b.shape)} "
-            f"({a.shape[1]} != {b.shape[0]})"
-        )
+    check_matmul_shapes(a, b)
     if split_k is not None:
         if type(split_k) is not int:
             raise TypeError(f"split_k must be None or an int, got {type(split_k).__name__}")

@@ -105,14 +105,3 @@ def check_same_shape(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> N
     if any(t.shape != first for t in tensors[1:]):
         listed = ", ".join(f"{n} {tuple(t.shape)}" for n, t in zip(names, tensors, strict=True))
         raise ValueError(f"tensors must have the same shape, got {listed}")
-
-
-def check_matmul_shapes(a: torch.Tensor, b: torch.Tensor) -> None:
-    """``ValueError`` unless ``a`` and ``b`` are 2-D with matching inner dimensions (``a @ b``)."""
-    if a.dim() != 2 or b.dim() != 2:
-        raise ValueError(f"a and b must be 2-D, got a {tuple(a.shape)} and b {tuple(b.shape)}")
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(
-            f"inner dimensions must match: a is {tuple(a.shape)} and b is {tuple(b.shape)} "
-            f"({a.shape[1]} != {b.shape[0]})"
-        )

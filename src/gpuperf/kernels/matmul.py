@@ -27,7 +27,8 @@ from gpuperf._runtime import gpu_slug
 from gpuperf.kernels import _configs
 from gpuperf.kernels._configs import MatmulConfig
 from gpuperf.kernels._grid import cdiv
-from gpuperf.kernels._validation import HALF_DTYPES, check_matmul_shapes, check_tensors
+from gpuperf.kernels._matmul_checks import check_matmul_shapes
+from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 from gpuperf.kernels.launch import Launch, Launches, op
 
 #: Epilogue activations, by name; the kernel takes the name as a constexpr.

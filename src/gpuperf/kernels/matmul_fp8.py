@@ -29,8 +29,9 @@ import torch
 
 from gpuperf._runtime import check_kernel_device, is_interpreter
 from gpuperf.kernels import _persistent_configs
+from gpuperf.kernels._matmul_checks import check_matmul_shapes
 from gpuperf.kernels._persistent_configs import PersistentConfig
-from gpuperf.kernels._validation import FLOAT_DTYPES, check_matmul_shapes, check_tensor, dtype_names
+from gpuperf.kernels._validation import FLOAT_DTYPES, check_tensor, dtype_names
 from gpuperf.kernels.device import capability, has_tma, require_tma, tuned_folder
 from gpuperf.kernels.launch import Launches, op
 from gpuperf.kernels.matmul_persistent import persistent_launch

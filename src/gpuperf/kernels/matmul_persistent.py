@@ -34,8 +34,9 @@ import triton.language as tl
 
 from gpuperf.kernels import _persistent_configs
 from gpuperf.kernels._grid import cdiv
+from gpuperf.kernels._matmul_checks import check_matmul_shapes
 from gpuperf.kernels._persistent_configs import PersistentConfig
-from gpuperf.kernels._validation import HALF_DTYPES, check_matmul_shapes, check_tensors
+from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 from gpuperf.kernels.device import require_tma, tuned_folder
 from gpuperf.kernels.launch import Launch, Launches, op
 from gpuperf.kernels.tiles import persistent_programs, tile_coords

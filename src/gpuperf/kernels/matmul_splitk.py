@@ -40,7 +40,8 @@ import triton.language as tl
 
 from gpuperf._runtime import is_interpreter
 from gpuperf.kernels._grid import cdiv, next_power_of_2
-from gpuperf.kernels._validation import HALF_DTYPES, check_matmul_shapes, check_tensors
+from gpuperf.kernels._matmul_checks import check_matmul_shapes
+from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 from gpuperf.kernels.device import num_sms
 from gpuperf.kernels.launch import Launch, Launches, Workspace, fields_as_dict, op
 

@@ -632,10 +632,11 @@ MATMULS = {
     ),
     "matmul_splitk": (
         matmul_splitk,
-        lambda s: _floats(s, (3, 200), (200, 24), dtype=torch.float16),
+        # (K = 1024: four slices of 256 on a GPU too, through the workspace)
+        lambda s: _floats(s, (3, 1024), (1024, 24), dtype=torch.float16),
         {"split_k": 4},
         lambda a, b, **options: reference.matmul_ref(a, b),
-        200,
+        1024,
     ),
     "matmul_persistent": (
         matmul_persistent,

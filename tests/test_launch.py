@@ -1,6 +1,7 @@
 """The one launch path (gpuperf.kernels.launch): an op's function becomes the public op, its
 torch.library op and its plans; what a plan is made for, and when a call runs the function."""
 
+import dataclasses
 import inspect
 import re
 import typing
@@ -10,22 +11,40 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 import gpuperf.kernels.launch as launch_module
 from gpuperf import reference
 from gpuperf.kernels import (
+    MatmulConfig,
+    PersistentConfig,
     add_relu_mul,
     gelu,
+    matmul,
+    matmul_fp8,
+    matmul_persistent,
+    matmul_splitk,
     row_mean,
     scale_shift,
     softmax,
     strided_copy,
+    to_fp8,
     vector_add,
 )
 from gpuperf.kernels._launch import uncached
-from gpuperf.kernels.launch import Launch, Launches, call_source, launcher, layout_key, op
+from gpuperf.kernels.launch import (
+    Described,
+    Launch,
+    Launches,
+    Workspace,
+    call_source,
+    launcher,
+    layout_key,
+    named_call_source,
+    op,
+)
 from gpuperf.testing import assert_close
-from tests._params import called_ops, randn, recording_backend
+from tests._params import assert_close_fp8, called_ops, randn, recording_backend
 
 
 def _floats(seed: int, *shapes, dtype=torch.float32) -> tuple:
@@ -398,3 +417,311 @@ def test_every_layout_matches_on_the_first_call_and_from_its_plan(name, dtype, l
             assert layout == "strided" and re.search(r"\bx\b", str(err)), err
             return
         assert_close(f"{name} {dtype} {layout} call {seed}", ref(*inputs, *options), out)
+
+
+# Named and optional tensors, launch configs, workspaces, descriptors ------------------------
+
+
+@triton.jit
+def _axpy_kernel(x_ptr, y_ptr, out_ptr, n, FACTOR: tl.constexpr, HAS_Y: tl.constexpr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    value = tl.load(x_ptr + offsets, mask=mask) * FACTOR
+    if HAS_Y:
+        value += tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, value, mask=mask)
+
+
+@dataclasses.dataclass(frozen=True)
+class Tiles:
+    """A launch config as the ops take one: ints and bools."""
+
+    block: int = 64
+    factor: int = 2
+    staged: bool = False
+
+
+NAMED_CALLS = []
+
+
+@op("gpuperf_test::axpy", tensors=("x", "y"))
+def axpy(
+    x: torch.Tensor, *, y: torch.Tensor | None = None, tiles: Tiles | None = None, zeroed: bool = False
+) -> tuple[torch.Tensor, Launches]:
+    """``x * factor + y`` (``y`` optional); ``staged``: through a workspace, zeroed or not."""
+    NAMED_CALLS.append((tuple(x.shape), y is not None, tiles, zeroed))
+    tiles = tiles or Tiles()
+    out = torch.empty_like(x)
+    n = out.numel()
+    grid = (triton.cdiv(n, tiles.block),)
+    if not tiles.staged:
+        args = (x, x if y is None else y, out, n)
+        return out, (Launch(_axpy_kernel, grid, args, (tiles.factor, y is not None, tiles.block), 1),)
+    buffer = (torch.zeros_like if zeroed else torch.empty_like)(x)
+    head = (tiles.factor, y is not None, tiles.block)
+    if zeroed:  # out = x * factor (+ y), then out += the zeroed workspace: it reads zeros
+        first = Launch(_axpy_kernel, grid, (x, x if y is None else y, out, n), head, 1)
+        second = Launch(_axpy_kernel, grid, (buffer, out, out, n), (1, True, tiles.block), 1)
+    else:  # the workspace = x * factor (+ y), then out = the workspace twice
+        first = Launch(_axpy_kernel, grid, (x, x if y is None else y, buffer, n), head, 1)
+        second = Launch(_axpy_kernel, grid, (buffer, buffer, out, n), (1, True, tiles.block), 1)
+    return out, (Workspace(buffer, zeroed), first, second)
+
+
+def _axpy_ref(x, y=None, tiles=None, zeroed=False):
+    tiles = tiles or Tiles()
+    out = x * tiles.factor + (0 if y is None else y)
+    return out * 2 if tiles.staged and not zeroed else out
+
+
+def test_named_tensors_key_an_optional_none_and_take_the_plan():
+    NAMED_CALLS.clear()
+    axpy.plans.clear()
+    for seed in (1, 2, 3):
+        x, y = randn((100,), torch.float32, seed), randn((100,), torch.float32, seed + 10)
+        assert torch.equal(axpy(x), x * 2)
+        assert torch.equal(axpy(x, y=y), x * 2 + y)
+        assert torch.equal(axpy(x, y=y, tiles=Tiles(32, 3)), x * 3 + y)
+    assert len(NAMED_CALLS) == 3 and len(axpy.plans) == 3  # one per (y or none, tiles)
+    assert torch.equal(axpy(x, y=x), x * 3)  # y is x: a key of its own
+    assert len(NAMED_CALLS) == 4
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'z'"):
+        axpy(x, z=y)
+    with pytest.raises(TypeError):
+        axpy(x, y)  # y is keyword-only, as the function says
+    assert list(inspect.signature(axpy).parameters) == ["x", "y", "tiles", "zeroed"]
+
+
+def test_a_call_autograd_records_runs_the_function_and_keeps_no_plan():
+    NAMED_CALLS.clear()
+    axpy.plans.clear()
+    x = randn((40,), torch.float32, 1)
+    axpy(x)
+    weight = torch.nn.Parameter(x.clone())
+    for _ in range(2):
+        assert torch.equal(axpy(weight), x * 2)
+    assert len(NAMED_CALLS) == 3 and len(axpy.plans) == 1
+    with torch.no_grad():  # a model's weight at inference: a plan of its own (a Parameter)
+        for _ in range(2):
+            assert torch.equal(axpy(weight), x * 2)
+    assert len(NAMED_CALLS) == 4 and len(axpy.plans) == 2
+
+
+def test_a_config_reaches_the_registered_op_as_its_fields():
+    schema = str(torch.ops.gpuperf_test.axpy.default._schema)
+    assert re.fullmatch(
+        r"gpuperf_test::axpy\(Tensor x, Tensor\? y=None, \w+\? block=None, \w+\? factor=None, "
+        r"bool\? staged=None, bool zeroed=False\) -> Tensor",
+        schema,
+    ), schema
+    NAMED_CALLS.clear()
+    axpy.plans.clear()
+    x, y = randn((70,), torch.float32, 1), randn((70,), torch.float32, 2)
+    assert torch.equal(torch.ops.gpuperf_test.axpy(x, y, 32, 3, False), axpy(x, y=y, tiles=Tiles(32, 3)))
+    assert torch.equal(torch.ops.gpuperf_test.axpy(x), x * 2)  # fields None: no config
+    assert [call[2] for call in NAMED_CALLS] == [Tiles(32, 3), None]  # the eager call's plans
+    graphs, backend = recording_backend()
+    compiled = torch.compile(
+        lambda t, u: axpy(t, y=u, tiles=Tiles(16, 4)) + 1, backend=backend, fullgraph=True
+    )
+    assert torch.equal(compiled(x, y), x * 4 + y + 1)
+    assert "gpuperf_test.axpy" in called_ops(graphs[0])
+
+
+@pytest.mark.parametrize("zeroed", [False, True])
+def test_a_workspace_is_allocated_again_by_the_plan(zeroed):
+    NAMED_CALLS.clear()
+    axpy.plans.clear()
+    tiles = Tiles(32, 3, staged=True)
+    for seed in (1, 2, 3):
+        x, y = randn((100,), torch.float32, seed), randn((100,), torch.float32, seed + 10)
+        assert torch.equal(axpy(x, y=y, tiles=tiles, zeroed=zeroed), _axpy_ref(x, y, tiles, zeroed)), seed
+    assert len(NAMED_CALLS) == 1 and len(axpy.plans) == 1
+
+
+def test_the_named_eager_call_is_written_from_the_signature():
+    source = named_call_source(inspect.signature(axpy), ("x", "y"))
+    assert "def call(x, *, y=_d_y, tiles=_d_tiles, zeroed=_d_zeroed):" in source
+    assert "None if y is None else (type(y)" in source and "_a0 == _a1" in source
+    compile(source, "<test>", "exec")
+    with pytest.raises(ValueError, match="tensors must name the op's tensor parameters"):
+        named_call_source(inspect.signature(axpy), ("x", "w"))
+    with pytest.raises(ValueError, match="parameter '_x'"):
+        named_call_source(inspect.Signature([inspect.Parameter("_x", inspect.Parameter.POSITIONAL_ONLY)]), ())
+
+
+@triton.jit
+def _described_double_kernel(x_desc, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    value = x_desc.load([tl.program_id(0) * BLOCK])
+    tl.store(out_ptr + offsets, value * 2, mask=offsets < n)
+
+
+@op("gpuperf_test::described_double")
+def described_double(x: torch.Tensor) -> tuple[torch.Tensor, Launches]:
+    """``x * 2`` through a TMA descriptor of ``x`` (1-D, contiguous, 16-byte aligned)."""
+    CALLS.append((tuple(x.shape), "described"))
+    out = torch.empty_like(x)
+    n = out.numel()
+    desc = TensorDescriptor(x, [n], [1], [32])
+    return out, (Launch(_described_double_kernel, (triton.cdiv(n, 32),), (desc, out, n), (32,), 1),)
+
+
+def test_a_descriptor_is_made_again_on_the_new_input_by_the_plan():
+    _fresh()
+    for seed in (1, 2, 3):
+        x = randn((100,), torch.float32, seed)
+        assert torch.equal(described_double(x), x * 2), seed
+    assert len(CALLS) == 1 and len(described_double.plans) == 1
+    assert torch.equal(described_double(x.half()), x.half() * 2)  # another dtype: another binary
+    assert isinstance(launcher(_described_double_kernel), launch_module.DescriptorLauncher)
+
+
+def test_a_descriptor_cannot_enter_a_compiled_graph():
+    x = randn((100,), torch.float32, 1)
+    with pytest.raises(Exception, match=r"host tensor descriptor while torch\.compile traces"):
+        torch.compile(lambda t: described_double(t) + 1, fullgraph=True, backend="eager")(x)
+
+
+def test_a_bound_plan_describes_the_new_base_and_allocates_the_workspace(bound_plans):
+    calls = []
+    x = randn((8, 32), torch.float32, 1)
+    out = torch.empty_like(x)
+    ws = torch.zeros(4, 32)
+    desc = TensorDescriptor(x, [8, 32], [32, 1], [8, 16])
+    launches = (
+        Workspace(ws, zeroed=True),
+        Launch(_described_double_kernel, (3,), (desc, ws, 256), (32,)),
+        Launch(_scale_kernel, (3,), (ws, out, 128), (2, 64)),
+    )
+    plan = launch_module.make_plan(
+        (x,), (), out, launches, [None, _bound(calls, (256, 32)), _bound(calls, (128,))]
+    )
+    a = randn((8, 32), torch.float32, 3)
+    new = plan((a,), (a.data_ptr(),))
+    (first, second) = calls
+    described, workspace = first[6], first[7]
+    assert isinstance(described, Described) and described.base is a
+    assert (described.shape, described.strides, described.padding) == ([8, 32], [32, 1], "zero")
+    assert first[8:] == (256, 32) and second[6:] == (workspace, new.data_ptr(), 128)
+    assert workspace not in (a.data_ptr(), new.data_ptr(), ws.data_ptr()) and new.shape == out.shape
+    allocation = launch_module._workspace_allocation(Workspace(ws, zeroed=True))
+    assert allocation.func is torch.zeros and allocation.args == (ws.shape,)
+    assert launch_module._workspace_allocation(Workspace(ws)).func is torch.empty
+    assert launch_module._workspace_allocation(Workspace(torch.zeros(8, 8)[:, :4])) is None  # a view
+
+
+# The matmul family --------------------------------------------------------------------------
+
+
+def _fp8_operands(seed: int) -> tuple:
+    a, scale_a = to_fp8(randn((20, 64), torch.float32, seed), axis=-1)
+    bt, scale_b = to_fp8(randn((24, 64), torch.float32, seed + 1), axis=-1)
+    return a, bt.t(), scale_a, scale_b.t()  # b column-major, as the FP8 tensor cores read it
+
+
+#: Each op of the matmul family: ``(op, its tensor inputs by seed, its keyword options, its
+#: reference, K)``.
+MATMULS = {
+    "matmul": (
+        matmul,
+        lambda s: _floats(s, (20, 40), (40, 24), (24,), dtype=torch.float16),
+        {"activation": "gelu"},
+        lambda a, b, bias, **options: reference.matmul_ref(a, b, bias, options["activation"]),
+        40,
+    ),
+    "matmul_splitk": (
+        matmul_splitk,
+        # (K = 1024: four slices of 256 on a GPU too, through the workspace)
+        lambda s: _floats(s, (3, 1024), (1024, 24), dtype=torch.float16),
+        {"split_k": 4},
+        lambda a, b, **options: reference.matmul_ref(a, b),
+        1024,
+    ),
+    "matmul_persistent": (
+        matmul_persistent,
+        lambda s: _floats(s, (20, 40), (40, 24), dtype=torch.float16),
+        {},
+        reference.matmul_ref,
+        40,
+    ),
+    "matmul_fp8": (matmul_fp8, _fp8_operands, {}, reference.matmul_fp8_ref, 64),
+}
+
+
+def _matmul_call(name: str, inputs: tuple):
+    """``op(*inputs, **options)``, matmul's bias passed by keyword."""
+    fn, _, options, _, _ = MATMULS[name]
+    if name == "matmul":
+        a, b, bias = inputs
+        return fn(a, b, bias=bias, **options)
+    return fn(*inputs, **options)
+
+
+@pytest.mark.parametrize("name", MATMULS)
+def test_each_matmul_is_a_torch_library_op_that_computes_what_the_op_does(name):
+    fn, make, options, ref, k = MATMULS[name]
+    assert fn.registered is getattr(torch.ops.gpuperf, name) and fn.__name__ == name
+    inputs = make(1)
+    out = _matmul_call(name, inputs)
+    assert_close_fp8(f"{name}", ref(*inputs, **options), out, k=k)
+    # The registered op takes every argument by position (matmul's bias after b).
+    assert torch.equal(fn.registered(*inputs, *options.values()), out)
+
+
+def _all_matmuls(a, b, bias, x, w, fp8):
+    h = matmul(a, b, bias=bias, activation="gelu", config=MatmulConfig(16, 16, 16, 2, 4, 1))
+    p = matmul_persistent(
+        a * 0.5, b, config=PersistentConfig(32, 32, 32, group_m=2, num_warps=4, num_stages=1)
+    )
+    s = matmul_splitk(x, w.t(), split_k=3)
+    f = matmul_fp8(*fp8, out_dtype=torch.float32)
+    return h.float().sum() + p.float().sum() + s.float().sum() + f.sum()
+
+
+def test_compile_fullgraph_keeps_the_matmul_family_in_one_graph():
+    graphs, backend = recording_backend()
+    a, b, bias = _floats(1, (20, 40), (40, 24), (24,), dtype=torch.float16)
+    x, w = _floats(2, (3, 200), (24, 200), dtype=torch.float16)
+    args = (a, b, bias, x, w, _fp8_operands(3))
+    out = torch.compile(_all_matmuls, backend=backend, fullgraph=True)(*args)
+    assert len(graphs) == 1
+    assert {f"gpuperf.{name}" for name in MATMULS} <= called_ops(graphs[0])
+    torch.testing.assert_close(out, _all_matmuls(*args), rtol=1e-3, atol=1e-1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+@pytest.mark.parametrize("name", MATMULS)
+def test_matmuls_compile_with_inductor_and_cuda_graphs(name, mode):
+    """Inductor sees each matmul's kernels (computed pointers for the persistent ones: a graph
+    holds no host descriptor); reduce-overhead records a CUDA graph of them and replays it."""
+    _, make, options, ref, k = MATMULS[name]
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *t: _matmul_call(name, t), fullgraph=True, mode=mode)
+    for seed in (1, 2, 3):  # reduce-overhead records on a later call, then replays
+        inputs = make(seed)
+        assert_close_fp8(
+            f"compiled {name} ({mode}), seed {seed}", ref(*inputs, **options), compiled(*inputs), k
+        )
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", MATMULS)
+def test_eager_matmuls_capture_into_a_cuda_graph(name):
+    """Each matmul's eager call launches from its plan (descriptors made again, split-K's
+    workspace allocated again) on the current stream: a CUDA graph captures it, and the
+    replay computes on what the inputs hold then."""
+    fn, make, options, ref, k = MATMULS[name]
+    inputs = make(1)
+    _matmul_call(name, inputs)  # compiles and plans outside the capture
+    _matmul_call(name, inputs)
+    assert len(fn.plans) >= 1
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = _matmul_call(name, inputs)
+    for t, new in zip(inputs, make(5), strict=True):
+        t.copy_(new)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_close_fp8(f"graph {name}", ref(*inputs, **options), out, k)

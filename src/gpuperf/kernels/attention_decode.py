@@ -51,6 +51,7 @@ from gpuperf.kernels._grid import cdiv, next_power_of_2
 from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 from gpuperf.kernels.device import num_sms
+from gpuperf.kernels.launch import fields_as_dict
 from gpuperf.kernels.plans import planned
 
 # exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
@@ -350,8 +351,7 @@ class DecodeLaunch(NamedTuple):
     num_warps: int
     num_stages: int
 
-    def as_dict(self) -> dict:
-        return self._asdict()
+    as_dict = fields_as_dict
 
 
 def decode_splits(programs: int, s_max: int, n_sms: int, min_keys: int = DECODE_MIN_KEYS_PER_SPLIT) -> int:

@@ -64,10 +64,11 @@ from gpuperf.kernels._launch import Launcher, traced
 from gpuperf.kernels._persistent_configs import SHARED_MEMORY_BYTES, PersistentConfig
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 from gpuperf.kernels.device import capability, has_tma, tuned_folder
+from gpuperf.kernels.launch import Described, DescriptorLauncher
 from gpuperf.kernels.matmul_persistent import matmul_persistent
 from gpuperf.kernels.plans import planned
 from gpuperf.kernels.tiles import persistent_programs, tile_coords
-from gpuperf.kernels.tma import Described, DescriptorLauncher, box_offset_aligned, descriptor, tma_layout
+from gpuperf.kernels.tma import box_offset_aligned, descriptor, tma_layout
 
 # --- launch configurations, as data --------------------------------------------------------
 

@@ -23,7 +23,8 @@ GPU = "nvidia-h100-80gb-hbm3"
 
 def substitutions(gpu: str = GPU) -> dict[str, str]:
     """``{name: text}``: the GPU's name, SM count, L2 size, memory, measured copy bandwidth
-    (and the size of the copy, from its rate and time) and matmul peaks (also named by call,
+    (and the size of the copy, from its rate and time), stream bandwidth (the memory roof,
+    with the stream that set it) and matmul peaks (also named by call,
     shape and mode), the bf16 ridge point, the date they were measured, and the quickest
     PyTorch op's host time per call."""
     c = ceilings(gpu)
@@ -43,6 +44,9 @@ def substitutions(gpu: str = GPU) -> dict[str, str]:
         "h100-memory": f"{p['memory_gib']:.0f} GiB",
         "h100-copy": format_rate(c.copy_gbps, "GB/s"),
         "h100-copy-size": f"{copied_gib:.0f} GiB",
+        # The memory roof: the fastest stream, and which stream set it (the copy where none was).
+        "h100-stream": format_rate(c.memory_gbps, "GB/s"),
+        "h100-stream-name": _stream_name(c),
         "h100-bf16": format_rate(c.tflops("bf16"), "TFLOP/s"),
         "h100-fp8": format_rate(c.tflops("fp8"), "TFLOP/s"),
         "h100-fp32": format_rate(c.tflops("fp32"), "TFLOP/s"),
@@ -54,6 +58,16 @@ def substitutions(gpu: str = GPU) -> dict[str, str]:
         "h100-ridge-bf16": f"{c.ridge_point('bf16'):.0f} FLOP/byte",
         "h100-measured": p["date"][:10],
     }
+
+
+def _stream_name(c) -> str:
+    """``'addcmul (3 reads per write)'``: the stream that set the stream bandwidth of
+    ``c`` (:class:`~gpuperf.pages.hardware.Ceilings`), from its entry, with its mix."""
+    from gpuperf.bench.hardware import STREAMS
+    from gpuperf.pages.report import stream_mix
+
+    stream = c.entries.get(c.memory_key, {}).get("stream", "copy")
+    return f"{stream} ({stream_mix(stream)})" if stream in STREAMS else str(stream)
 
 
 def sm_limits(gpu: str = GPU) -> dict[str, str]:

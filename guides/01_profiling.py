@@ -363,8 +363,10 @@ extension = captures.show("cuda_extension", profiling.extension_summary)
 # an H100) to build for your GPU alone.
 #
 # The three versions on 4096 rows of growing length, against the measured
-# :term:`copy bandwidth` (the row mean reads each element once and writes one
-# value per row, so it is :term:`memory-bound` at every size):
+# :term:`stream bandwidth`, the fastest rate the memory was shown to stream (the
+# row mean reads each element once and writes one value per row, so it is
+# :term:`memory-bound` at every size, and reads far more than it writes, a mix a
+# plain copy does not measure):
 
 from gpuperf.bench.catalog import ROW_MEAN
 
@@ -379,7 +381,7 @@ print(profiling.row_mean_ranking(means))
 # gives each row a block of 256 threads: on short rows most threads add one or
 # two elements and the block's fixed costs (the shuffles, the barrier, a block
 # per row to schedule) dominate. The Triton kernel packs several short rows into
-# one program instead. On long rows all three stream close to the copy
+# one program instead. On long rows all three stream close to the stream
 # bandwidth, since a memory-bound op needs only to read every byte once with
 # coalesced loads and keep enough of them in flight. The counters in the next
 # section show the difference at 4096 columns.

@@ -98,9 +98,9 @@ for name, (flops, n_bytes) in examples.items():
 # sustained matmul within its power limit. So every roof here is measured on the same
 # GPU with the same timer as the kernels, in a run of its own (``hardware.json``,
 # :mod:`gpuperf.bench.hardware`; each benchmark also measures the ceilings it is read
-# against in its own run): for :math:`W`, the fastest of four streams over 1 GiB tensors
-# (the :term:`stream bandwidth`): a copy, which reads one byte per byte it writes (the
-# :term:`copy bandwidth`), an add (two), a multiply-add (three) and a sum (reads alone).
+# against in its own run): for :math:`W`, the fastest of a few streams (the
+# :term:`stream bandwidth`): a copy, which reads one byte per byte it writes (the
+# :term:`copy bandwidth`), an add (two), a multiply-add (three) and reads alone.
 # For :math:`P`, the vendor's matmul on large squares, its best median among a few sizes
 # (each line gives the size that set it, where the ceilings record it): :term:`cuBLAS`
 # per dtype, and cuBLASLt through ``torch._scaled_mm`` for FP8, which has two roofs
@@ -111,11 +111,14 @@ for name, (flops, n_bytes) in examples.items():
 # of the mode it sums in: fast accumulation skips work that promotion does, so the
 # promoted roof does not bound it. The memory roof is the fastest stream rather than the
 # copy because how fast memory streams depends on the mix of reads and writes: a kernel
-# that reads two or three bytes per byte written can outrun a copy, and a roof must
-# bound every kernel (where a GPU's ceilings hold no stream bandwidth, the copy is its
-# roof, and the lines below say which). The float32 roof is cuBLAS's float32 matmul,
-# which runs on the CUDA cores that elementwise kernels and reductions compute on. The
-# datasheet's figures are drawn beside the measured ones, dotted.
+# that reads two or three bytes per byte written can outrun a copy, and a roof should
+# bound the kernels read against it. The fastest stream is the highest rate the memory
+# was shown to reach, not a limit of the hardware: a kernel can still edge past it, and
+# reading A below names every row that does (where a GPU's ceilings hold no stream
+# bandwidth, the copy is its roof, and the lines below say which). The float32 roof is
+# cuBLAS's float32 matmul, which runs on the CUDA cores that elementwise kernels and
+# reductions compute on. The datasheet's figures are drawn beside the measured ones,
+# dotted.
 
 print(readings.roofs(places))
 
@@ -179,23 +182,27 @@ print(readings.memory_bound(places))
 
 # %%
 # At or near 100%, the distance to the roof is nil. How near a streaming kernel
-# can come depends on what it streams, as the stream bandwidth's four streams show.
-# Against a copy roof, kernels that read more than they write sit above it by more
-# than the spread of the two measurements (a † in the table: the kernel's slow end
-# against the roof's fast end). The streaming kernels at their largest size, by
-# bytes read per byte written:
+# can come depends on what it streams, as the stream bandwidth's streams show.
+# Each record keeps, beside the stream bandwidth, the copy bandwidth measured in the
+# same run: against that copy, kernels that read more than they write sit above it by
+# more than the spread of the two measurements (a †: the kernel's slow end against
+# the copy's fast end). The streaming kernels at their largest size, by bytes read
+# per byte written, against the roof and against the copy; then every row placed
+# above the stream roof itself beyond that spread:
 
 print(readings.read_mix(places))
 
 # %%
-# On the GPUs the last line counts, the more a kernel reads per byte it writes,
-# the faster it streams, up to a point: the fastest of the four streams, named in
-# the roofs above, need not be the sum that only reads. A likely reason for the
-# order, inferred from it rather than measured in the memory itself: :term:`DRAM`
-# loses cycles turning its bus around between reads and writes, and a
-# read-heavier stream turns it around less often.
-# So a kernel a few percent under the stream roof that writes as much as it reads
-# is on its own roof, and one a few percent over a copy roof is too.
+# On the GPUs counted above, the more a kernel reads per byte it writes, the
+# faster it streams, up to a point: the fastest stream, named in the roofs above,
+# need not be one that only reads. A likely reason for the order,
+# inferred from it rather than measured in the memory itself: :term:`DRAM` loses
+# cycles turning its bus around between reads and writes, and a read-heavier
+# stream turns it around less often. So a kernel a few percent under the stream
+# roof that writes as much as it reads is on its own roof, and one a few percent
+# over a copy roof is too. The stream roof is the fastest stream measured, not the
+# memory's limit: a kernel whose mix suits the memory better still can pass it by
+# a little, and the last line names each row that passes it beyond the spread.
 #
 # On its roof, tuning a kernel is wasted effort. What remains is to move the
 # point, not raise it: fewer bytes per FLOP (a lower-precision dtype halves the
@@ -255,7 +262,7 @@ print(readings.real_traffic(places))
 print(readings.far_below(places))
 
 # %%
-# Against the bytes it really moves, the naive code streams near the copy
+# Against the bytes it really moves, the naive code streams near the stream
 # bandwidth: most of its distance to the roof is *extra traffic*, every
 # intermediate making a round trip to memory. No tuning of those five kernels
 # closes it; fusing them does, by hand in Triton or by ``torch.compile``. A point
@@ -334,7 +341,8 @@ print(readings.skipped(places))
 #   the bytes it really reads (Nsight Compute), not only the least.
 # * Below the roof at small sizes is launch latency, not the kernel; above the
 #   HBM roof is L2, or, by a few percent, a read-heavy stream against a copy that
-#   reads as much as it writes: the roof of memory is the fastest stream measured.
+#   reads as much as it writes: the roof of memory is the fastest stream measured,
+#   a rate the memory was shown to reach, which a kernel may pass by a little.
 # * The tutorials this chart draws on: :ref:`01 <sphx_glr_tutorials_01_vector_add.py>`,
 #   :ref:`02 <sphx_glr_tutorials_02_fused_softmax.py>`,
 #   :ref:`03 <sphx_glr_tutorials_03_matmul.py>`,

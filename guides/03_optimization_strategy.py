@@ -94,7 +94,9 @@ _ = captures.show("kernels_per_call", page.kernels_table)
 # :math:`W` the memory bandwidth. Its :term:`arithmetic intensity` :math:`F / B`
 # against the GPU's :term:`ridge point` :math:`P / W` says which term wins: below
 # the ridge the kernel is :term:`memory-bound` and its yardstick is GB/s against
-# the :term:`copy bandwidth`; above, it is :term:`compute-bound` and its
+# the :term:`stream bandwidth`, the fastest rate the memory was shown to stream
+# (faster than a plain copy, the :term:`copy bandwidth`, for kernels that read more
+# than they write); above, it is :term:`compute-bound` and its
 # yardstick is TFLOP/s against :term:`cuBLAS`. The :ref:`roofline guide
 # <sphx_glr_guides_02_roofline.py>` draws every kernel of the site on one chart.
 # Two matmuls, by hand, against the ridge measured on this page's GPU:
@@ -191,7 +193,7 @@ eager = metrics.gelu_eager_bytes(n, 4)
 print(f"2^28 float32: fused {fused / 2**30:.1f} GiB, eager {eager / 2**30:.1f} GiB")
 
 # %%
-# And the measurement, float32 and bfloat16, against the copy bandwidth
+# And the measurement, float32 and bfloat16, against the stream bandwidth
 # measured in the same run (GB/s counts the fused kernel's bytes for every
 # version, so a version that moves nine times the bytes shows at a ninth):
 
@@ -204,15 +206,14 @@ print(page.gelu_at_largest(gelu_result))
 
 # %%
 # Three lessons. The eager formula is not slow kernel by kernel: on the bytes it
-# really moves, it runs near the copy bandwidth; it is slow because it moves
-# about nine times the bytes. Fusion is nearly the whole gain: in float32 the
-# three fused versions (PyTorch's hand-written op, Inductor's kernel and the
-# Triton kernel) reach the copy bandwidth alike. Not always, though: in bfloat16
-# on the H200, the GPU with the most bandwidth, ``F.gelu`` and Inductor's kernel
-# stay short of it at the largest sizes while the Triton kernel reaches it (the
-# plot's lower right panel). A fused kernel is a necessary condition, not a
-# sufficient one; a profile of the two kernels (the :ref:`profiling guide
-# <sphx_glr_guides_01_profiling.py>` shows how) is the next step, not a guess.
+# really moves, it runs near the roof (the share printed above); it is slow because
+# it moves about nine times the bytes. Fusion is nearly the whole gain: the three
+# fused versions (PyTorch's hand-written op, Inductor's kernel and the Triton
+# kernel) reach about the same share of the roof, the shares in the table. A fused
+# kernel is a necessary condition, not a sufficient one: where one fused version
+# stays short of the others (compare them size by size in the plot), a profile of
+# the kernels (the :ref:`profiling guide <sphx_glr_guides_01_profiling.py>` shows
+# how) is the next step, not a guess.
 # And in bfloat16 the eager formula is also *wrong*: every intermediate is
 # rounded to bfloat16, and ``1 + tanh(u)`` cancels where ``tanh(u)`` is near -1,
 # so the check against the reference refuses it (no time is recorded for a wrong
@@ -249,8 +250,11 @@ print(page.add_relu_mul_at_largest(arm))
 _ = captures.show("inductor_elementwise", page.inductor_code("add_relu_mul_eager"))
 
 # %%
-# The time ratio follows the byte ratio: three kernels that each stream at the
-# copy bandwidth take about twice as long as one that moves half the bytes.
+# The time ratio follows the byte ratio: three kernels that each stream near the
+# roof take about twice as long as one that moves half the bytes. Where the table
+# above finds a row above the roof beyond the spread of both timings, it says so
+# under the table: the roof is the fastest of the streams timed,
+# and a kernel reading three bytes per byte written can edge past it.
 
 # %%
 # .. _strategy-tile:
@@ -278,16 +282,18 @@ print(page.matmul_vs_cublas(matmul))
 # float32 values, four sectors carry 128 useful bytes; when they read every
 # eighth value, 32 sectors carry the same 128 useful bytes, and seven eighths of
 # what the read fetches is waste. Tutorial 01's kernel reads neighbours and
-# reaches the copy bandwidth:
+# reaches its roof, the stream bandwidth:
 
 vector_add = run_or_load(cat.VECTOR_ADD)
-print(page.share_of_copy(vector_add))
+print(page.share_of_roof(vector_add))
 
 # %%
-# The counter-example is the same copy with a :term:`stride`: output element
-# ``i`` comes from input element ``i * stride`` (``gpuperf.kernels.strided_copy``).
-# GB/s counts only the useful bytes (the output read once and written once), so
-# the curve is what a strided access pattern leaves of the bandwidth:
+# The counter-example is a copy with a :term:`stride`: output element ``i`` comes
+# from input element ``i * stride`` (``gpuperf.kernels.strided_copy``). A copy
+# reads one byte per byte it writes, so its yardstick is the :term:`copy
+# bandwidth`, a plain contiguous copy measured in the same run. GB/s counts only
+# the useful bytes (the output read once and written once), so the curve is what a
+# strided access pattern leaves of the bandwidth:
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/strided_copy.py
 #    :pyobject: _strided_copy_kernel
@@ -432,17 +438,17 @@ print(page.persistent_ladder(persistent))
 # Step 10: know when to stop
 # --------------------------
 #
-# A kernel at its roof is done: a memory-bound kernel at the copy bandwidth can
+# A kernel at its roof is done: a memory-bound kernel at the stream bandwidth can
 # only get faster by moving fewer bytes (fusing it with its neighbours, or a
 # smaller dtype), a compute-bound one at cuBLAS's rate only by doing fewer FLOPs
 # or using faster units. Each kernel of the site, at its best measured point,
 # as a share of the roof its benchmark measured in the same run (named in the last
 # column): the roof of its own call and mode (the FP8 row runs with fast
 # accumulation and is read against cuBLASLt's fast-accumulation ceiling, not the
-# slower promoted one); for a memory-bound kernel the copy bandwidth, which a kernel
-# that reads more bytes than it writes can pass by a few percent (step 2 and the
-# roofline guide read memory-bound kernels against the stream bandwidth, the fastest
-# mix of reads and writes, and so give them a smaller share):
+# slower promoted one); for a memory-bound kernel the stream bandwidth, the fastest
+# of the mixes of reads and writes timed (a kernel that reads more
+# than it writes streams faster than a copy, so against a copy's rate its share
+# would read too high):
 
 attention = run_or_load(cat.ATTENTION_FORWARD)
 done = [vector_add, softmax, gelu_result, arm, matmul, persistent, fp8, attention]
@@ -613,8 +619,8 @@ hidden.__exit__(None, None, None)
 #   anything (:ref:`step 1 <strategy-measure>`, the :ref:`profiling guide
 #   <sphx_glr_guides_01_profiling.py>`).
 # * **Classified?** Arithmetic intensity against the ridge point decides the
-#   yardstick: GB/s against copy, or TFLOP/s against cuBLAS (:ref:`step 2
-#   <strategy-classify>`, the :ref:`roofline guide
+#   yardstick: GB/s against the stream bandwidth, or TFLOP/s against cuBLAS
+#   (:ref:`step 2 <strategy-classify>`, the :ref:`roofline guide
 #   <sphx_glr_guides_02_roofline.py>`).
 # * **Memory-bound chain fused?** One read and one write per element; eager
 #   chains move several times the bytes (:ref:`step 3 <strategy-fuse>`: GELU,

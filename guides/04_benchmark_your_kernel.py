@@ -5,8 +5,9 @@ Benchmarking your own kernel: honest numbers in five steps
 You wrote a kernel and want to know how fast it is. The honest answer is a GPU time
 from many runs, each starting from a cold :term:`L2`, reported as a median with its
 spread, turned into :term:`GB/s` or :term:`TFLOP/s`, and read against what the
-hardware can do: the measured :term:`copy bandwidth` for a :term:`memory-bound`
-kernel. This guide takes one small kernel through every step.
+hardware can do: for a :term:`memory-bound` kernel, the measured :term:`stream
+bandwidth`, the fastest rate the memory was shown to stream. This guide takes one small
+kernel through every step.
 
 **What you will learn**
 
@@ -17,7 +18,7 @@ kernel. This guide takes one small kernel through every step.
 * what timing inside a :term:`CUDA graph` removes (the host's cost of launching), and
   when that is the number you want;
 * how to declare your kernel as a :class:`~gpuperf.bench.catalog.Benchmark` (providers,
-  bytes, FLOPs, a ceiling) and get its table and its plot against the copy roof;
+  bytes, FLOPs, a ceiling) and get its table and its plot against the memory roof;
 * how ``@triton.autotune`` picks a :term:`config <autotune config>`, what
   ``TRITON_PRINT_AUTOTUNING=1`` prints, and why its choices belong in a cache or in
   your code as data.
@@ -72,17 +73,20 @@ print(f"scale_shift matches the float64 reference on {device}")
 # %%
 # **Count the bytes before timing anything.** The kernel must read ``x`` and write
 # ``y`` (4 bytes each per element in float32) and read ``scale`` and ``shift`` once;
-# its two FLOPs per element are nothing beside that. At the measured copy bandwidth,
-# the sizes benchmarked below cannot take less than:
+# its two FLOPs per element are nothing beside that. A floor on time takes the fastest
+# rate the memory was shown to stream: the stream bandwidth, the fastest of a few
+# streams with different mixes of reads and writes (a copy, an add, a multiply-add,
+# reads alone), which the benchmark below is read against too. At it, the sizes
+# benchmarked below cannot take less than:
 
 from gpuperf.bench.catalog import SCALE_SHIFT
 from gpuperf.pages import ceilings
 
 gpu = ceilings()  # measured on the GPU this page describes
-print(f"on the {gpu.name}, at {gpu.copy_gbps:.0f} GB/s:")
+print(f"on the {gpu.name}, at the {gpu.memory_label}, {gpu.memory_gbps:.0f} GB/s:")
 for rows in SCALE_SHIFT.x_values:
     moved = SCALE_SHIFT.bytes(rows)
-    floor_us = moved / (gpu.copy_gbps * 1e9) * 1e6
+    floor_us = moved / (gpu.memory_gbps * 1e9) * 1e6
     print(f"{rows:>6} rows: {moved / 1e6:7.1f} MB, at least {floor_us:7.1f} µs")
 
 # %%
@@ -249,20 +253,24 @@ result = show(SCALE_SHIFT)
 print(page.against_the_roof(result))
 
 # %%
-# **Reading it.** The plot's horizontal line is the measured copy bandwidth: a
-# memory-bound kernel cannot beat a copy by much, since it moves at least the same
-# bytes. Small calls fall below it because a launch costs the same whatever it moves;
-# in the shaded region the data fit in L2. Where the data are far larger than L2 (the
-# sizes the lines above read against the roof), the share of the roof says whether
-# anything is left to gain, more than a speed-up over eager PyTorch does: the eager
-# formula moves twice the bytes (the product is written and read back), so a fused
-# kernel should beat it whether or not it is any good. Where ``torch.compile``'s
-# generated kernel comes closer to the roof than yours, the two compute the same thing
-# with different code: how the work is split over programs (the tile, the warps),
-# which section 5 lets the autotuner search, and how each program indexes and loads its
-# data, which no tile changes. Section 5 measures how much of the gap the tiles close.
-# Your own benchmark needs no catalog entry: declare a ``Benchmark`` in your script and
-# pass it to :func:`gpuperf.pages.show` on a GPU.
+# **Reading it.** The plot's horizontal line is the measured stream bandwidth, named
+# in its legend with the stream that set it: the fastest rate the memory was shown to
+# stream, which a memory-bound kernel cannot beat by much, since it moves at least its
+# bytes. This kernel reads one byte per byte it writes, as a copy does, so the copy's
+# rate (the :term:`copy bandwidth`, a few percent lower where a read-heavier stream
+# set the roof) is about the most it can expect. Small calls fall below it because a
+# launch costs the same whatever it moves; in the shaded region the data fit in L2.
+# Where the data are far larger than L2 (the sizes the lines above read against the
+# roof), the share of the roof says whether anything is left to gain, more than a
+# speed-up over eager PyTorch does: the eager formula moves twice the bytes (the
+# product is written and read back), so a fused kernel should beat it whether or not
+# it is any good. Where ``torch.compile``'s generated kernel comes closer to the roof
+# than yours, the two compute the same thing with different code: how the work is
+# split over programs (the tile, the warps), which section 5 lets the autotuner
+# search, and how each program indexes and loads its data, which no tile changes.
+# Section 5 measures how much of the gap the tiles close. Your own benchmark needs no
+# catalog entry: declare a ``Benchmark`` in your script and pass it to
+# :func:`gpuperf.pages.show` on a GPU.
 #
 # 5. ``@triton.autotune`` and ``TRITON_PRINT_AUTOTUNING``
 # -------------------------------------------------------
@@ -322,7 +330,9 @@ print(page.tiles_against_compile(autotune, result))
 #
 # * Check the output against a reference at awkward sizes before timing anything.
 # * Count the bytes and FLOPs of one call and compare the time with the floor the
-#   measured copy bandwidth (or compute peak) sets.
+#   measured stream bandwidth (or compute peak) sets: the fastest rate the memory
+#   was shown to reach, not a copy's, which kernels that read more than they write
+#   can pass.
 # * Time many runs, not one, with ``do_bench``: L2 flushed, first call excluded,
 #   median with the 20th and 80th percentiles. One call under CUDA events times
 #   the launch.

@@ -115,3 +115,25 @@ def test_the_glossary_quotes_an_sms_limits_from_the_capture():
         assert f"|{name}|" in glossary, name
     # The numbers are substituted, never typed beside the words they belong to.
     assert "64 warps" not in glossary and "1,024 threads" not in glossary
+
+
+def test_the_glossary_quotes_the_stream_bandwidth_from_hardware_json():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "docs"))
+    import hardware_numbers
+
+    from gpuperf.pages.hardware import ceilings
+    from gpuperf.pages.plotting import format_rate
+
+    c = ceilings(hardware_numbers.GPU)
+    numbers = hardware_numbers.substitutions()
+    # The memory roof, and the stream that set it with its mix of reads and writes.
+    assert numbers["h100-stream"] == format_rate(c.memory_gbps, "GB/s")
+    stream = c.entries[c.memory_key].get("stream", "copy")
+    assert numbers["h100-stream-name"].startswith(f"{stream} (")
+    glossary = (ROOT / "docs" / "glossary.rst").read_text()
+    assert "|h100-stream|" in glossary and "|h100-stream-name|" in glossary
+    # The yardstick of a memory-bound kernel is the stream bandwidth, not the copy's.
+    entry = glossary.split("   memory-bound\n", 1)[1].split("\n\n", 1)[0]
+    assert ":term:`stream bandwidth`" in entry and "copy bandwidth" not in entry

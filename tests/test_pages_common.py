@@ -35,6 +35,10 @@ def test_ceilings_read_the_committed_hardware_and_compute_ridge_points():
     assert c.copy_gbps == hw["ceilings"]["copy_gbps"]["value"]
     # The ridge is where the compute roof meets the memory roof: the stream bandwidth.
     assert c.memory_gbps == hw["ceilings"].get("stream_gbps", hw["ceilings"]["copy_gbps"])["value"]
+    # Named from its entry, with the stream that set it.
+    assert c.memory_key == ("stream_gbps" if "stream_gbps" in hw["ceilings"] else "copy_gbps")
+    stream = hw["ceilings"].get("stream_gbps", {}).get("stream")
+    assert c.memory_label == (f"stream bandwidth ({stream})" if stream else "copy bandwidth")
     expected = hw["ceilings"]["bf16_tflops"]["value"] * 1e12 / (c.memory_gbps * 1e9)
     assert c.ridge_point("bf16") == pytest.approx(expected)
     # The datasheet's ridge: 989 TFLOP/s over 3.35 TB/s.
@@ -91,6 +95,8 @@ def test_ceilings_leave_out_keys_this_version_does_not_know(tmp_path, monkeypatc
     c = hardware.ceilings("test-gpu")
     assert set(c.measured) == {"copy_gbps", "bf16_tflops"}
     assert "read" not in str(c) and c.memory_gbps == 2000.0
+    # Without a stream bandwidth the memory roof is the copy, and says so.
+    assert c.memory_key == "copy_gbps" and c.memory_label == "copy bandwidth"
 
 
 def _capture(name, gpu="NVIDIA Test GPU", sources=()):

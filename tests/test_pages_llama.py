@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 from gpuperf.bench import catalog
 from gpuperf.pages import llama as page
 from gpuperf.pages.plotting import overlapping_texts
-from gpuperf.pages.report import load
+from gpuperf.pages.report import above_roof, load, roof_caveat, x_named
 
 
 @pytest.fixture(autouse=True)
@@ -28,8 +28,23 @@ def test_the_paragraph_reads_every_phase_from_the_records():
     eager = [prefill.ratios("triton").get(b) for b in catalog.PREFILL_BATCHES]
     assert f"{min(eager):.2f}" in text and "as fast as eager PyTorch" in text
     assert "CUDA graph" in text and "reduce-overhead" in text
-    assert "Flash-Decoding" in text and "copy bandwidth" in text
+    kernel = load(catalog.ATTENTION_DECODE)
+    flat = " ".join(text.split())
+    # The ceiling is named from the record the shares come from, never typed.
+    assert f"of the {kernel.ceiling_name(batch=64)} at batch 64." in flat
     assert "training step" in text.lower()
+
+
+def test_the_paragraph_says_where_decode_attention_passes_its_roof():
+    flat = " ".join(page.in_one_paragraph().text().split())
+    kernel = load(catalog.ATTENTION_DECODE)
+    above = [s for s in above_roof(kernel) if s.row["provider"] == "triton" and s.combo == {"batch": 64}]
+    if not above:
+        assert "passes that roof" not in flat
+        return
+    where = ", ".join(x_named(kernel.record, s.x) for s in above)
+    assert f"At {where} it passes that roof beyond the spread of both timings: " in flat
+    assert roof_caveat(above[0].key, above[0].ceiling) in flat
 
 
 def test_the_paragraph_says_whether_torch_compile_trains_faster_than_ours():

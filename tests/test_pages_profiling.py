@@ -424,6 +424,19 @@ def test_record_sentences_refuse_another_result():
         profiling.host_time_per_call(load(ROW_MEAN))
 
 
+def test_row_mean_ranking_names_the_ceiling_its_shares_are_of():
+    from gpuperf.bench.catalog import ROW_MEAN
+    from gpuperf.pages import load
+    from gpuperf.pages.prose import percent
+
+    result = load(ROW_MEAN)
+    text = profiling.row_mean_ranking(result)
+    flat = " ".join(text.split())
+    assert f"{result.name}, Triton's share of the {result.ceiling_name()}: " in flat
+    for x, f in result.fraction_of_ceiling().items():
+        assert f"{x}: {percent(f)}" in flat
+
+
 def test_extension_and_proton_sentences():
     checks = [
         {"dtype": "float32", "shape": [1], "max_abs_err": 1e-7},
@@ -502,6 +515,8 @@ def _expected_sentences(gpu):
     if means.record is not None:
         frac = means.fraction_of_ceiling()
         expected.append(f"{100 * min(frac.values()):.0f}%–{100 * max(frac.values()):.0f}% of")
+        # The ceiling named from the record the shares come from.
+        expected.append(f"of the measured {means.ceiling_name()} from")
     return expected
 
 
@@ -513,9 +528,13 @@ def test_paragraph_states_every_gpus_numbers_from_the_records():
     text = para.text()
     gpus = hardware.gpus()
     assert len(gpus) >= 2
+    # Every GPU with a capture or a shown record speaks (a record of code changed since, or
+    # read against another ceiling than the benchmark declares, is not shown).
+    speaking = [gpu for gpu in gpus if _expected_sentences(gpu)]
+    assert speaking[:1] == [REFERENCE]
     chunks = text.split("On the ")[1:]
-    assert len(chunks) == len(gpus)
-    for gpu, chunk in zip(gpus, chunks, strict=True):
+    assert len(chunks) == len(speaking)
+    for gpu, chunk in zip(speaking, chunks, strict=True):
         name = short_gpu_name(records.read(records.record_path("row_mean", gpu))["provenance"]["gpu"])
         assert chunk.startswith(name + ", ")
         expected = _expected_sentences(gpu)
@@ -523,7 +542,7 @@ def test_paragraph_states_every_gpus_numbers_from_the_records():
         for piece in expected:
             assert piece in chunk, (gpu, piece)
     # The reference GPU has the captures; the H200 has none, and shows what it has.
-    assert "busy" in chunks[0] and "busy" not in chunks[1]
+    assert "busy" in chunks[0] and not any("busy" in chunk for chunk in chunks[1:])
     assert not any("H200" in n for n in para.notes)
 
 
@@ -534,7 +553,12 @@ def test_paragraph_notes_what_is_missing(tmp_path, monkeypatch):
     para = profiling.in_one_paragraph()
     text = para.text()
     assert "busy" not in text  # no trace, no sentence about it
-    assert text.count("row mean streams") == 1  # the H200's only
+    # Another GPU shows its own row-mean record where it is shown.
+    from gpuperf.bench.catalog import ROW_MEAN
+    from gpuperf.pages import load
+
+    others = [g for g in records.gpus_with_record(ROW_MEAN.name) if g != REFERENCE]
+    assert text.count("row mean streams") == sum(load(ROW_MEAN, g).record is not None for g in others)
     assert any(n.startswith("H100 80GB HBM3, row_mean: MISSING") for n in para.notes)
     assert any(n.startswith("MISSING: no trace of the profiled step") for n in para.notes)
 

@@ -10,7 +10,16 @@ import torch
 
 from gpuperf.bench import catalog, records, sources
 from gpuperf.pages.plotting import PROVIDER_COLORS, format_size, format_x, provider_color
-from gpuperf.pages.report import Result, current_others, load, run_or_load
+from gpuperf.pages.report import (
+    Result,
+    above_roof,
+    above_roof_sentences,
+    current_others,
+    load,
+    roof_caveat,
+    run_or_load,
+    stream_mix,
+)
 from tests._params import with_changed_source
 from tests.test_bench_records import HOST_LIKE, MATMUL_LIKE, synthetic_record
 
@@ -28,10 +37,11 @@ def test_plot_carries_provenance_and_ceiling():
     assert "Test GPU 80GB" in texts
     (ax,) = fig.axes
     labels = ax.get_legend_handles_labels()[1]
-    assert any("copy bandwidth, measured: 3.00 TB/s" in label for label in labels)
+    # The ceiling its rows are read against, named from the record's entry (the stream that set it).
+    assert any("stream bandwidth (addcmul), measured: 3.10 TB/s" in label for label in labels)
     assert "committed measurement" in fig.get_suptitle()
     assert ax.get_xscale() == "log"
-    assert [a.get_ylabel() for a in ax.child_axes] == ["% of copy bandwidth"]
+    assert [a.get_ylabel() for a in ax.child_axes] == ["% of stream bandwidth"]
     legend_labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend_labels[:2] == [p.label for p in catalog.VECTOR_ADD.providers]
 
@@ -65,12 +75,13 @@ def test_table_has_ratio_and_fraction_of_ceiling():
     record = synthetic_record()
     result = Result(catalog.VECTOR_ADD, record, "committed")
     table = result.table()
-    assert "triton/torch" in table and "triton % of copy" in table
+    assert "triton/torch" in table and "triton % of stream" in table
     assert table.splitlines()[0].split()[0] == "n_elements"  # no heading without axes
     # triton takes 1 ms and torch 2 ms in the synthetic record: 2x faster.
     assert list(result.ratios().values()) == pytest.approx([2.0, 2.0, 2.0])
     x = catalog.VECTOR_ADD.x_values[0]
-    assert result.fraction_of_ceiling()[x] == pytest.approx(catalog.VECTOR_ADD.bytes(x) / 1e-3 / 1e9 / 3000)
+    assert result.fraction_of_ceiling()[x] == pytest.approx(catalog.VECTOR_ADD.bytes(x) / 1e-3 / 1e9 / 3100)
+    assert result.ceiling_name() == "stream bandwidth (addcmul)"
     assert result.values("torch")[x] == pytest.approx(catalog.VECTOR_ADD.bytes(x) / 2e-3 / 1e9)
 
 
@@ -343,7 +354,7 @@ def test_several_gpus_plot_one_column_each_with_a_shared_y_range():
     assert "committed measurements" in fig.get_suptitle()
     # One legend entry for the two GPUs' ceilings, which differ in value.
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert sum("copy bandwidth" in label for label in legend) == 1
+    assert sum("stream bandwidth" in label for label in legend) == 1
 
 
 def test_several_gpus_with_axes_plot_a_row_per_combination():
@@ -469,3 +480,72 @@ def test_a_table_names_the_ceiling_its_shares_are_of():
     assert "triton % of fp8_fast" in fp8.table(accumulation="fast")
     promoted = fp8.table(accumulation="float32")
     assert "triton % of fp8" in promoted and "fp8_fast" not in promoted
+
+
+def _above_the_roof(provider: str = "torch", by: float = 1.01, spread: float = 0.001) -> Result:
+    """A vector-add record whose ``provider`` runs at its largest size ``by`` times the
+    stream ceiling of the record, its 20th and 80th percentiles ``spread`` apart."""
+    record = synthetic_record()
+    ceiling = record["ceilings"]["stream_gbps"]
+    x = max(r["x"] for r in record["rows"])
+    for row in record["rows"]:
+        if row["provider"] == provider and row["x"] == x:
+            row["value"] = by * ceiling["value"]
+            row["value_p20"], row["value_p80"] = row["value"] * (1 - spread), row["value"] * (1 + spread)
+    return Result(catalog.VECTOR_ADD, record, "committed")
+
+
+def test_ceiling_name_comes_from_the_record_the_rows_are_read_against():
+    result = Result(catalog.VECTOR_ADD, synthetic_record(), "committed")
+    assert result.ceiling_name() == "stream bandwidth (addcmul)"
+    assert result.ceiling_name(full=False) == "stream bandwidth"
+    # A record whose rows were read against the copy names the copy.
+    for row in result.record["rows"]:
+        row["ceiling"] = "copy_gbps"
+    assert result.ceiling_name() == "copy bandwidth"
+    assert Result(catalog.VECTOR_ADD, None, "missing").ceiling_name() is None
+    host = Result(HOST_LIKE, synthetic_record(HOST_LIKE), "committed")
+    assert host.ceiling_name() is None
+
+
+def test_a_row_above_its_roof_beyond_the_spread_is_found_whatever_its_provider():
+    result = _above_the_roof("torch")
+    (share,) = above_roof(result)
+    assert share.row["provider"] == "torch" and share.key == "stream_gbps"
+    assert share.fraction == pytest.approx(1.01)
+    # Within the spread of both timings, or under the roof: nothing to say.
+    assert above_roof(_above_the_roof("torch", spread=0.05)) == []
+    assert above_roof(_above_the_roof("torch", by=0.99)) == []
+    assert above_roof(Result(catalog.VECTOR_ADD, None, "missing")) == []
+    with pytest.raises(TypeError, match=r"gpuperf\.pages\.Result"):
+        above_roof({"rows": []})
+
+
+def test_the_table_says_under_it_which_row_is_above_its_roof():
+    result = _above_the_roof("torch")
+    (line,) = above_roof_sentences(result)
+    row = above_roof(result)[0].row
+    assert line.startswith("Above its roof beyond the spread of both timings: PyTorch x + y at ")
+    assert (
+        f"ran at {row['value']:.0f} GB/s (20th percentile {row['value_p20']:.0f}) against the 3100 GB/s"
+        in line
+    )
+    assert "(80th percentile 3110) of the stream bandwidth (addcmul) measured in the same run;" in line
+    assert line.endswith(f"{roof_caveat('stream_gbps', {'stream': 'addcmul'})}.")
+    table = result.table()
+    assert table.splitlines()[-2].startswith("Measured on:") and table.splitlines()[-1] == line
+    assert "Above its roof" not in Result(catalog.VECTOR_ADD, synthetic_record(), "committed").table()
+
+
+def test_roof_caveat_and_stream_mix_name_what_a_ceiling_is():
+    assert stream_mix("copy") == "1 read per write"
+    assert stream_mix("sum") == "reads alone"
+    assert "the ceiling is cuBLAS bf16 matmul (torch.matmul) at 4096³" in roof_caveat(
+        "bf16_tflops", {"shape": [4096] * 3}
+    )
+    with pytest.raises(ValueError, match="stream must be one of"):
+        stream_mix("memset")
+    with pytest.raises(ValueError, match="key must be one of"):
+        roof_caveat("hbm_gbps", {})
+    with pytest.raises(TypeError, match="entry must be"):
+        roof_caveat("copy_gbps", None)

@@ -476,12 +476,15 @@ def test_no_table_row_is_above_its_roof_beyond_the_spread_but_read_heavy_streams
     for p in beyond:
         assert roofline.bound_by(placement, p) == "memory", p
         assert p.benchmark in READ_HEAVY, p
-    # Against the stream roof (the fastest stream measured) no row is beyond its roof.
+    # Against the stream roof (the fastest stream measured) no row the table shows is
+    # beyond its roof (the readings name the placed rows of other providers that are).
     if placement.memory_key == "stream_gbps":
         assert beyond == []
-    # A stream that reads as much as it writes, like the copy, is within it.
+    # A stream that reads as much as it writes, like the copy, is within it (where the GPU
+    # holds a current record of it: another GPU's record of code changed since is not placed).
     gelu = placement.largest("gelu", "triton", dtype="float32")
-    assert gelu is not None and not placement.beyond_roof(gelu)
+    assert gelu is not None or gpu != records.reference_gpu()
+    assert gelu is None or not placement.beyond_roof(gelu)
     # The table marks exactly those rows.
     monkeypatch.setenv("GPUPERF_TABLES", "text")
     lines = roofline.table([placement]).splitlines()

@@ -7,9 +7,9 @@ import pytest
 from gpuperf.bench import catalog
 from gpuperf.pages import matmul, roofline
 from gpuperf.pages import roofline_readings as readings
-from gpuperf.pages.plotting import short_gpu_name
+from gpuperf.pages.plotting import ceiling_label, format_x, short_gpu_name
 from gpuperf.pages.prose import percent
-from gpuperf.pages.report import gpus_with_current
+from gpuperf.pages.report import gpus_with_current, load
 
 PLACES = readings.placements()
 
@@ -62,6 +62,14 @@ def test_a_gpu_without_the_marked_records_gets_a_note_not_a_sentence():
     assert para.notes == (f"{short_gpu_name(bare.gpu)}: the vector add or bf16 matmul record is missing",)
 
 
+#: The benchmarks read in GB/s against a memory ceiling and placed on the chart (the
+#: strided copy counts no FLOPs: it has no intensity and is not placed).
+MEMORY_BOUND = tuple(
+    b.name
+    for b in catalog.ALL
+    if b.ceiling_key(**b.combos()[0]) in ("stream_gbps", "copy_gbps") and b is not catalog.STRIDED_COPY
+)
+
 #: What each reading reads: a GPU holding a current record of any of these benchmarks
 #: is named in it, one holding none is not (None: every GPU is).
 NEEDS = {
@@ -71,7 +79,8 @@ NEEDS = {
     readings.real_traffic: ("matmul_order",),
     readings.far_below: ("softmax",),
     readings.launch_bound: ("vector_add",),
-    readings.l2_resident: None,
+    # Memory-bound kernels under study whose small sizes fit in L2.
+    readings.l2_resident: MEMORY_BOUND,
     readings.causal: ("attention_forward", "attention_backward"),
     readings.head_dims: ("attention_forward",),
     readings.skipped: None,
@@ -137,6 +146,45 @@ def test_read_mix_gives_each_streams_share_of_the_copy_roof_and_marks_those_beyo
             read += 1
             rising += shares == sorted(shares)
     assert f"rises with the bytes read per byte written on {rising} of {read} GPUs" in text
+
+
+def test_read_mix_reads_the_streams_against_the_copy_their_records_measured_beside_the_roof():
+    text = " ".join(readings.read_mix(PLACES).split())
+    for p in PLACES:
+        shares = readings.copy_shares(p)
+        for bench, axes, _ in readings.READ_MIX:
+            result = load(catalog.by_name(bench), p.slug)
+            copy = (result.record or {}).get("ceilings", {}).get("copy_gbps")
+            point = p.largest(bench, "triton", **axes)
+            if point is None or copy is None:
+                assert bench not in [b for b, _, _ in shares]
+                continue
+            row = result.rows(**axes)[point.x]
+            beyond = row["value_p20"] > copy["value_p80"]
+            assert (bench, row["value"] / copy["value"], beyond) in shares
+            if p.memory_key == "stream_gbps":
+                mark = roofline.BEYOND_MARK if beyond else ""
+                assert f"{bench} {percent(row['value'] / copy['value'])}{mark}" in text
+        if shares and p.memory_key == "stream_gbps":
+            assert "of the copy bandwidth measured in the same run: " in text
+            # A kernel reading more than it writes passes the copy beyond the spread.
+            assert any(beyond for bench, _, beyond in shares if bench != "gelu")
+
+
+def test_every_row_above_the_memory_roof_beyond_the_spread_is_named():
+    lines = readings.above_memory_roof(PLACES)
+    text = " ".join(" ".join(lines).split())
+    for p in PLACES:
+        above = [q for q in p.points if roofline.bound_by(p, q) == "memory" and p.beyond_roof(q)]
+        assert (f"{short_gpu_name(p.gpu)} " in text) == bool(above)
+        for q in above:
+            assert f"{q.benchmark} {q.provider} {format_x(q.x)}" in text
+            assert f"({100 * p.fraction(q):.1f}%)" in text
+        if above:
+            named = ceiling_label(p.memory_key, p.hardware["ceilings"][p.memory_key])
+            assert f"above the {named} beyond the spread of both timings: " in text
+    # What it prints is what the read-mix reading ends with.
+    assert " ".join(readings.read_mix(PLACES).split()).endswith(text)
 
 
 def test_real_traffic_counts_flops_per_byte_read_from_dram_against_the_ridge():

@@ -1,6 +1,8 @@
 """Tutorial 02's topic module: the opening paragraph, the lines and the sweep table it
 prints, checked against the records read independently through the Result API."""
 
+import re
+
 import pytest
 
 from gpuperf.bench import catalog, records
@@ -8,7 +10,9 @@ from gpuperf.pages import load, run_or_load
 from gpuperf.pages import softmax as page
 from gpuperf.pages.plotting import format_x, short_gpu_name
 from gpuperf.pages.prose import percent, span
+from gpuperf.pages.report import Result, gpus_with_current
 from tests._pages import copy_measurements, current_measurements, records_as_text  # noqa: F401 (autouse)
+from tests.test_bench_records import synthetic_record
 
 SOFTMAX, LONG = catalog.SOFTMAX, catalog.SOFTMAX_LONG
 
@@ -28,15 +32,19 @@ def test_there_are_softmax_records_to_test_against():
 
 
 def test_paragraph_names_every_gpu_with_its_numbers(tmp_path, monkeypatch):
-    current_measurements(tmp_path, monkeypatch)  # every GPU's record current: each is named
-    text = page.in_one_paragraph().text()
-    for gpu in _gpus():
+    current_measurements(tmp_path, monkeypatch)  # every GPU's current code: each shown is named
+    text = " ".join(page.in_one_paragraph().text().split())
+    # A record read against another ceiling than the benchmark declares is not shown.
+    shown = gpus_with_current(SOFTMAX)
+    assert records.reference_gpu() in shown
+    for gpu in shown:
         short, long = load(SOFTMAX, gpu), load(LONG, gpu)
         assert f"On the {short_gpu_name(short.gpu)}," in text
         fractions = short.fraction_of_ceiling()
         best = max(fractions, key=fractions.get)
-        assert f"reaches {round(100 * fractions[best])}% of the measured copy" in text
-        assert f"bandwidth at {best} columns" in text
+        # The ceiling is named from the record, with the stream that set it.
+        assert f"reaches {round(100 * fractions[best])}% of the measured {short.ceiling_name()} " in text
+        assert f"at {best} columns" in text
         assert f"runs at {span(short.ratios().values())}× the speed of torch.softmax" in text
         # naive time / Triton time, from the rows' own milliseconds
         ms = {(r["x"], r["provider"]): r["ms"] for r in short.record["rows"]}
@@ -102,11 +110,33 @@ def test_online_against_three_passes_reads_each_row_length_against_two_thirds():
         fractions = r.fraction_of_ceiling()
         for x, f in fractions.items():
             assert f"{format_x(x)}: {percent(f)}" in flat
-        above = [format_x(x) for x, f in fractions.items() if f > 2 / 3]
-        said = f"above it at {', '.join(above)} columns" if above else "at or below it at every row length"
-        assert said in flat
+        assert f"% of the {r.ceiling_name()} by columns" in flat
+        # Above two thirds of the ceiling beyond the spread of both timings, or within it.
+        for x, row in r.rows().items():
+            ceiling = r.record["ceilings"][row["ceiling"]]
+            if row["value_p20"] > 2 / 3 * ceiling["value_p80"]:
+                assert re.search(rf"above it at [^;]*\b{re.escape(format_x(x))}\b[^;]* columns", flat)
+            elif row["value_p80"] >= 2 / 3 * ceiling["value_p20"]:
+                assert re.search(rf"spread of it at [^;]*\b{re.escape(format_x(x))}\b[^;]* columns", flat)
     with pytest.raises(ValueError, match="expected the result of 'softmax_long_rows'"):
         page.online_against_three_passes(run_or_load(SOFTMAX))
+
+
+def test_online_against_three_passes_sides_with_the_spread_of_both_timings():
+    record = synthetic_record(LONG, n_x=1)
+    ceiling = record["ceilings"]["stream_gbps"]
+    row = next(r for r in record["rows"] if r["provider"] == "triton")
+    result = Result(LONG, record, "committed")
+    cap = 2 / 3 * ceiling["value"]
+    for low, high, said in (
+        (1.01 * cap, 1.05 * cap, "above it at 2^16 columns"),
+        (0.99 * cap, 1.01 * cap, "within the timings' spread of it at 2^16 columns"),
+        (0.90 * cap, 0.95 * cap, "below it at 2^16 columns"),
+    ):
+        row["value_p20"], row["value"], row["value_p80"] = low, (low + high) / 2, high
+        flat = " ".join(page.online_against_three_passes(result).split())
+        assert flat.endswith(f"would allow 67%: {said}")
+        assert "% of the stream bandwidth (addcmul) by columns: 2^16:" in flat
 
 
 def test_config_sweep_reads_the_committed_log():

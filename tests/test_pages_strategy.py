@@ -9,7 +9,7 @@ import pytest
 from gpuperf.bench import captures, records, tuning
 from gpuperf.bench import catalog as cat
 from gpuperf.pages import hardware, load, strategy
-from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
+from gpuperf.pages.plotting import ceiling_label, format_rate, format_x, short_gpu_name
 from gpuperf.pages.prose import percent, times
 from gpuperf.pages.report import gpus_with_current
 from gpuperf.pages.tables import FORMAT_VAR
@@ -31,15 +31,21 @@ def _expected_clauses(gpu: str) -> list[str]:
     persistent, fp8 = load(cat.MATMUL_PERSISTENT, gpu), load(cat.MATMUL_FP8, gpu)
     strided = load(cat.STRIDED_COPY, gpu)
     n = strategy.LARGEST
-    # naive / triton time = (torch / triton) / (torch / naive)
-    fusion = gelu.ratios("triton", dtype="float32")[n] / gelu.ratios("naive", dtype="float32")[n]
     clauses = [
-        f"{times(fusion, 1)} faster",
-        f"{percent(gelu.fraction_of_ceiling(dtype='float32')[n])} of the copy bandwidth",
         f"{times(matmul.ratios(dtype='bfloat16')[SQUARE])} cuBLAS at 4096³ bf16",
-        f"leaves {percent(strided.fraction_of_ceiling()[8])} of the copy bandwidth",
+        # The strided copy is read against the copy bandwidth, named from its record.
+        f"keeps {percent(strided.fraction_of_ceiling()[8])} of the {strided.ceiling_name()}",
     ]
-    # (Another GPU's record of code that has changed since is not shown: no clause.)
+    # (Another GPU's record of code that has changed since, or read against another ceiling
+    # than the benchmark declares, is not shown: no clause.)
+    if gelu.record is not None:
+        # naive / triton time = (torch / triton) / (torch / naive)
+        fusion = gelu.ratios("triton", dtype="float32")[n] / gelu.ratios("naive", dtype="float32")[n]
+        named = gelu.record["ceilings"][gelu.rows(dtype="float32")[n]["ceiling"]]["label"]
+        clauses += [
+            f"{times(fusion, 1)} faster",
+            f"{percent(gelu.fraction_of_ceiling(dtype='float32')[n])} of the {named})",
+        ]
     if persistent.record is not None:
         clauses.append(f"{times(persistent.ratios()[SQUARE])} as a persistent TMA kernel")
     if persistent.record is not None and fp8.record is not None:
@@ -63,7 +69,7 @@ def test_paragraph_names_every_gpu_with_the_numbers_of_its_records(tmp_path, mon
     sentences = [s for s in para.sentences if s.startswith("On the ")]
     assert len(sentences) == len(gpus)
     for gpu, sentence in zip(gpus, sentences, strict=True):
-        name = short_gpu_name(load(cat.GELU, gpu).gpu)
+        name = short_gpu_name(load(cat.STRIDED_COPY, gpu).gpu)
         assert sentence.startswith(f"On the {name}, ")
         for clause in _expected_clauses(gpu):
             assert clause in sentence, (clause, sentence)
@@ -91,9 +97,9 @@ def test_a_missing_record_is_a_note_and_its_clause_is_left_out(tmp_path, monkeyp
     para = strategy.in_one_paragraph()
     assert len(para.notes) == 1
     assert para.notes[0].startswith(f"{gpus[0]}: MISSING") and "gelu" in para.notes[0]
-    first, last = [s for s in para.sentences if s.startswith("On the ")]
-    assert "fusing GELU" not in first and "fusing GELU" in last
-    assert "cuBLAS at 4096³" in last  # the other records still speak
+    first = next(s for s in para.sentences if s.startswith("On the "))
+    assert "fusing GELU" not in first
+    assert "cuBLAS at 4096³" in first  # the GPU's other records still speak
 
 
 def test_no_records_at_all_is_a_note(tmp_path, monkeypatch):
@@ -177,7 +183,7 @@ def test_classify_table_and_the_roofline_guide_agree_on_every_kernel():
         strategy.gelu_at_largest,
         strategy.add_relu_mul_at_largest,
         strategy.matmul_vs_cublas,
-        strategy.share_of_copy,
+        strategy.share_of_roof,
         strategy.strided_table,
         strategy.tuned_vs_max_autotune,
         strategy.persistent_ladder,
@@ -236,9 +242,12 @@ def test_roof_table_gives_each_gpus_best_share_of_its_roof(monkeypatch):
     text = strategy.roof_table([result])
     row = text.splitlines()[2]
     assert f" {percent(best)} " in row
-    # The roof is named, with its value, from the record that measured it.
-    entry = result.record["ceilings"]["copy_gbps"]
-    assert row.rstrip().endswith(f"{format_rate(entry['value'], entry['unit'])}, copy bandwidth")
+    # The roof is named, with its value, from the record that measured it: the stream
+    # bandwidth its rows are read against, with the stream that set it.
+    key = result.rows()[max(result.rows())]["ceiling"]
+    entry = result.record["ceilings"][key]
+    named = ceiling_label(key, entry)
+    assert row.rstrip().endswith(f"{format_rate(entry['value'], entry['unit'])}, {named}")
 
 
 def test_roof_table_reads_fp8_rows_against_the_ceiling_of_their_accumulation(monkeypatch):
@@ -375,18 +384,25 @@ def test_matmul_sweep_figure_refuses_a_dtype_the_sweep_did_not_time():
         strategy.matmul_sweep_figure("float64")
 
 
-def test_gelu_at_largest_gives_the_eager_formulas_share_of_copy_on_the_bytes_it_moves():
+def test_gelu_at_largest_gives_the_eager_formulas_share_of_its_roof_on_the_bytes_it_moves():
     from gpuperf.bench import metrics
 
     result = load(cat.GELU)
     n = strategy.LARGEST
+    row = result.rows("naive", dtype="float32")[n]
+    entry = result.record["ceilings"][row["ceiling"]]
     # GB/s of a record count the fused kernel's bytes: scale to the bytes eager moves.
     scale = metrics.gelu_eager_bytes(n, 4) / metrics.elementwise_bytes(n, 4, n_inputs=1)
-    real = (
-        result.values("naive", dtype="float32")[n] * scale / result.record["ceilings"]["copy_gbps"]["value"]
-    )
+    real = row["value"] * scale / entry["value"]
     text = strategy.gelu_at_largest(result)
-    assert f"{percent(real)} of the copy bandwidth on the bytes it really moves" in text
+    named = ceiling_label(row["ceiling"], entry)
+    assert f"{percent(real)} of the {named} on the bytes it really moves" in text
+    # The table's heading names the roof its shares are of, from the record, with its value.
+    assert f"% of the {named} measured in the same run, {format_rate(entry['value'], 'GB/s')}" in text
+    short = row["ceiling"].removesuffix("_gbps")
+    fused = result.rows("triton", dtype="float32")[n]
+    assert f"triton µs (% of {short})" in text
+    assert f"{fused['ms'] * 1e3:.0f} ({percent(fused['value'] / entry['value'])})" in text
     assert "the eager formula in bfloat16: mismatch" in text
 
 

@@ -13,11 +13,12 @@ def test_rate_headline_gives_the_ratio_range_and_the_best_share_of_the_ceiling()
     record = synthetic_record(ms=lambda c, i, p: [1.0 if i == 0 else 0.5, 2.0][p])
     line = headline(Result(catalog.VECTOR_ADD, record, "committed"))
     x = catalog.VECTOR_ADD.x_values[2]  # the largest of the three sizes: the most bytes in 0.5 ms
-    best = catalog.VECTOR_ADD.bytes(x) / 0.5e-3 / 1e9 / 3000
-    # The share prints its divisor (the record's copy ceiling) and names the x.
+    best = catalog.VECTOR_ADD.bytes(x) / 0.5e-3 / 1e9 / 3100
+    # The share prints its divisor (the record's stream ceiling), names it from its entry
+    # (the stream that set it) and names the x.
     assert line == (
-        f"2.00–4.00× the speed of PyTorch x + y; up to {100 * best:.0f}% of the 3.00 TB/s of copy "
-        f"bandwidth, reached at elements per tensor = {format_x(x)}"
+        f"2.00–4.00× the speed of PyTorch x + y; up to {100 * best:.0f}% of the 3.10 TB/s of stream "
+        f"bandwidth (addcmul), reached at elements per tensor = {format_x(x)}"
     )
 
 

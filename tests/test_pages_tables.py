@@ -28,3 +28,14 @@ def test_html_escapes_text_and_keeps_sort_keys():
     assert '<p class="gpuperf-table-note">a &lt; b</p>' in html
     assert '<td data-sort="1048576" class="num">2^20</td>' in html
     assert "<td>-</td>" in html  # no key: sorts last
+
+
+def test_a_footer_of_several_lines_is_a_line_or_a_paragraph_each():
+    assert to_text([_section()], footer=["measured here", "", "and said so"]).splitlines()[-2:] == [
+        "measured here",
+        "and said so",
+    ]
+    html = to_html([_section()], footer=["a < b", "c"])
+    assert html.count('<p class="gpuperf-table-footer">') == 2
+    assert '<p class="gpuperf-table-footer">a &lt; b</p>' in html
+    assert to_text([_section()], footer="one line").splitlines()[-1] == "one line"

@@ -8,12 +8,13 @@ import pytest
 from gpuperf.bench import catalog, records
 from gpuperf.pages import load, prose, run_or_load
 from gpuperf.pages import vector_add as page
-from gpuperf.pages.plotting import format_rate, short_gpu_name
+from gpuperf.pages.plotting import ceiling_label, format_rate, short_gpu_name
 from gpuperf.pages.prose import span
-from gpuperf.pages.report import gpus_with_current
+from gpuperf.pages.report import Result, gpus_with_current
 from gpuperf.pages.tables import FORMAT_VAR
 from tests._pages import copy_measurements, records_as_text  # noqa: F401 (autouse)
 from tests._params import with_changed_source
+from tests.test_bench_records import synthetic_record
 
 VECTOR_ADD = catalog.VECTOR_ADD
 
@@ -39,7 +40,11 @@ def test_paragraph_names_every_gpu_with_its_numbers():
         result = load(VECTOR_ADD, gpu)
         assert f"On the {short_gpu_name(result.gpu)}," in text
         large = {x: f for x, f in result.fraction_of_ceiling().items() if x >= 2**24}
-        assert f"streams at {_percents(large.values())} of the measured copy" in text
+        # The ceiling is named from the record (the stream that set it), never typed.
+        named = result.ceiling_name()
+        key = result.rows()[2**28]["ceiling"]
+        assert named == ceiling_label(key, result.record["ceilings"][key])
+        assert f"streams at {_percents(large.values())} of the measured {named}" in " ".join(text.split())
         rate = format_rate(result.values()[max(large)], "GB/s")
         assert f"({rate} at 2^28)" in text
         assert f"{span(result.ratios().values())}× the speed of PyTorch x + y" in text
@@ -100,11 +105,40 @@ def test_hbm_bound_reads_fractions_and_ratios():
     text = page.hbm_bound(result)
     for r in result.gpus():
         large = [f for x, f in r.fraction_of_ceiling().items() if x >= 2**24]
-        assert f"from 2^24 up: {_percents(large)} of the copy bandwidth" in text
+        assert f"from 2^24 up: {_percents(large)} of the {r.ceiling_name()}" in text
+        # Beside the roof, the copy measured in the same run, which a read-heavy kernel passes.
+        copy = r.record["ceilings"].get("copy_gbps")
+        if copy is not None and r.rows()[2**28]["ceiling"] != "copy_gbps":
+            share = r.rows()[2**28]["value"] / copy["value"]
+            assert (
+                f"against the copy bandwidth of the same run ({format_rate(copy['value'], 'GB/s')}): " in text
+            )
+            assert f"{round(100 * share)}% at 2^28" in text
         mid = {x: v for x, v in r.ratios().items() if x >= 2**20}
         assert f"from 2^20 up: {span(mid.values())}× the speed of PyTorch" in text
     narrow = page.hbm_bound(result, hbm_from=2**28)
     assert "from 2^28 up:" in narrow
+
+
+def test_read_mix_line_says_where_the_kernel_passes_the_copy_beyond_the_spread():
+    record = synthetic_record(gpu="NVIDIA H100 80GB HBM3", n_x=len(VECTOR_ADD.x_values))
+    copy = record["ceilings"]["copy_gbps"]
+    row = next(r for r in record["rows"] if r["provider"] == "triton" and r["x"] == 2**28)
+    result = Result(VECTOR_ADD, record, "committed")
+    for value, p20, said in (
+        (1.03 * copy["value"], 1.02 * copy["value"], "103% at 2^28, above it beyond the timings' spread"),
+        (1.002 * copy["value"], 0.99 * copy["value"], "100% at 2^28, within the timings' spread of it"),
+        (0.9 * copy["value"], 0.89 * copy["value"], "90% at 2^28"),
+    ):
+        row["value"], row["value_p20"] = value, p20
+        line = " ".join(" ".join(page.read_mix_line(result)).split())
+        assert line == f"against the copy bandwidth of the same run (3.00 TB/s): {said}"
+    # Rows read against the copy itself, or a record without the copy beside the roof: no line.
+    for r in record["rows"]:
+        r["ceiling"] = "copy_gbps"
+    assert page.read_mix_line(result) == []
+    with pytest.raises(TypeError, match=r"gpuperf\.pages\.Result"):
+        page.read_mix_line({"rows": []})
 
 
 def test_percent_span():

@@ -12,7 +12,8 @@ Fused softmax: one pass over memory, and what to do when a row does not fit
 * the :term:`online softmax`: a running maximum and a rescaled running sum, for
   rows too long to hold on chip;
 * how the result compares with ``torch.softmax``, naive eager PyTorch and
-  :term:`torch.compile`, against the measured :term:`copy bandwidth`.
+  :term:`torch.compile`, against the measured :term:`stream bandwidth` (the fastest
+  rate the memory was shown to stream).
 
 The answer first, read from the records of every GPU measured:
 """
@@ -40,7 +41,7 @@ print(page.in_one_paragraph())
 # of length :math:`M` are negligible): :math:`8MN` elements moved. A fused kernel
 # that reads each row once and writes it once moves :math:`2MN`: four times
 # fewer bytes, so for a :term:`memory-bound` operation about four times faster,
-# and more where the naive code's own five kernels stream below the copy
+# and more where the naive code's own five kernels stream below the stream
 # bandwidth (the opening paragraph's ratios to the naive code go past four).
 
 rows, cols, fp32 = 4096, 8192, 4
@@ -186,7 +187,7 @@ short = show(SOFTMAX)
 #
 # At 256 columns the whole tensor is 4 MB: the kernel is over in a few
 # microseconds and :term:`launch latency` and ramp-up dominate, as in tutorial
-# 01. From there the fused kernels climb towards the copy bandwidth as the
+# 01. From there the fused kernels climb towards the stream bandwidth as the
 # tensor grows past L2 (the shaded region) and each program has more bytes to
 # stream. The naive version stays near a quarter of the others, as the byte
 # count predicted.
@@ -197,9 +198,9 @@ print(page.bandwidth_and_speedups(short))
 # Two effects shape the Triton curve. At 1,024 columns the tensor is 16 MB in
 # and 16 MB out, about ten microseconds at full bandwidth, so the fixed costs of
 # a launch (start-up, ramp, drain) are a visible fraction of it: no kernel
-# reaches the copy rate there, which is measured on 1 GiB. Vector add in
+# reaches the roof there, which is measured on far larger tensors. Vector add in
 # tutorial 01 shows the same curve at the same traffic. As rows grow, one or a
-# few rows per program stream ever closer to the copy rate (the shares printed
+# few rows per program stream ever closer to the roof (the shares printed
 # above): the kernel does exactly one read and one write of every element, and
 # the exponentials hide under the memory time.
 #
@@ -220,10 +221,11 @@ long = show(SOFTMAX_LONG)
 # %%
 # The online kernel reads each row twice and writes it once. If the second read
 # came entirely from HBM it would move 1.5 times the minimum traffic, capping it
-# at two thirds of the copy bandwidth. Above that share, L2 served part of the
-# second read: the reversed walk and the L2 hints win most on the shortest of
-# these rows, and less as rows outgrow their share of the cache, until at the
-# longest rows the kernel is at or barely above the three-pass share:
+# at two thirds of the stream bandwidth. Above that share beyond the timings'
+# spread, L2 served part of the second read: the reversed walk and the L2 hints
+# win most on the shortest of these rows, and less as rows outgrow their share of
+# the cache. Row length by row length, whether the kernel is above the three-pass
+# share, within the spread of both timings of it, or below:
 
 print(page.online_against_three_passes(long))
 
@@ -252,9 +254,10 @@ print(page.bandwidth_and_speedups(long))
 #
 # * Count the bytes each kernel of a chain moves: fusion removes the
 #   intermediate round trips to DRAM, here four times fewer bytes.
-# * A fused memory-bound kernel is done when it streams at the copy bandwidth;
-#   on rows that fit in registers ``torch.compile`` fuses the naive code into a
-#   kernel much like ours, and on longer rows it falls behind.
+# * A fused memory-bound kernel is done when it reaches the stream bandwidth, the
+#   fastest rate the memory was shown to stream; on rows that fit in registers
+#   ``torch.compile`` fuses the naive code into a kernel much like ours, and on
+#   longer rows it falls behind.
 # * When the data a program needs does not fit on chip, restructure the
 #   algorithm (the online softmax) so it needs fewer passes, and order the
 #   passes so the cache serves what it can.

@@ -67,7 +67,8 @@ print(page.work_per_token())
 
 # %%
 # So a prefill should run near the matmul peak and a decode step near the
-# :term:`copy bandwidth`; everything on this page is read against those two roofs.
+# :term:`stream bandwidth`, the fastest rate the memory was shown to stream;
+# everything on this page is read against those two roofs.
 #
 # The new kernels
 # ---------------
@@ -202,10 +203,11 @@ print(page.launch_bound())
 
 # %%
 # A CUDA graph replays the whole step with one launch, so the step costs what its
-# kernels cost; then the matmuls must read the weights at the copy bandwidth even
-# with one row of input. A tile of 128 columns leaves most :term:`SMs <SM>` idle (4096
-# columns are 32 tiles); ``matmul_splitk`` takes 32 columns a program, 128 programs for
-# a wave of 132 SMs, and splits K (:term:`split-K`) where the columns alone are too few.
+# kernels cost; then the matmuls must read the weights near the stream bandwidth
+# even with one row of input. A tile of 128 columns leaves most :term:`SMs <SM>`
+# idle (4096 columns are 32 tiles); ``matmul_splitk`` takes 32 columns a program,
+# 128 programs for a wave of 132 SMs, and splits K (:term:`split-K`) where the
+# columns alone are too few.
 # A decode step's projections, as GB/s of weight read:
 
 from gpuperf.bench.catalog import MATMUL_SMALL_M
@@ -260,5 +262,5 @@ plt.show()  # run as a script: every figure of the page, in windows
 # * Fusion pays where eager code re-reads activations: RMSNorm, RoPE and the SwiGLU
 #   gate each become one pass, the gate inside its matmul's epilogue.
 # * Decode at batch 1 is launch-bound: capture the step in a CUDA graph, then make
-#   every kernel stream the weights and the cache at the copy bandwidth
+#   every kernel stream the weights and the cache near the stream bandwidth
 #   (Flash-Decoding, enough programs per matmul to fill every SM).

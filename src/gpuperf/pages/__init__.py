@@ -13,7 +13,8 @@ folders, provenance captions, MISSING and STALE notes, formatting) lives here.
 * :mod:`~gpuperf.pages.announce`: what a docs build or a page run as a script says first:
   live or records, on which GPU, and each page's time from its records' wall times.
 * :mod:`~gpuperf.pages.hardware`: the GPU a page describes and its measured ceilings
-  (:func:`~gpuperf.pages.hardware.ceilings`: copy bandwidth, matmul peaks, ridge points).
+  (:func:`~gpuperf.pages.hardware.ceilings`: stream and copy bandwidths, matmul peaks,
+  ridge points).
 * :mod:`~gpuperf.pages.captures`: profiler tables, counters and generated code, each
   GPU's, with their provenance (:func:`gpuperf.pages.captures.show`).
 * :mod:`~gpuperf.pages.prose`: the paragraph that opens each page, written from the

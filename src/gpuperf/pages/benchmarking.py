@@ -31,7 +31,7 @@ from gpuperf.pages.tables import Cell, Section, render
 TIMING = "timing_scale_shift"
 AUTOTUNE = "autotune_scale_shift"
 #: From this many rows up the kernel's traffic (268 MB at 4096 float32 columns) is far
-#: larger than L2: the rows the guide reads against the copy bandwidth.
+#: larger than L2: the rows the guide reads against the bandwidth ceiling of its record.
 HBM_FROM_ROWS = 8192
 
 #: What a reading prints when the capture it reads is not there (the note above it says why).
@@ -101,13 +101,17 @@ def _in_l2(entry: dict, capture: dict) -> str:
     return f"{fits} the {size} L2"
 
 
-def _copy_gbps(capture: dict) -> float | None:
-    """The measured copy bandwidth (GB/s) of the capture's GPU, from its ``hardware.json``,
-    or None where there is none."""
+def _memory_roof(capture: dict) -> tuple[float, str] | None:
+    """The memory roof of the capture's GPU, from its ``hardware.json``: its rate (GB/s) and
+    its name (:attr:`~gpuperf.pages.hardware.Ceilings.memory_label`), the stream bandwidth
+    where measured (the fastest rate the memory was shown to stream, which a floor on time
+    must use, as the benchmark's record reads the kernel against it), else the copy; None
+    where the GPU has no ``hardware.json``."""
     from gpuperf.pages.hardware import ceilings
 
     try:
-        return ceilings(records.gpu_slug(capture["provenance"]["gpu"])).copy_gbps
+        hw = ceilings(records.gpu_slug(capture["provenance"]["gpu"]))
+        return hw.memory_gbps, hw.memory_label
     except (FileNotFoundError, KeyError, AttributeError):
         return None
 
@@ -245,12 +249,13 @@ def launch_share(shown: Mapping[str, dict]) -> str:
 def graph_gain(shown: Mapping[str, dict]) -> str:
     """For each size, the time per call of back-to-back launches against the same calls
     replayed from a CUDA graph: what the graph removes. Where a replayed call takes less
-    than moving its bytes from HBM at the measured copy bandwidth (the GPU's
-    ``hardware.json``), it says so: the replays, with no flush between them, read their
-    input from L2."""
+    than moving its bytes from HBM at the GPU's memory roof (its ``hardware.json``: the
+    stream bandwidth, named, where measured), it says so: the replays, with no flush
+    between them, read their input from L2."""
 
     def write(capture: dict) -> list[str]:
-        gbps = _copy_gbps(capture)
+        roof = _memory_roof(capture)
+        gbps, named = roof if roof else (None, None)
         lines = []
         for entry in capture["payload"]["sizes"]:
             loop = _reading(entry, "many_calls")["median"]
@@ -263,7 +268,7 @@ def graph_gain(shown: Mapping[str, dict]) -> str:
             if floor_us and graph * 1e3 < floor_us:
                 line += (
                     f"; below the {floor_us:,.1f} µs that moving {entry['bytes'] / 1e6:,.1f} MB from HBM "
-                    f"takes at {gbps:,.0f} GB/s: the replays read their input from L2"
+                    f"takes at the {gbps:,.0f} GB/s of the {named}: the replays read their input from L2"
                 )
             lines.append(line)
         return lines
@@ -271,7 +276,7 @@ def graph_gain(shown: Mapping[str, dict]) -> str:
     return _each(shown, write)
 
 
-# --- the benchmark against the copy roof -----------------------------------------------
+# --- the benchmark against the memory roof ---------------------------------------------
 
 
 def _check(result: Result) -> None:
@@ -282,7 +287,9 @@ def _check(result: Result) -> None:
 
 
 def against_the_roof(result: Result, hbm_from: int = HBM_FROM_ROWS) -> str:
-    """How close each provider comes to the copy bandwidth from ``hbm_from`` rows up, and
+    """How close each provider comes to the ceiling its rows are read against from
+    ``hbm_from`` rows up (named from the record: the stream bandwidth, the fastest rate the
+    memory was shown to stream), and
     the kernel's speed against eager PyTorch and ``torch.compile`` over every size, one
     block per GPU; the record's notes when no GPU has one.
 
@@ -299,7 +306,7 @@ def against_the_roof(result: Result, hbm_from: int = HBM_FROM_ROWS) -> str:
             large = [f for x, f in r.fraction_of_ceiling(provider).items() if x >= hbm_from]
             if large:
                 lines.append(
-                    f"{labels[provider]}: {percent_span(large)} of the copy bandwidth "
+                    f"{labels[provider]}: {percent_span(large)} of the {r.ceiling_name(provider)} "
                     f"from {hbm_from:,} rows up"
                 )
         for other in ("eager", "compile"):
@@ -436,7 +443,7 @@ def _record_sentence(result: Result) -> str:
         rate = format_rate(result.values()[biggest], result.benchmark.metric)
         parts.append(
             f"the small Triton kernel this guide writes streams at {percent_span(fractions)} of the "
-            f"measured copy bandwidth from {HBM_FROM_ROWS:,} rows up ({rate} at {biggest:,} rows)"
+            f"measured {result.ceiling_name()} from {HBM_FROM_ROWS:,} rows up ({rate} at {biggest:,} rows)"
         )
     for other, name in (("eager", "eager PyTorch"), ("compile", "torch.compile")):
         ratios = result.ratios(over=other)
@@ -461,7 +468,8 @@ def _timing_sentence(capture: dict) -> str:
 
 
 def in_one_paragraph() -> Paragraph:
-    """The guide's headline: the kernel's share of the copy bandwidth and its speed against
+    """The guide's headline: the kernel's share of the ceiling its record reads it against
+    (named from the record) and its speed against
     eager PyTorch and ``torch.compile`` on every GPU with a record, and how far apart the
     ways of timing a small call read on the reference GPU's capture.
 

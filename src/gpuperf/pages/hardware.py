@@ -84,10 +84,24 @@ class Ceilings:
         return self.measured["copy_gbps"]
 
     @property
+    def memory_key(self) -> str:
+        """The ceiling the memory roof is: ``'stream_gbps'`` where a stream bandwidth was
+        measured, else ``'copy_gbps'``."""
+        return "stream_gbps" if "stream_gbps" in self.measured else "copy_gbps"
+
+    @property
     def memory_gbps(self) -> float:
         """The memory roof, GB/s: the measured stream bandwidth (``stream_gbps``, the fastest
-        of a few streams), or the copy bandwidth where no stream bandwidth was measured."""
-        return self.measured.get("stream_gbps", self.measured["copy_gbps"])
+        of a few streams: the fastest rate the memory was shown to reach), or the copy
+        bandwidth where no stream bandwidth was measured (:attr:`memory_key`)."""
+        return self.measured[self.memory_key]
+
+    @property
+    def memory_label(self) -> str:
+        """What the memory roof is, named from its entry (:meth:`label`):
+        ``'stream bandwidth (addcmul)'``, or ``'copy bandwidth'`` where no stream bandwidth
+        was measured."""
+        return self.label(self.memory_key)
 
     def tflops(self, dtype: str = "bf16") -> float:
         """The measured vendor-matmul rate of ``dtype`` (``'bf16'``, ``'fp16'``, ``'fp32'``,

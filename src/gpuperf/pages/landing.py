@@ -17,15 +17,7 @@ from gpuperf.bench.catalog import Benchmark
 from gpuperf.bench.hardware import CEILINGS, STREAMS
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import ceiling_label, format_rate, short_gpu_name
-from gpuperf.pages.report import Result, best_share, headline, load, measured_when
-
-
-def _mix(stream: str) -> str:
-    """``'3 reads per write'``: the mix of a stream of :data:`~gpuperf.bench.hardware.STREAMS`."""
-    reads = STREAMS.get(stream)
-    if reads is None:
-        return "reads alone"
-    return f"{reads} read{'s' if reads != 1 else ''} per write"
+from gpuperf.pages.report import Result, best_share, headline, load, measured_when, stream_mix
 
 
 def over_roof(result: Result) -> str | None:
@@ -36,10 +28,12 @@ def over_roof(result: Result) -> str | None:
     A ceiling is a rate a library call reached in the same run, not a limit of the
     hardware: a share above 100% is within the timings' spread where the row's 20th
     percentile is not above the ceiling's 80th (said so where it prints above 100%), and
-    beyond it otherwise. Beyond it, against the copy bandwidth (a ``Tensor.copy_``, one read
-    per write), the note gives the share of the GPU's stream bandwidth (``stream_gbps`` of
-    its ``hardware.json``: the fastest of a few mixes of reads and writes, measured in a
-    run of its own), or says that none is measured on that GPU; against a matmul ceiling,
+    beyond it otherwise. Beyond it, against the stream bandwidth, the note names the stream
+    that set it (the fastest of the mixes of reads and writes timed in the same run), a
+    rate the memory was shown to reach rather than its limit; against the copy bandwidth
+    (a ``Tensor.copy_``, one read per write, where a record was read against it), the
+    share of the GPU's stream bandwidth (``stream_gbps`` of its ``hardware.json``, measured
+    in a run of its own), or that none is measured on that GPU; against a matmul ceiling,
     that it is the library's call at one shape.
 
     Raises:
@@ -52,10 +46,17 @@ def over_roof(result: Result) -> str | None:
         if round(100 * share.fraction) <= 100:
             return None
         return "above 100% within the timings' spread: its 20th percentile is not above the ceiling's 80th"
+    if share.key == "stream_gbps":
+        name = share.ceiling.get("stream")
+        how = f" (``{name}``, {stream_mix(name)})" if name in STREAMS else ""
+        return (
+            f"over 100%: the {CEILINGS['stream_gbps'][0]} is the fastest of the streams timed "
+            f"in the same run{how}, a rate the memory was shown to reach, not a limit of it"
+        )
     if share.key == "copy_gbps":
         gpu = short_gpu_name(result.gpu)
         said = (
-            f"over 100%: the copy bandwidth is PyTorch's ``Tensor.copy_``, {_mix('copy')}, measured in "
+            f"over 100%: the copy bandwidth is PyTorch's ``Tensor.copy_``, {stream_mix('copy')}, measured in "
             "the same run, not a limit of the memory"
         )
         stream = _stream_entry(records.gpu_slug(result.gpu))
@@ -66,10 +67,10 @@ def over_roof(result: Result) -> str | None:
             )
         part = share.row["value"] / stream["value"]
         name = stream.get("stream")
-        how = f" ({name}, {_mix(name)})" if name in STREAMS else ""
+        how = f" ({name}, {stream_mix(name)})" if name in STREAMS else ""
         text = (
             f"{said}; against the {format_rate(stream['value'], stream['unit'])} "
-            f"{CEILINGS['stream_gbps'][0]}, the fastest of PyTorch's streams measured on the {gpu} "
+            f"{CEILINGS['stream_gbps'][0]}, the fastest of the streams timed on the {gpu} "
             f"in a run of its own{how}, {100 * part:.0f}%"
         )
         if part > 1:

@@ -39,7 +39,7 @@ from gpuperf.bench.catalog import (
 )
 from gpuperf.pages import captures, hardware, prose
 from gpuperf.pages.plotting import PROVIDER_COLORS, short_gpu_name
-from gpuperf.pages.report import Result, load
+from gpuperf.pages.report import Result, above_roof, load, roof_caveat, x_named
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The capture of where a step's time goes (``scripts/llama_capture.py``).
@@ -447,6 +447,27 @@ def _span_or_none(values) -> str | None:
     return prose.span(values) if values else None
 
 
+def _above_roof(result: Result, **axes) -> list[str]:
+    """A sentence naming where the kernel under study (at ``axes``) ran above the ceiling
+    its rows are read against beyond the spread of both timings
+    (:func:`~gpuperf.pages.report.above_roof`), and why a ceiling can be passed; ``[]``
+    where it never did."""
+    subject = result.benchmark.subject.key
+    above = [
+        s
+        for s in above_roof(result)
+        if s.row["provider"] == subject and all(s.combo.get(k) == v for k, v in axes.items())
+    ]
+    if not above:
+        return []
+    where = ", ".join(x_named(result.record, s.x) for s in above)
+    share = above[0]
+    return [
+        f"At {where} it passes that roof beyond the spread of both timings: "
+        f"{roof_caveat(share.key, share.ceiling)}."
+    ]
+
+
 def in_one_paragraph() -> prose.Paragraph:
     """The page's answer, from the committed records of the page's GPU (or measured live)."""
     prefill, autotune, decode = load(LLAMA_PREFILL), load(LLAMA_PREFILL_AUTOTUNE), load(LLAMA_DECODE)
@@ -488,8 +509,9 @@ def in_one_paragraph() -> prose.Paragraph:
         if ratios and frac:
             sentences.append(
                 f"Flash-Decoding reads the KV cache at {prose.span(ratios)}× SDPA's speed, and at "
-                f"{prose.percent_span(frac.values())} of the copy bandwidth at batch 64."
+                f"{prose.percent_span(frac.values())} of the {kernel.ceiling_name(batch=64)} at batch 64."
             )
+            sentences += _above_roof(kernel, batch=64)
     if train.record is not None:
         batch = LLAMA_TRAIN.x_values[0]
         ours = _ms(train, "triton").get(batch)

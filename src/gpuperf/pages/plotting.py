@@ -403,7 +403,7 @@ def _subtitle(where: list[str]) -> str:
 def draw_ceiling(ax, value: float, label: str, of: str):
     """A measured ceiling on ``ax``: a dashed line at ``value`` (in the unit of ``ax``'s y
     axis, GB/s or TFLOP/s; positive) with the legend entry ``label``, and a right axis in %
-    of it, titled "% of ``of``" (``"copy bandwidth"``); returns that axis (matplotlib's
+    of it, titled "% of ``of``" (``"stream bandwidth"``); returns that axis (matplotlib's
     ``SecondaryAxis``).
 
     Raises:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from gpuperf._runtime import has_cuda, is_interpreter
 from gpuperf.bench import records
 from gpuperf.bench.catalog import Benchmark
+from gpuperf.bench.hardware import CEILINGS, STREAMS
 from gpuperf.bench.metrics import LOWER_IS_BETTER
 from gpuperf.pages import announce
 from gpuperf.pages.plotting import (
@@ -173,12 +174,33 @@ class Result:
             if r["ceiling"] in ceilings
         }
 
+    def ceiling_name(self, provider: str | None = None, *, full: bool = True, **axes) -> str | None:
+        """The name of the ceiling a provider's rows (default: the one under study) are read
+        against, formatted from its entry in this result's own record
+        (:func:`~gpuperf.pages.plotting.ceiling_label`): ``'stream bandwidth (addcmul)'``,
+        ``'copy bandwidth'``, ``'cuBLAS bf16 matmul (torch.matmul) at 4096³'``; several
+        joined with ``' or '``; None without a record or a ceiling. What a sentence that
+        quotes :meth:`fraction_of_ceiling` names, never a typed name: a record measured
+        against another ceiling (a GPU measured before memory-bound benchmarks were read
+        against the stream bandwidth) names its own. ``full=False`` gives the entry's label
+        alone (``'stream bandwidth'``), for a sentence already inside parentheses."""
+        rows = self._rows(provider or self.benchmark.subject.key, self._combo(axes))
+        ceilings = self.record["ceilings"] if self.record else {}
+        keys = dict.fromkeys(r["ceiling"] for r in rows.values() if r["ceiling"] in ceilings)
+        names = [
+            _named(key, ceilings[key]) if full else ceilings[key].get("label", CEILINGS.get(key, (key,))[0])
+            for key in keys
+        ]
+        return " or ".join(names) or None
+
     def table(self, **axes) -> str:
         """The numbers behind the plot, one table per axis combination under a heading
         naming it: each provider's metric per x, the ratio of the provider under study
         to the baseline, and its % of the ceiling (when there is one); with several
         GPUs, a GPU column and one row per x and GPU, and with one GPU a last line saying
-        where and when it was measured (:meth:`measured_on`). ``axes``
+        where and when it was measured (:meth:`measured_on`), and under it, for each row of
+        any provider above the ceiling it is read against beyond the timings' spread, a
+        sentence saying so (:func:`above_roof_sentences`). ``axes``
         (``dtype="float16"``, say) keeps the combinations with those values only.
 
         Fixed-width text, or HTML when ``GPUPERF_TABLES=html`` (the docs build):
@@ -192,7 +214,12 @@ class Result:
         keys = []
         for record in narrowed:
             keys += [c for c in combos(record) if c not in keys]
-        footer = shown[0].measured_on() if len(shown) == 1 else None
+        footer = [shown[0].measured_on()] if len(shown) == 1 else []
+        # Rows above the roof they are read against, said under the table from the record.
+        for result in shown:
+            above = result._subset(axes) if axes else result.record
+            for line in above_roof_sentences(Result(self.benchmark, above, result.source)):
+                footer.append(f"{result.name}: {line}" if len(shown) > 1 else line)
         return render([self._section(combo, shown) for combo in keys], notes, footer)
 
     def _section(self, combo: dict, results: list[Result]) -> Section:
@@ -350,7 +377,7 @@ class LiveRecords:
     """What this process has measured live: each benchmark's record (by its declaration:
     a variant of a benchmark is another one) and the ceilings measured with them. A build
     runs every page in one process, so a benchmark several pages show (the host-time one
-    is on four) is measured once, and the copy bandwidth and matmul peaks once, not again
+    is on four) is measured once, and the bandwidth and matmul ceilings once, not again
     on every page."""
 
     def __init__(self):
@@ -492,7 +519,7 @@ class Share:
         x: the x where it was reached.
         combo: the axis combination where it was reached (``{}`` without axes).
         row: the record's row (its ``value``, ``value_p20``, ``value_p80``, ...).
-        key: the ceiling's key (``"copy_gbps"``).
+        key: the ceiling's key (``"stream_gbps"``).
         ceiling: the ceiling's entry in the record (its ``value``, ``unit``, spread, shape),
             measured in the same run as the row.
     """
@@ -535,6 +562,111 @@ def best_share(result: Result) -> Share | None:
     return Share(fraction, x, combo, row, row["ceiling"], result.record["ceilings"][row["ceiling"]])
 
 
+def _named(key: str, entry: dict) -> str:
+    """A ceiling's name from its entry (:func:`~gpuperf.pages.plotting.ceiling_label`), or
+    the entry's own label for a key this version of gpuperf does not know."""
+    return ceiling_label(key, entry) if key in CEILINGS else str(entry.get("label", key))
+
+
+def stream_mix(stream: str) -> str:
+    """How a stream of :data:`~gpuperf.bench.hardware.STREAMS` mixes reads and writes:
+    ``'3 reads per write'``, ``'1 read per write'``, ``'reads alone'``.
+
+    >>> stream_mix("addcmul")
+    '3 reads per write'
+
+    Raises:
+        ValueError: ``stream`` is not one of :data:`~gpuperf.bench.hardware.STREAMS`.
+    """
+    if stream not in STREAMS:
+        raise ValueError(f"stream must be one of {list(STREAMS)}, got {stream!r}")
+    reads = STREAMS[stream]
+    if reads is None:
+        return "reads alone"
+    return f"{reads} read{'s' if reads != 1 else ''} per write"
+
+
+def roof_caveat(key: str, entry: dict) -> str:
+    """Why a rate can pass the ceiling ``key`` (its ``entry`` in a record or in
+    ``hardware.json``): a ceiling is a rate a library call reached, not a limit of the
+    hardware. Plain text, formatted from the entry.
+
+    >>> import textwrap
+    >>> print(textwrap.fill(roof_caveat("stream_gbps", {"stream": "addcmul"}), 80))
+    the stream bandwidth is the fastest of the streams timed (addcmul, 3 reads per
+    write), a rate the memory was shown to reach, not a limit of it
+    >>> print(textwrap.fill(roof_caveat("copy_gbps", {}), 80))
+    the copy bandwidth is PyTorch's Tensor.copy_ (1 read per write), a rate the
+    memory was shown to reach, not a limit of it
+
+    Raises:
+        ValueError: ``key`` is not a key of :data:`~gpuperf.bench.hardware.CEILINGS`.
+        TypeError: ``entry`` is not a dict.
+    """
+    if key not in CEILINGS:
+        raise ValueError(f"key must be one of {list(CEILINGS)}, got {key!r}")
+    if not isinstance(entry, dict):
+        raise TypeError(f"entry must be a ceiling's entry (dict), got {type(entry).__name__}")
+    reached = "a rate the memory was shown to reach, not a limit of it"
+    if key == "stream_gbps":
+        stream = entry.get("stream")
+        how = f" ({stream}, {stream_mix(stream)})" if stream in STREAMS else ""
+        return f"the {CEILINGS[key][0]} is the fastest of the streams timed{how}, {reached}"
+    if key == "copy_gbps":
+        return f"the {CEILINGS[key][0]} is PyTorch's Tensor.copy_ ({stream_mix('copy')}), {reached}"
+    return f"the ceiling is {ceiling_label(key, entry)} in the same run, not the hardware's peak"
+
+
+def above_roof(result: Result) -> list[Share]:
+    """Every successful row of ``result``'s own record, of any provider, whose rate is
+    above the ceiling it is read against beyond the two timings' spread
+    (:attr:`Share.above_spread`: the row's 20th percentile above the ceiling's 80th), in
+    the record's order; ``[]`` without a record.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`Result`.
+    """
+    if not hasattr(result, "record"):
+        raise TypeError(f"result must be a gpuperf.pages.Result, got {type(result).__name__}")
+    record = result.record
+    if record is None or record["metric"] in LOWER_IS_BETTER or record["metric"] == "GiB":
+        return []
+    found = []
+    for row in record["rows"]:
+        entry = record["ceilings"].get(row["ceiling"]) if row["ceiling"] else None
+        if row["status"] != "ok" or not entry or not entry.get("value"):
+            continue
+        share = Share(row["value"] / entry["value"], row["x"], row["axes"], row, row["ceiling"], entry)
+        if share.fraction > 1 and share.above_spread:
+            found.append(share)
+    return found
+
+
+def above_roof_sentences(result: Result) -> list[str]:
+    """One sentence per row of :func:`above_roof`: the provider, where (the x named, the
+    axis values), its rate and the 20th percentile of it against the ceiling's value and
+    80th percentile, named from the record's entry, and why a ceiling can be passed
+    (:func:`roof_caveat`). Rates in the ceiling's unit, to the unit (a few GB/s apart is
+    the point); ``[]`` when no row is above its roof.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`Result`.
+    """
+    lines = []
+    for share in above_roof(result):
+        row, entry, unit = share.row, share.ceiling, share.ceiling["unit"]
+        where = ", ".join([x_named(result.record, share.x), *(f"{k}={v}" for k, v in share.combo.items())])
+        high = entry.get("value_p80", entry["value"])
+        low = row.get("value_p20", row["value"])
+        lines.append(
+            f"Above its roof beyond the spread of both timings: {row['label']} at {where} ran at "
+            f"{row['value']:.0f} {unit} (20th percentile {low:.0f}) against the "
+            f"{entry['value']:.0f} {unit} (80th percentile {high:.0f}) of the "
+            f"{_named(share.key, entry)} measured in the same run; {roof_caveat(share.key, entry)}."
+        )
+    return lines
+
+
 def headline(result: Result) -> str | None:
     """The headline of ``result``'s own record (one GPU): what the provider under study
     achieved, in one line, or None when it has no record or no successful row of that
@@ -544,8 +676,8 @@ def headline(result: Result) -> str | None:
     new benchmark gets one without any code here: the range of the ratio to the baseline
     over every x and axis combination measured, and the highest % of the ceiling
     (:func:`best_share`) with where it was reached, for example ``'1.01–1.83× the speed of
-    torch.softmax; up to 98% of the 3.00 TB/s of copy bandwidth, reached at row length =
-    32768'``. The share prints its divisor: the ceiling's value in the record, measured in
+    torch.softmax; up to 95% of the 3.11 TB/s of stream bandwidth (addcmul), reached at row
+    length = 32768'``. The share prints its divisor: the ceiling's value in the record, measured in
     the same run as the rows (two records' ceilings of one name may differ by a few %), and
     the ceiling named from its entry (:func:`~gpuperf.pages.plotting.ceiling_label`: a
     matmul's call, shape and mode, which are not those of the x where the share was

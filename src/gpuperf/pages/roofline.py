@@ -24,7 +24,7 @@ record lands on the chart without code here.
 
 Which roof a row is read against: the roof of the engine and dtype its FLOPs run on.
 That is its own ceiling when that is a compute ceiling (a matmul's ``bf16_tflops``);
-otherwise (a kernel read against the copy bandwidth) the benchmark's declared
+otherwise (a kernel read against a memory ceiling, the stream bandwidth) the benchmark's declared
 :attr:`~gpuperf.bench.catalog.Benchmark.compute_roof` (a bfloat16 matmul with a
 small dimension runs on the tensor cores: ``bf16_tflops``), and by default the
 float32 roof, ``fp32_tflops``, because kernels that are not matrix products do

@@ -181,7 +181,11 @@ def read_mix(places: list[Placement]) -> str:
     """The streaming kernels of :data:`READ_MIX` at their largest size, per GPU: bytes
     read per byte written against the share of the bandwidth roof, each share marked
     :data:`~gpuperf.pages.roofline.BEYOND_MARK` when it is above the roof by more than
-    the spread of both measurements."""
+    the spread of both measurements; then the same kernels against the copy bandwidth
+    their records measured beside the roof in the same run (:func:`copy_shares`), which
+    those reading more than they write pass; whether the shares rise with the reads per
+    write; and every placed row above the memory roof beyond the spread
+    (:func:`above_memory_roof`)."""
     out = []
     for p in places:
         parts = []
@@ -194,13 +198,73 @@ def read_mix(places: list[Placement]) -> str:
         if parts:
             roof = _memory_label(p).removesuffix(" bandwidth")
             out.append(f"{_name(p)} read:write, share of the {roof} roof: " + ", ".join(parts))
+            copies = copy_shares(p)
+            if copies and p.memory_key != roofline.BANDWIDTH_KEY:
+                each = ", ".join(
+                    f"{bench} {percent(share)}{roofline.BEYOND_MARK if beyond else ''}"
+                    for bench, share, beyond in copies
+                )
+                out.append(f"{'':<15} of the copy bandwidth measured in the same run: {each}")
     rising = [_rises_with_reads(p) for p in places]
     rising = [r for r in rising if r is not None]
     if rising:
         out.append(
             f"the share rises with the bytes read per byte written on {sum(rising)} of {len(rising)} GPUs"
         )
+    out += above_memory_roof(places)
     return _lines(out)
+
+
+def copy_shares(placement: Placement) -> list[tuple[str, float, bool]]:
+    """``(benchmark, share, beyond)`` for each kernel of :data:`READ_MIX` (its kernel under
+    study at its largest size) whose record holds the copy bandwidth measured in the same
+    run: its rate over that copy's, and whether it is above it beyond the spread of both
+    timings (the row's 20th percentile above the copy's 80th). ``[]`` where no record
+    holds one (records read against the copy itself, say)."""
+    from gpuperf.pages.report import load
+
+    found = []
+    for bench, axes, _ in READ_MIX:
+        point = placement.largest(bench, "triton", **axes)
+        if point is None:
+            continue
+        result = load(catalog.by_name(bench), placement.slug)
+        copy = (result.record or {}).get("ceilings", {}).get("copy_gbps")
+        row = result.rows(**axes).get(point.x) if result.record else None
+        if copy is None or row is None:
+            continue
+        beyond = row.get("value_p20", row["value"]) > copy.get("value_p80", copy["value"])
+        found.append((bench, row["value"] / copy["value"], beyond))
+    return found
+
+
+def above_memory_roof(places: list[Placement]) -> list[str]:
+    """One line per GPU naming every placed row, of any provider, that sits above the
+    memory roof beyond the spread of both measurements
+    (:meth:`~gpuperf.pages.roofline.Placement.beyond_roof`), with its share to a tenth of a
+    percent: the roof is the fastest stream measured, a rate the memory was shown to
+    reach rather than its limit. ``[]`` where no row is."""
+    out = []
+    for p in places:
+        above = [
+            point for point in p.points if roofline.bound_by(p, point) == "memory" and p.beyond_roof(point)
+        ]
+        if not above:
+            continue
+        each = ", ".join(
+            " ".join([point.benchmark, point.provider, format_x(point.x), *_axes(point.axes)])
+            + f" ({100 * p.fraction(point):.1f}%)"
+            for point in above
+        )
+        out.append(
+            f"{_name(p)} above the {ceiling_label(p.memory_key, p.hardware['ceilings'][p.memory_key])} "
+            f"beyond the spread of both timings: {each}"
+        )
+    return out
+
+
+def _axes(axes: dict) -> list[str]:
+    return [f"{k}={v}" for k, v in axes.items()]
 
 
 def _rises_with_reads(placement: Placement) -> bool | None:
@@ -288,7 +352,8 @@ def real_traffic(places: list[Placement]) -> str:
 def far_below(places: list[Placement]) -> str:
     """Reading C: eager softmax (five kernels) against the fused Triton kernel and
     ``torch.compile``, and the traffic it really moves (tutorial 02's count: 8 passes over
-    the data where 2 would do) streamed as a share of the copy bandwidth."""
+    the data where 2 would do) streamed as a share of the memory roof, named from its
+    entry (the stream bandwidth, the fastest rate the memory was shown to stream)."""
     out = []
     rows = catalog.SOFTMAX_ROWS
     for p in places:
@@ -296,12 +361,13 @@ def far_below(places: list[Placement]) -> str:
         if naive is None or fused is None:
             continue
         moved = 8 * rows * naive.x * 4
-        streamed = moved / (naive.ms * 1e-3) / 1e9 / p.bandwidth_gbps
+        streamed = moved / (naive.ms * 1e-3) / 1e9 / p.memory_gbps
+        roof = ceiling_label(p.memory_key, p.hardware["ceilings"][p.memory_key])
         out.append(
             f"{_name(p)} naive softmax {rows} x {naive.x}: {percent(p.fraction(naive))} of the "
             f"roof; fused {percent(p.fraction(fused))}, {naive.ms / fused.ms:.1f}x faster; "
             f"the naive code moves {moved / naive.n_bytes:.0f}x the least traffic, streamed at "
-            f"{percent(streamed)} of the copy bandwidth"
+            f"{percent(streamed)} of the {roof}"
         )
         compiled = p.largest("softmax", "compile")
         if compiled is not None:

@@ -2,9 +2,11 @@
 
 The page shows the byte count, the kernels and one-line calls; what it prints about
 the measurements comes from here: the opening paragraph (:func:`in_one_paragraph`)
-and, for each benchmark, the share of the copy bandwidth the kernel reaches at each
-row length and its speed relative to ``torch.softmax``, the naive five-kernel code and
-``torch.compile`` (:func:`bandwidth_and_speedups`). Each function that takes a
+and, for each benchmark, the share of the bandwidth ceiling its record reads it against
+(named from the record: the stream bandwidth, the fastest rate the memory was shown to
+stream) the kernel reaches at each row length and its speed relative to
+``torch.softmax``, the naive five-kernel code and ``torch.compile``
+(:func:`bandwidth_and_speedups`). Each function that takes a
 :class:`~gpuperf.pages.report.Result` writes about every GPU it holds a record for
 (the GPU measured live or the reference GPU, then the others).
 """
@@ -63,10 +65,11 @@ def speedup_over_naive(result: Result) -> dict:
 
 
 def bandwidth_and_speedups(result: Result) -> str:
-    """What the Triton kernel reached on each GPU: its % of the measured copy bandwidth
-    at every row length, the range of speeds of the Triton kernel, the naive eager
-    code and ``torch.compile`` relative to ``torch.softmax`` (above 1: faster), and the
-    Triton kernel's relative to ``torch.compile``.
+    """What the Triton kernel reached on each GPU: its % of the ceiling its rows are read
+    against (named from the record) at every row length, the range of speeds of the
+    Triton kernel, the naive eager code and ``torch.compile`` relative to
+    ``torch.softmax`` (above 1: faster), and the Triton kernel's relative to
+    ``torch.compile``.
 
     Returns:
         Lines of at most :data:`WIDTH` columns, under each GPU's name when there are
@@ -84,7 +87,7 @@ def bandwidth_and_speedups(result: Result) -> str:
         if fractions:
             each = ", ".join(f"{format_x(x)}: {percent(f)}" for x, f in fractions.items())
             lines += textwrap.wrap(
-                f"Triton, % of copy bandwidth by columns: {each}",
+                f"Triton, % of the {r.ceiling_name()} by columns: {each}",
                 WIDTH - 2,
                 subsequent_indent="  ",
             )
@@ -110,10 +113,14 @@ THREE_PASSES = 3 / 2
 
 
 def online_against_three_passes(result: Result) -> str:
-    """The online kernel's share of the copy bandwidth at each row length, one line per GPU,
-    against what it would reach if its second read of each row came entirely from HBM:
-    ``1 / THREE_PASSES`` of the copy bandwidth (GB/s counts the minimum traffic). Above it,
-    L2 served part of the second read; at or below it, no sign that it did.
+    """The online kernel's share of the ceiling its rows are read against (named from the
+    record: the fastest rate the memory was shown to stream) at each row length, one line
+    per GPU, against what it would reach if its second read of each row came entirely
+    from HBM: ``1 / THREE_PASSES`` of that ceiling (GB/s counts the minimum traffic). A
+    row length is above that share where the row's 20th percentile is above it at the
+    ceiling's 80th (L2 served part of the second read), below it where the row's 80th
+    percentile is below it at the ceiling's 20th, and within the spread of both timings
+    otherwise (no sign either way).
 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
@@ -128,23 +135,38 @@ def online_against_three_passes(result: Result) -> str:
         fractions = r.fraction_of_ceiling()
         if not fractions:
             return ["no successful rows"]
-        above = [x for x, f in fractions.items() if f > cap]
+        sides = {x: _side(row, r.record["ceilings"][row["ceiling"]], cap) for x, row in r.rows().items()}
         each = ", ".join(f"{format_x(x)}: {percent(f)}" for x, f in fractions.items())
-        verdict = (
-            f"above it at {', '.join(format_x(x) for x in above)} columns"
-            if above
-            else "at or below it at every row length"
-        )
-        if above and len(above) < len(fractions):
-            verdict += ", at or below it at the others"
+        verdicts = []
+        for side, said in (
+            ("above", "above it"),
+            ("within", "within the timings' spread of it"),
+            ("below", "below it"),
+        ):
+            xs = [format_x(x) for x in fractions if sides.get(x) == side]
+            if xs:
+                verdicts.append(f"{said} at {', '.join(xs)} columns")
+        verdict = "; ".join(verdicts)
         return textwrap.wrap(
-            f"% of copy bandwidth by columns: {each}; three passes from HBM would allow "
+            f"% of the {r.ceiling_name()} by columns: {each}; three passes from HBM would allow "
             f"{percent(cap)}: {verdict}",
             WIDTH - 2,
             subsequent_indent="  ",
         )
 
     return per_gpu(result, write)
+
+
+def _side(row: dict, ceiling: dict, share: float) -> str:
+    """``'above'``, ``'below'`` or ``'within'``: where ``row``'s rate lies against ``share`` of
+    ``ceiling`` (its entry), beyond or within the spread of both timings (the row's 20th and
+    80th percentiles against the ceiling's 80th and 20th; the medians where one lacks them)."""
+    low, high = row.get("value_p20", row["value"]), row.get("value_p80", row["value"])
+    if low > share * ceiling.get("value_p80", ceiling["value"]):
+        return "above"
+    if high < share * ceiling.get("value_p20", ceiling["value"]):
+        return "below"
+    return "within"
 
 
 def _sweep_rows(text: str) -> list[dict]:
@@ -233,8 +255,8 @@ def _sentence(short: Result, long: Result) -> str:
         best = max(fractions, key=fractions.get)
         base = _labels(short).get(short.benchmark.baseline, short.benchmark.baseline)
         part = (
-            f"the fused kernel reaches {percent(fractions[best])} of the measured copy "
-            f"bandwidth at {format_x(best)} columns and runs at "
+            f"the fused kernel reaches {percent(fractions[best])} of the measured "
+            f"{short.ceiling_name()} at {format_x(best)} columns and runs at "
             f"{span(short.ratios().values())}× the speed of {base}"
         )
         naive = speedup_over_naive(short)
@@ -267,9 +289,9 @@ def _gpus() -> list[str]:
 
 def in_one_paragraph() -> Paragraph:
     """The page's headline measurements on every GPU with softmax records: the fused
-    kernel's best share of the measured copy bandwidth, its speed relative to
-    ``torch.softmax`` and to the naive five-kernel code, and the online kernel's share
-    of the copy bandwidth and speed on rows too long for registers.
+    kernel's best share of the ceiling its record reads it against (named from the
+    record), its speed relative to ``torch.softmax`` and to the naive five-kernel code,
+    and the online kernel's share of its ceiling and speed on rows too long for registers.
 
     Returns:
         A :class:`~gpuperf.pages.prose.Paragraph`: one sentence per GPU with a record,

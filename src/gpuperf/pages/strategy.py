@@ -80,9 +80,10 @@ def _headline(gpu: str) -> tuple[str, list[str]]:
     )
     if fused and eager and fused["status"] == eager["status"] == "ok":
         share = gelu.fraction_of_ceiling(dtype="float32")[LARGEST]
+        roof = gelu.ceiling_name(dtype="float32", full=False)
         parts.append(
             f"fusing GELU's eight eager kernels into one makes it {times(eager['ms'] / fused['ms'], 1)} "
-            f"faster (2^28 float32 elements, {percent(share)} of the copy bandwidth)"
+            f"faster (2^28 float32 elements, {percent(share)} of the {roof})"
         )
     square = SQUARES[0]
     tiled = results["matmul"].ratios(dtype="bfloat16").get(square)
@@ -105,7 +106,8 @@ def _headline(gpu: str) -> tuple[str, list[str]]:
         parts.append(clause)
     strided = results["strided_copy"].fraction_of_ceiling().get(8)
     if strided is not None:
-        parts.append(f"reading every eighth float32 leaves {percent(strided)} of the copy bandwidth")
+        named = results["strided_copy"].ceiling_name()
+        parts.append(f"a copy reading every eighth float32 keeps {percent(strided)} of the {named}")
     if not parts:
         return "", notes
     name = short_gpu_name(next(r.gpu for r in results.values() if r.record is not None))
@@ -183,7 +185,8 @@ def classify_table(cases: Sequence[tuple] = CLASSIFY) -> str:
     intensity (FLOPs over bytes, from its record), the compute roof of the unit and dtype
     its arithmetic runs on with that roof's ridge point, whether it sits below the ridge
     (memory-bound) or above it (compute-bound), and the share of that roof our kernel
-    reaches at its intensity: its rate over ``min(peak, intensity x copy bandwidth)``.
+    reaches at its intensity: its rate over ``min(peak, intensity x memory roof)``, the
+    memory roof the stream bandwidth where measured (else the copy's).
     One table per GPU, with the kernels it holds a current record of (another GPU's
     record of code that has changed since is left out, and so is a GPU without any).
 
@@ -259,10 +262,11 @@ def fused_vs_eager(result: Result, fused: str = "triton", eager: str = "naive") 
 
 def gelu_at_largest(result: Result) -> str:
     """The GELU benchmark at 2^28 elements, a table per GPU: each version's time (µs) and
-    share of the copy bandwidth per dtype, or why it has none (the check against the
-    reference refused it); under it, what share of the copy bandwidth the eager formula
-    reaches on the bytes it really moves (nine tensors, float32), and why its bfloat16
-    run has no time.
+    share of the ceiling its row is read against per dtype, or why it has none (the check
+    against the reference refused it), that ceiling named from the record in the table's
+    heading with its value (the stream bandwidth: the fastest rate the memory was shown to
+    stream); under it, what share of that ceiling the eager formula reaches on the bytes
+    it really moves (nine tensors, float32), and why its bfloat16 run has no time.
 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
@@ -271,27 +275,37 @@ def gelu_at_largest(result: Result) -> str:
     keys = ("triton", "torch", "compile", "naive")
     parts = []
     for res in result.gpus():
-        copy = res.record["ceilings"]["copy_gbps"]["value"]
-        section = Section(f"{_gpu(res)}, 2^28 elements", ["dtype", *(f"{k} µs (% of copy)" for k in keys)])
+        rows = [_row(res, k, LARGEST, dtype=d) for k in keys for d in cat.ELEMENTWISE_DTYPES]
+        key = next((r["ceiling"] for r in rows if r and r["ceiling"]), None)
+        entry = res.record["ceilings"].get(key) if key else None
+        if entry is None:
+            continue
+        roof = entry["value"]
+        short = key.removesuffix("_gbps")
+        heading = (
+            f"{_gpu(res)}, 2^28 elements; % of the {ceiling_label(key, entry)} measured in the same run, "
+            f"{format_rate(roof, entry['unit'])}"
+        )
+        section = Section(heading, ["dtype", *(f"{k} µs (% of {short})" for k in keys)])
         for dtype in cat.ELEMENTWISE_DTYPES:
             cells = [Cell(dtype)]
-            for key in keys:
-                r = _row(res, key, LARGEST, dtype=dtype)
+            for key_ in keys:
+                r = _row(res, key_, LARGEST, dtype=dtype)
                 if r is None:
                     cells.append(Cell("-"))
                 elif r["status"] != "ok":
                     cells.append(Cell(r["status"]))
                 else:
-                    cells.append(Cell(f"{r['ms'] * 1e3:.0f} ({percent(r['value'] / copy)})", r["ms"]))
+                    cells.append(Cell(f"{r['ms'] * 1e3:.0f} ({percent(r['value'] / roof)})", r["ms"]))
             section.rows.append(cells)
         parts.append(render([section]))
         naive = _row(res, "naive", LARGEST, dtype="float32")
         if naive and naive["status"] == "ok":
             moved = metrics.gelu_eager_bytes(LARGEST, 4)
-            real = metrics.gb_per_s(moved, naive["ms"]) / copy
+            real = metrics.gb_per_s(moved, naive["ms"]) / roof
             parts.append(
                 f"the eager formula, float32, moves {moved / 2**30:.0f} GiB in {naive['ms']:.2f} ms:\n"
-                f"  {percent(real)} of the copy bandwidth on the bytes it really moves"
+                f"  {percent(real)} of the {ceiling_label(key, entry)} on the bytes it really moves"
             )
         bf16 = _row(res, "naive", LARGEST, dtype="bfloat16")
         if bf16 and bf16["status"] != "ok" and bf16.get("message"):
@@ -381,8 +395,11 @@ def matmul_vs_cublas(result: Result, shapes=(*SQUARES, (8192, 14336, 4096))) -> 
     return "\n".join(lines + result.all_notes())
 
 
-def share_of_copy(result: Result, x=LARGEST) -> str:
-    """One line per GPU: the kernel under study at ``x`` as a share of the copy bandwidth.
+def share_of_roof(result: Result, x=LARGEST) -> str:
+    """One line per GPU: the kernel under study at ``x`` as a share of the ceiling its row is
+    read against, named from the record (:meth:`~gpuperf.pages.report.Result.ceiling_name`:
+    for a memory-bound kernel the stream bandwidth, the fastest rate the memory was shown
+    to stream).
 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
@@ -393,7 +410,8 @@ def share_of_copy(result: Result, x=LARGEST) -> str:
         share = r.fraction_of_ceiling().get(x)
         if share is not None:
             lines.append(
-                f"{_gpu(r)}: {result.benchmark.name} at {format_x(x)}, {percent(share)} of copy bandwidth"
+                f"{_gpu(r)}: {result.benchmark.name} at {format_x(x)}, {percent(share)} of the "
+                f"{r.ceiling_name()}"
             )
     return "\n".join(lines + result.all_notes())
 
@@ -673,8 +691,10 @@ def persistent_ladder(result: Result, shapes=SQUARES) -> str:
 
 def roof_table(results: Sequence[Result]) -> str:
     """Each benchmark of ``results`` on each GPU at its best measured point: the kernel
-    under study as a share of the ceiling its record measured in the same run (copy
-    bandwidth or the vendor matmul; for FP8, that of the row's accumulation mode), where
+    under study as a share of the ceiling its record measured in the same run (for a
+    memory-bound kernel the stream bandwidth, the fastest rate the memory was shown to
+    stream; for a compute-bound one the vendor matmul, for FP8 that of the row's
+    accumulation mode), where
     (x and axes), and that ceiling, named from its record entry
     (:func:`~gpuperf.pages.plotting.ceiling_label`) with its value.
 

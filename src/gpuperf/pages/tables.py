@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 #: ``text`` (default) or ``html``: how :func:`render` writes tables.
@@ -45,9 +46,16 @@ def output_format() -> str:
     return fmt
 
 
-def to_text(sections: list[Section], notes=(), footer: str | None = None) -> str:
+def _footer_lines(footer) -> list[str]:
+    """The lines of a footer: one string, or a sequence of them (None and empty ones left out)."""
+    if footer is None or isinstance(footer, str):
+        footer = [footer]
+    return [line for line in footer if line]
+
+
+def to_text(sections: list[Section], notes=(), footer: str | Sequence[str] | None = None) -> str:
     """Fixed-width text: the notes, then each section under its heading, columns right-aligned,
-    then the ``footer`` line (where the numbers were measured, say)."""
+    then the ``footer``, a line or several (where the numbers were measured, say)."""
     out = list(notes)
     for section in sections:
         if section.heading:
@@ -56,15 +64,14 @@ def to_text(sections: list[Section], notes=(), footer: str | None = None) -> str
         widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(section.header)]
         lines = [section.header, ["-" * w for w in widths], *cells]
         out += ["  ".join(t.rjust(w) for t, w in zip(texts, widths, strict=True)) for texts in lines]
-    if footer:
-        out.append(footer)
+    out += _footer_lines(footer)
     return "\n".join(out)
 
 
-def to_html(sections: list[Section], notes=(), footer: str | None = None) -> str:
+def to_html(sections: list[Section], notes=(), footer: str | Sequence[str] | None = None) -> str:
     """HTML on one line: the notes as paragraphs, each section a ``<table>`` with the
-    heading as its caption and each cell's sort key in ``data-sort``, then the ``footer``
-    as a paragraph."""
+    heading as its caption and each cell's sort key in ``data-sort``, then each line of
+    the ``footer`` as a paragraph."""
     parts = [f'<div class="{HTML_CLASS}s">']
     parts += [f'<p class="{HTML_CLASS}-note">{html.escape(note)}</p>' for note in notes]
     for section in sections:
@@ -84,13 +91,12 @@ def to_html(sections: list[Section], notes=(), footer: str | None = None) -> str
                 tds.append(f"<td{key}{numeric}>{html.escape(cell.text)}</td>")
             parts.append("<tr>" + "".join(tds) + "</tr>")
         parts.append("</tbody></table>")
-    if footer:
-        parts.append(f'<p class="{HTML_CLASS}-footer">{html.escape(footer)}</p>')
+    parts += [f'<p class="{HTML_CLASS}-footer">{html.escape(line)}</p>' for line in _footer_lines(footer)]
     parts.append("</div>")
     return "".join(parts)
 
 
-def render(sections: list[Section], notes=(), footer: str | None = None) -> str:
+def render(sections: list[Section], notes=(), footer: str | Sequence[str] | None = None) -> str:
     """:func:`to_text` or :func:`to_html`, as ``GPUPERF_TABLES`` asks."""
     write = to_html if output_format() == "html" else to_text
     return write(sections, notes, footer)

@@ -4,8 +4,10 @@ The page shows the kernel, the byte count and one-line calls; what it prints abo
 the measurements comes from here: the opening paragraph (:func:`in_one_paragraph`),
 the datasheet's balance of arithmetic against bandwidth (:func:`flops_per_byte`), the time
 of the smallest launches (:func:`launch_bound`), the host's time per call
-(:func:`host_time`) and how close the kernel comes to the copy bandwidth and to PyTorch
-on large tensors (:func:`hbm_bound`).
+(:func:`host_time`) and how close the kernel comes to the bandwidth ceiling its record
+reads it against (named from the record: the stream bandwidth, the fastest rate the
+memory was shown to stream), to the copy bandwidth measured beside it, and to PyTorch on
+large tensors (:func:`hbm_bound`).
 Each function that takes a :class:`~gpuperf.pages.report.Result` writes one line per
 GPU it holds a record for (the GPU measured live or the reference GPU, then the
 others).
@@ -19,13 +21,13 @@ from gpuperf.bench import records
 from gpuperf.bench.catalog import HOST_OVERHEAD, VECTOR_ADD, Benchmark
 from gpuperf.pages.hardware import ceilings
 from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, percent_span, span
+from gpuperf.pages.prose import Paragraph, paragraph, percent, percent_span, span
 from gpuperf.pages.report import Result, load, per_gpu
 
 #: Characters per printed line (the width of a code cell on the site).
 WIDTH = 88
 #: From this many elements up the three tensors are far larger than L2: the kernel
-#: streams from HBM and is read against the copy bandwidth.
+#: streams from HBM and is read against the bandwidth ceiling of its record.
 HBM_FROM = 2**24
 #: From this many elements up launch costs no longer dominate; the page compares the
 #: kernel with PyTorch over these sizes.
@@ -75,9 +77,12 @@ def launch_bound(result: Result) -> str:
 
 
 def hbm_bound(result: Result, hbm_from: int = HBM_FROM, compare_from: int = COMPARE_FROM) -> str:
-    """How close the kernel comes to the copy bandwidth from ``hbm_from`` elements up,
-    and its speed relative to PyTorch from ``compare_from`` up (with the size where it
-    is slowest), one line per GPU.
+    """How close the kernel comes to the ceiling its rows are read against from ``hbm_from``
+    elements up (named from the record, :meth:`~gpuperf.pages.report.Result.ceiling_name`);
+    where that ceiling is not the copy bandwidth and the record holds the copy measured in
+    the same run, the kernel's share of the copy at the largest size (a copy reads one byte
+    per byte written, this kernel two: :func:`read_mix_line`); and its speed relative to
+    PyTorch from ``compare_from`` up (with the size where it is slowest), one line per GPU.
 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`, or a size
@@ -96,7 +101,8 @@ def hbm_bound(result: Result, hbm_from: int = HBM_FROM, compare_from: int = COMP
         mid = {x: v for x, v in r.ratios().items() if x >= compare_from}
         lines = []
         if large:
-            lines.append(f"from {format_x(hbm_from)} up: {percent_span(large)} of the copy bandwidth")
+            lines.append(f"from {format_x(hbm_from)} up: {percent_span(large)} of the {r.ceiling_name()}")
+            lines += read_mix_line(r)
         if mid:
             worst = min(mid, key=mid.get)
             lines.append(
@@ -106,6 +112,41 @@ def hbm_bound(result: Result, hbm_from: int = HBM_FROM, compare_from: int = COMP
         return lines or ["no successful rows at these sizes"]
 
     return per_gpu(result, write)
+
+
+def read_mix_line(result: Result) -> list[str]:
+    """The kernel at its largest size against the copy bandwidth measured in the same run,
+    where its rows are read against another ceiling (the stream bandwidth) and the record
+    holds the copy beside it: ``'against the copy bandwidth of the same run (3.00 TB/s):
+    102% at 2^28, above it beyond the timings' spread'``, wrapped at :data:`WIDTH`; ``[]``
+    otherwise. Beyond the spread: the row's 20th percentile above the copy's 80th.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
+    """
+    if not isinstance(result, Result):
+        raise TypeError(f"expected a gpuperf.pages.Result, got {type(result).__name__}")
+    rows = result.rows()
+    copy = (result.record or {}).get("ceilings", {}).get("copy_gbps")
+    if not rows or copy is None or not copy.get("value"):
+        return []
+    x = max(rows)
+    row = rows[x]
+    if row["ceiling"] == "copy_gbps":
+        return []
+    share = row["value"] / copy["value"]
+    beyond = row.get("value_p20", row["value"]) > copy.get("value_p80", copy["value"])
+    where = (
+        ", above it beyond the timings' spread"
+        if beyond
+        else (", within the timings' spread of it" if share > 1 else "")
+    )
+    named = copy.get("label", "copy bandwidth")
+    line = (
+        f"against the {named} of the same run ({format_rate(copy['value'], copy['unit'])}): "
+        f"{percent(share)} at {format_x(x)}{where}"
+    )
+    return textwrap.wrap(line, WIDTH - 2, subsequent_indent="  ")
 
 
 def flops_per_byte(gpu: str | None = None) -> str:
@@ -169,8 +210,8 @@ def _sentence(result: Result) -> str:
         biggest = max(large)
         rate = format_rate(result.values()[biggest], result.benchmark.metric)
         parts.append(
-            f"our vector add streams at {percent_span(large.values())} of the measured copy "
-            f"bandwidth from {format_x(HBM_FROM)} elements up ({rate} at {format_x(biggest)})"
+            f"our vector add streams at {percent_span(large.values())} of the measured "
+            f"{result.ceiling_name()} from {format_x(HBM_FROM)} elements up ({rate} at {format_x(biggest)})"
         )
     if ratios:
         base = _labels(result).get(result.benchmark.baseline, result.benchmark.baseline)
@@ -195,7 +236,8 @@ def _gpus() -> list[str]:
 
 def in_one_paragraph() -> Paragraph:
     """The page's headline measurements on every GPU with a vector-add record: the share
-    of the measured copy bandwidth reached on large tensors, the speed relative to
+    of the ceiling its record reads it against (named from the record) reached on large
+    tensors, the speed relative to
     PyTorch's ``x + y``, and the GPU time of the smallest launch.
 
     Returns:

@@ -97,7 +97,7 @@ def _row_mean_sentence(result: Result) -> str:
     xs = list(frac)
     return (
         f"The Triton row mean streams at {span(frac.values(), percent)} of the measured "
-        f"copy bandwidth from {min(xs):,} to {max(xs):,} columns per row"
+        f"{result.ceiling_name()} from {min(xs):,} to {max(xs):,} columns per row"
         + (f" (CUDA C++: {span(cuda.values(), percent)})." if cuda else ".")
     )
 
@@ -116,8 +116,8 @@ def in_one_paragraph() -> Paragraph:
     apart the timing methods land on a tiny softmax, where a loop of softmax calls stops
     being launch-bound, how busy the GPU was in a profiled training step, the host
     time per softmax call through each launch path, and the row mean's share of the
-    copy bandwidth. Missing, stale or malformed captures and records go into the
-    notes.
+    ceiling its record reads it against (named from the record). Missing, stale or
+    malformed captures and records go into the notes.
 
     Returns:
         A :class:`~gpuperf.pages.prose.Paragraph`, whose notes name each GPU.

@@ -121,9 +121,9 @@ def host_time_per_call(result: Result, ops=("vector_add", "softmax", "matmul")) 
 
 
 def row_mean_ranking(result: Result) -> str:
-    """For each GPU of a ``row_mean`` result: the Triton kernel's share of the measured
-    copy bandwidth per row length, and at each row length the three versions ranked,
-    fastest first, in GB/s.
+    """For each GPU of a ``row_mean`` result: the Triton kernel's share of the ceiling its
+    rows are read against (named from the record: the stream bandwidth) per row length,
+    and at each row length the three versions ranked, fastest first, in GB/s.
 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
@@ -135,7 +135,7 @@ def row_mean_ranking(result: Result) -> str:
         rates = {key: gpu.values(key) for key in ROW_MEAN_NAMES}
         frac = gpu.fraction_of_ceiling()
         lines.append(
-            f"{gpu.name}, Triton's share of the copy bandwidth: "
+            f"{gpu.name}, Triton's share of the {gpu.ceiling_name()}: "
             + ", ".join(f"{x}: {percent(f)}" for x, f in frac.items())
         )
         for x in rates["triton"]:

@@ -44,7 +44,9 @@ def test_the_stream_bandwidth_is_the_fastest_stream_of_equal_traffic_and_names_e
 
 @pytest.mark.skipif(not is_interpreter(), reason="runs the read stream's kernel in Triton's interpreter")
 def test_the_read_stream_reads_every_byte_of_its_chunks():
-    x = torch.randn(3 * hardware._READ_CHUNK)
+    # Float32 storage whose halves are finite bfloat16 values (random float32 bits read as
+    # bfloat16 can be NaN).
+    x = torch.randn(6 * hardware._READ_CHUNK, dtype=torch.bfloat16).view(torch.float32)
     # The kernel's one output per chunk is the sum of the chunk's bytes read as bfloat16.
     read, out = hardware._chunked_read(x)
     read()

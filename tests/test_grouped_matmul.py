@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuperf.kernels import grouped_matmul
-from gpuperf.kernels.configs import GROUPED_MATMUL_CANDIDATES
+from gpuperf.kernels.configs import GROUPED_MATMUL_CANDIDATES, GROUPED_MATMUL_TMA_CANDIDATES
 from gpuperf.kernels.grouped_matmul import (
     check_offsets,
     grid_size,
@@ -306,3 +306,93 @@ def test_launches_refuse_a_config_that_is_not_one():
     a, b = randn((9, 8), torch.float16, 1), randn((3, 8, 4), torch.float16, 2)
     with pytest.raises(TypeError, match=r"config must be a gpuperf\.kernels\.MatmulConfig"):
         grouped_matmul_launches(a, b, offsets([2, 3, 4]), config=(64, 64, 32))
+
+
+# --- the TMA kernel (Hopper; the interpreter runs its descriptors on the CPU) ----------------
+
+
+def tma_config():
+    """The TMA kernel's config here: the interpreter's small tile, or the default on a GPU."""
+    from gpuperf.kernels import configs
+
+    if DEVICE == "cpu":
+        return configs.GROUPED_MATMUL_TMA_INTERPRETER
+    return configs.GROUPED_MATMUL_TMA_DEFAULT
+
+
+def run_tma(a, b, offs, config=None):
+    out, launches = grouped_matmul_launches(a, b, offs, config or tma_config())
+    assert all(launch.kernel.__name__ == "_grouped_matmul_tma_kernel" for launch in launches)
+    for kernel, grid, args, constexprs, num_warps, num_stages in launches:
+        launcher(kernel)(grid, args, constexprs, num_warps=num_warps, num_stages=num_stages)
+    return out
+
+
+@pytest.mark.parametrize("dtype, groups, b_layout", cases(HALF, list(GROUPS), ["row", "linear"]))
+def test_tma_kernel_matches_reference(dtype, groups, b_layout):
+    # Every grouping, with the weights row-major per expert and as nn.Linear keeps them:
+    # the flat tile list crosses experts with no rows, tiles past a group's end read the
+    # next group's rows (computed, never stored), and rows past the last offset stay unwritten.
+    sizes, rows = GROUPS[groups]
+    m, k, n = rows or sum(sizes), 48, 40
+    a = _a(m, k, dtype, "row", seed=1)
+    b = _b(len(sizes), k, n, dtype, b_layout, seed=2)
+    offs = offsets(sizes)
+    check(a, b, offs, run_tma(a, b, offs))
+
+
+@settings(max_examples=8, deadline=None)
+@given(sizes=st.lists(st.integers(0, 40), min_size=1, max_size=40), n=st.sampled_from([8, 40, 64]))
+def test_tma_kernel_any_grouping_of_many_experts(sizes, n):
+    # Up to 40 experts (a 64-lane schedule vector), many of them empty.
+    a, b = randn((sum(sizes), 32), torch.bfloat16, 11), randn((len(sizes), 32, n), torch.bfloat16, 12)
+    offs = offsets(sizes)
+    check(a, b, offs, run_tma(a, b, offs))
+
+
+def test_tma_operands_says_what_a_descriptor_can_describe():
+    from gpuperf.kernels import configs
+    from gpuperf.kernels.grouped_matmul import tma_operands
+
+    a = randn((30, 48), torch.bfloat16, 1)
+    assert tma_operands(a, _b(3, 48, 40, torch.bfloat16, "row", 2)) == "row"
+    assert tma_operands(a, _b(3, 48, 40, torch.bfloat16, "linear", 2)) == "col"
+    # Rows of 55 elements (110 bytes, not a multiple of 16); a column-major a; an odd offset.
+    assert tma_operands(a, _b(3, 48, 40, torch.bfloat16, "strided", 2)) is None
+    b = _b(3, 48, 40, torch.bfloat16, "row", 2)
+    assert tma_operands(_a(30, 48, torch.bfloat16, "col", 1), b) is None
+    assert tma_operands(_a(30, 48, torch.bfloat16, "offset", 1), b) is None
+    many = configs.GROUPED_TMA_MAX_EXPERTS + 1
+    assert tma_operands(a, torch.empty((many, 48, 8), dtype=torch.bfloat16, device=DEVICE)) is None
+
+
+def test_a_tma_config_refuses_operands_no_descriptor_describes():
+    a, b = _a(30, 48, torch.bfloat16, "col", 1), randn((3, 48, 40), torch.bfloat16, 2)
+    with pytest.raises(ValueError, match="a TMA config needs operands a tensor descriptor can describe"):
+        grouped_matmul_launches(a, b, offsets([10, 10, 10]), tma_config())
+
+
+@pytest.mark.gpu
+def test_the_default_on_hopper_is_the_tma_kernel_where_descriptors_describe_the_operands():
+    from gpuperf.kernels import PersistentConfig
+    from gpuperf.kernels.device import capability
+
+    if capability(torch.cuda.current_device())[0] < 9:
+        pytest.skip("TMA needs compute capability 9.0 or newer")
+    a, b = randn((64, 48), torch.bfloat16, 1), randn((3, 48, 40), torch.bfloat16, 2)
+    for weights in (b, b.transpose(1, 2).contiguous().transpose(1, 2)):
+        config = grouped_matmul_config(a, weights)
+        assert isinstance(config, PersistentConfig) and config.tma
+    assert not getattr(grouped_matmul_config(a.t().contiguous().t(), b), "tma", False)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("b_layout", ["row", "linear"])
+@pytest.mark.parametrize("config", GROUPED_MATMUL_TMA_CANDIDATES, ids=lambda c: c.label())
+def test_each_tma_config_gives_the_same_answer(config, b_layout):
+    # Experts of 0 to 300 rows (several row tiles, partial ones), K and N across partial tiles.
+    sizes = [0, 300, 1, 129, 0, 64, 200]
+    a = randn((sum(sizes) + 5, 200), torch.bfloat16, 3)
+    b = _b(len(sizes), 200, 264, torch.bfloat16, b_layout, 4)
+    offs = offsets(sizes)
+    check(a, b, offs, run_tma(a, b, offs, config))

@@ -311,3 +311,130 @@ def test_eager_calls_capture_into_a_cuda_graph():
     graph.replay()
     torch.cuda.synchronize()
     assert_close("graph replay", matmul_fp8_blockwise_ref(a, b, scale_a, scale_b), out, k=384)
+
+
+# --- the TMA and Gluon kernels ---------------------------------------------------------------
+
+#: (M, N, K) the descriptor kernels take (K a multiple of 16): a partial step after whole ones,
+#: partial tiles both ways, N across scale blocks of b, one row.
+TMA_SHAPES = [(33, 40, 208), (20, 130, 256), (37, 200, 464), (1, 16, 128)]
+
+
+def tma_config():
+    """The Triton TMA kernel's config here: a small tile in the interpreter, else the default."""
+    from gpuperf.kernels import PersistentConfig, configs
+
+    if DEVICE == "cpu":
+        return PersistentConfig(16, 32, 128, group_m=2, num_warps=4, num_stages=1)
+    return configs.FP8_BLOCKWISE_TMA_DEFAULT
+
+
+def run(a, b, scale_a, scale_b, config):
+    out, launches = matmul_fp8_blockwise_launches(a, b, scale_a, scale_b, config)
+    for kernel, grid, args, constexprs, num_warps, num_stages in launches:
+        launcher(kernel)(grid, args, constexprs, num_warps=num_warps, num_stages=num_stages)
+    return out
+
+
+@pytest.mark.parametrize("shape", TMA_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("scale_layout", ["row", "col"])
+def test_tma_kernel_matches_reference(shape, scale_layout):
+    m, n, k = shape
+    a, b, scale_a, scale_b = operands(m, n, k, seed=m + n)
+    scale_a, scale_b = _laid_out(scale_a, scale_layout), _laid_out(scale_b, scale_layout)
+    out = run(a, b, scale_a, scale_b, tma_config())
+    assert_close("TMA kernel", matmul_fp8_blockwise_ref(a, b, scale_a, scale_b), out, k=k)
+
+
+def test_tma_kernel_takes_each_steps_scales():
+    m, n, k = 24, 40, 384
+    a, b, _, _ = operands(m, n, k, seed=5)
+    g = torch.Generator().manual_seed(6)
+    scale_a = (10.0 ** (torch.rand((m, 3), generator=g) * 6 - 3)).to(DEVICE)
+    scale_b = (10.0 ** (torch.rand((1, 3), generator=g) * 6 - 3)).to(DEVICE)
+    out = run(a, b, scale_a, scale_b, tma_config())
+    assert_close("per-step scales", matmul_fp8_blockwise_ref(a, b, scale_a, scale_b), out, k=k)
+
+
+def test_descriptor_configs_refuse_operands_no_descriptor_describes():
+    a, b, scale_a, scale_b = operands(8, 16, 200)  # rows of 200 bytes: not a multiple of 16
+    with pytest.raises(ValueError, match="needs operands a tensor descriptor can describe"):
+        matmul_fp8_blockwise_launches(a, b, scale_a, scale_b, tma_config())
+
+
+def test_gluon_configs_are_checked():
+    from gpuperf.kernels.gluon import GluonFP8Config
+    from gpuperf.kernels.gluon.matmul_fp8_blockwise import check_config
+
+    check_config(GluonFP8Config(128, 128, 128, num_stages=5))
+    for config, match in [
+        (GluonFP8Config(128, 128, 64), r"config\.block_k must be the scale block, 128, got 64"),
+        (GluonFP8Config(128, 256, 128, num_stages=3), "64 or 128 columns"),
+        (GluonFP8Config(192, 128, 128, num_warps=12), "64 or 128 rows"),
+        (GluonFP8Config(128, 128, 128, persistent=False), "persistent"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            check_config(config)
+
+
+def test_gluon_config_needs_hopper_without_the_interpreter():
+    if DEVICE != "cpu":
+        pytest.skip("the interpreter's refusal: on a GPU the Gluon kernel runs (tests below)")
+    from gpuperf.kernels.gluon import GluonFP8Config
+
+    a, b, scale_a, scale_b = operands(8, 16, 128)
+    with pytest.raises(RuntimeError, match="interpreter"):
+        matmul_fp8_blockwise_launches(a, b, scale_a, scale_b, GluonFP8Config(64, 64, 128, num_warps=4))
+
+
+def test_the_gluon_tile_gives_every_sm_work_where_it_can():
+    from gpuperf.kernels.configs import FP8_BLOCKWISE_GLUON_BY_SIZE, fp8_blockwise_gluon_config
+
+    largest, middle, smallest = FP8_BLOCKWISE_GLUON_BY_SIZE
+    assert fp8_blockwise_gluon_config(4096, 2112, 132) == largest  # 32 x 17 tiles of 128 x 128
+    assert fp8_blockwise_gluon_config(512, 2112, 132) == middle  # 4 x 33 of 128 x 64
+    assert fp8_blockwise_gluon_config(256, 4096, 132) == smallest  # 4 x 64 of 64 x 64
+    assert fp8_blockwise_gluon_config(128, 2112, 132) == smallest  # too few of any: the smallest
+
+
+@pytest.mark.gpu
+def test_the_default_on_hopper_is_the_gluon_kernel():
+    from gpuperf.kernels.device import capability
+    from gpuperf.kernels.gluon import GluonFP8Config
+    from gpuperf.kernels.matmul_fp8_blockwise import fp8_blockwise_config
+
+    if capability(torch.cuda.current_device())[0] != 9:
+        pytest.skip("the Gluon kernel is written for Hopper (compute capability 9.x)")
+    a, b, _, _ = operands(256, 512, 256)
+    assert isinstance(fp8_blockwise_config(a, b), GluonFP8Config)
+    assert isinstance(fp8_blockwise_config(a, b.t().contiguous().t()), MatmulConfig)  # N-major b
+
+
+def _descriptor_configs():
+    from gpuperf.kernels.configs import FP8_BLOCKWISE_GLUON_CANDIDATES, FP8_BLOCKWISE_TMA_CANDIDATES
+
+    return [*FP8_BLOCKWISE_TMA_CANDIDATES, *FP8_BLOCKWISE_GLUON_CANDIDATES]
+
+
+def _config_id(config) -> str:
+    kind = "gluon" if type(config).__name__ == "GluonFP8Config" else "tma"
+    extra = f" {config.schedule}" if kind == "gluon" else ""
+    return f"{kind} {config.block_m}x{config.block_n} w{config.num_warps} s{config.num_stages}{extra}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", _descriptor_configs(), ids=_config_id)
+@pytest.mark.parametrize(
+    "shape", [*TMA_SHAPES, (128, 2112, 7168), (300, 7168, 2048)], ids=lambda s: "x".join(map(str, s))
+)
+def test_each_descriptor_config_matches_the_float64_product(config, shape):
+    from gpuperf.kernels.device import capability
+
+    if type(config).__name__ == "GluonFP8Config" and capability(torch.cuda.current_device())[0] != 9:
+        pytest.skip("the Gluon kernel is written for Hopper (compute capability 9.x)")
+    m, n, k = shape
+    a, b, scale_a, scale_b = operands(m, n, k, seed=12)
+    ref = matmul_fp8_blockwise_ref(a, b, scale_a, scale_b)
+    torch.testing.assert_close(
+        run(a, b, scale_a, scale_b, config).double(), ref, rtol=2e-2, atol=2**-9 * k**0.5
+    )

@@ -17,6 +17,8 @@ measurements stale.
 from __future__ import annotations
 
 from gpuperf.kernels._configs import SHARED_MEMORY_BYTES, MatmulConfig
+from gpuperf.kernels._persistent_configs import PersistentConfig
+from gpuperf.kernels.gluon.matmul_fp8 import GluonFP8Config
 
 # --- grouped matmul (bf16 / fp16) -------------------------------------------------------
 
@@ -42,6 +44,36 @@ GROUPED_MATMUL_CANDIDATES: tuple[MatmulConfig, ...] = (
     MatmulConfig(64, 128, 64, num_warps=4, num_stages=4),
     MatmulConfig(64, 256, 64, num_warps=8, num_stages=4),
     MatmulConfig(64, 64, 64, num_warps=4, num_stages=4),
+)
+
+#: The grouped matmul's TMA kernel on Hopper (:class:`~gpuperf.kernels.PersistentConfig`,
+#: ``tma=True``): the tile of the computed-pointer kernel's best candidate on the H100
+#: (128 x 256 x 64, 8 warps, 3 stages: 521, 404 and 338 TFLOP/s at the prefill up
+#: projections of Mixtral-8x7B, Qwen3-30B-A3B and DeepSeek-V3, scripts/moe_gpu_check.py),
+#: whose 3 stages and epilogue fit in shared memory beside the TMA kernel's barriers.
+GROUPED_MATMUL_TMA_DEFAULT = PersistentConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=3)
+
+#: The TMA kernel's schedule keeps every expert's offsets in registers (a vector of the
+#: next power of two of E lanes): up to this many experts; more take computed pointers.
+GROUPED_TMA_MAX_EXPERTS = 1024
+
+#: Under Triton's interpreter, the TMA kernel (which the interpreter runs, descriptors and
+#: all): a small tile, as :data:`GROUPED_MATMUL_INTERPRETER`.
+GROUPED_MATMUL_TMA_INTERPRETER = PersistentConfig(16, 32, 32, group_m=2, num_warps=4, num_stages=1)
+
+#: Candidates of the TMA kernel's sweep: the 128-row tiles two warpgroups share (one
+#: wgmma covers 64 rows a warpgroup), 64 or 128 deep along K, 3 to 5 stages as shared
+#: memory allows; and 64-row tiles, which waste fewer rows where an expert's rows end
+#: inside a tile (DeepSeek-V3's 256 experts get about 128 rows each at 4096 tokens).
+GROUPED_MATMUL_TMA_CANDIDATES: tuple[PersistentConfig, ...] = (
+    PersistentConfig(128, 256, 64, num_warps=8, num_stages=3),
+    PersistentConfig(128, 256, 64, num_warps=8, num_stages=4),
+    PersistentConfig(256, 128, 64, num_warps=8, num_stages=3),
+    PersistentConfig(128, 128, 64, num_warps=8, num_stages=4),
+    PersistentConfig(128, 128, 64, num_warps=8, num_stages=5),
+    PersistentConfig(128, 128, 128, num_warps=8, num_stages=3),
+    PersistentConfig(64, 256, 64, num_warps=4, num_stages=4),
+    PersistentConfig(128, 128, 64, num_warps=4, num_stages=4),
 )
 
 # --- block-scaled FP8 matmul ------------------------------------------------------------
@@ -70,6 +102,48 @@ FP8_BLOCKWISE_CANDIDATES: tuple[MatmulConfig, ...] = (
 )
 
 
+#: The Triton TMA kernel's config (persistent, descriptors made on the device): the tile
+#: whose pipeline compiles for the H100 without spilling (231 registers a thread).
+FP8_BLOCKWISE_TMA_DEFAULT = PersistentConfig(128, 128, FP8_SCALE_BLOCK, num_warps=8, num_stages=4)
+
+#: Candidates of the Triton TMA kernel's sweep.
+FP8_BLOCKWISE_TMA_CANDIDATES: tuple[PersistentConfig, ...] = (
+    PersistentConfig(128, 128, FP8_SCALE_BLOCK, num_warps=8, num_stages=4),
+    PersistentConfig(128, 128, FP8_SCALE_BLOCK, num_warps=8, num_stages=5),
+    PersistentConfig(64, 128, FP8_SCALE_BLOCK, num_warps=4, num_stages=6),
+)
+
+#: The Gluon kernel's configs (:mod:`gpuperf.kernels.gluon.matmul_fp8_blockwise`), largest
+#: tile first: 128 x 128 (two warpgroups, the per-tensor Gluon kernel's tile), 128 x 64 and
+#: 64 x 64 (one warpgroup), each with as many stages as fit beside the output tile.
+#: :func:`fp8_blockwise_gluon_config` takes the first that gives every SM a tile.
+FP8_BLOCKWISE_GLUON_BY_SIZE: tuple[GluonFP8Config, ...] = (
+    GluonFP8Config(128, 128, FP8_SCALE_BLOCK, num_stages=5, num_warps=8),
+    GluonFP8Config(128, 64, FP8_SCALE_BLOCK, num_stages=6, num_warps=8),
+    GluonFP8Config(64, 64, FP8_SCALE_BLOCK, num_stages=8, num_warps=4),
+)
+
+#: Candidates of the Gluon kernel's sweep: the configs above, fewer stages, a 64 x 128 tile,
+#: and Triton's schedule (each step's MMA waited for before it is scaled) as a reference.
+FP8_BLOCKWISE_GLUON_CANDIDATES: tuple[GluonFP8Config, ...] = (
+    *FP8_BLOCKWISE_GLUON_BY_SIZE,
+    GluonFP8Config(128, 128, FP8_SCALE_BLOCK, num_stages=4, num_warps=8),
+    GluonFP8Config(64, 128, FP8_SCALE_BLOCK, num_stages=6, num_warps=4),
+    GluonFP8Config(128, 128, FP8_SCALE_BLOCK, num_stages=5, num_warps=8, schedule="drain"),
+)
+
+
+def fp8_blockwise_gluon_config(m: int, n: int, sms: int) -> GluonFP8Config:
+    """The Gluon kernel's config for an ``(M, N)`` output on ``sms`` SMs: the largest tile of
+    :data:`FP8_BLOCKWISE_GLUON_BY_SIZE` of which there are at least ``sms`` (each SM then
+    has work: at M = 128 tokens, 128 x 128 tiles of DeepSeek-V3's N = 2112 would be 17
+    programs), else the smallest."""
+    for config in FP8_BLOCKWISE_GLUON_BY_SIZE:
+        if -(-m // config.block_m) * -(-n // config.block_n) >= sms:
+            return config
+    return FP8_BLOCKWISE_GLUON_BY_SIZE[-1]
+
+
 def moe_candidates(configs: tuple[MatmulConfig, ...], element_size: int) -> list[MatmulConfig]:
     """The configs of ``configs`` that can run on Hopper with operands of ``element_size``
     bytes (2 for bf16/fp16, 1 for FP8)."""
@@ -88,10 +162,19 @@ def moe_candidates(configs: tuple[MatmulConfig, ...], element_size: int) -> list
 __all__ = [
     "FP8_BLOCKWISE_CANDIDATES",
     "FP8_BLOCKWISE_DEFAULT",
+    "FP8_BLOCKWISE_GLUON_BY_SIZE",
+    "FP8_BLOCKWISE_GLUON_CANDIDATES",
     "FP8_BLOCKWISE_INTERPRETER",
+    "FP8_BLOCKWISE_TMA_CANDIDATES",
+    "FP8_BLOCKWISE_TMA_DEFAULT",
     "FP8_SCALE_BLOCK",
     "GROUPED_MATMUL_CANDIDATES",
     "GROUPED_MATMUL_DEFAULT",
     "GROUPED_MATMUL_INTERPRETER",
+    "GROUPED_MATMUL_TMA_CANDIDATES",
+    "GROUPED_MATMUL_TMA_DEFAULT",
+    "GROUPED_MATMUL_TMA_INTERPRETER",
+    "GROUPED_TMA_MAX_EXPERTS",
+    "fp8_blockwise_gluon_config",
     "moe_candidates",
 ]

@@ -19,7 +19,9 @@ them read those rules and configs here, the one public face of them all:
   their candidates and defaults per head dim;
 * the Mixture-of-Experts kernels (grouped matmul, block-scaled FP8 matmul): their defaults
   and the candidates of a sweep (:data:`GROUPED_MATMUL_CANDIDATES`,
-  :data:`FP8_BLOCKWISE_CANDIDATES`, pruned by :func:`moe_candidates`).
+  :data:`GROUPED_MATMUL_TMA_CANDIDATES`, :data:`FP8_BLOCKWISE_CANDIDATES`,
+  :data:`FP8_BLOCKWISE_TMA_CANDIDATES`, :data:`FP8_BLOCKWISE_GLUON_CANDIDATES`, pruned by
+  :func:`moe_candidates`).
 """
 
 from gpuperf.kernels._attention_configs import (
@@ -44,9 +46,20 @@ from gpuperf.kernels._configs import (
 from gpuperf.kernels._moe_configs import (
     FP8_BLOCKWISE_CANDIDATES,
     FP8_BLOCKWISE_DEFAULT,
+    FP8_BLOCKWISE_GLUON_BY_SIZE,
+    FP8_BLOCKWISE_GLUON_CANDIDATES,
+    FP8_BLOCKWISE_INTERPRETER,
+    FP8_BLOCKWISE_TMA_CANDIDATES,
+    FP8_BLOCKWISE_TMA_DEFAULT,
     FP8_SCALE_BLOCK,
     GROUPED_MATMUL_CANDIDATES,
     GROUPED_MATMUL_DEFAULT,
+    GROUPED_MATMUL_INTERPRETER,
+    GROUPED_MATMUL_TMA_CANDIDATES,
+    GROUPED_MATMUL_TMA_DEFAULT,
+    GROUPED_MATMUL_TMA_INTERPRETER,
+    GROUPED_TMA_MAX_EXPERTS,
+    fp8_blockwise_gluon_config,
     moe_candidates,
 )
 from gpuperf.kernels._persistent_configs import (
@@ -67,9 +80,19 @@ __all__ = [
     "ATTENTION_KERNELS",
     "FP8_BLOCKWISE_CANDIDATES",
     "FP8_BLOCKWISE_DEFAULT",
+    "FP8_BLOCKWISE_GLUON_BY_SIZE",
+    "FP8_BLOCKWISE_GLUON_CANDIDATES",
+    "FP8_BLOCKWISE_INTERPRETER",
+    "FP8_BLOCKWISE_TMA_CANDIDATES",
+    "FP8_BLOCKWISE_TMA_DEFAULT",
     "FP8_SCALE_BLOCK",
     "GROUPED_MATMUL_CANDIDATES",
     "GROUPED_MATMUL_DEFAULT",
+    "GROUPED_MATMUL_INTERPRETER",
+    "GROUPED_MATMUL_TMA_CANDIDATES",
+    "GROUPED_MATMUL_TMA_DEFAULT",
+    "GROUPED_MATMUL_TMA_INTERPRETER",
+    "GROUPED_TMA_MAX_EXPERTS",
     "MATMUL_CONFIGS",
     "SHARED_MEMORY_BYTES",
     "SOFTMAX_MAX_FUSED_COLS",
@@ -81,6 +104,7 @@ __all__ = [
     "PersistentConfig",
     "candidate_pool",
     "candidates",
+    "fp8_blockwise_gluon_config",
     "matmul_candidates",
     "matmul_config",
     "moe_candidates",

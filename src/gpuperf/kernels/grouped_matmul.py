@@ -21,17 +21,25 @@ fill the GPU, and the host pays a launch per expert. Here one launch does them a
   grid size needs no offsets either: it is bounded by the tiles there can be,
   ``(ceil(M_total / BLOCK_M) + E) * ceil(N / BLOCK_N)``.
 
-The kernel loads its tiles through computed pointers with masks: it runs on any GPU with
-tensor cores and in Triton's interpreter, and takes ``a`` and ``b`` with any strides.
+Two kernels run this schedule:
 
-**Where a TMA variant goes (Hopper).** A second kernel beside :func:`_grouped_matmul_kernel`,
-chosen in :func:`grouped_matmul_launches` on a GPU with TMA
-(:func:`~gpuperf.kernels.device.has_tma`): the same schedule, with ``b[e]``'s tiles loaded
-through a descriptor over the ``(E * K, N)`` weights (rows ``e * K + k``, which never cross
-into the next expert since the loop stops at ``K``), ``a``'s through one over ``a`` (a tile
-that runs past the group's end reads the next expert's rows, harmless since those output
-rows are not stored), and the output stored with a mask (a TMA store would write the next
-expert's rows). Whether it beats the pointer kernel is a measurement.
+* **Computed pointers** (:func:`_grouped_matmul_kernel`): tiles loaded through pointers
+  with masks; runs on any GPU with tensor cores and in Triton's interpreter, and takes
+  ``a`` and ``b`` with any strides. Each program walks the offsets expert by expert, a tile
+  loop nested in an expert loop.
+* **TMA** (:func:`_grouped_matmul_tma_kernel`, Hopper, where tensor descriptors can describe
+  the operands: :func:`tma_operands`). The tiles arrive through descriptors the kernel makes
+  on the device: one over ``a`` (a tile that runs past its expert's last row reads the next
+  expert's rows, harmless since those output rows are not stored) and one over the weights
+  as a 3-D ``(E, K, N)`` tensor (or ``(E, N, K)``, for weights stored as ``nn.Linear``
+  keeps them), whose boxes never cross into the next expert. The schedule is one flat loop
+  over the tiles of all experts: each program loads the offsets once as a vector of
+  ``E`` lanes (the next power of two), and the expert that owns a tile is found by
+  reductions over those lanes (the experts whose tiles end at or before it come first), no
+  loop and no branch. Triton's pipeliner then flattens the loop over tiles with the K loop,
+  so the next tile's first loads run under this tile's last products and its store (a loop
+  per expert around the tile loop keeps it from doing so). The output is stored with a
+  mask (a TMA store of a tile would write the next expert's rows).
 
 Semantics: ``torch.nn.functional.grouped_mm(a, b, offs=offs)`` for a 2-D ``a`` and a 3-D
 ``b``. Source of the persistent grouped schedule: Triton's grouped GEMM tutorial
@@ -40,17 +48,27 @@ Semantics: ``torch.nn.functional.grouped_mm(a, b, offs=offs)`` for a 2-D ``a`` a
 
 from __future__ import annotations
 
+import types
+
 import torch
 import triton
 import triton.language as tl
+from torch._subclasses.fake_tensor import is_fake
 
 from gpuperf.kernels import _moe_configs
 from gpuperf.kernels._configs import MatmulConfig
 from gpuperf.kernels._grid import cdiv
+from gpuperf.kernels._persistent_configs import PersistentConfig
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors, dtype_names
-from gpuperf.kernels.device import num_sms
+from gpuperf.kernels.device import has_tma, num_sms, require_tma
 from gpuperf.kernels.launch import Launch, Launches, op
 from gpuperf.kernels.tiles import tile_coords
+from gpuperf.kernels.tma import tma_ready
+
+#: A config of :func:`grouped_matmul_launches`: a :class:`~gpuperf.kernels.MatmulConfig`
+#: (the computed-pointer kernel), or a :class:`~gpuperf.kernels.PersistentConfig`, whose
+#: ``tma`` picks the TMA kernel.
+GroupedConfig = MatmulConfig | PersistentConfig
 
 
 @triton.jit
@@ -114,16 +132,156 @@ def _grouped_matmul_kernel(
         b_expert += stride_be
 
 
-def grouped_matmul_config(a: torch.Tensor) -> MatmulConfig:
+@triton.jit
+def _max_combine(x, y):
+    return tl.maximum(x, y)
+
+
+@triton.jit
+def _expert_tiles(offs_ptr, M_total, E, num_pid_n, BLOCK_M: tl.constexpr, E_BLOCK: tl.constexpr):
+    """Every expert's last row and the end of its tiles in the flat list, as vectors of
+    ``E_BLOCK`` lanes (lanes past ``E`` end at ``M_total`` with no tiles), and the tiles of
+    all experts. Rows as the pointer kernel clamps them: expert ``e`` ends at
+    ``min(max(offs[0..e], 0), M_total)``, a running maximum."""
+    lane = tl.arange(0, E_BLOCK)
+    ends = tl.load(offs_ptr + lane, mask=lane < E, other=0)
+    ends = tl.minimum(tl.maximum(tl.associative_scan(ends, 0, _max_combine), 0), M_total)
+    starts = tl.load(offs_ptr + lane - 1, mask=(lane >= 1) & (lane < E), other=0)
+    starts = tl.minimum(tl.maximum(tl.associative_scan(starts, 0, _max_combine), 0), M_total)
+    tiles = tl.cdiv(ends - starts, BLOCK_M) * num_pid_n
+    tile_ends = tl.cumsum(tiles, 0)
+    total = tl.sum(tiles, 0)
+    # Lanes past E: never before a tile (their tile end lies past every tile).
+    tile_ends = tl.where(lane < E, tile_ends, total + 1)
+    ends = tl.where(lane < E, ends, M_total)
+    return ends, tile_ends, total
+
+
+@triton.jit
+def _owner(tile, ends, tile_ends, M_total):
+    """``(expert, first row, end row, first tile)`` of the expert that owns flat tile ``tile``:
+    the experts whose tiles end at or before it come before it (reductions over the lanes,
+    no loop and no branch)."""
+    before = tile_ends <= tile
+    expert = tl.sum(before.to(tl.int32), 0)
+    first_tile = tl.max(tl.where(before, tile_ends, 0), 0)
+    start = tl.max(tl.where(before, ends, 0), 0)
+    end = tl.min(tl.where(before, M_total, ends), 0)
+    return expert, start, end, first_tile
+
+
+@triton.jit
+def _grouped_matmul_tma_kernel(
+    a_ptr,
+    b_ptr,
+    offs_ptr,
+    c_ptr,
+    M_total,
+    N,
+    K,
+    E,
+    stride_am,
+    stride_be,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    E_BLOCK: tl.constexpr,
+    B_TRANSPOSED: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,
+):
+    """The grouped matmul on Hopper: one flat loop over the tiles of all experts (which
+    Triton's pipeliner flattens with the K loop, so the next tile's loads run under this
+    tile's last products and its store), tiles loaded by TMA through descriptors made on
+    the device: ``a`` as (M_total, K), ``b`` as (E, K, N), or as (E, N, K) when
+    ``B_TRANSPOSED`` (weights stored as ``nn.Linear`` keeps them)."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M_total, K], [stride_am, 1], [BLOCK_M, BLOCK_K])
+    if B_TRANSPOSED:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [E, N, K], [stride_be, stride_bn, 1], [1, BLOCK_N, BLOCK_K])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [E, K, N], [stride_be, stride_bk, 1], [1, BLOCK_K, BLOCK_N])
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    ends, tile_ends, total = _expert_tiles(offs_ptr, M_total, E, num_pid_n, BLOCK_M, E_BLOCK)
+    for tile in tl.range(
+        tl.program_id(0), total, tl.num_programs(0), flatten=True, warp_specialize=WARP_SPECIALIZE
+    ):
+        expert, start, end, first_tile = _owner(tile, ends, tile_ends, M_total)
+        pid_m, pid_n = tile_coords(tile - first_tile, tl.cdiv(end - start, BLOCK_M), num_pid_n, GROUP_M)
+        row = start + pid_m * BLOCK_M
+        col = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            # Rows past the expert's end are the next expert's (or zeros past M_total):
+            # their products are computed and never stored. Columns past N and steps past
+            # K arrive as zeros.
+            a = a_desc.load([row, ki * BLOCK_K])
+            if B_TRANSPOSED:
+                b = b_desc.load([expert, col, ki * BLOCK_K]).reshape(BLOCK_N, BLOCK_K).T
+            else:
+                b = b_desc.load([expert, ki * BLOCK_K, col]).reshape(BLOCK_K, BLOCK_N)
+            acc = tl.dot(a, b, acc)
+        rows = row.to(tl.int64) + tl.arange(0, BLOCK_M)
+        cols = col + tl.arange(0, BLOCK_N)
+        c_ptrs = c_ptr + rows[:, None] * stride_cm + cols[None, :]
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < end) & (cols[None, :] < N))
+
+
+def grouped_matmul_config(a: torch.Tensor, b: torch.Tensor | None = None) -> GroupedConfig:
     """The config :func:`grouped_matmul` launches with on ``a``'s device: the interpreter's
-    small tile on the CPU, else :data:`~gpuperf.kernels._moe_configs.GROUPED_MATMUL_DEFAULT`
-    (no tuning sweep is committed yet)."""
+    small tile on the CPU; on a GPU with TMA, where descriptors can describe ``a`` and ``b``
+    (:func:`tma_operands`), :data:`~gpuperf.kernels._moe_configs.GROUPED_MATMUL_TMA_DEFAULT`;
+    else :data:`~gpuperf.kernels._moe_configs.GROUPED_MATMUL_DEFAULT` (computed pointers)."""
     if not a.is_cuda:
         return _moe_configs.GROUPED_MATMUL_INTERPRETER
+    if b is not None and has_tma(a) and tma_operands(a, b) is not None:
+        return _moe_configs.GROUPED_MATMUL_TMA_DEFAULT
     return _moe_configs.GROUPED_MATMUL_DEFAULT
 
 
-def grid_size(device_index: int, m_total: int, n: int, num_experts: int, config: MatmulConfig) -> int:
+def ensure_allocator() -> None:
+    """Give Triton an allocator for the scratch memory of descriptors a kernel makes on the
+    device (``tl.make_tensor_descriptor``), from PyTorch's caching allocator, unless one is set."""
+    from triton.runtime import _allocation
+
+    if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
+        triton.set_allocator(_scratch)
+
+
+def _scratch(size: int, alignment: int, stream) -> torch.Tensor:
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def describable(t: torch.Tensor) -> bool:
+    """:func:`~gpuperf.kernels.tma.tma_ready` of ``t``, also while ``torch.compile`` traces
+    with fake tensors, which have no address: their alignment is read from the storage
+    offset (PyTorch's allocators align every storage to far more than 16 bytes)."""
+    if is_fake(t):
+        offset = t.storage_offset() * t.element_size()
+        t = types.SimpleNamespace(data_ptr=lambda: offset, element_size=t.element_size, stride=t.stride)
+    return tma_ready(t)
+
+
+def tma_operands(a: torch.Tensor, b: torch.Tensor) -> str | None:
+    """How the TMA kernel can describe ``b``: ``"row"`` (each expert's ``(K, N)`` row-major),
+    ``"col"`` (each expert's ``(K, N)`` column-major: a transposed view of ``(E, N, K)``
+    weights as ``nn.Linear`` keeps them), or None where a descriptor cannot describe ``a``
+    or ``b`` (a unit stride along K for ``a``, along N or K for ``b``; the other strides
+    multiples of 16 bytes; 16-byte aligned bases) or there are more experts than the
+    kernel's schedule holds (:data:`~gpuperf.kernels._moe_configs.GROUPED_TMA_MAX_EXPERTS`)."""
+    if b.shape[0] > _moe_configs.GROUPED_TMA_MAX_EXPERTS or not describable(a):
+        return None
+    if describable(b):
+        return "row"
+    if describable(b.transpose(1, 2)):
+        return "col"
+    return None
+
+
+def grid_size(device_index: int, m_total: int, n: int, num_experts: int, config: GroupedConfig) -> int:
     """Programs of the persistent launch: one per SM of device ``device_index``, or fewer when
     there cannot be that many tiles. An expert of ``m`` rows has ``ceil(m / BLOCK_M)`` row
     tiles, at most ``m / BLOCK_M + 1``; summed over experts, at most
@@ -184,20 +342,25 @@ def check_grouped_operands(a, b, offs) -> None:
 
 
 def grouped_matmul_launches(
-    a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, config: MatmulConfig | None = None
+    a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, config: GroupedConfig | None = None
 ) -> tuple[torch.Tensor, Launches]:
     """What :func:`grouped_matmul` runs: its checks, then the output and the launch that fills
     it, with ``config`` (default :func:`grouped_matmul_config`). A tuning sweep launches
     these with each candidate of
-    :data:`~gpuperf.kernels._moe_configs.GROUPED_MATMUL_CANDIDATES`.
+    :data:`~gpuperf.kernels._moe_configs.GROUPED_MATMUL_CANDIDATES` (computed pointers) and
+    :data:`~gpuperf.kernels._moe_configs.GROUPED_MATMUL_TMA_CANDIDATES` (TMA).
 
     Raises:
-        As :func:`grouped_matmul`; and ``TypeError`` for a ``config`` that is not a
-        :class:`~gpuperf.kernels.MatmulConfig`.
+        As :func:`grouped_matmul`; and ``TypeError`` for a ``config`` that is neither a
+        :class:`~gpuperf.kernels.MatmulConfig` nor a :class:`~gpuperf.kernels.PersistentConfig`;
+        for a TMA config, ``ValueError`` where no descriptor can describe ``a`` or ``b``
+        (:func:`tma_operands`) and ``RuntimeError`` on a GPU without TMA.
     """
     check_grouped_operands(a, b, offs)
-    if config is not None and not isinstance(config, MatmulConfig):
-        raise TypeError(f"config must be a gpuperf.kernels.MatmulConfig, got {type(config).__name__}")
+    if config is not None and not isinstance(config, (MatmulConfig, PersistentConfig)):
+        raise TypeError(
+            f"config must be a gpuperf.kernels.MatmulConfig or PersistentConfig, got {type(config).__name__}"
+        )
     offs_read = offs
     if type(offs) is torch.Tensor and not offs.is_cuda:
         check_offsets(offs, a.shape[0])  # on the CPU, reading offs costs no synchronization
@@ -212,10 +375,29 @@ def grouped_matmul_launches(
         return c, ()
     if k == 0:
         return torch.zeros((m_total, n), dtype=a.dtype, device=a.device), ()
-    config = config or grouped_matmul_config(a)
+    config = config or grouped_matmul_config(a, b)
     programs = grid_size(a.get_device(), m_total, n, num_experts, config)
-    args = (a, b, offs_read, c, m_total, n, k, num_experts, *a.stride(), *b.stride(), c.stride(0))
     constexprs = (config.block_m, config.block_n, config.block_k, config.group_m)
+    if isinstance(config, PersistentConfig) and config.tma:
+        require_tma("grouped_matmul with a TMA config", a)
+        layout = tma_operands(a, b)
+        if layout is None:
+            raise ValueError(
+                "a TMA config needs operands a tensor descriptor can describe: a (M_total, K) and b "
+                "(E, K, N) each with a unit stride along K (a) or along N or K (b), the other strides "
+                "multiples of 16 bytes and 16-byte aligned bases, and at most "
+                f"{_moe_configs.GROUPED_TMA_MAX_EXPERTS} experts; got a of strides {a.stride()}, "
+                f"b of strides {b.stride()} ({num_experts} experts)"
+            )
+        if a.is_cuda:
+            ensure_allocator()  # (the descriptors the kernel makes live in scratch memory)
+        args = (a, b, offs_read, c, m_total, n, k, num_experts, a.stride(0), *b.stride(), c.stride(0))
+        constexprs += (triton.next_power_of_2(num_experts), layout == "col", config.warp_specialize)
+        launch = Launch(
+            _grouped_matmul_tma_kernel, (programs,), args, constexprs, config.num_warps, config.num_stages
+        )
+        return c, (launch,)
+    args = (a, b, offs_read, c, m_total, n, k, num_experts, *a.stride(), *b.stride(), c.stride(0))
     launch = Launch(
         _grouped_matmul_kernel, (programs,), args, constexprs, config.num_warps, config.num_stages
     )
@@ -263,16 +445,23 @@ def grouped_matmul(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> tupl
     No autograd yet.
 
     Algorithm: a persistent grouped GEMM whose tile schedule each program computes from
-    ``offs`` on the device (see the module's text); FLOPs ``2 * offs[E-1] * N * K``.
+    ``offs`` on the device (see the module's text), loading through TMA on Hopper where the
+    layouts allow (:func:`tma_operands`: row-major ``a``, and ``b`` row-major or the
+    transposed view of ``(E, N, K)`` weights), else through computed pointers; FLOPs
+    ``2 * offs[E-1] * N * K``.
     """
     return grouped_matmul_launches(a, b, offs)
 
 
 __all__ = [
+    "GroupedConfig",
     "check_grouped_operands",
     "check_offsets",
+    "describable",
+    "ensure_allocator",
     "grid_size",
     "grouped_matmul",
     "grouped_matmul_config",
     "grouped_matmul_launches",
+    "tma_operands",
 ]

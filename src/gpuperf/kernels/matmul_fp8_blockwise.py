@@ -14,9 +14,17 @@ tensor cores' FP8 accumulator of about 14 significant bits: partial sums are pro
 float32 every 128 products (their "increasing accumulation precision").
 
 :func:`quantize_fp8_blockwise` makes these operands from float32/bf16/fp16;
-:func:`matmul_fp8_blockwise` multiplies them with a Triton kernel (computed pointers with
-masks: any GPU with FP8 tensor cores, compute capability 8.9 or newer, and Triton's
-interpreter).
+:func:`matmul_fp8_blockwise` multiplies them with one of three kernels:
+
+* on Hopper, where tensor descriptors can describe ``a`` and ``b`` (K-major, rows of a
+  multiple of 16 bytes), a Gluon kernel (:mod:`gpuperf.kernels.gluon.matmul_fp8_blockwise`):
+  persistent, TMA loads, and each step's partial product scaled and added while the next
+  step's ``wgmma`` runs, as DeepGEMM does;
+* while ``torch.compile`` traces the op (Inductor launches Triton kernels, not Gluon ones),
+  and on newer GPUs with TMA: a persistent Triton kernel with TMA loads, which waits for
+  each step's product before scaling it;
+* elsewhere (Ada, other layouts, Triton's interpreter): a Triton kernel with computed
+  pointers and masks, any strides.
 
 Sources: DeepSeek-AI, "DeepSeek-V3 Technical Report" (arXiv:2412.19437), section 3.3.2
 (fine-grained quantization, accumulation precision); the reference implementation's
@@ -30,15 +38,27 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from torch._subclasses.fake_tensor import is_fake
 
 from gpuperf._runtime import is_interpreter
 from gpuperf.kernels import _moe_configs
 from gpuperf.kernels._configs import MatmulConfig
 from gpuperf.kernels._grid import cdiv
+from gpuperf.kernels._persistent_configs import PersistentConfig
 from gpuperf.kernels._validation import FLOAT_DTYPES, check_tensor, check_tensors, dtype_names
-from gpuperf.kernels.device import capability
+from gpuperf.kernels.device import capability, has_tma, num_sms, require_gluon_hopper, require_tma
+from gpuperf.kernels.gluon.matmul_fp8 import GluonFP8Config
+from gpuperf.kernels.grouped_matmul import describable, ensure_allocator
 from gpuperf.kernels.launch import Launch, Launches, op
 from gpuperf.kernels.tiles import tile_coords
+
+#: A config of :func:`matmul_fp8_blockwise_launches`, which also names the kernel: a
+#: :class:`~gpuperf.kernels.MatmulConfig` (computed pointers, any GPU with FP8 tensor cores
+#: and the interpreter), a :class:`~gpuperf.kernels.PersistentConfig` with ``tma`` (Triton,
+#: persistent, TMA loads: compute capability 9.0 or newer) or a
+#: :class:`~gpuperf.kernels.gluon.GluonFP8Config` (Gluon, Hopper only:
+#: :mod:`gpuperf.kernels.gluon.matmul_fp8_blockwise`).
+BlockwiseConfig = MatmulConfig | PersistentConfig | GluonFP8Config
 
 #: The FP8 format of both operands: 4 exponent bits, 3 mantissa bits, largest finite 448.
 FP8_BLOCKWISE_DTYPE = torch.float8_e4m3fn
@@ -157,14 +177,81 @@ def _matmul_fp8_blockwise_kernel(
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=row_in[:, None] & col_in[None, :])
 
 
-def fp8_blockwise_config(a: torch.Tensor) -> MatmulConfig:
+@triton.jit
+def _matmul_fp8_blockwise_tma_kernel(
+    a_ptr,
+    b_ptr,
+    sa_ptr,
+    sb_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_bn,
+    stride_sam,
+    stride_sak,
+    stride_sbn,
+    stride_sbk,
+    stride_cm,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,
+):
+    """The kernel above, persistent (one program per SM walking the output tiles, the loop
+    over tiles flattened with the K loop by Triton's pipeliner), its operand tiles loaded by
+    TMA through descriptors made on the device: ``a`` (M, K) and ``b`` (N, K), K-major. Steps
+    past K arrive zero-filled; the scales come through pointers."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_am, 1], [BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_bn, 1], [BLOCK_N, BLOCK_K])
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    tiles = num_pid_m * num_pid_n
+    for tile in tl.range(
+        tl.program_id(0), tiles, tl.num_programs(0), flatten=True, warp_specialize=WARP_SPECIALIZE
+    ):
+        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+        rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        sa_ptrs = sa_ptr + rows.to(tl.int64) * stride_sam
+        sb_ptrs = sb_ptr + (cols // BLOCK_K) * stride_sbn
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(k_tiles):
+            a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+            b = b_desc.load([pid_n * BLOCK_N, k * BLOCK_K])
+            scale_a = tl.load(sa_ptrs + k * stride_sak, mask=rows < M, other=0.0)
+            scale_b = tl.load(sb_ptrs + k * stride_sbk, mask=cols < N, other=0.0)
+            acc += tl.dot(a, b.T) * (scale_a[:, None] * scale_b[None, :])
+        c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * stride_cm + cols[None, :]
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def fp8_blockwise_config(a: torch.Tensor, b: torch.Tensor | None = None) -> BlockwiseConfig:
     """The config :func:`matmul_fp8_blockwise` launches with on ``a``'s device: the
-    interpreter's small tiles on the CPU, else
-    :data:`~gpuperf.kernels._moe_configs.FP8_BLOCKWISE_DEFAULT` (no tuning sweep is
-    committed yet)."""
+    interpreter's small tiles on the CPU; on a Hopper GPU, where descriptors can describe
+    ``a`` and ``b`` (:func:`tma_operands`), the Gluon kernel's config for the shape
+    (:func:`~gpuperf.kernels._moe_configs.fp8_blockwise_gluon_config`), or the Triton TMA
+    kernel's (:data:`~gpuperf.kernels._moe_configs.FP8_BLOCKWISE_TMA_DEFAULT`) while
+    ``torch.compile`` traces the op (Inductor launches Triton kernels, not Gluon ones) and on
+    newer GPUs with TMA; else
+    :data:`~gpuperf.kernels._moe_configs.FP8_BLOCKWISE_DEFAULT` (computed pointers)."""
     if not a.is_cuda:
         return _moe_configs.FP8_BLOCKWISE_INTERPRETER
-    return _moe_configs.FP8_BLOCKWISE_DEFAULT
+    if b is None or not has_tma(a) or not tma_operands(a, b):
+        return _moe_configs.FP8_BLOCKWISE_DEFAULT
+    if torch.compiler.is_compiling() or is_fake(a) or capability(a.get_device())[0] != 9:
+        return _moe_configs.FP8_BLOCKWISE_TMA_DEFAULT
+    return _moe_configs.fp8_blockwise_gluon_config(a.shape[0], b.shape[0], num_sms(a.get_device()))
+
+
+def tma_operands(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether tensor descriptors can describe ``a`` (M, K) and ``b`` (N, K) K-major: unit
+    strides along K, the other strides multiples of 16 bytes (``K`` a multiple of 16 for
+    contiguous operands), 16-byte aligned bases."""
+    return describable(a) and describable(b)
 
 
 def _check_scale(name: str, scale, shape: tuple[int, int], device: torch.device) -> None:
@@ -214,34 +301,83 @@ def matmul_fp8_blockwise_launches(
     b: torch.Tensor,
     scale_a: torch.Tensor,
     scale_b: torch.Tensor,
-    config: MatmulConfig | None = None,
+    config: BlockwiseConfig | None = None,
 ) -> tuple[torch.Tensor, Launches]:
     """What :func:`matmul_fp8_blockwise` runs: its checks, then the output and the launch that
-    fills it, with ``config`` (default :func:`fp8_blockwise_config`). A tuning sweep
-    launches these with each candidate of
-    :data:`~gpuperf.kernels._moe_configs.FP8_BLOCKWISE_CANDIDATES`.
+    fills it, with ``config`` (default :func:`fp8_blockwise_config`), whose type names the
+    kernel (:data:`BlockwiseConfig`). A tuning sweep launches these with each candidate of
+    :data:`~gpuperf.kernels._moe_configs.FP8_BLOCKWISE_CANDIDATES` (computed pointers),
+    :data:`~gpuperf.kernels._moe_configs.FP8_BLOCKWISE_TMA_CANDIDATES` (Triton, TMA) and
+    :data:`~gpuperf.kernels._moe_configs.FP8_BLOCKWISE_GLUON_CANDIDATES` (Gluon).
 
     Raises:
-        As :func:`matmul_fp8_blockwise`; and ``TypeError`` for a ``config`` that is not a
-        :class:`~gpuperf.kernels.MatmulConfig`, ``ValueError`` for one whose ``block_k`` is
-        not 128 (one step along K is one scale block).
+        As :func:`matmul_fp8_blockwise`; and ``TypeError`` for a ``config`` not of
+        :data:`BlockwiseConfig`; ``ValueError`` for one whose ``block_k`` is not 128 (one step
+        along K is one scale block), a Gluon config the kernel does not take
+        (:func:`gpuperf.kernels.gluon.matmul_fp8_blockwise.check_config`), or a TMA or Gluon
+        config for operands no descriptor can describe (:func:`tma_operands`);
+        ``RuntimeError`` for a TMA config on a GPU without TMA, or a Gluon one off Hopper or
+        under the interpreter.
     """
     check_fp8_blockwise_operands(a, b, scale_a, scale_b)
-    if config is not None and not isinstance(config, MatmulConfig):
-        raise TypeError(f"config must be a gpuperf.kernels.MatmulConfig, got {type(config).__name__}")
+    if config is not None and not isinstance(config, (MatmulConfig, PersistentConfig, GluonFP8Config)):
+        raise TypeError(
+            "config must be a gpuperf.kernels.MatmulConfig, PersistentConfig or "
+            f"gluon.GluonFP8Config, got {type(config).__name__}"
+        )
     if config is not None and config.block_k != _SCALE_BLOCK:
         raise ValueError(f"config.block_k must be the scale block, {_SCALE_BLOCK}, got {config.block_k}")
     (m, k), n = a.shape, b.shape[0]
     if m == 0 or n == 0 or k == 0:
         return torch.zeros((m, n), dtype=torch.bfloat16, device=a.device), ()
     c = torch.empty((m, n), dtype=torch.bfloat16, device=a.device)
-    config = config or fp8_blockwise_config(a)
+    config = config or fp8_blockwise_config(a, b)
+    if isinstance(config, GluonFP8Config) or (isinstance(config, PersistentConfig) and config.tma):
+        return c, (_descriptor_launch(c, a, b, scale_a, scale_b, config),)
     grid = (cdiv(m, config.block_m) * cdiv(n, config.block_n),)
     strides = (*a.stride(), *b.stride(), *scale_a.stride(), *scale_b.stride(), c.stride(0))
     args = (a, b, scale_a, scale_b, c, m, n, k, *strides)
     constexprs = (config.block_m, config.block_n, config.block_k, config.group_m)
     return c, (
         Launch(_matmul_fp8_blockwise_kernel, grid, args, constexprs, config.num_warps, config.num_stages),
+    )
+
+
+def _descriptor_launch(c, a, b, scale_a, scale_b, config: GluonFP8Config | PersistentConfig) -> Launch:
+    """The launch of a kernel that loads ``a`` and ``b`` through descriptors it makes on the
+    device: the Gluon kernel for a :class:`~gpuperf.kernels.gluon.GluonFP8Config`, the Triton
+    TMA kernel for a :class:`~gpuperf.kernels.PersistentConfig`."""
+    gluon = isinstance(config, GluonFP8Config)
+    if gluon:
+        from gpuperf.kernels.gluon import matmul_fp8_blockwise as gluon_blockwise
+
+        gluon_blockwise.check_config(config)
+        require_gluon_hopper("matmul_fp8_blockwise with a Gluon config", a)
+    else:
+        require_tma("matmul_fp8_blockwise with a TMA config", a)
+    if not tma_operands(a, b):
+        raise ValueError(
+            "a TMA or Gluon config needs operands a tensor descriptor can describe: a (M, K) and b "
+            "(N, K) with unit strides along K, the other strides multiples of 16 bytes and 16-byte "
+            f"aligned bases; got a of strides {a.stride()}, b of strides {b.stride()}"
+        )
+    if a.is_cuda:
+        ensure_allocator()  # (the descriptors the kernel makes live in scratch memory)
+    sms = num_sms(a.get_device())
+    if gluon:
+        kernel, grid, args, constexprs = gluon_blockwise.launch_arguments(
+            c, a, b, scale_a, scale_b, config, sms
+        )
+        return Launch(kernel, grid, args, constexprs, config.num_warps, 1)
+    (m, k), n = a.shape, b.shape[0]
+    programs = min(sms, cdiv(m, config.block_m) * cdiv(n, config.block_n))
+    args = (
+        a, b, scale_a, scale_b, c, m, n, k, a.stride(0), b.stride(0), *scale_a.stride(),
+        *scale_b.stride(), c.stride(0),
+    )  # fmt: skip
+    constexprs = (config.block_m, config.block_n, config.block_k, config.group_m, config.warp_specialize)
+    return Launch(
+        _matmul_fp8_blockwise_tma_kernel, (programs,), args, constexprs, config.num_warps, config.num_stages
     )
 
 
@@ -282,8 +418,10 @@ def matmul_fp8_blockwise(
 
     Also registered as ``torch.ops.gpuperf.matmul_fp8_blockwise`` (``torch.library.triton_op``).
 
-    Algorithm: tiled matmul in grouped tile order, one 128-deep step per scale block; FLOPs
-    ``2 * M * N * K``. Source: DeepSeek-V3 Technical Report (arXiv:2412.19437), 3.3.2.
+    Algorithm: tiled matmul in grouped tile order, one 128-deep step per scale block (on
+    Hopper a persistent Gluon kernel that scales each step's partial product while the
+    next one runs on the tensor cores: see the module's text); FLOPs ``2 * M * N * K``.
+    Source: DeepSeek-V3 Technical Report (arXiv:2412.19437), 3.3.2.
     """
     return matmul_fp8_blockwise_launches(a, b, scale_a, scale_b)
 
@@ -292,9 +430,11 @@ __all__ = [
     "ACTIVATION_BLOCK",
     "FP8_BLOCKWISE_DTYPE",
     "WEIGHT_BLOCK",
+    "BlockwiseConfig",
     "check_fp8_blockwise_operands",
     "fp8_blockwise_config",
     "matmul_fp8_blockwise",
     "matmul_fp8_blockwise_launches",
     "quantize_fp8_blockwise",
+    "tma_operands",
 ]

@@ -202,9 +202,11 @@ def test_bad_eps_is_refused_after_a_planned_call(device):
 def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
     """The first call of a layout and eps checks and plans; the next ones, on new tensors, skip
     the checks (none run) and compute on their own inputs, bit for bit as the op does. An int
-    eps is keyed apart from a float one and gives the same output."""
+    eps is keyed apart from a float one and gives the same output. The registered op (which
+    also returns rstd) keeps plans of its own: its first call checks too."""
     checks = record_calls(monkeypatch, rms_norm_module, "_check")
     rms_norm.plans.clear()
+    rms_norm.registered_plans.clear()
     outputs = []
     for seed in (1, 2, 1):
         x, weight = inputs((2, 3, 50), torch.float16, seed=seed)
@@ -214,7 +216,8 @@ def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
             assert torch.equal(out, op)
             assert_close(f"planned rms_norm, eps {eps!r}, seed {seed}", rms_norm_ref(x, weight, 1.0), out)
             outputs.append(out)
-    assert len(checks) == 2 and len(rms_norm.plans) == 2  # one per type of eps
+    assert len(rms_norm.plans) == 2  # one per type of eps
+    assert len(rms_norm.registered_plans) == 1 and len(checks) == 3
     assert torch.equal(outputs[4], outputs[0]) and not torch.equal(outputs[2], outputs[0])
 
 

@@ -74,11 +74,13 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import operator
 import typing
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from gpuperf._runtime import is_interpreter
 from gpuperf.kernels._launch import Launcher, Plans, fast_path_enabled, traced
@@ -174,15 +176,25 @@ def call(*args, **kwargs):
             key += options_key(args[{n}:], kwargs)
         plan = plans.get(key)
     except (AttributeError, RuntimeError, TypeError, ValueError):  # not tensors, no key: no plan
-        return run(args, kwargs, None)
+        return run(args, kwargs, None){recorded}
     if plan is None:
         return run(args, kwargs, key)
     return plan(args, ({addresses},))
 """
 
 
-def call_source(tensors: int) -> str:
-    """The source of the eager call :func:`op` makes for an op of ``tensors`` tensor inputs."""
+#: What the eager call of an op with a backward adds after its key (``{requires}``: each
+#: tensor input's ``requires_grad``): a call that autograd records runs the registered op,
+#: which records the backward, and returns the public outputs (``registered`` in its scope).
+_RECORDED = """
+    if is_grad_enabled() and ({requires}):
+        return registered(*args, **kwargs)"""
+
+
+def call_source(tensors: int, *, recorded: bool = False) -> str:
+    """The source of the eager call :func:`op` makes for an op of ``tensors`` tensor inputs;
+    with ``recorded``, a call that autograd records runs the registered op instead
+    (:data:`_RECORDED`: the public call of an op with a backward)."""
     inputs = [f"t{i}" for i in range(tensors)]
     addresses = [f"a{i}" for i in range(tensors)]
     fields = [
@@ -196,6 +208,9 @@ def call_source(tensors: int) -> str:
         addresses=", ".join(addresses),
         data_ptrs=", ".join(f"{t}.data_ptr()" for t in inputs),
         fields=", ".join(fields),
+        recorded=_RECORDED.format(requires=" or ".join(f"{t}.requires_grad" for t in inputs))
+        if recorded
+        else "",
     )
 
 
@@ -369,7 +384,9 @@ def _register(name: str, fn: Callable, eager: Callable, signature: inspect.Signa
     tensors; on a trace's tensors it runs ``fn`` and launches each kernel through
     ``torch.library.wrap_triton`` (under the interpreter, directly, unless they are fake)."""
     keyword_only = [
-        (p.name, p.default) for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY
+        (p.name, p.default)
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind is p.KEYWORD_ONLY and p.name in signature.parameters  # (not a forward's `saving`)
     ]
     n_positional = len(signature.parameters) - len(keyword_only)
     is_compiling = torch.compiler.is_compiling
@@ -395,7 +412,14 @@ def _register(name: str, fn: Callable, eager: Callable, signature: inspect.Signa
     return getattr(getattr(torch.ops, namespace), short)
 
 
-def op(name: str, *, tensors: int = 1) -> Callable:
+def op(
+    name: str,
+    *,
+    tensors: int = 1,
+    backward: Callable | None = None,
+    saves: Callable | None = None,
+    outputs: int | None = None,
+) -> Callable:
     """Decorate an op's function (see the module's text) whose first ``tensors`` positional
     arguments are its tensor inputs, and register it as the ``torch.library`` op ``name``
     (``"gpuperf::softmax"``). The function returns ``(outputs, launches)`` and is annotated
@@ -406,14 +430,30 @@ def op(name: str, *, tensors: int = 1) -> Callable:
     ``op.plans`` (:class:`~gpuperf.kernels._launch.Plans`), and the registered op as
     ``op.registered``.
 
+    An op with a backward also takes (the module's text, "A backward"):
+
+    * ``backward``: the op that computes the gradients (itself an :func:`op`), called as
+      ``backward(*grads, *saves(...))`` and returning the gradients of the function's first
+      tensor inputs, one each, in order;
+    * ``saves``: what ``backward`` takes after the gradients, as a function of the
+      registered op's arguments (keyword-only ones too, by position) and of all the
+      function's outputs: ``lambda x, weight, eps, y, rstd: (x, weight, rstd)``;
+    * ``outputs``: how many of the function's first outputs the public op returns (by
+      default, all); the others are for the backward only.
+
     Raises:
-        ValueError: ``tensors`` is not a positive int.
-        TypeError: the function is not annotated as above.
+        ValueError: ``tensors`` is not a positive int, or ``outputs`` not a positive int.
+        TypeError: the function is not annotated as above; ``backward`` or ``saves`` is
+            not callable, or one is given without the other, or ``outputs`` without them.
     """
     if type(tensors) is not int or tensors < 1:
         raise ValueError(f"tensors must be a positive int, got {tensors!r}")
+    if backward is not None or saves is not None or outputs is not None:
+        _check_backward(backward, saves, outputs)
 
     def decorate(fn: Callable) -> Callable:
+        if backward is not None:
+            return _op_with_backward(name, fn, tensors, backward, saves, outputs)
         public, registered_signature = _signatures(fn)
         plans = Plans()
 
@@ -446,6 +486,260 @@ def op(name: str, *, tensors: int = 1) -> Callable:
         return call
 
     return decorate
+
+
+# Ops with a backward ---------------------------------------------------------------------
+
+
+def _check_backward(backward, saves, outputs) -> None:
+    """Refuse :func:`op`'s backward arguments where they cannot describe a backward."""
+    if not callable(backward) or not callable(saves):
+        raise TypeError(
+            "backward and saves go together, each callable: the backward op and what it takes "
+            f"after the gradients; got backward={backward!r}, saves={saves!r}"
+        )
+    if outputs is not None and (type(outputs) is not int or outputs < 1):
+        raise ValueError(f"outputs must be a positive int, got {outputs!r}")
+
+
+def _n_outputs(annotation) -> int:
+    """How many outputs a function annotated as returning ``annotation`` returns (a tuple's
+    items, else one)."""
+    return len(typing.get_args(annotation)) if typing.get_origin(annotation) is tuple else 1
+
+
+def _without(signature: inspect.Signature, parameter: str) -> inspect.Signature:
+    return signature.replace(parameters=[p for p in signature.parameters.values() if p.name != parameter])
+
+
+def _saving(fn: Callable) -> bool:
+    """Whether ``fn`` takes ``saving`` (keyword-only, default True): called with
+    ``saving=False``, it may leave out the outputs only the backward takes.
+
+    Raises:
+        TypeError: ``fn`` takes a ``saving`` of another kind or default.
+    """
+    parameter = inspect.signature(fn).parameters.get("saving")
+    if parameter is None:
+        return False
+    if parameter.kind is not parameter.KEYWORD_ONLY or parameter.default is not True:
+        raise TypeError(f"{fn.__name__}: saving must be keyword-only, default True")
+    return True
+
+
+def _public(n_public: int, n_outputs: int) -> Callable | None:
+    """The function that takes the public outputs from all of a function's, or None where
+    they are all of them."""
+    if n_public == n_outputs:
+        return None
+    if n_public == 1:
+        return operator.itemgetter(0)
+    return lambda result: tuple(result[:n_public])
+
+
+def _runner(fn: Callable, tensors: int, plans: Plans) -> Callable:
+    """``run(args, kwargs, key)`` of the registered op's eager call: ``fn``, saving, and its
+    launches, their plan kept under ``key`` (None: none kept), returning all its outputs."""
+
+    def run(args: tuple, kwargs: dict, key) -> object:
+        result, launches = fn(*args, **kwargs)
+        keep = key is not None and fast_path_enabled()
+        bounds = _launch_eagerly(launches, bind=keep)
+        if keep:
+            options = (*args[tensors:], *kwargs.values())
+            plans.put(key, make_plan(args[:tensors], options, result, launches, bounds))
+        return result
+
+    return run
+
+
+def _public_runner(
+    fn: Callable, tensors: int, plans: Plans, public: Callable | None, saving: bool, record: Callable
+) -> Callable:
+    """``run(args, kwargs, key)`` of the public eager call of an op with a backward: ``fn``
+    (with ``saving=False`` where it takes it) and its launches, returning the public outputs
+    (``public`` of all, None: all), their plan kept under ``key``. Where no key could be
+    made (tensors passed by keyword, say), a call that autograd records runs ``record``."""
+    is_grad_enabled = torch.is_grad_enabled
+
+    def run(args: tuple, kwargs: dict, key) -> object:
+        if key is None and is_grad_enabled():
+            if any(isinstance(v, torch.Tensor) and v.requires_grad for v in (*args, *kwargs.values())):
+                return record(*args, **kwargs)
+        result, launches = fn(*args, **kwargs, saving=False) if saving else fn(*args, **kwargs)
+        keep = key is not None and fast_path_enabled()
+        bounds = _launch_eagerly(launches, bind=keep)
+        if public is None:
+            if keep:
+                options = (*args[tensors:], *kwargs.values())
+                plans.put(key, make_plan(args[:tensors], options, result, launches, bounds))
+            return result
+        kept = public(result)
+        if keep:
+            options = (*args[tensors:], *kwargs.values())
+            plans.put(key, _public_plan(args[:tensors], options, result, kept, public, launches, bounds))
+        return kept
+
+    return run
+
+
+def _public_plan(inputs, options, result, kept, public: Callable, launches, bounds) -> Callable | None:
+    """The plan of a public call that returned ``kept`` of the function's ``result``: made on
+    ``kept`` where the function left the others out (None), on all of them (and then taking
+    the public ones) where it made them all, and none where it made some."""
+    left = [out is None for out in result]
+    if all(left[_n_kept(kept) :]):
+        return make_plan(inputs, options, kept, launches, bounds)
+    if any(left):
+        return None
+    plan = make_plan(inputs, options, result, launches, bounds)
+    if plan is None:
+        return None
+    return lambda args, addresses: public(plan(args, addresses))
+
+
+def _n_kept(kept) -> int:
+    return 1 if isinstance(kept, torch.Tensor) else len(kept)
+
+
+#: Stands in :func:`_register_autograd`'s saved arguments for a tensor (kept by
+#: ``ctx.save_for_backward``).
+_SAVED_TENSOR = object()
+
+
+def _register_autograd(
+    name: str,
+    signature: inspect.Signature,
+    tensors: int,
+    n_public: int,
+    backward: Callable,
+    saves: Callable,
+) -> None:
+    """Register the backward of the op ``name`` (whose registered op has ``signature``, its
+    first ``tensors`` parameters the tensor inputs, its first ``n_public`` outputs the
+    public ones) with ``torch.library.register_autograd``.
+
+    ``setup_context`` keeps ``saves(*inputs, *outputs)`` (tensors through
+    ``ctx.save_for_backward``), marks the outputs past the public ones non-differentiable,
+    and refuses a tensor input that requires grad but gets no gradient. The backward calls
+    ``backward(*grads, *saved)``, with a zero gradient where autograd passes none (an output
+    the loss does not use), and gives the gradients it returns to the first inputs, None to
+    the others. It is once differentiable: differentiating it again raises, as
+    ``torch.autograd.function.once_differentiable`` does."""
+    parameters = list(signature.parameters)
+    n_grads = _n_outputs(inspect.signature(backward).return_annotation)
+    short = name.split("::")[1]
+    differentiable, others = parameters[:n_grads], parameters[n_grads:tensors]
+    them = "them" if len(others) > 1 else "it"
+    refusal = (
+        f"{short} differentiates with respect to {' and '.join(differentiable)} only: "
+        f"{' and '.join(others)} must not require grad (detach {them}, or build {them} under "
+        "torch.no_grad())"
+    )
+    n_inputs = len(parameters)
+
+    def setup_context(ctx, inputs, output) -> None:
+        outputs = (output,) if isinstance(output, torch.Tensor) else tuple(output)
+        if any(ctx.needs_input_grad[n_grads:tensors]):
+            raise ValueError(refusal)
+        if len(outputs) > n_public:
+            ctx.mark_non_differentiable(*outputs[n_public:])
+        ctx.set_materialize_grads(False)  # zeros made below, for the public outputs only
+        ctx.like = [(out.shape, out.dtype, out.device) for out in outputs[:n_public]]
+        saved = saves(*inputs, *outputs)
+        ctx.save_for_backward(*[v for v in saved if isinstance(v, torch.Tensor)])
+        ctx.saved = [_SAVED_TENSOR if isinstance(v, torch.Tensor) else v for v in saved]
+
+    @once_differentiable
+    def backward_of(ctx, *grads):
+        grads = [
+            torch.zeros(shape, dtype=dtype, device=device) if grad is None else grad
+            for grad, (shape, dtype, device) in zip(grads, ctx.like, strict=False)
+        ]
+        tensors_saved = iter(ctx.saved_tensors)
+        saved = [next(tensors_saved) if v is _SAVED_TENSOR else v for v in ctx.saved]
+        result = backward(*grads, *saved)
+        result = (result,) if isinstance(result, torch.Tensor) else tuple(result)
+        return (*result, *[None] * (n_inputs - len(result)))
+
+    torch.library.register_autograd(name, backward_of, setup_context=setup_context)
+
+
+def _op_with_backward(
+    name: str, fn: Callable, tensors: int, backward: Callable, saves: Callable, outputs: int | None
+) -> Callable:
+    """:func:`op` for an op with a backward: two eager calls, each with its plans.
+
+    * The registered op's (``op.registered_plans``): ``fn`` as it is, saving, all its outputs.
+    * The public op's (``op.plans``): ``fn`` with ``saving=False`` where it takes it, the
+      public outputs; a call that autograd records runs the registered op instead
+      (:data:`_RECORDED`), and so does a call inside ``torch.compile``.
+
+    Where the public outputs are all the outputs and ``fn`` takes no ``saving`` (rope), the
+    two calls do the same work and share one set of plans.
+    """
+    saving = _saving(fn)
+    public_signature, registered_signature = _signatures(fn)
+    if saving:
+        public_signature = _without(public_signature, "saving")
+        registered_signature = _without(registered_signature, "saving")
+    returned = registered_signature.return_annotation
+    n_outputs = _n_outputs(returned)
+    n_public = n_outputs if outputs is None else outputs
+    if n_public > n_outputs:
+        raise ValueError(f"outputs must be at most the {n_outputs} that {fn.__name__} returns, got {outputs}")
+    if n_public < n_outputs:
+        kept = typing.get_args(returned)[:n_public]
+        public_signature = public_signature.replace(
+            return_annotation=kept[0] if n_public == 1 else tuple[kept]
+        )
+    public = _public(n_public, n_outputs)
+
+    plans = Plans()
+    # Where the public op returns what the registered one does, both keep the same plans.
+    registered_plans = plans if public is None and not saving else Plans()
+    eager, eager_scope = _eager_call(
+        name, fn, tensors, _runner(fn, tensors, registered_plans), registered_plans
+    )
+    torch_op = eager_scope["registered"] = _register(name, fn, eager, registered_signature)
+    _register_autograd(name, registered_signature, tensors, n_public, backward, saves)
+
+    def record(*args, **kwargs):
+        """The registered op, which autograd records, returning the public outputs."""
+        result = torch_op(*args, **kwargs)
+        return result if public is None else public(result)
+
+    run = _public_runner(fn, tensors, plans, public, saving, record)
+    call, scope = _eager_call(name, fn, tensors, run, plans, recorded=True)
+    scope["registered"] = record
+    call.__signature__ = public_signature
+    call.__annotations__ = {  # (what documentation tools read: the outputs, not the launches)
+        **{p.name: p.annotation for p in public_signature.parameters.values() if p.annotation is not p.empty},
+        "return": public_signature.return_annotation,
+    }
+    call.plans = plans
+    call.registered_plans = registered_plans
+    call.registered = torch_op
+    call.backward = backward
+    return call
+
+
+def _eager_call(
+    name: str, fn: Callable, tensors: int, run: Callable, plans: Plans, *, recorded: bool = False
+):
+    """``(call, scope)``: an eager call of ``fn`` (:func:`call_source`) that runs ``run``
+    where it has no plan; ``scope["registered"]`` is to be set to what it calls inside
+    ``torch.compile`` (and, with ``recorded``, where autograd records the call)."""
+    scope = {
+        "is_compiling": torch.compiler.is_compiling,
+        "is_grad_enabled": torch.is_grad_enabled,
+        "options_key": options_key,
+        "plans": plans,
+        "run": run,
+    }
+    source = call_source(tensors, recorded=recorded)
+    exec(compile(source, f"<eager call of {name}{' (public)' if recorded else ''}>", "exec"), scope)
+    return functools.update_wrapper(scope["call"], fn), scope
 
 
 __all__ = [

@@ -776,3 +776,18 @@ def test_benchmark_counts_bytes_and_flops_and_passes_the_models_views(device):
     for provider in bench.providers:
         if provider.key != "compile":  # torch.compile of the eager formula: on a GPU
             check(f"rope {provider.key}", expected, provider.make(q, k, cos, sin)(), k=bench.reduction(8))
+
+
+# --- the backward through the one launch path -----------------------------------------------------
+
+
+def test_the_eager_backward_launches_from_its_plan(device):
+    """rope_backward is an op of its own: a second backward of the same layout runs its plan, on
+    the new gradients."""
+    shape = (2, 3, 1, 6, 16)
+    rope.backward.plans.clear()
+    for seed in (40, 41):
+        q, k = qkv_views(shape, torch.float32, seed=seed)
+        check_gradients(q, k, *tables(shape, "random", seed=seed + 1), name=f"rope backward, seed {seed}")
+    assert len(rope.backward.plans) == 1
+    assert rope.backward.registered is torch.ops.gpuperf.rope_backward

@@ -48,17 +48,58 @@ written for speed: :func:`op` writes it out for the op's number of tensor inputs
 of :func:`layout_key` with its loop unrolled, :func:`call_source`), and a plan is a closure
 that makes one allocation per output and one C call per launch.
 
+**An op with a backward** (rms_norm, rope) is written as two functions of the same form, each
+an :func:`op`, and no ``torch.autograd.Function``. The forward returns, after the outputs
+the user gets, what the backward needs and cannot get from the inputs (rms_norm's
+``rstd``, each row's reciprocal root mean square); the backward takes the gradients of the
+user's outputs, then what the forward saved, and returns the gradients of the forward's
+first tensor inputs, in order::
+
+    @op("gpuperf::rms_norm_backward", tensors=4)
+    def rms_norm_backward(grad_y, x, weight, rstd) -> tuple[tuple[Tensor, Tensor], Launches]:
+        ...  # (dx, dweight) and the two launches that compute them
+
+    @op("gpuperf::rms_norm", tensors=2, outputs=1, backward=rms_norm_backward,
+        saves=lambda x, weight, eps, y, rstd: (x, weight, rstd))
+    def rms_norm(x, weight, *, eps=1e-6, saving=True) -> tuple[tuple[Tensor, Tensor], Launches]:
+        ...  # (y, rstd) and the launch
+
+``outputs`` is how many of the forward's outputs the public op returns (here ``y``; by
+default all); ``saves`` picks what the backward takes after the gradients, from the
+registered op's arguments and all the forward's outputs. :func:`op` registers the pair
+with ``torch.library.register_autograd``. Its ``setup_context`` keeps what ``saves``
+picks (tensors through ``ctx.save_for_backward``) and marks the outputs past the public
+ones non-differentiable. Its backward calls the backward op with a zero gradient where
+the loss did not use a public output, gives the gradients it returns to the first inputs
+and None to the others (a tensor among those that requires grad is refused with a
+``ValueError``: rope's ``cos`` and ``sin``), and refuses to be differentiated again, as
+``once_differentiable`` does.
+
+The public op of such an op runs one of two ways. Inside ``torch.compile``, and wherever
+autograd records the call (grad mode on and a tensor input that requires grad), it calls
+the registered op and returns the public outputs: autograd records the backward, and a
+compiled model trains in one graph. Any other call is the eager call with its plans, as
+for an op without a backward, except that the forward is called with ``saving=False``
+where it takes that keyword: it may then leave out what only the backward needs
+(rms_norm stores no ``rstd`` and returns None in its place), and the plan is that of the
+work left. The registered op's eager calls (autograd's, on plain tensors) keep plans of
+their own, of the forward with everything saved (``op.registered_plans``; the same as
+``op.plans`` where the public op returns every output and the forward takes no
+``saving``, as rope's does). The backward, an op itself, has plans in eager training
+too, wherever its launches leave one (rope's; rms_norm's sums on a workspace and has none).
+
 Where the other ops go (the next steps of the same decorator):
 
 * **Optional tensors** (matmul's ``bias``): ``tensors`` names the tensor parameters instead
   of counting the leading ones; a None is keyed as None, a tensor as above.
-* **A backward** (attention, rms_norm, rope, swiglu): the op's forward function returns
-  what the backward needs among its outputs (attention's ``lse``, which the public function
-  drops), and :func:`op` takes the
-  backward, a function of the same form registered as an op of its own, and registers it
-  with ``torch.library.register_autograd``. A call that autograd records (grad enabled and
-  an input that requires it) runs the registered op, which records the backward; the others
-  take the plans. No ``torch.autograd.Function`` remains, and the forward is written once.
+* **Attention and SwiGLU's backward**, on the decorator above. Attention's forward returns
+  ``(o, lse)`` with ``outputs=1`` and ``saves=lambda q, k, v, causal, scale, o, lse: (q,
+  k, v, o, lse, causal, scale)`` (options are saved beside the tensors); its backward, one
+  :func:`op`, returns three launches (``delta``, dK/dV, dQ) and needs workspaces (below)
+  for a plan. SwiGLU's backward is matmuls around one elementwise kernel: ``backward`` may
+  be a plain function that calls ops (the elementwise op, then the matmuls), annotated
+  with the gradients it returns; it computes both gradients, since the backward is not
+  told which inputs need one.
 * **TMA descriptors** (the persistent matmul, SwiGLU, FP8): a launch lists a descriptor
   among its arguments, made on an input or an output; the plan keys it by its dtype and
   block shape (as :class:`~gpuperf.kernels.tma.DescriptorLauncher` does) and fills it again
@@ -74,7 +115,6 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
-import operator
 import typing
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -508,6 +548,29 @@ def _n_outputs(annotation) -> int:
     return len(typing.get_args(annotation)) if typing.get_origin(annotation) is tuple else 1
 
 
+def _n_gradients(backward: Callable) -> int:
+    """How many gradients ``backward`` returns, read off its return annotation.
+
+    Raises:
+        TypeError: ``backward`` has no return annotation.
+    """
+    returned = typing.get_type_hints(backward).get("return")
+    if returned is None:
+        raise TypeError(f"backward {backward.__name__} must be annotated with the gradients it returns")
+    return _n_outputs(returned)
+
+
+def _check_saves(saves: Callable, n_arguments: int, name: str) -> None:
+    """Refuse a ``saves`` that cannot take the registered op's arguments and outputs."""
+    try:
+        inspect.signature(saves).bind(*range(n_arguments))
+    except TypeError:
+        raise TypeError(
+            f"saves of {name} must take the registered op's {n_arguments} arguments and outputs, "
+            f"in order; got {inspect.signature(saves)}"
+        ) from None
+
+
 def _without(signature: inspect.Signature, parameter: str) -> inspect.Signature:
     return signature.replace(parameters=[p for p in signature.parameters.values() if p.name != parameter])
 
@@ -533,7 +596,7 @@ def _public(n_public: int, n_outputs: int) -> Callable | None:
     if n_public == n_outputs:
         return None
     if n_public == 1:
-        return operator.itemgetter(0)
+        return lambda result: result[0]
     return lambda result: tuple(result[:n_public])
 
 
@@ -627,7 +690,7 @@ def _register_autograd(
     the others. It is once differentiable: differentiating it again raises, as
     ``torch.autograd.function.once_differentiable`` does."""
     parameters = list(signature.parameters)
-    n_grads = _n_outputs(inspect.signature(backward).return_annotation)
+    n_grads = _n_gradients(backward)
     short = name.split("::")[1]
     differentiable, others = parameters[:n_grads], parameters[n_grads:tensors]
     them = "them" if len(others) > 1 else "it"
@@ -694,6 +757,9 @@ def _op_with_backward(
             return_annotation=kept[0] if n_public == 1 else tuple[kept]
         )
     public = _public(n_public, n_outputs)
+    if _n_gradients(backward) > tensors:
+        raise TypeError(f"backward {backward.__name__} returns more gradients than {name} has tensor inputs")
+    _check_saves(saves, len(registered_signature.parameters) + n_outputs, name)
 
     plans = Plans()
     # Where the public op returns what the registered one does, both keep the same plans.

@@ -303,9 +303,6 @@ def make_plan(inputs: tuple, options: tuple, result, launches: Launches, bounds:
         addresses[len(inputs) :]
     ):
         return None  # an output that is another or an input
-    allocations = [_allocation(out, inputs) for out in outputs]
-    if None in allocations:
-        return None
     slots = []
     for launch, bound in zip(launches, bounds, strict=True):
         taken = []
@@ -321,6 +318,11 @@ def make_plan(inputs: tuple, options: tuple, result, launches: Launches, bounds:
         if bound is None and not is_interpreter():
             return None
         slots.append(taken)
+    # (After the launches' checks, which are cheaper: a call that launches on a workspace
+    # finds it has no plan without trying an allocation per output and input.)
+    allocations = [_allocation(out, inputs) for out in outputs]
+    if None in allocations:
+        return None
     if is_interpreter():
         return _relaunching_plan(allocations, single, launches, slots, len(inputs))
     return _bound_plan(allocations, single, bounds, slots, len(inputs))

@@ -353,8 +353,9 @@ def test_a_call_autograd_records_runs_the_registered_op_and_trains():
             assert torch.equal(kept, x.detach()) and factor == 3  # what saves picked, options too
     # The backward, an op of its own, ran its function once and then its plan.
     assert len(BACKWARD_CALLS) == 1 and len(doubled_backward.plans) == 1
-    # One call of the forward, saving, for the two recorded calls (the registered op's plan).
-    assert CALLS == [False, True] and len(doubled.plans) == 1 and len(doubled.registered_plans) == 1
+    # For the two recorded calls: the checks of the first (the forward, launching nothing),
+    # then the forward, saving, once (the registered op's plan serves the second).
+    assert CALLS == [False, False, True] and len(doubled.plans) == 1 and len(doubled.registered_plans) == 1
     # The tensors passed by keyword: no key, and still recorded.
     out = doubled(x=x, mask=mask)
     assert out.grad_fn is not None

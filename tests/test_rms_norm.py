@@ -455,3 +455,26 @@ def test_gpu_eager_rms_norm_captures_into_a_cuda_graph():
     x.copy_(randn(x.shape, torch.bfloat16, seed=27))
     graph.replay()
     assert_close("rms_norm graph", rms_norm_ref(x, weight), out)
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, error, match",
+    [
+        pytest.param((), {"eps": True}, TypeError, "eps must be a float, got bool", id="eps-bool"),
+        pytest.param((), {"eps": "1e-6"}, TypeError, "eps must be a float, got str", id="eps-str"),
+        pytest.param((), {"eps": 0.0}, ValueError, "eps must be positive and finite", id="eps-0"),
+        pytest.param((1e-6,), {}, TypeError, "takes 2 positional arguments", id="eps-positional"),
+    ],
+)
+def test_bad_inputs_are_refused_when_autograd_records(args, kwargs, error, match):
+    """A call that needs a gradient runs the registered op, whose dispatcher would convert
+    eps=True to 1.0 and refuse a string with a message of its own: the op's checks run first."""
+    x, weight = t(3, 4).requires_grad_(), t(4)
+    for _ in range(2):  # also after a recorded call of the same layout
+        with pytest.raises(error, match=match):
+            rms_norm(x, weight, *args, **kwargs)
+        rms_norm(x, weight)
+    with pytest.raises(TypeError, match=r"weight must be a torch\.Tensor, got list"):
+        rms_norm(x, [1.0] * 4)
+    with pytest.raises(TypeError, match="weight has dtype int64"):
+        rms_norm(x=x, weight=torch.ones(4, dtype=torch.int64, device=x.device))

@@ -791,3 +791,14 @@ def test_the_eager_backward_launches_from_its_plan(device):
         check_gradients(q, k, *tables(shape, "random", seed=seed + 1), name=f"rope backward, seed {seed}")
     assert len(rope.backward.plans) == 1
     assert rope.backward.registered is torch.ops.gpuperf.rope_backward
+
+
+def test_bad_inputs_are_refused_when_autograd_records(device):
+    q, k, cos, sin = t(*Q).requires_grad_(), t(*K), t(*C), t(*C)
+    rope(q, k, cos, sin)
+    with pytest.raises(TypeError, match="cos has dtype float16"):
+        rope(q, k, cos.half(), sin)
+    with pytest.raises(ValueError, match=r"k must be \(B, H_kv, S, D\)"):
+        rope(q, t(3, 2, 5, 16), cos, sin)
+    with pytest.raises(TypeError, match=r"sin must be a torch\.Tensor, got list"):
+        rope(q, k, cos, [0.0])

@@ -78,7 +78,9 @@ and None to the others (a tensor among those that requires grad is refused with 
 The public op of such an op runs one of two ways. Inside ``torch.compile``, and wherever
 autograd records the call (grad mode on and a tensor input that requires grad), it calls
 the registered op and returns the public outputs: autograd records the backward, and a
-compiled model trains in one graph. Any other call is the eager call with its plans, as
+compiled model trains in one graph. (Eagerly, the forward runs first as a check, launching
+nothing, on the first recorded call of each key: the dispatcher would take ``eps=True`` as
+1.0, or refuse a wrong type with a message of its own.) Any other call is the eager call with its plans, as
 for an op without a backward, except that the forward is called with ``saving=False``
 where it takes that keyword: it may then leave out what only the backward needs
 (rms_norm stores no ``rstd`` and returns None in its place), and the plan is that of the
@@ -225,10 +227,10 @@ def call(*args, **kwargs):
 
 #: What the eager call of an op with a backward adds after its key (``{requires}``: each
 #: tensor input's ``requires_grad``): a call that autograd records runs the registered op,
-#: which records the backward, and returns the public outputs (``registered`` in its scope).
+#: which records the backward, and returns the public outputs (``record`` in its scope).
 _RECORDED = """
     if is_grad_enabled() and ({requires}):
-        return registered(*args, **kwargs)"""
+        return record(key, args, kwargs)"""
 
 
 def call_source(tensors: int, *, recorded: bool = False) -> str:
@@ -630,7 +632,7 @@ def _public_runner(
     def run(args: tuple, kwargs: dict, key) -> object:
         if key is None and is_grad_enabled():
             if any(isinstance(v, torch.Tensor) and v.requires_grad for v in (*args, *kwargs.values())):
-                return record(*args, **kwargs)
+                return record(None, args, kwargs)
         result, launches = fn(*args, **kwargs, saving=False) if saving else fn(*args, **kwargs)
         keep = key is not None and fast_path_enabled()
         bounds = _launch_eagerly(launches, bind=keep)
@@ -666,6 +668,10 @@ def _public_plan(inputs, options, result, kept, public: Callable, launches, boun
 def _n_kept(kept) -> int:
     return 1 if isinstance(kept, torch.Tensor) else len(kept)
 
+
+#: Most keys of recorded calls whose arguments an op keeps as checked, as :class:`Plans`
+#: keeps plans: when full, it starts again.
+_CHECKED_KEYS = 1024
 
 #: Stands in :func:`_register_autograd`'s saved arguments for a tensor (kept by
 #: ``ctx.save_for_backward``).
@@ -772,14 +778,30 @@ def _op_with_backward(
     torch_op = eager_scope["registered"] = _register(name, fn, eager, registered_signature)
     _register_autograd(name, registered_signature, tensors, n_public, backward, saves)
 
-    def record(*args, **kwargs):
-        """The registered op, which autograd records, returning the public outputs."""
+    def registered_public(*args, **kwargs):
+        """The registered op, returning the public outputs (what ``torch.compile`` sees)."""
         result = torch_op(*args, **kwargs)
         return result if public is None else public(result)
 
+    checked: dict = {}
+
+    def record(key, args: tuple, kwargs: dict):
+        """A call that autograd records: the registered op, after the function's checks on the
+        first call of ``key`` (the function runs as the eager call would, launching nothing),
+        since the dispatcher converts a wrong argument (``eps=True``) or refuses it with a
+        message of its own."""
+        if key is None or key not in checked:
+            fn(*args, **kwargs, saving=False) if saving else fn(*args, **kwargs)
+            if key is not None:
+                if len(checked) >= _CHECKED_KEYS:
+                    checked.clear()
+                checked[key] = True
+        return registered_public(*args, **kwargs)
+
     run = _public_runner(fn, tensors, plans, public, saving, record)
     call, scope = _eager_call(name, fn, tensors, run, plans, recorded=True)
-    scope["registered"] = record
+    scope["registered"] = registered_public
+    scope["record"] = record
     call.__signature__ = public_signature
     call.__annotations__ = {  # (what documentation tools read: the outputs, not the launches)
         **{p.name: p.annotation for p in public_signature.parameters.values() if p.annotation is not p.empty},

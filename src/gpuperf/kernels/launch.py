@@ -80,15 +80,15 @@ autograd records the call (grad mode on and a tensor input that requires grad), 
 the registered op and returns the public outputs: autograd records the backward, and a
 compiled model trains in one graph. (Eagerly, the forward runs first as a check, launching
 nothing, on the first recorded call of each key: the dispatcher would take ``eps=True`` as
-1.0, or refuse a wrong type with a message of its own.) Any other call is the eager call with its plans, as
-for an op without a backward, except that the forward is called with ``saving=False``
-where it takes that keyword: it may then leave out what only the backward needs
-(rms_norm stores no ``rstd`` and returns None in its place), and the plan is that of the
-work left. The registered op's eager calls (autograd's, on plain tensors) keep plans of
-their own, of the forward with everything saved (``op.registered_plans``; the same as
-``op.plans`` where the public op returns every output and the forward takes no
-``saving``, as rope's does). The backward, an op itself, has plans in eager training
-too, wherever its launches leave one (rope's; rms_norm's sums on a workspace and has none).
+1.0, or refuse a wrong type with a message of its own.) Any other call is the eager call
+with its plans, as for an op without a backward, except that the forward is called with
+``saving=False`` where it takes that keyword: it may then leave out what only the backward
+needs (rms_norm stores no ``rstd`` and returns None in its place), and the plan is that of
+the work left. The registered op's eager calls (autograd's, on plain tensors) keep plans
+of their own, of the forward with everything saved (``op.registered_plans``; the same as
+``op.plans`` where the public op returns every output and the forward takes no ``saving``,
+as rope's does). The backward, an op itself, has plans in eager training too, wherever its
+launches leave one (rope's; rms_norm's sums on a workspace and has none).
 
 Where the other ops go (the next steps of the same decorator):
 

@@ -434,7 +434,8 @@ def rms_norm(
     n_cols = x.shape[-1]
     n_rows = math.prod(x.shape[:-1])
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    # Each row's 1 / sqrt(mean(x**2) + eps), for the backward: not stored where none follows.
+    # Each row's 1 / sqrt(mean(x**2) + eps), for the backward; not stored where none follows
+    # (saving=False: the public call outside autograd, gpuperf.kernels.launch).
     rstd = torch.empty((n_rows,), dtype=torch.float32, device=x.device) if saving else None
     if y.numel() == 0:
         return (y, rstd), ()

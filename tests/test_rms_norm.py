@@ -387,6 +387,26 @@ def test_registered_backward_matches_reference_at_any_rank(shape):
     assert rms_norm.backward is rms_norm_module.rms_norm_backward
 
 
+@pytest.mark.parametrize("shape", [(3, 2, 40), (1, BWD_LONG)], ids=shape_id)
+def test_the_backward_launches_from_its_plan_on_a_new_workspace(shape):
+    """The backward's float32 partial rows are a Workspace: its second call of a layout runs
+    from the plan (allocating them again), bit for bit as its function on the same tensors."""
+    rms_norm_module.rms_norm_backward.plans.clear()
+
+    def backward_inputs(seed):
+        x, weight = inputs(shape, torch.float32, seed=seed)
+        _, rstd = torch.ops.gpuperf.rms_norm(x, weight, 1e-6)
+        return randn(shape, torch.float32, seed=seed + 1), x, weight, rstd
+
+    rms_norm_module.rms_norm_backward(*backward_inputs(20))
+    second = backward_inputs(22)
+    planned = rms_norm_module.rms_norm_backward(*second)
+    assert len(rms_norm_module.rms_norm_backward.plans) == 1
+    rms_norm_module.rms_norm_backward.plans.clear()
+    unplanned = rms_norm_module.rms_norm_backward(*second)
+    assert all(torch.equal(p, u) for p, u in zip(planned, unplanned, strict=True))
+
+
 def test_rstd_is_not_differentiable_and_the_backward_not_twice(device):
     x, weight = inputs((4, 30), torch.float32, seed=19)
     x.requires_grad_()

@@ -38,7 +38,7 @@ import triton.language as tl
 from gpuperf._runtime import is_interpreter
 from gpuperf.kernels._grid import cdiv, next_power_of_2
 from gpuperf.kernels._validation import check_tensors
-from gpuperf.kernels.launch import Launch, Launches, op
+from gpuperf.kernels.launch import Launch, Launches, Workspace, op
 
 # Launch rules, as data, each with its reason.
 #: Rows longer than this take the chunked forward (two reads of x): the longest row
@@ -329,8 +329,8 @@ def rms_norm_backward(
     by autograd, it checks nothing.
 
     Two launches: the backward kernel (each program walks its rows, writes their ``dx`` and
-    sums their ``dy * x̂`` into a float32 partial row of its own), then the sum of the
-    partial rows into ``dweight``. Rows of no column, or no row, launch nothing: ``dweight``
+    sums their ``dy * x̂`` into a float32 partial row of its own, a :class:`Workspace`), then
+    the sum of the partial rows into ``dweight``. Rows of no column, or no row, launch nothing: ``dweight``
     is then zeros.
     """
     n_cols = x.shape[-1]
@@ -358,7 +358,8 @@ def rms_norm_backward(
         (RMS_NORM_DW_BLOCK_M, RMS_NORM_DW_BLOCK_N),
         num_warps=4,
     )
-    return (dx, dw), (Launch(kernel, (n_programs,), runtime, constexprs, num_warps), sum_partials)
+    workspace = Workspace(partial, zeroed=new_partial is torch.zeros)  # (allocated again by a plan)
+    return (dx, dw), (workspace, Launch(kernel, (n_programs,), runtime, constexprs, num_warps), sum_partials)
 
 
 def _check(x, weight, eps) -> float:

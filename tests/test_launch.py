@@ -286,6 +286,168 @@ def test_the_eager_call_is_layout_key_unrolled():
     assert launcher(_scale_kernel) is launcher(_scale_kernel)  # one launcher a kernel, for every op
 
 
+# An op with a backward, on an op of its own -------------------------------------------------
+
+BACKWARD_CALLS = []
+
+
+@op("gpuperf_test::doubled_backward", tensors=2)
+def doubled_backward(grad: torch.Tensor, kept: torch.Tensor, factor: int) -> tuple[torch.Tensor, Launches]:
+    """``grad * factor``; ``kept`` (the forward's copy of ``x``) is recorded, to show it was saved."""
+    BACKWARD_CALLS.append((kept.clone(), factor))
+    grad = grad.contiguous()
+    dx = torch.empty_like(grad)
+    n = dx.numel()
+    return dx, (Launch(_scale_kernel, (triton.cdiv(n, 64),), (grad, dx, n), (factor, 64), 1),)
+
+
+@op(
+    "gpuperf_test::doubled",
+    tensors=2,
+    outputs=1,
+    backward=doubled_backward,
+    saves=lambda x, mask, factor, out, kept: (kept, factor),
+)
+def doubled(
+    x: torch.Tensor, mask: torch.Tensor, *, factor: int = 2, saving: bool = True
+) -> tuple[tuple[torch.Tensor, torch.Tensor], Launches]:
+    """``x * factor``, differentiable with respect to ``x`` only (``mask`` is read by no
+    launch); with ``saving``, also a copy of ``x`` for the backward."""
+    CALLS.append(saving)
+    if type(factor) is not int:
+        raise TypeError(f"factor must be an int, got {type(factor).__name__}")
+    out = torch.empty_like(x)
+    n = out.numel()
+    grid = (triton.cdiv(n, 64),)
+    launches = [Launch(_scale_kernel, grid, (x, out, n), (factor, 64), 1)]
+    kept = None
+    if saving:
+        kept = torch.empty_like(x)
+        launches.append(Launch(_scale_kernel, grid, (x, kept, n), (1, 64), 1))
+    return (out, kept), tuple(launches)
+
+
+def _fresh_doubled():
+    CALLS.clear()
+    BACKWARD_CALLS.clear()
+    for plans in (doubled.plans, doubled.registered_plans, doubled_backward.plans):
+        plans.clear()
+
+
+def test_an_op_with_a_backward_returns_its_public_outputs_and_plans_without_saving():
+    _fresh_doubled()
+    mask = randn((40,), torch.float32, 9)
+    for seed in (1, 2, 3):
+        x = randn((40,), torch.float32, seed)
+        out = doubled(x, mask)
+        assert isinstance(out, torch.Tensor) and torch.equal(out, x * 2), seed
+    assert CALLS == [False] and len(doubled.plans) == 1  # the forward without its copy, once
+    assert inspect.signature(doubled).return_annotation is torch.Tensor
+    assert "saving" not in inspect.signature(doubled).parameters
+    schema = str(torch.ops.gpuperf_test.doubled.default._schema)
+    assert re.fullmatch(
+        r"gpuperf_test::doubled\(Tensor x, Tensor mask, \w+ factor=2\) -> \(Tensor, Tensor\)", schema
+    )
+    # The registered op saves, with plans of its own, and returns every output.
+    for _ in range(2):
+        out, kept = torch.ops.gpuperf_test.doubled(x, mask)
+        assert torch.equal(out, x * 2) and torch.equal(kept, x)
+    assert CALLS == [False, True] and len(doubled.registered_plans) == 1
+
+
+def test_a_call_autograd_records_runs_the_registered_op_and_trains():
+    _fresh_doubled()
+    mask = randn((40,), torch.float32, 9)
+    doubled(randn((40,), torch.float32, 1), mask)  # a plan for the layout, not taken below
+    for seed in (1, 2):
+        x = randn((40,), torch.float32, seed).requires_grad_()
+        out = doubled(x, mask, factor=3)
+        assert isinstance(out, torch.Tensor) and torch.equal(out.detach(), x.detach() * 3)
+        assert "gpuperf_test_doubled" in type(out.grad_fn).__name__
+        grad = randn((40,), torch.float32, seed + 10)
+        (dx,) = torch.autograd.grad(out, x, grad)
+        assert torch.equal(dx, grad * 3)
+        if seed == 1:
+            ((kept, factor),) = BACKWARD_CALLS
+            assert torch.equal(kept, x.detach()) and factor == 3  # what saves picked, options too
+    # The backward, an op of its own, ran its function once and then its plan.
+    assert len(BACKWARD_CALLS) == 1 and len(doubled_backward.plans) == 1
+    # For the two recorded calls: the checks of the first (the forward, launching nothing),
+    # then the forward, saving, once (the registered op's plan serves the second).
+    assert CALLS == [False, False, True] and len(doubled.plans) == 1 and len(doubled.registered_plans) == 1
+    # The tensors passed by keyword: no key, and still recorded.
+    out = doubled(x=x, mask=mask)
+    assert out.grad_fn is not None
+    # The saved output is not differentiable; under no_grad nothing is recorded.
+    _out, kept = torch.ops.gpuperf_test.doubled(x, mask)
+    assert _out.requires_grad and not kept.requires_grad
+    with torch.no_grad():
+        assert doubled(x, mask).grad_fn is None
+
+
+def test_an_input_that_gets_no_gradient_must_not_require_one():
+    x, mask = randn((40,), torch.float32, 1), randn((40,), torch.float32, 2).requires_grad_()
+    message = r"doubled differentiates with respect to x only: mask must not require grad \(detach it"
+    with pytest.raises(ValueError, match=message):
+        doubled(x, mask)
+    with pytest.raises(ValueError, match=message):
+        doubled(x.requires_grad_(), mask)
+    with torch.no_grad():
+        assert torch.equal(doubled(x, mask), x * 2)
+
+
+def test_the_backward_is_once_differentiable():
+    x = randn((40,), torch.float32, 1).requires_grad_()
+    out = doubled(x, randn((40,), torch.float32, 2))
+    (dx,) = torch.autograd.grad(out.square().sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="marked with @once_differentiable"):
+        dx.sum().backward()
+
+
+def test_compile_fullgraph_records_the_op_and_trains():
+    _fresh_doubled()
+    graphs, backend = recording_backend()
+    x, mask = randn((40,), torch.float32, 1).requires_grad_(), randn((40,), torch.float32, 2)
+    compiled = torch.compile(lambda t, m: doubled(t, m, factor=3) + 1, backend=backend, fullgraph=True)
+    out = compiled(x, mask)
+    assert "gpuperf_test.doubled" in called_ops(graphs[0])
+    out.backward(torch.ones_like(out))
+    assert torch.equal(out.detach(), x.detach() * 3 + 1) and torch.equal(x.grad, torch.full_like(x, 3.0))
+
+
+def test_the_decorator_refuses_a_backward_it_cannot_register():
+    def forward(x: torch.Tensor) -> tuple[tuple[torch.Tensor, torch.Tensor], Launches]:
+        return (x, x), ()
+
+    def grads(grad: torch.Tensor) -> torch.Tensor:
+        return grad
+
+    with pytest.raises(TypeError, match="backward and saves go together"):
+        op("gpuperf_test::no_saves", backward=grads)
+    with pytest.raises(TypeError, match="backward and saves go together"):
+        op("gpuperf_test::no_backward", outputs=1)
+    with pytest.raises(ValueError, match="outputs must be a positive int, got 0"):
+        op("gpuperf_test::zero", backward=grads, saves=lambda *a: (), outputs=0)
+    with pytest.raises(ValueError, match="outputs must be at most the 2 that forward returns, got 3"):
+        op("gpuperf_test::three", backward=grads, saves=lambda *a: (), outputs=3)(forward)
+    with pytest.raises(TypeError, match=r"saves of gpuperf_test::arity must take .* 3 arguments"):
+        op("gpuperf_test::arity", backward=grads, saves=lambda x, y: (x,), outputs=1)(forward)
+
+    def grads_unannotated(grad):
+        return grad
+
+    with pytest.raises(TypeError, match="grads_unannotated must be annotated with the gradients"):
+        op("gpuperf_test::bare", backward=grads_unannotated, saves=lambda *a: ())(forward)
+
+    def saving_positional(
+        x: torch.Tensor, saving: bool = True
+    ) -> tuple[tuple[torch.Tensor, torch.Tensor], Launches]:
+        return (x, x), ()
+
+    with pytest.raises(TypeError, match="saving must be keyword-only, default True"):
+        op("gpuperf_test::positional", backward=grads, saves=lambda *a: ())(saving_positional)
+
+
 # A plan on a GPU, its C launcher replaced by a recorder ------------------------------------
 
 
@@ -555,6 +717,103 @@ def test_the_named_eager_call_is_written_from_the_signature():
         named_call_source(inspect.signature(axpy), ("x", "w"))
     with pytest.raises(ValueError, match="parameter '_x'"):
         named_call_source(inspect.Signature([inspect.Parameter("_x", inspect.Parameter.POSITIONAL_ONLY)]), ())
+
+
+# An op with a backward, its tensors named -------------------------------------------------
+
+SHIFTED_CALLS = []
+
+
+@op("gpuperf_test::shifted_backward", tensors=("grad",))
+def shifted_backward(grad: torch.Tensor, tiles: Tiles | None = None) -> tuple[torch.Tensor, Launches]:
+    """``grad * factor``; with ``tiles.staged``, through a workspace (a second launch copies it)."""
+    SHIFTED_CALLS.append(("backward", tiles))
+    tiles = tiles or Tiles()
+    grad = grad.contiguous()
+    dx = torch.empty_like(grad)
+    n = dx.numel()
+    grid = (triton.cdiv(n, tiles.block),)
+    if not tiles.staged:
+        return dx, (Launch(_axpy_kernel, grid, (grad, grad, dx, n), (tiles.factor, False, tiles.block), 1),)
+    buffer = torch.empty_like(grad)
+    first = Launch(_axpy_kernel, grid, (grad, grad, buffer, n), (tiles.factor, False, tiles.block), 1)
+    second = Launch(_axpy_kernel, grid, (buffer, buffer, dx, n), (1, False, tiles.block), 1)
+    return dx, (Workspace(buffer), first, second)
+
+
+def _tiles_of(block, factor, staged):
+    return None if block is None else Tiles(block, factor, staged)
+
+
+@op(
+    "gpuperf_test::shifted",
+    tensors=("x", "shift"),
+    backward=shifted_backward,
+    saves=lambda shift, x, block, factor, staged, out: (_tiles_of(block, factor, staged),),
+)
+def shifted(
+    shift: torch.Tensor, x: torch.Tensor, *, tiles: Tiles | None = None
+) -> tuple[torch.Tensor, Launches]:
+    """``x * factor + shift``, differentiable with respect to ``x`` only, which the op names
+    first although the signature takes it second."""
+    SHIFTED_CALLS.append(("forward", tiles))
+    tiles = tiles or Tiles()
+    out = torch.empty_like(x)
+    n = out.numel()
+    grid = (triton.cdiv(n, tiles.block),)
+    return out, (Launch(_axpy_kernel, grid, (x, shift, out, n), (tiles.factor, True, tiles.block), 1),)
+
+
+def _fresh_shifted():
+    SHIFTED_CALLS.clear()
+    for plans in (shifted.plans, shifted.registered_plans, shifted_backward.plans):
+        plans.clear()
+
+
+def test_an_op_with_a_backward_and_named_tensors_plans_records_and_trains():
+    _fresh_shifted()
+    schema = str(torch.ops.gpuperf_test.shifted.default._schema)
+    assert re.fullmatch(
+        r"gpuperf_test::shifted\(Tensor shift, Tensor x, \w+\? block=None, \w+\? factor=None, "
+        r"bool\? staged=None\) -> Tensor",
+        schema,
+    ), schema
+    assert shifted.registered_plans is shifted.plans  # every output public, no `saving`
+    tiles = Tiles(32, 3, staged=True)
+    shift = randn((70,), torch.float32, 9)
+    for seed in (1, 2):  # not recorded: the plan
+        x = randn((70,), torch.float32, seed)
+        assert torch.equal(shifted(shift, x, tiles=tiles), x * 3 + shift)
+    assert SHIFTED_CALLS == [("forward", tiles)] and len(shifted.plans) == 1
+    SHIFTED_CALLS.clear()
+    for seed in (1, 2):  # recorded: the registered op (its plan), then the backward op
+        x = randn((70,), torch.float32, seed).requires_grad_()
+        out = shifted(shift, x, tiles=tiles)
+        assert torch.equal(out.detach(), x.detach() * 3 + shift)
+        assert "gpuperf_test_shifted" in type(out.grad_fn).__name__
+        grad = randn((70,), torch.float32, seed + 10)
+        (dx,) = torch.autograd.grad(out, x, grad)  # to x, the registered op's second input
+        assert torch.equal(dx, grad * 3), seed
+    # The forward's checks once (the key's first recorded call); the backward, through its
+    # workspace, ran once and then from its plan, the config rebuilt from its fields.
+    assert SHIFTED_CALLS == [("forward", tiles), ("backward", tiles)]
+    assert len(shifted_backward.plans) == 1
+    message = r"shifted differentiates with respect to x only: shift must not require grad"
+    with pytest.raises(ValueError, match=message):
+        shifted(shift.clone().requires_grad_(), x)
+
+
+def test_compile_fullgraph_trains_an_op_with_a_backward_and_named_tensors():
+    graphs, backend = recording_backend()
+    x, shift = randn((40,), torch.float32, 1).requires_grad_(), randn((40,), torch.float32, 2)
+    compiled = torch.compile(
+        lambda s, t: shifted(s, t, tiles=Tiles(16, 4)) + 1, backend=backend, fullgraph=True
+    )
+    out = compiled(shift, x)
+    assert "gpuperf_test.shifted" in called_ops(graphs[0])
+    out.backward(torch.ones_like(out))
+    assert torch.equal(out.detach(), x.detach() * 4 + shift + 1)
+    assert torch.equal(x.grad, torch.full_like(x, 4.0))
 
 
 @triton.jit

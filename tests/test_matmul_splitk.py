@@ -426,7 +426,7 @@ def test_benchmark_declaration():
 
     bench = catalog.MATMUL_SMALL_M
     assert bench in catalog.ALL and catalog.by_name("matmul_small_m") is bench
-    assert bench.metric == "GB/s" and bench.ceiling_key() == "copy_gbps" and bench.baseline == "cublas"
+    assert bench.metric == "GB/s" and bench.ceiling_key() == "stream_gbps" and bench.baseline == "cublas"
     assert [p.key for p in bench.providers] == ["triton", "triton_persistent", "triton_t03", "cublas"]
     shape = (1, 4096, 14336)
     assert shape in bench.x_values and all(s[0] <= 64 for s in bench.x_values)

@@ -48,41 +48,93 @@ written for speed: :func:`op` writes it out for the op's number of tensor inputs
 of :func:`layout_key` with its loop unrolled, :func:`call_source`), and a plan is a closure
 that makes one allocation per output and one C call per launch.
 
-What the matmul family needs, built on the same decorator:
+What the decorator also takes, for the matmul family and the ops with a backward:
 
 * **Named and optional tensor inputs** (matmul's keyword-only ``bias``): ``tensors`` names
   the tensor parameters instead of counting the leading ones (``@op("gpuperf::matmul",
   tensors=("a", "b", "bias"))``), and the eager call is written with the function's own
   signature (:func:`named_call_source`). A None given for a tensor whose default is None is
-  keyed as None. A call that autograd records (grad enabled and an input that requires it)
-  runs the function and keeps no plan.
+  keyed as None.
 * **Launch configs** (``config: MatmulConfig | None``): a parameter annotated with a
   dataclass of ints and bools reaches the registered op as its fields, one ``int?`` or
   ``bool?`` schema parameter each, all None for None (a schema takes no dataclass).
 * **TMA descriptors** (the persistent matmul and FP8): a :class:`Launch` may take host
   tensor descriptors (Triton's ``TensorDescriptor``, Gluon's) among its leading arguments,
   each made on an input or an output. :class:`DescriptorLauncher` keys them by dtype and
-  block shape, as Triton compiles, and the plan makes each again on the new address
-  (:class:`Described`, the layout checked once). A graph cannot hold a host descriptor
-  (``wrap_triton`` traces none in Triton 3.6 and torch 2.11), so while torch.compile
-  traces, an op launches its computed-pointer kernel (``torch.compiler.is_compiling()``),
-  and a launch that takes a descriptor there is refused with a ``TypeError``.
+  block shape, as Triton compiles (and a Gluon descriptor's layout), and the plan makes
+  each again on the new address (:class:`Described`, the layout checked once). A graph
+  cannot hold a host descriptor (``wrap_triton`` traces none in Triton 3.6 and torch 2.11),
+  so while torch.compile traces, an op launches its computed-pointer kernel
+  (``torch.compiler.is_compiling()``), and a launch that takes a descriptor there is
+  refused with a ``TypeError``.
 * **Workspaces** (split-K's partial sums): the function lists a :class:`Workspace` (a
   buffer its launches use that is not an output) before the launches that take it, and the
   plan allocates it again on every call, zeroed where the function zeroed it.
 
-Where the other ops go (the next steps of the same decorator):
+**An op with a backward** (rms_norm, rope) is written as two functions of the same form, each
+an :func:`op`, and no ``torch.autograd.Function``. The forward returns, after the outputs
+the user gets, what the backward needs and cannot get from the inputs (rms_norm's
+``rstd``, each row's reciprocal root mean square); the backward takes the gradients of the
+user's outputs, then what the forward saved, and returns the gradients of the forward's
+first tensor inputs (in the order ``tensors`` counts or names them)::
 
-* **A backward** (attention, rms_norm, rope, swiglu): the op's forward function returns
-  what the backward needs among its outputs (attention's ``lse``, which the public function
-  drops), and :func:`op` takes the
-  backward, a function of the same form registered as an op of its own, and registers it
-  with ``torch.library.register_autograd``. A call that autograd records (grad enabled and
-  an input that requires it) runs the registered op, which records the backward; the others
-  take the plans. No ``torch.autograd.Function`` remains, and the forward is written once.
-* **Gluon kernels** launch as Triton's do: ``kernel[grid](...)`` compiles a ``@gluon.jit``
-  kernel into a binary that the same C launcher runs, so a :class:`Launch` takes one as it
-  is, and :class:`DescriptorLauncher` keys a Gluon descriptor's layout too.
+    @op("gpuperf::rms_norm_backward", tensors=4)
+    def rms_norm_backward(grad_y, x, weight, rstd) -> tuple[tuple[Tensor, Tensor], Launches]:
+        ...  # (dx, dweight) and the two launches that compute them
+
+    @op("gpuperf::rms_norm", tensors=2, outputs=1, backward=rms_norm_backward,
+        saves=lambda x, weight, eps, y, rstd: (x, weight, rstd))
+    def rms_norm(x, weight, *, eps=1e-6, saving=True) -> tuple[tuple[Tensor, Tensor], Launches]:
+        ...  # (y, rstd) and the launch
+
+``outputs`` is how many of the forward's outputs the public op returns (here ``y``; by
+default all); ``saves`` picks what the backward takes after the gradients, from the
+registered op's arguments (a launch config as its fields) and all the forward's outputs.
+:func:`op` registers the pair with ``torch.library.register_autograd``. Its
+``setup_context`` keeps what ``saves`` picks (tensors through ``ctx.save_for_backward``)
+and marks the outputs past the public ones non-differentiable. Its backward calls the
+backward op with a zero gradient where the loss did not use a public output, gives the
+gradients it returns to the first tensor inputs and None to the other inputs (a tensor
+among those that requires grad is refused with a ``ValueError``: rope's ``cos`` and
+``sin``), and refuses to be differentiated again, as ``once_differentiable`` does. Either
+op may take named tensors, configs, descriptors and workspaces as above: the backward is
+an op like any other.
+
+**A call that autograd records** (grad mode on and a tensor input that requires grad)
+takes no plan: the eager call hands it to the op's ``record``, the same rule for counted
+and named tensors (:data:`_RECORDED`, :data:`_NAMED_RECORDED`). For an op with a backward,
+``record`` calls the registered op and returns the public outputs, so autograd records the
+backward (eagerly, the forward runs first as a check, launching nothing, on the first
+recorded call of each key: the dispatcher would take ``eps=True`` as 1.0, or refuse a wrong
+type with a message of its own); inside ``torch.compile`` the public op calls the same, and
+a compiled model trains in one graph. For an op without a backward, ``record`` runs the
+function without a plan: autograd records none of its launches either way, but its checks
+run (matmul_splitk refuses an input that requires grad; a plan, keyed on the layout, would
+not). An op of counted tensors without a backward does not ask, so that its plan path does
+no more work per call: none of those functions looks at ``requires_grad``, and the plan
+returns what the function would.
+
+Any other call of an op with a backward is the eager call with its plans, except that the
+forward is called with ``saving=False`` where it takes that keyword: it may then leave out
+what only the backward needs (rms_norm stores no ``rstd`` and returns None in its place),
+and the plan is that of the work left. The registered op's eager calls (autograd's, on
+plain tensors) keep plans of their own, of the forward with everything saved
+(``op.registered_plans``; the same as ``op.plans`` where the public op returns every output
+and the forward takes no ``saving``, as rope's does). The backward, an op itself, has plans
+in eager training too, wherever its launches leave one.
+
+Still to come (on the same decorator):
+
+* **Attention and SwiGLU**, which keep a ``torch.autograd.Function``, a ``triton_op`` body
+  and plans of their own (:mod:`~gpuperf.kernels._launch`, :mod:`~gpuperf.kernels.plans`).
+  Attention's forward is to return ``(o, lse)`` with ``outputs=1`` and ``saves=lambda q, k,
+  v, causal, scale, o, lse: (q, k, v, o, lse, causal, scale)``, its backward one
+  :func:`op` of three launches (``delta``, dK/dV, dQ). SwiGLU's backward is matmuls around
+  one elementwise kernel: ``backward`` may be a plain function that calls ops, annotated
+  with the gradients it returns.
+* **The Gluon ops** (``kernels/gluon/``), which launch through ``_launch.py`` today:
+  ``kernel[grid](...)`` compiles a ``@gluon.jit`` kernel into a binary that the same C
+  launcher runs, so a :class:`Launch` takes one as it is.
 """
 
 from __future__ import annotations
@@ -96,6 +148,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import torch
+from torch.autograd.function import once_differentiable
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from gpuperf._runtime import is_interpreter
@@ -206,15 +259,25 @@ def call(*args, **kwargs):
             key += options_key(args[{n}:], kwargs)
         plan = plans.get(key)
     except (AttributeError, RuntimeError, TypeError, ValueError):  # not tensors, no key: no plan
-        return run(args, kwargs, None)
+        return run(args, kwargs, None){recorded}
     if plan is None:
         return run(args, kwargs, key)
     return plan(args, ({addresses},))
 """
 
 
-def call_source(tensors: int) -> str:
-    """The source of the eager call :func:`op` makes for an op of ``tensors`` tensor inputs."""
+#: What the eager call adds after its key where it asks whether autograd records the call
+#: (``{requires}``: each tensor input's ``requires_grad``): then it runs ``record`` (in its
+#: scope): for an op with a backward, the registered op, which records the backward.
+_RECORDED = """
+    if is_grad_enabled() and ({requires}):
+        return record(key, args, kwargs)"""
+
+
+def call_source(tensors: int, *, recorded: bool = False) -> str:
+    """The source of the eager call :func:`op` makes for an op of ``tensors`` tensor inputs;
+    with ``recorded`` (the public call of an op with a backward), a call that autograd
+    records runs ``record`` instead (:data:`_RECORDED`)."""
     inputs = [f"t{i}" for i in range(tensors)]
     addresses = [f"a{i}" for i in range(tensors)]
     fields = [
@@ -228,6 +291,9 @@ def call_source(tensors: int) -> str:
         addresses=", ".join(addresses),
         data_ptrs=", ".join(f"{t}.data_ptr()" for t in inputs),
         fields=", ".join(fields),
+        recorded=_RECORDED.format(requires=" or ".join(f"{t}.requires_grad" for t in inputs))
+        if recorded
+        else "",
     )
 
 
@@ -284,11 +350,6 @@ def make_plan(inputs: tuple, options: tuple, result, launches: Launches, bounds:
     made = addresses[len(inputs) :]
     if len(set(made)) < len(made) or set(addresses[: len(inputs)]) & set(made):
         return None  # an output that is another or an input
-    allocations = [_allocation(out, inputs) for out in outputs] + [
-        _workspace_allocation(w) for w in workspaces
-    ]
-    if None in allocations:
-        return None
     slots = []
     for launch, bound in runs:
         taken = []
@@ -313,6 +374,13 @@ def make_plan(inputs: tuple, options: tuple, result, launches: Launches, bounds:
             return None
         slots.append(taken)
     launched = [launch for launch, _ in runs]
+    # (After the launches' checks, which are cheaper: a call that launches on a tensor it
+    # did not declare finds it has no plan without trying an allocation per output.)
+    allocations = [_allocation(out, inputs) for out in outputs] + [
+        _workspace_allocation(w) for w in workspaces
+    ]
+    if None in allocations:
+        return None
     if is_interpreter():
         return _relaunching_plan(allocations, single, launched, slots, len(inputs), len(outputs))
     bounds = [bound for _, bound in runs]
@@ -430,7 +498,9 @@ def _register(name: str, fn: Callable, eager: Callable, signature: inspect.Signa
     tensors; on a trace's tensors it runs ``fn`` and launches each kernel through
     ``torch.library.wrap_triton`` (under the interpreter, directly, unless they are fake)."""
     keyword_only = [
-        (p.name, p.default) for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY
+        (p.name, p.default)
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind is p.KEYWORD_ONLY and p.name in signature.parameters  # (not a forward's `saving`)
     ]
     n_positional = len(signature.parameters) - len(keyword_only)
     is_compiling = torch.compiler.is_compiling
@@ -465,6 +535,49 @@ def _run(fn: Callable, plans: Plans, key, inputs: tuple, options: tuple, args: t
     if keep:
         plans.put(key, make_plan(inputs, options, result, launches, bounds))
     return result
+
+
+def _counted(run: Callable, tensors: int) -> Callable:
+    """``run(key, inputs, options, args, kwargs)`` (:func:`_run`'s arguments after ``fn`` and
+    ``plans``) as the eager call of ``tensors`` counted tensor inputs calls it:
+    ``run(args, kwargs, key)``."""
+
+    def counted(args: tuple, kwargs: dict, key) -> object:
+        return run(key, args[:tensors], (*args[tensors:], *kwargs.values()), args, kwargs)
+
+    return counted
+
+
+def _unplanned(fn: Callable) -> Callable:
+    """``record(key, args, kwargs)`` of an op without a backward: the function and its
+    launches, no plan kept (autograd records none of them, and the function's checks may
+    refuse the call, as matmul_splitk's do)."""
+
+    def record(key, args: tuple, kwargs: dict) -> object:
+        result, launches = fn(*args, **kwargs)
+        _launch_eagerly(launches, bind=False)
+        return result
+
+    return record
+
+
+def _eager_call(
+    name: str, tensors: int, run: Callable, plans: Plans, record: Callable | None = None
+) -> tuple[Callable, dict]:
+    """``(call, scope)``: the eager call (:func:`call_source`) of an op of ``tensors`` counted
+    tensor inputs, that runs ``run(args, kwargs, key)`` where it has no plan and, given a
+    ``record``, ``record(key, args, kwargs)`` where autograd records the call;
+    ``scope["registered"]`` is to be set to what it calls inside ``torch.compile``."""
+    scope = {
+        "is_compiling": torch.compiler.is_compiling,
+        "is_grad_enabled": torch.is_grad_enabled,
+        "options_key": options_key,
+        "plans": plans,
+        "run": run,
+        "record": record,
+    }
+    exec(compile(call_source(tensors, recorded=record is not None), f"<eager call of {name}>", "exec"), scope)
+    return scope["call"], scope
 
 
 def _traceable(fn: Callable) -> Callable:
@@ -507,7 +620,14 @@ def _finish(call: Callable, fn: Callable, public: inspect.Signature, plans: Plan
     return call
 
 
-def op(name: str, *, tensors: int | tuple[str, ...] = 1) -> Callable:
+def op(
+    name: str,
+    *,
+    tensors: int | tuple[str, ...] = 1,
+    backward: Callable | None = None,
+    saves: Callable | None = None,
+    outputs: int | None = None,
+) -> Callable:
     """Decorate an op's function (see the module's text) whose first ``tensors`` positional
     arguments are its tensor inputs, or whose tensor inputs are the parameters ``tensors``
     names (a tuple of names: see :func:`named_call_source`), and register it as the
@@ -519,34 +639,42 @@ def op(name: str, *, tensors: int | tuple[str, ...] = 1) -> Callable:
     ``op.plans`` (:class:`~gpuperf.kernels._launch.Plans`), and the registered op as
     ``op.registered``.
 
+    An op with a backward (its tensors counted or named) also takes (the module's text, "An
+    op with a backward"):
+
+    * ``backward``: the op that computes the gradients (itself an :func:`op`), called as
+      ``backward(*grads, *saves(...))`` and returning the gradients of the function's first
+      tensor inputs, one each, in the order ``tensors`` counts or names them;
+    * ``saves``: what ``backward`` takes after the gradients, as a function of the
+      registered op's arguments (keyword-only ones too, by position) and of all the
+      function's outputs: ``lambda x, weight, eps, y, rstd: (x, weight, rstd)``;
+    * ``outputs``: how many of the function's first outputs the public op returns (by
+      default, all); the others are for the backward only.
+
     Raises:
         ValueError: ``tensors`` is not a positive int or a tuple of the function's parameter
-            names (each positional or keyword, not starting with ``_``).
-        TypeError: the function is not annotated as above.
+            names (each positional or keyword, not starting with ``_``); ``outputs`` is not
+            a positive int.
+        TypeError: the function is not annotated as above; ``backward`` or ``saves`` is
+            not callable, or one is given without the other, or ``outputs`` without them.
     """
     named = type(tensors) is tuple
     if not named and (type(tensors) is not int or tensors < 1):
         raise ValueError(f"tensors must be a positive int, got {tensors!r} (or a tuple of parameter names)")
+    if backward is not None or saves is not None or outputs is not None:
+        _check_backward(backward, saves, outputs)
 
     def decorate(fn: Callable) -> Callable:
+        if backward is not None:
+            return _op_with_backward(name, fn, tensors, backward, saves, outputs)
         public, registered_signature = _signatures(fn)
         plans = Plans()
         if named:
-            call, registered = _named_call(name, fn, public, tensors, plans)
+            call, registered = _named_op(name, fn, public, tensors, plans)
             return _finish(call, fn, public, plans, registered)
-
-        def run(args: tuple, kwargs: dict, key) -> object:
-            return _run(fn, plans, key, args[:tensors], (*args[tensors:], *kwargs.values()), args, kwargs)
-
-        scope = {
-            "is_compiling": torch.compiler.is_compiling,
-            "options_key": options_key,
-            "plans": plans,
-            "run": run,
-        }
-        exec(compile(call_source(tensors), f"<eager call of {name}>", "exec"), scope)
-        scope["registered"] = _register(name, _traceable(fn), scope["call"], registered_signature)
-        return _finish(scope["call"], fn, public, plans, scope["registered"])
+        call, scope = _eager_call(name, tensors, _counted(functools.partial(_run, fn, plans), tensors), plans)
+        scope["registered"] = _register(name, _traceable(fn), call, registered_signature)
+        return _finish(call, fn, public, plans, scope["registered"])
 
     return decorate
 
@@ -787,7 +915,8 @@ def _tuple(items: list[str]) -> str:
     return "(" + "".join(f"{item}, " for item in items) + ")"
 
 
-#: The eager call of an op whose tensor inputs are named (:func:`named_call_source`).
+#: The eager call of an op whose tensor inputs are named (:func:`named_call_source`), and
+#: ``_to_registered``, the same arguments given to the registered op (a config as its fields).
 _NAMED_CALL = """
 def call({parameters}):
     if _is_compiling():
@@ -795,18 +924,28 @@ def call({parameters}):
     try:
         {addresses}
         _key = {fields}
-        if _grad_enabled() and ({requires_grad}):
-            _key = None  # autograd records the call: the function runs, no plan is kept
         _plan = _plans.get(_key)
     except (AttributeError, RuntimeError, TypeError, ValueError):  # not tensors, no key: no plan
-        _key = _plan = None
+        return _run(None, {inputs}, {options}, {positional}, {{{keywords}}}){recorded}
     if _plan is None:
         return _run(_key, {inputs}, {options}, {positional}, {{{keywords}}})
     return _plan({inputs}, {address_names})
+
+
+def _to_registered({parameters}):
+    return _registered({registered})
 """
 
+#: What the named eager call adds after its key where it asks whether autograd records the
+#: call (as :data:`_RECORDED` does for counted tensors): then it runs ``_record``.
+_NAMED_RECORDED = """
+    if _grad_enabled() and ({requires_grad}):
+        return _record(_key, {positional}, {{{keywords}}})"""
 
-def named_call_source(signature: inspect.Signature, tensors: tuple, configs: dict | None = None) -> str:
+
+def named_call_source(
+    signature: inspect.Signature, tensors: tuple, configs: dict | None = None, *, recorded: bool = True
+) -> str:
     """The source of the eager call :func:`op` makes for an op of ``signature`` whose tensor
     inputs are the parameters ``tensors`` names (one whose default is None is optional), its
     launch config parameters ``configs`` (``{name: _ConfigFields}``).
@@ -815,8 +954,9 @@ def named_call_source(signature: inspect.Signature, tensors: tuple, configs: dic
     name ``_d_p``). Its key is :func:`layout_key`'s for the tensor inputs in the order
     ``tensors`` gives, an optional one left out as None (its fields as a tuple otherwise),
     then the :func:`~gpuperf.kernels.plans.option_key` of every other parameter in order. A
-    call that autograd records (grad enabled and an input that requires it) runs the function
-    and keeps no plan, as does one whose key cannot be made.
+    call whose key cannot be made runs the function and keeps no plan; with ``recorded``, a
+    call that autograd records (grad enabled and an input that requires it) runs ``_record``
+    (:data:`_NAMED_RECORDED`; what that does is :func:`op`'s rule, in the module's text).
 
     Raises:
         ValueError: a name of ``tensors`` is no parameter, or a parameter is positional-only,
@@ -862,38 +1002,34 @@ def named_call_source(signature: inspect.Signature, tensors: tuple, configs: dic
     fields += [f"{a} == {b}" for a, b in itertools.combinations(address_names, 2)]
     options = [n for n in names if n not in tensors]
     fields += [f"_option_key({n})" for n in options]
+    positional = _tuple([p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD])
+    keywords = ", ".join(f"{p.name!r}: {p.name}" for p in params if p.kind is p.KEYWORD_ONLY)
     return _NAMED_CALL.format(
         parameters=", ".join(header),
         registered=", ".join(registered),
         addresses="\n        ".join(addresses),
         fields=_tuple(fields),
-        requires_grad=" or ".join(requires_grad),
         inputs=_tuple(list(tensors)),
         options=_tuple(options),
-        positional=_tuple([p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]),
-        keywords=", ".join(f"{p.name!r}: {p.name}" for p in params if p.kind is p.KEYWORD_ONLY),
+        positional=positional,
+        keywords=keywords,
         address_names=_tuple(address_names),
+        recorded=_NAMED_RECORDED.format(
+            requires_grad=" or ".join(requires_grad), positional=positional, keywords=keywords
+        )
+        if recorded
+        else "",
     )
 
 
-def _named_call(
-    name: str, fn: Callable, public: inspect.Signature, tensors: tuple, plans: Plans
-) -> tuple[Callable, Callable]:
-    """``(call, registered)`` of an op whose tensor inputs are the parameters ``tensors`` names:
-    its eager call (:func:`named_call_source`) and its registered op, whose schema takes every
-    parameter by position and each launch config as its fields."""
+def _named_schema(public: inspect.Signature) -> tuple[dict, inspect.Signature, Callable]:
+    """``(configs, schema, arguments)`` of an op of ``public`` signature whose tensor inputs
+    are named: its launch config parameters (``{name: _ConfigFields}``), the registered op's
+    signature (every parameter by position, each config as its fields) and ``arguments(args,
+    kwargs)``, which turns the registered op's arguments into ``(positional, keywords)`` as
+    the function takes them."""
     params = list(public.parameters.values())
     configs = {p.name: c for p in params if (c := _config_fields(p)) is not None}
-    scope = {
-        "_is_compiling": torch.compiler.is_compiling,
-        "_grad_enabled": torch.is_grad_enabled,
-        "_option_key": option_key,
-        "_plans": plans,
-        "_run": functools.partial(_run, fn, plans),
-        **{f"_d_{p.name}": p.default for p in params if p.default is not p.empty},
-    }
-    exec(compile(named_call_source(public, tensors, configs), f"<eager call of {name}>", "exec"), scope)
-    call = scope["call"]
     schema = []
     for p in params:
         config = configs.get(p.name)
@@ -906,7 +1042,6 @@ def _named_call(
             )
     signature = inspect.Signature(schema, return_annotation=public.return_annotation)
     keyword_only = {p.name for p in params if p.kind is p.KEYWORD_ONLY}
-    traceable = _traceable(fn)
 
     def arguments(args: tuple, kwargs: dict) -> tuple[list, dict]:
         """The registered op's arguments as ``fn`` takes them."""
@@ -926,17 +1061,64 @@ def _named_call(
                 positional.append(value)
         return positional, keywords
 
-    def eager(*args, **kwargs):
-        positional, keywords = arguments(args, kwargs)
-        return call(*positional, **keywords)
+    return configs, signature, arguments
 
-    def traced_fn(*args, **kwargs):
-        positional, keywords = arguments(args, kwargs)
-        return traceable(*positional, **keywords)
 
-    eager.__signature__ = traced_fn.__signature__ = signature
-    traced_fn.__name__ = fn.__name__
-    scope["_registered"] = registered = _register(name, traced_fn, eager, signature)
+def _decoded(target: Callable, arguments: Callable, schema: inspect.Signature, name: str) -> Callable:
+    """``target`` called with the registered op's arguments (``schema``), turned by
+    ``arguments`` (:func:`_named_schema`) into the function's."""
+
+    def decoded(*args, **kwargs):
+        positional, keywords = arguments(args, kwargs)
+        return target(*positional, **keywords)
+
+    decoded.__signature__ = schema
+    decoded.__name__ = name
+    return decoded
+
+
+def _named_eager_call(
+    name: str,
+    public: inspect.Signature,
+    tensors: tuple,
+    configs: dict,
+    run: Callable,
+    plans: Plans,
+    record: Callable | None = None,
+) -> tuple[Callable, dict]:
+    """``(call, scope)``: the eager call (:func:`named_call_source`) of an op of ``public``
+    signature whose tensor inputs ``tensors`` names, that runs ``run(key, inputs, options,
+    args, kwargs)`` where it has no plan and, given a ``record``, ``record(key, args,
+    kwargs)`` where autograd records the call; ``scope["_registered"]`` is to be set to
+    what it calls inside ``torch.compile`` (``scope["_to_registered"]`` calls it too)."""
+    scope = {
+        "_is_compiling": torch.compiler.is_compiling,
+        "_grad_enabled": torch.is_grad_enabled,
+        "_option_key": option_key,
+        "_plans": plans,
+        "_run": run,
+        "_record": record,
+        **{f"_d_{p.name}": p.default for p in public.parameters.values() if p.default is not p.empty},
+    }
+    source = named_call_source(public, tensors, configs, recorded=record is not None)
+    exec(compile(source, f"<eager call of {name}>", "exec"), scope)
+    return scope["call"], scope
+
+
+def _named_op(
+    name: str, fn: Callable, public: inspect.Signature, tensors: tuple, plans: Plans
+) -> tuple[Callable, Callable]:
+    """``(call, registered)`` of an op without a backward whose tensor inputs are the
+    parameters ``tensors`` names: its eager call (:func:`named_call_source`; a call autograd
+    records runs the function without a plan, :func:`_unplanned`) and its registered op,
+    whose schema takes every parameter by position and each launch config as its fields."""
+    configs, schema, arguments = _named_schema(public)
+    run = functools.partial(_run, fn, plans)
+    call, scope = _named_eager_call(name, public, tensors, configs, run, plans, _unplanned(fn))
+    traced_fn = _decoded(_traceable(fn), arguments, schema, fn.__name__)
+    scope["_registered"] = registered = _register(
+        name, traced_fn, _decoded(call, arguments, schema, fn.__name__), schema
+    )
     return call, registered
 
 
@@ -948,6 +1130,294 @@ def fields_as_dict(params) -> dict:
     ``DecodeLaunch``), as the benchmarks record a launch: such a class takes it as its
     ``as_dict`` method, the name the config dataclasses give theirs."""
     return params._asdict()
+
+
+# Ops with a backward ---------------------------------------------------------------------
+
+
+def _check_backward(backward, saves, outputs) -> None:
+    """Refuse :func:`op`'s backward arguments where they cannot describe a backward."""
+    if not callable(backward) or not callable(saves):
+        raise TypeError(
+            "backward and saves go together, each callable: the backward op and what it takes "
+            f"after the gradients; got backward={backward!r}, saves={saves!r}"
+        )
+    if outputs is not None and (type(outputs) is not int or outputs < 1):
+        raise ValueError(f"outputs must be a positive int, got {outputs!r}")
+
+
+def _n_outputs(annotation) -> int:
+    """How many outputs a function annotated as returning ``annotation`` returns (a tuple's
+    items, else one)."""
+    return len(typing.get_args(annotation)) if typing.get_origin(annotation) is tuple else 1
+
+
+def _n_gradients(backward: Callable) -> int:
+    """How many gradients ``backward`` returns, read off its return annotation.
+
+    Raises:
+        TypeError: ``backward`` has no return annotation.
+    """
+    returned = typing.get_type_hints(backward).get("return")
+    if returned is None:
+        raise TypeError(f"backward {backward.__name__} must be annotated with the gradients it returns")
+    return _n_outputs(returned)
+
+
+def _check_saves(saves: Callable, n_arguments: int, name: str) -> None:
+    """Refuse a ``saves`` that cannot take the registered op's arguments and outputs."""
+    try:
+        inspect.signature(saves).bind(*range(n_arguments))
+    except TypeError:
+        raise TypeError(
+            f"saves of {name} must take the registered op's {n_arguments} arguments and outputs, "
+            f"in order; got {inspect.signature(saves)}"
+        ) from None
+
+
+def _without(signature: inspect.Signature, parameter: str) -> inspect.Signature:
+    return signature.replace(parameters=[p for p in signature.parameters.values() if p.name != parameter])
+
+
+def _saving(fn: Callable) -> bool:
+    """Whether ``fn`` takes ``saving`` (keyword-only, default True): called with
+    ``saving=False``, it may leave out the outputs only the backward takes.
+
+    Raises:
+        TypeError: ``fn`` takes a ``saving`` of another kind or default.
+    """
+    parameter = inspect.signature(fn).parameters.get("saving")
+    if parameter is None:
+        return False
+    if parameter.kind is not parameter.KEYWORD_ONLY or parameter.default is not True:
+        raise TypeError(f"{fn.__name__}: saving must be keyword-only, default True")
+    return True
+
+
+def _public(n_public: int, n_outputs: int) -> Callable | None:
+    """The function that takes the public outputs from all of a function's, or None where
+    they are all of them."""
+    if n_public == n_outputs:
+        return None
+    if n_public == 1:
+        return lambda result: result[0]
+    return lambda result: tuple(result[:n_public])
+
+
+def _public_runner(
+    fn: Callable, plans: Plans, public: Callable | None, saving: bool, record: Callable
+) -> Callable:
+    """``run(key, inputs, options, args, kwargs)`` (as :func:`_run`) of the public eager call
+    of an op with a backward: ``fn`` (with ``saving=False`` where it takes it) and its
+    launches, returning the public outputs (``public`` of all, None: all), their plan kept
+    under ``key``. Where no key could be made (a tensor passed by keyword to an op of counted
+    tensors, say), a call that autograd records runs ``record``."""
+    is_grad_enabled = torch.is_grad_enabled
+
+    def run(key, inputs: tuple, options: tuple, args: tuple, kwargs: dict) -> object:
+        if key is None and is_grad_enabled():
+            if any(isinstance(v, torch.Tensor) and v.requires_grad for v in (*args, *kwargs.values())):
+                return record(None, args, kwargs)
+        result, launches = fn(*args, **kwargs, saving=False) if saving else fn(*args, **kwargs)
+        keep = key is not None and fast_path_enabled()
+        bounds = _launch_eagerly(launches, bind=keep)
+        if public is None:
+            if keep:
+                plans.put(key, make_plan(inputs, options, result, launches, bounds))
+            return result
+        kept = public(result)
+        if keep:
+            plans.put(key, _public_plan(inputs, options, result, kept, public, launches, bounds))
+        return kept
+
+    return run
+
+
+def _public_plan(inputs, options, result, kept, public: Callable, launches, bounds) -> Callable | None:
+    """The plan of a public call that returned ``kept`` of the function's ``result``: made on
+    ``kept`` where the function left the others out (None), on all of them (and then taking
+    the public ones) where it made them all, and none where it made some."""
+    left = [out is None for out in result]
+    if all(left[_n_kept(kept) :]):
+        return make_plan(inputs, options, kept, launches, bounds)
+    if any(left):
+        return None
+    plan = make_plan(inputs, options, result, launches, bounds)
+    if plan is None:
+        return None
+    return lambda args, addresses: public(plan(args, addresses))
+
+
+def _n_kept(kept) -> int:
+    return 1 if isinstance(kept, torch.Tensor) else len(kept)
+
+
+#: Most keys of recorded calls whose arguments an op keeps as checked, as :class:`Plans`
+#: keeps plans: when full, it starts again.
+_CHECKED_KEYS = 1024
+
+#: Stands in :func:`_register_autograd`'s saved arguments for a tensor (kept by
+#: ``ctx.save_for_backward``).
+_SAVED_TENSOR = object()
+
+
+def _register_autograd(
+    name: str,
+    signature: inspect.Signature,
+    positions: list[int],
+    n_public: int,
+    backward: Callable,
+    saves: Callable,
+) -> None:
+    """Register the backward of the op ``name`` (whose registered op has ``signature``, its
+    tensor inputs the parameters at ``positions``, in the order the op declares them, its
+    first ``n_public`` outputs the public ones) with ``torch.library.register_autograd``.
+
+    ``setup_context`` keeps ``saves(*inputs, *outputs)`` (tensors through
+    ``ctx.save_for_backward``), marks the outputs past the public ones non-differentiable,
+    and refuses a tensor input that requires grad but gets no gradient. The backward calls
+    ``backward(*grads, *saved)``, with a zero gradient where autograd passes none (an output
+    the loss does not use), and gives the gradients it returns to the first tensor inputs,
+    None to the other inputs. It is once differentiable: differentiating it again raises, as
+    ``torch.autograd.function.once_differentiable`` does."""
+    parameters = list(signature.parameters)
+    n_grads = _n_gradients(backward)
+    short = name.split("::")[1]
+    differentiable, others = positions[:n_grads], positions[n_grads:]
+    them = "them" if len(others) > 1 else "it"
+    refusal = (
+        f"{short} differentiates with respect to {' and '.join(parameters[i] for i in differentiable)} "
+        f"only: {' and '.join(parameters[i] for i in others)} must not require grad (detach {them}, "
+        f"or build {them} under torch.no_grad())"
+    )
+    n_inputs = len(parameters)
+
+    def setup_context(ctx, inputs, output) -> None:
+        outputs = (output,) if isinstance(output, torch.Tensor) else tuple(output)
+        needs = ctx.needs_input_grad
+        if any(needs[i] for i in others):
+            raise ValueError(refusal)
+        if len(outputs) > n_public:
+            ctx.mark_non_differentiable(*outputs[n_public:])
+        ctx.set_materialize_grads(False)  # zeros made below, for the public outputs only
+        ctx.like = [(out.shape, out.dtype, out.device) for out in outputs[:n_public]]
+        saved = saves(*inputs, *outputs)
+        ctx.save_for_backward(*[v for v in saved if isinstance(v, torch.Tensor)])
+        ctx.saved = [_SAVED_TENSOR if isinstance(v, torch.Tensor) else v for v in saved]
+
+    @once_differentiable
+    def backward_of(ctx, *grads):
+        grads = [
+            torch.zeros(shape, dtype=dtype, device=device) if grad is None else grad
+            for grad, (shape, dtype, device) in zip(grads, ctx.like, strict=False)
+        ]
+        tensors_saved = iter(ctx.saved_tensors)
+        saved = [next(tensors_saved) if v is _SAVED_TENSOR else v for v in ctx.saved]
+        result = backward(*grads, *saved)
+        result = (result,) if isinstance(result, torch.Tensor) else tuple(result)
+        gradients = [None] * n_inputs
+        for i, grad in zip(differentiable, result, strict=True):
+            gradients[i] = grad
+        return tuple(gradients)
+
+    torch.library.register_autograd(name, backward_of, setup_context=setup_context)
+
+
+def _op_with_backward(
+    name: str,
+    fn: Callable,
+    tensors: int | tuple[str, ...],
+    backward: Callable,
+    saves: Callable,
+    outputs: int | None,
+) -> Callable:
+    """:func:`op` for an op with a backward (its tensor inputs counted or named): two eager
+    calls, each with its plans.
+
+    * The registered op's (``op.registered_plans``): ``fn`` as it is, saving, all its outputs.
+    * The public op's (``op.plans``): ``fn`` with ``saving=False`` where it takes it, the
+      public outputs; a call that autograd records runs the registered op instead
+      (:data:`_RECORDED`, :data:`_NAMED_RECORDED`), and so does a call inside
+      ``torch.compile``.
+
+    Where the public outputs are all the outputs and ``fn`` takes no ``saving`` (rope), the
+    two calls do the same work and share one set of plans.
+    """
+    saving = _saving(fn)
+    public_signature, registered_signature = _signatures(fn)
+    if saving:
+        public_signature = _without(public_signature, "saving")
+        registered_signature = _without(registered_signature, "saving")
+    returned = registered_signature.return_annotation
+    n_outputs = _n_outputs(returned)
+    n_public = n_outputs if outputs is None else outputs
+    if n_public > n_outputs:
+        raise ValueError(f"outputs must be at most the {n_outputs} that {fn.__name__} returns, got {outputs}")
+    if n_public < n_outputs:
+        kept = typing.get_args(returned)[:n_public]
+        public_signature = public_signature.replace(
+            return_annotation=kept[0] if n_public == 1 else tuple[kept]
+        )
+    public = _public(n_public, n_outputs)
+    named = type(tensors) is tuple
+    if _n_gradients(backward) > (len(tensors) if named else tensors):
+        raise TypeError(f"backward {backward.__name__} returns more gradients than {name} has tensor inputs")
+
+    plans = Plans()
+    # Where the public op returns what the registered one does, both keep the same plans.
+    registered_plans = plans if public is None and not saving else Plans()
+    registered_run = functools.partial(_run, fn, registered_plans)
+    if named:
+        configs, registered_signature, arguments = _named_schema(public_signature)
+        _check_saves(saves, len(registered_signature.parameters) + n_outputs, name)
+        eager, eager_scope = _named_eager_call(
+            name, public_signature, tensors, configs, registered_run, registered_plans
+        )
+        traced_fn = _decoded(_traceable(fn), arguments, registered_signature, fn.__name__)
+        eager = _decoded(eager, arguments, registered_signature, fn.__name__)
+        torch_op = eager_scope["_registered"] = _register(name, traced_fn, eager, registered_signature)
+        positions = [list(registered_signature.parameters).index(t) for t in tensors]
+    else:
+        _check_saves(saves, len(registered_signature.parameters) + n_outputs, name)
+        eager, eager_scope = _eager_call(name, tensors, _counted(registered_run, tensors), registered_plans)
+        torch_op = eager_scope["registered"] = _register(
+            name, _traceable(fn), functools.update_wrapper(eager, fn), registered_signature
+        )
+        positions = list(range(tensors))
+    _register_autograd(name, registered_signature, positions, n_public, backward, saves)
+
+    def registered_public(*args, **kwargs):
+        """The registered op, returning the public outputs (what ``torch.compile`` sees)."""
+        result = torch_op(*args, **kwargs)
+        return result if public is None else public(result)
+
+    checked: dict = {}
+
+    def record(key, args: tuple, kwargs: dict):
+        """A call that autograd records: the registered op, after the function's checks on the
+        first call of ``key`` (the function runs as the eager call would, launching nothing),
+        since the dispatcher converts a wrong argument (``eps=True``) or refuses it with a
+        message of its own."""
+        if key is None or key not in checked:
+            fn(*args, **kwargs, saving=False) if saving else fn(*args, **kwargs)
+            if key is not None:
+                if len(checked) >= _CHECKED_KEYS:
+                    checked.clear()
+                checked[key] = True
+        return to_registered(*args, **kwargs)
+
+    run = _public_runner(fn, plans, public, saving, record)
+    if named:
+        call, scope = _named_eager_call(name, public_signature, tensors, configs, run, plans, record)
+        scope["_registered"] = registered_public
+        to_registered = scope["_to_registered"]  # (a config given to the registered op as its fields)
+    else:
+        call, scope = _eager_call(name, tensors, _counted(run, tensors), plans, record)
+        scope["registered"] = to_registered = registered_public
+    call = _finish(call, fn, public_signature, plans, torch_op)
+    call.registered_plans = registered_plans
+    call.backward = backward
+    return call
 
 
 __all__ = [

@@ -166,18 +166,19 @@ sweep = captures.show("execution_model", page.plot_copy_sweep)
 print(page.memory_reading(sweep))
 
 # %%
-# **Reading it.** In the shaded sizes both buffers would fit in the L2 the GPU
-# reports, and the smaller of them do stay there: a replayed copy reads and writes L2
-# instead of HBM, faster than the HBM ceiling, as the reading above says. But the rate
-# falls before the shading ends: a copy keeps its buffers in L2 only short of its full
-# size. A cache this large is not one pool: NVIDIA builds it in two partitions, each
-# caching data for the SMs beside it (the A100 whitepaper describes the design), so a
-# line read by SMs on both sides can be held twice, and a set-associative cache evicts
-# lines before it is full. Far past the shaded region nothing survives from one copy to
-# the next, and both ways of timing read HBM's rate. At the smallest sizes neither way
-# moves enough bytes to be limited by memory: a kernel of a few microseconds is mostly
-# the cost of starting and finishing it (section 5), which is also why the peak rate is
-# a floor for L2's own bandwidth, not a measure of it.
+# **Reading it.** In the shaded sizes both buffers would fit in the L2 the GPU reports,
+# and the smaller of them do stay there: a replayed copy reads and writes L2 instead of
+# HBM, faster than HBM streams even at its fastest (the stream bandwidth in the table
+# above). But the rate falls before the shading ends: a copy keeps its buffers in L2
+# only short of its full size. A cache this large is not one pool: NVIDIA builds it in
+# two partitions, each caching data for the SMs beside it (the A100 whitepaper describes
+# the design), so a line read by SMs on both sides can be held twice, and a
+# set-associative cache evicts lines before it is full. Far past the shaded region
+# nothing survives from one copy to the next, and both ways of timing read HBM's rate.
+# At the smallest sizes neither way moves enough bytes to be limited by memory: a kernel
+# of a few microseconds is mostly the cost of starting and finishing it (section 5),
+# which is also why the peak rate is a floor for L2's own bandwidth, not a measure of
+# it.
 #
 # The benchmarks flush L2 because a kernel timed on warm inputs looks faster than it
 # will run inside a model, whose other layers have filled L2 with their own data. And

@@ -114,7 +114,7 @@ for name, (flops, n_bytes) in examples.items():
 # that reads two or three bytes per byte written can outrun a copy, and a roof should
 # bound the kernels read against it. The fastest stream is the highest rate the memory
 # was shown to reach, not a limit of the hardware: a kernel can still edge past it, and
-# reading A below names every row that does (where a GPU's ceilings hold no stream
+# reading A below says whether any row does (where a GPU's ceilings hold no stream
 # bandwidth, the copy is its roof, and the lines below say which). The float32 roof is
 # cuBLAS's float32 matmul, which runs on the CUDA cores that elementwise kernels and
 # reductions compute on. The datasheet's figures are drawn beside the measured ones,
@@ -182,7 +182,12 @@ print(readings.memory_bound(places))
 
 # %%
 # At or near 100%, the distance to the roof is nil. How near a streaming kernel
-# can come depends on what it streams, as the stream bandwidth's streams show.
+# can come depends on what it streams. The streams the stream bandwidth was chosen
+# from, each moving the same number of bytes, show it first:
+
+print(readings.streams(places))
+
+# %%
 # Each record keeps, beside the stream bandwidth, the copy bandwidth measured in the
 # same run: against that copy, kernels that read more than they write sit above it by
 # more than the spread of the two measurements (a †: the kernel's slow end against
@@ -193,22 +198,26 @@ print(readings.memory_bound(places))
 print(readings.read_mix(places))
 
 # %%
-# On the GPUs counted above, the more a kernel reads per byte it writes, the
-# faster it streams, up to a point: the fastest stream, named in the roofs above,
-# need not be one that only reads. A likely reason for the order,
-# inferred from it rather than measured in the memory itself: :term:`DRAM` loses
-# cycles turning its bus around between reads and writes, and a read-heavier
-# stream turns it around less often. So a kernel a few percent under the stream
-# roof that writes as much as it reads is on its own roof, and one a few percent
-# over a copy roof is too. The stream roof is the fastest stream measured, not the
-# memory's limit: a kernel whose mix suits the memory better still can pass it by
-# a little, and the last line names each row that passes it beyond the spread.
+# Streams and kernels tell the same story, on the GPUs counted above: the more
+# they read per byte they write, the faster they stream. A likely reason for the
+# order, inferred from it rather than measured in the memory itself: :term:`DRAM`
+# loses cycles turning its bus around between reads and writes, and a read-heavier
+# stream turns it around less often. The mix is not all, though: streams that
+# only read need not stream alike (the lines on the streams say where each falls),
+# likely because how the reads are spread over the memory and how many are in
+# flight count too. So a kernel a few percent under the stream roof that writes as
+# much as it reads is on its own roof, and one a few percent over a copy roof is
+# too. The stream roof is the fastest stream measured, not the memory's limit: a
+# kernel whose access pattern suits the memory better still can pass it by a
+# little, and the last lines above say whether any row does beyond the spread.
 #
 # On its roof, tuning a kernel is wasted effort. What remains is to move the
 # point, not raise it: fewer bytes per FLOP (a lower-precision dtype halves the
 # traffic), or more FLOPs per byte by :term:`fusion` with the kernel that produces
-# or consumes its operands. Moving to the H200 shifts the bandwidth roof up, and
-# the rate follows the bandwidth, as the model predicts for a memory-bound kernel.
+# or consumes its operands. A GPU with faster memory (the H200) shifts the
+# bandwidth roof up, and the model predicts that a memory-bound kernel's rate
+# follows it by the ratio of the bandwidths (where two GPUs hold a current record
+# of vector add, the reading above compares them).
 #
 # **B: compute-bound, close to its roof.** A square bf16 matmul of side
 # :math:`n` does :math:`n/3` FLOPs per byte; at the largest size that is an order
@@ -234,7 +243,7 @@ print(readings.real_traffic(places))
 # The chart draws both orders at one intensity, the least traffic's. Counted
 # against the bytes it really read, the row-major order falls left of the ridge
 # (the lines above say where, GPU by GPU): the same kernel is then bound by
-# memory, its DRAM reads near or at the copy bandwidth, and it sits further below
+# memory, its DRAM reads near the memory roof, and it sits further below
 # its roof than in grouped order. Right of the ridge, bandwidth still matters
 # whenever reuse fails; only counters, not the chart, show it.
 #
@@ -340,9 +349,9 @@ print(readings.skipped(places))
 # * Right of the ridge, bandwidth still bounds a kernel whose reuse fails: count
 #   the bytes it really reads (Nsight Compute), not only the least.
 # * Below the roof at small sizes is launch latency, not the kernel; above the
-#   HBM roof is L2, or, by a few percent, a read-heavy stream against a copy that
-#   reads as much as it writes: the roof of memory is the fastest stream measured,
-#   a rate the memory was shown to reach, which a kernel may pass by a little.
+#   HBM roof is L2; above a copy's rate by a few percent is a kernel that reads
+#   more than it writes. The roof of memory is the fastest stream measured, a rate
+#   the memory was shown to reach, which a kernel may pass by a little.
 # * The tutorials this chart draws on: :ref:`01 <sphx_glr_tutorials_01_vector_add.py>`,
 #   :ref:`02 <sphx_glr_tutorials_02_fused_softmax.py>`,
 #   :ref:`03 <sphx_glr_tutorials_03_matmul.py>`,

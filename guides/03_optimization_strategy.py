@@ -253,8 +253,8 @@ _ = captures.show("inductor_elementwise", page.inductor_code("add_relu_mul_eager
 # The time ratio follows the byte ratio: three kernels that each stream near the
 # roof take about twice as long as one that moves half the bytes. Where the table
 # above finds a row above the roof beyond the spread of both timings, it says so
-# under the table: the roof is the fastest of the streams timed,
-# and a kernel reading three bytes per byte written can edge past it.
+# under the table: the roof is the fastest of the streams timed, a rate the memory
+# was shown to reach rather than its limit, which a kernel can edge past.
 
 # %%
 # .. _strategy-tile:
@@ -446,7 +446,7 @@ print(page.persistent_ladder(persistent))
 # column): the roof of its own call and mode (the FP8 row runs with fast
 # accumulation and is read against cuBLASLt's fast-accumulation ceiling, not the
 # slower promoted one); for a memory-bound kernel the stream bandwidth, the fastest
-# of the mixes of reads and writes timed (a kernel that reads more
+# of the streams timed, from a copy to reads alone (a kernel that reads more
 # than it writes streams faster than a copy, so against a copy's rate its share
 # would read too high):
 

@@ -257,8 +257,9 @@ print(page.against_the_roof(result))
 # in its legend with the stream that set it: the fastest rate the memory was shown to
 # stream, which a memory-bound kernel cannot beat by much, since it moves at least its
 # bytes. This kernel reads one byte per byte it writes, as a copy does, so the copy's
-# rate (the :term:`copy bandwidth`, a few percent lower where a read-heavier stream
-# set the roof) is about the most it can expect. Small calls fall below it because a
+# rate (the :term:`copy bandwidth`, measured in the same run, below the stream that
+# set the roof; the last line above reads each version against it) is about the most
+# it can expect. Small calls fall below it because a
 # launch costs the same whatever it moves; in the shaded region the data fit in L2.
 # Where the data are far larger than L2 (the sizes the lines above read against the
 # roof), the share of the roof says whether anything is left to gain, more than a

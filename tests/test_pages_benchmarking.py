@@ -223,6 +223,18 @@ def test_against_the_roof_reads_each_provider_and_both_baselines():
     assert "of the stream bandwidth (addcmul) from 8,192 rows up" in text
     assert "Triton over eager x * scale + shift (2 kernels): 2.00× the speed" in text
     assert "Triton over torch.compile(eager): 3.00× the speed" in text
+    # Each version against the copy the record measured beside the stream, at the largest size.
+    copy = record["ceilings"]["copy_gbps"]
+    flat = " ".join(text.split())
+    largest = max(catalog.SCALE_SHIFT.x_values[:4])
+    assert f"at {largest:,} rows, against the copy bandwidth of the same run (" in flat
+    for row in record["rows"]:
+        if row["x"] == largest:
+            assert f"{row['label']} {100 * row['value'] / copy['value']:.0f}%" in flat
+    # A record without the copy beside its ceiling has no such line.
+    del record["ceilings"]["copy_gbps"]
+    text = page.against_the_roof(Result(catalog.SCALE_SHIFT, record, "committed"))
+    assert "against the copy bandwidth" not in text
     with pytest.raises(ValueError, match="scale_shift"):
         page.against_the_roof(Result(catalog.VECTOR_ADD, synthetic_record(), "committed"))
 

@@ -1,15 +1,17 @@
 """The roofline guide's sentences, checked against the placements they are read from."""
 
 import dataclasses
+import itertools
 
 import pytest
 
 from gpuperf.bench import catalog
+from gpuperf.bench.hardware import STREAMS
 from gpuperf.pages import matmul, roofline
 from gpuperf.pages import roofline_readings as readings
-from gpuperf.pages.plotting import ceiling_label, format_x, short_gpu_name
+from gpuperf.pages.plotting import ceiling_label, format_rate, format_x, short_gpu_name
 from gpuperf.pages.prose import percent
-from gpuperf.pages.report import gpus_with_current, load
+from gpuperf.pages.report import gpus_with_current, load, stream_mix
 
 PLACES = readings.placements()
 
@@ -175,14 +177,19 @@ def test_every_row_above_the_memory_roof_beyond_the_spread_is_named():
     lines = readings.above_memory_roof(PLACES)
     text = " ".join(" ".join(lines).split())
     for p in PLACES:
-        above = [q for q in p.points if roofline.bound_by(p, q) == "memory" and p.beyond_roof(q)]
-        assert (f"{short_gpu_name(p.gpu)} " in text) == bool(above)
+        memory_bound = [q for q in p.points if roofline.bound_by(p, q) == "memory"]
+        above = [q for q in memory_bound if p.beyond_roof(q)]
+        named = ceiling_label(p.memory_key, p.hardware["ceilings"][p.memory_key])
+        gpu = short_gpu_name(p.gpu)
         for q in above:
             assert f"{q.benchmark} {q.provider} {format_x(q.x)}" in text
             assert f"({100 * p.fraction(q):.1f}%)" in text
         if above:
-            named = ceiling_label(p.memory_key, p.hardware["ceilings"][p.memory_key])
-            assert f"above the {named} beyond the spread of both timings: " in text
+            assert f"{gpu} above the {named} beyond the spread of both timings: " in text
+        # A GPU with a stream roof, memory-bound rows and none above says so, rather than
+        # print nothing.
+        said_none = f"{gpu} no row above the {named} beyond the spread of both timings" in text
+        assert said_none == (p.memory_key == "stream_gbps" and bool(memory_bound) and not above)
     # What it prints is what the read-mix reading ends with.
     assert " ".join(readings.read_mix(PLACES).split()).endswith(text)
 
@@ -192,13 +199,16 @@ def test_real_traffic_counts_flops_per_byte_read_from_dram_against_the_ridge():
     for p in PLACES:
         if p.slug not in gpus_with_current(catalog.MATMUL_ORDER):
             continue  # its grouped and row-major points are not drawn
-        rows = matmul.counter_rows(matmul.ncu_record(p.slug), p.bandwidth_gbps)
+        rows = matmul.counter_rows(matmul.ncu_record(p.slug), p.memory_gbps)
+        named = ceiling_label(p.memory_key, p.hardware["ceilings"][p.memory_key])
         for r in (r for r in rows if r["shape"] == (16384,) * 3):
             provider = "triton" if r["order"] == "grouped" else "triton_rowmajor"
             (point,) = p.find("matmul_order", provider, x=r["shape"])
             real = point.flops / r["dram"]
             side = "right" if real >= p.roof_of(point).ridge else "left"
             assert f"{real:.0f} FLOP per byte read, {side} of the fp16 ridge" in text
+            # The DRAM read rate is read against the memory roof, named, not the copy.
+            assert f"DRAM reads at {percent(r['of_copy'])} of the {named}" in text
             assert f"{100 * p.fraction(point):.0f}% of the roof" in text
     # The row-major order re-reads its operands: it reads more from DRAM than grouped order.
     assert "row-major" in text and "grouped" in text
@@ -212,3 +222,27 @@ def test_the_skinny_matmuls_are_read_against_the_tensor_cores_ridge():
                 ridge = p.roofs["bf16_tflops"].ridge
                 assert f"memory-bound (the cuBLAS bf16 matmul roof's ridge is at {ridge:.0f})" in text
                 assert f"= {100 * p.fraction(s):.0f}% of its roof" in text
+
+
+def test_streams_lists_each_gpus_streams_slowest_first_and_marks_the_roof():
+    text = " ".join(readings.streams(PLACES).split())
+    held = 0
+    for p in PLACES:
+        entry = p.hardware["ceilings"].get("stream_gbps") or {}
+        rates = entry.get("streams")
+        gpu = short_gpu_name(p.gpu)
+        assert (f"{gpu} streams, slowest first: " in text) == bool(rates)
+        if not rates:
+            continue
+        held += 1
+        # Each stream with its mix and rate, in order of rate, the roof's stream marked.
+        at = {n: text.index(f"{n} ({stream_mix(n)}) {format_rate(v, 'GB/s')}") for n, v in rates.items()}
+        assert sorted(rates, key=at.get) == sorted(rates, key=rates.get)
+        fastest = max(rates, key=rates.get)
+        assert fastest == entry["stream"]
+        assert f"{fastest} ({stream_mix(fastest)}) {format_rate(rates[fastest], 'GB/s')}, the roof" in text
+        writing = [n for n in STREAMS if STREAMS[n] is not None and n in rates]
+        rising = all(rates[a] < rates[b] for a, b in itertools.pairwise(writing))
+        assert ("faster with more reads per write" in text) == rising
+    if not held:
+        assert text == ""

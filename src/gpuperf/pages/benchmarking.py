@@ -17,6 +17,7 @@ reads from them, one block per GPU.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Mapping
 
 from gpuperf.bench import metrics, records
@@ -291,7 +292,11 @@ def against_the_roof(result: Result, hbm_from: int = HBM_FROM_ROWS) -> str:
     ``hbm_from`` rows up (named from the record: the stream bandwidth, the fastest rate the
     memory was shown to stream), and
     the kernel's speed against eager PyTorch and ``torch.compile`` over every size, one
-    block per GPU; the record's notes when no GPU has one.
+    block per GPU; the record's notes when no GPU has one. Where the rows are read against
+    another ceiling than the copy bandwidth and the record holds the copy measured in the
+    same run, a last line gives each provider's share of that copy at the largest size
+    (this kernel, like a copy, reads one byte per byte it writes), marked where it is above
+    the copy beyond the timings' spread (the row's 20th percentile above the copy's 80th).
 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
@@ -313,9 +318,39 @@ def against_the_roof(result: Result, hbm_from: int = HBM_FROM_ROWS) -> str:
             ratios = r.ratios(over=other)
             if ratios and other in labels:
                 lines.append(f"Triton over {labels[other]}: {span(ratios.values())}× the speed")
+        lines += _against_the_copy(r, labels)
         return lines or ["no successful rows"]
 
     return per_gpu(result, write)
+
+
+def _against_the_copy(result: Result, labels: dict) -> list[str]:
+    """Each provider's share of the copy bandwidth measured in the same run, at the largest
+    size every provider ran, where its rows are read against another ceiling; ``[]``
+    otherwise."""
+    copy = (result.record or {}).get("ceilings", {}).get("copy_gbps")
+    if not copy or not copy.get("value"):
+        return []
+    rows = {p: result.rows(p) for p in labels}
+    if any(r and r[max(r)]["ceiling"] == "copy_gbps" for r in rows.values()):
+        return []
+    common = set.intersection(*(set(r) for r in rows.values() if r)) if any(rows.values()) else set()
+    if not common:
+        return []
+    x = max(common)
+    each = []
+    for p, r in rows.items():
+        if x not in r:
+            continue
+        row = r[x]
+        beyond = row.get("value_p20", row["value"]) > copy.get("value_p80", copy["value"])
+        mark = " (above it beyond the spread)" if beyond else ""
+        each.append(f"{labels[p]} {percent(row['value'] / copy['value'])}{mark}")
+    line = (
+        f"at {x:,} rows, against the copy bandwidth of the same run "
+        f"({format_rate(copy['value'], copy['unit'])}): " + ", ".join(each)
+    )
+    return textwrap.wrap(line, 88, subsequent_indent="  ")
 
 
 # --- autotuning ------------------------------------------------------------------------

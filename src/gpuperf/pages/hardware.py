@@ -2,7 +2,7 @@
 
 A page describes one GPU first: the GPU present when it measures live, else the
 reference GPU whose records are committed (:func:`page_gpu`). Its ceilings (a 1 GiB
-copy, the fastest of a few 1 GiB streams, and the vendor matmul per dtype at its best of
+copy, the fastest of a few streams, and the vendor matmul per dtype at its best of
 a few large squares), measured in a run of their own (``python -m gpuperf.bench
 --ceilings``), come from that GPU's ``hardware.json`` (:func:`ceilings`), with the
 datasheet's peaks beside them for citation. A ceiling is named beside its value by
@@ -99,7 +99,7 @@ class Ceilings:
     @property
     def memory_label(self) -> str:
         """What the memory roof is, named from its entry (:meth:`label`):
-        ``'stream bandwidth (addcmul)'``, or ``'copy bandwidth'`` where no stream bandwidth
+        ``'stream bandwidth (read)'``, or ``'copy bandwidth'`` where no stream bandwidth
         was measured."""
         return self.label(self.memory_key)
 

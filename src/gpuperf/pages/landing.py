@@ -74,7 +74,7 @@ def over_roof(result: Result) -> str | None:
             f"in a run of its own{how}, {100 * part:.0f}%"
         )
         if part > 1:
-            text += ", above those streams too, which are PyTorch ops as well"
+            text += ", above those streams too"
         return text
     named = ceiling_label(share.key, share.ceiling)
     if CEILINGS[share.key][1] == "TFLOP/s":

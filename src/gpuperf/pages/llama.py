@@ -38,7 +38,7 @@ from gpuperf.bench.catalog import (
     LLAMA_TRAIN_MEMORY,
 )
 from gpuperf.pages import captures, hardware, prose
-from gpuperf.pages.plotting import PROVIDER_COLORS, short_gpu_name
+from gpuperf.pages.plotting import PROVIDER_COLORS, format_rate, short_gpu_name
 from gpuperf.pages.report import Result, above_roof, load, roof_caveat, x_named
 from gpuperf.pages.tables import Cell, Section, render
 
@@ -362,9 +362,10 @@ def _points(gpu: str | None = None) -> list[tuple[str, str, float, float]]:
 
 
 def plot_roofline(gpu: str | None = None):
-    """The GPU's measured roofline (memory roof, bf16 matmul) with the layer's phases on
-    it: prefill at batch 1 and 8 (ours and eager), a decode step at batch 1 and 64 with
-    4096 cached tokens (ours in a CUDA graph)."""
+    """The GPU's measured roofline (memory roof, bf16 matmul; both named with their values
+    in the legend) with the layer's phases on it: prefill at batch 1 and 8 (ours and
+    eager), a decode step at batch 1 and 64 with 4096 cached tokens (ours in a CUDA
+    graph)."""
     import matplotlib.pyplot as plt
 
     c = hardware.ceilings(gpu)
@@ -373,7 +374,14 @@ def plot_roofline(gpu: str | None = None):
     fig.patch.set_facecolor("white")
     xs = (0.5, 1e5)
     ridge = peak / bw
-    ax.plot([xs[0], ridge, xs[1]], [bw * xs[0] / 1e12, peak / 1e12, peak / 1e12], color="#555555", lw=1.5)
+    roofs = (
+        f"measured roofs: {c.memory_label}, {format_rate(c.memory_gbps, 'GB/s')};\n"
+        f"{c.label('bf16')}, {c.tflops('bf16'):.0f} TFLOP/s"
+    )
+    ax.plot(
+        [xs[0], ridge, xs[1]], [bw * xs[0] / 1e12, peak / 1e12, peak / 1e12],
+        color="#555555", lw=1.5, label=roofs,
+    )  # fmt: skip
     ax.annotate(f"ridge {ridge:.0f} FLOP/byte", (ridge, peak / 1e12), (ridge * 1.6, peak / 1e12 * 0.3),
                 fontsize=8.5, arrowprops={"arrowstyle": "-", "color": "#999999"})  # fmt: skip
     shown = set()

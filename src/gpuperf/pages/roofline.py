@@ -9,13 +9,13 @@ The two terms meet at the *ridge point* ``I = P / W``: left of it a kernel is
 bound by memory, right of it by compute.
 
 Here ``P`` and ``W`` are the ceilings measured on the GPU (``hardware.json``: the
-fastest of a few 1 GiB streams for ``W``, cuBLAS per dtype and ``torch._scaled_mm``
+fastest of a few streams for ``W``, cuBLAS per dtype and ``torch._scaled_mm``
 for fp8 for ``P``), one roof per compute ceiling, all sharing one memory roof. That
 roof is the *stream* bandwidth (``stream_gbps``, :func:`gpuperf.bench.hardware.measure_stream_gbps`):
 how fast HBM streams depends on the mix of reads and writes, and a copy
 (``copy_gbps``, one read per write) sits below what a kernel reading two or three
-bytes per byte written reaches. A ``hardware.json`` without a stream bandwidth falls
-back to the copy (:func:`memory_key`). The datasheet's figures
+bytes per byte written reaches, and below what reads alone reach. A ``hardware.json``
+without a stream bandwidth falls back to the copy (:func:`memory_key`). The datasheet's figures
 (:data:`gpuperf.bench.hardware.DATASHEET`) give a second, dotted set. Each record
 row is placed from what every row stores, whatever the benchmark's metric: its
 ``bytes`` and ``flops`` (the least traffic and the work of one call, from

@@ -16,10 +16,11 @@ import itertools
 import textwrap
 
 from gpuperf.bench import catalog, records
-from gpuperf.bench.hardware import CEILINGS
+from gpuperf.bench.hardware import CEILINGS, STREAMS
 from gpuperf.pages import roofline
 from gpuperf.pages.plotting import ceiling_label, format_rate, format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, percent
+from gpuperf.pages.report import stream_mix
 from gpuperf.pages.roofline import Placement
 
 #: Streaming kernels by how many bytes they read per byte they write (the tensors each
@@ -215,6 +216,47 @@ def read_mix(places: list[Placement]) -> str:
     return _lines(out)
 
 
+def streams(places: list[Placement]) -> str:
+    """The streams the stream bandwidth is the fastest of, per GPU whose ``hardware.json``
+    holds them (``streams`` of its ``stream_gbps`` entry): each stream's median rate and its
+    mix of reads and writes (:func:`~gpuperf.pages.report.stream_mix`), slowest first, the
+    one that set the roof marked; then whether the rate rises with the reads per write
+    among the streams that write, and where the streams that only read fall. ``''`` where
+    no GPU holds them."""
+    out = []
+    for p in places:
+        entry = p.hardware["ceilings"].get("stream_gbps") or {}
+        rates = {name: v for name, v in (entry.get("streams") or {}).items() if name in STREAMS}
+        if not rates:
+            continue
+        order = sorted(rates, key=rates.get)
+        each = ", ".join(
+            f"{name} ({stream_mix(name)}) {format_rate(rates[name], 'GB/s')}"
+            + (", the roof" if name == entry.get("stream") else "")
+            for name in order
+        )
+        out.append(f"{_name(p)} streams, slowest first: {each}")
+        writing = [name for name in STREAMS if STREAMS[name] is not None and name in rates]
+        if len(writing) >= 2:
+            rising = all(rates[a] < rates[b] for a, b in itertools.pairwise(writing))
+            out.append(
+                f"{'':<15} the streams that write: {'faster' if rising else 'not always faster'} "
+                "with more reads per write"
+            )
+        alone = [name for name in STREAMS if STREAMS[name] is None and name in rates]
+        if alone and writing:
+            fastest_writer = max(writing, key=rates.get)
+            above = [n for n in alone if rates[n] > rates[fastest_writer]]
+            below = [n for n in alone if rates[n] <= rates[fastest_writer]]
+            parts = []
+            if above:
+                parts.append(f"{' and '.join(above)} above every stream that writes")
+            if below:
+                parts.append(f"{' and '.join(below)} below {fastest_writer}")
+            out.append(f"{'':<15} the streams that only read: " + "; ".join(parts))
+    return _lines(out)
+
+
 def copy_shares(placement: Placement) -> list[tuple[str, float, bool]]:
     """``(benchmark, share, beyond)`` for each kernel of :data:`READ_MIX` (its kernel under
     study at its largest size) whose record holds the copy bandwidth measured in the same
@@ -243,23 +285,24 @@ def above_memory_roof(places: list[Placement]) -> list[str]:
     memory roof beyond the spread of both measurements
     (:meth:`~gpuperf.pages.roofline.Placement.beyond_roof`), with its share to a tenth of a
     percent: the roof is the fastest stream measured, a rate the memory was shown to
-    reach rather than its limit. ``[]`` where no row is."""
+    reach rather than its limit. Where no row is, one line per GPU whose memory roof is the
+    stream bandwidth and which has memory-bound rows, saying so."""
     out = []
     for p in places:
         above = [
             point for point in p.points if roofline.bound_by(p, point) == "memory" and p.beyond_roof(point)
         ]
+        roof = ceiling_label(p.memory_key, p.hardware["ceilings"][p.memory_key])
         if not above:
+            if p.memory_key == "stream_gbps" and any(roofline.bound_by(p, q) == "memory" for q in p.points):
+                out.append(f"{_name(p)} no row above the {roof} beyond the spread of both timings")
             continue
         each = ", ".join(
             " ".join([point.benchmark, point.provider, format_x(point.x), *_axes(point.axes)])
             + f" ({100 * p.fraction(point):.1f}%)"
             for point in above
         )
-        out.append(
-            f"{_name(p)} above the {ceiling_label(p.memory_key, p.hardware['ceilings'][p.memory_key])} "
-            f"beyond the spread of both timings: {each}"
-        )
+        out.append(f"{_name(p)} above the {roof} beyond the spread of both timings: {each}")
     return out
 
 
@@ -320,8 +363,9 @@ def real_traffic(places: list[Placement]) -> str:
     """Tutorial 03's program-order matmul (fp16) at its largest profiled shape, per GPU
     with Nsight Compute counters: the bytes each order really read from DRAM, the FLOPs
     per byte read against the ridge of the roof the matmul is read against, the DRAM
-    read rate as a share of the copy bandwidth, and the share of the roof each reached
-    (:func:`gpuperf.pages.matmul.counter_rows`)."""
+    read rate as a share of the GPU's memory roof (named from its entry: the stream
+    bandwidth where measured, a rate reads alone can reach, else the copy's), and the
+    share of the roof each reached (:func:`gpuperf.pages.matmul.counter_rows`)."""
     from gpuperf.pages import matmul
 
     out = []
@@ -329,7 +373,8 @@ def real_traffic(places: list[Placement]) -> str:
         ncu = matmul.ncu_record(p.slug)
         if ncu is None:
             continue
-        rows = {(r["shape"], r["order"]): r for r in matmul.counter_rows(ncu, p.bandwidth_gbps)}
+        rows = {(r["shape"], r["order"]): r for r in matmul.counter_rows(ncu, p.memory_gbps)}
+        memory = ceiling_label(p.memory_key, p.hardware["ceilings"][p.memory_key])
         shape = max({s for s, _ in rows}, key=lambda s: s[0] * s[1] * s[2])
         for order, provider in (("grouped", "triton"), ("row-major", "triton_rowmajor")):
             counted, found = rows.get((shape, order)), p.find("matmul_order", provider, x=shape)
@@ -343,7 +388,7 @@ def real_traffic(places: list[Placement]) -> str:
                 f"{_name(p)} {format_x(shape)} {order:<9}: {counted['dram'] / 1e9:.1f} GB read from "
                 f"DRAM ({counted['times_minimum']:.0f}x the least), {real:.0f} FLOP per byte read, "
                 f"{side} of the {roof.key.removesuffix('_tflops')} ridge ({roof.ridge:.0f}); "
-                f"DRAM reads at {percent(counted['of_copy'])} of the copy bandwidth; "
+                f"DRAM reads at {percent(counted['of_copy'])} of the {memory}; "
                 f"{percent(p.fraction(point))} of the roof"
             )
     return _lines(out)

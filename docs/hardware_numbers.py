@@ -61,7 +61,7 @@ def substitutions(gpu: str = GPU) -> dict[str, str]:
 
 
 def _stream_name(c) -> str:
-    """``'addcmul (3 reads per write)'``: the stream that set the stream bandwidth of
+    """``'read (reads alone)'``: the stream that set the stream bandwidth of
     ``c`` (:class:`~gpuperf.pages.hardware.Ceilings`), from its entry, with its mix."""
     from gpuperf.bench.hardware import STREAMS
     from gpuperf.pages.report import stream_mix

@@ -402,7 +402,8 @@ ncu = captures.show("ncu_kernels", profiling.ncu_table)
 # How to read it, counter by counter:
 #
 # * **DRAM throughput, % of peak** (:term:`DRAM`: the GPU's memory): near the top
-#   (75-90% is what a streaming kernel reaches) means memory-bound and close to done;
+#   (the streaming kernels in the table show how near one comes) means memory-bound
+#   and close to done;
 #   low with a low compute throughput too means neither unit is busy: latency-bound (too
 #   little work in flight) or launch-bound.
 # * **Compute (SM) throughput** and **tensor pipe**: for a matmul, how busy the

@@ -919,7 +919,8 @@ def _l2_shortfall(capture: dict, peak: dict, hbm: Ceilings | None) -> list[str]:
     against = ""
     if hbm is not None:
         against = (
-            f" ({percent(_rate(largest['bytes'], largest['resident']) / hbm.copy_gbps)} of the HBM ceiling)"
+            f" ({percent(_rate(largest['bytes'], largest['resident']) / hbm.copy_gbps)} of the "
+            f"{hbm.label('copy_gbps')}, a 1 GiB copy from HBM)"
         )
     return [
         f"Past the peak the rate falls while both buffers still fit in the reported L2: "

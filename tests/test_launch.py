@@ -780,14 +780,14 @@ def test_an_op_with_a_backward_and_named_tensors_plans_records_and_trains():
     ), schema
     assert shifted.registered_plans is shifted.plans  # every output public, no `saving`
     tiles = Tiles(32, 3, staged=True)
-    shift = randn((70,), torch.float32, 9)
+    shift = _whole(randn((70,), torch.float32, 9))  # whole numbers: x * 3 + shift is exact, fused or not
     for seed in (1, 2):  # not recorded: the plan
-        x = randn((70,), torch.float32, seed)
+        x = _whole(randn((70,), torch.float32, seed))
         assert torch.equal(shifted(shift, x, tiles=tiles), x * 3 + shift)
     assert SHIFTED_CALLS == [("forward", tiles)] and len(shifted.plans) == 1
     SHIFTED_CALLS.clear()
     for seed in (1, 2):  # recorded: the registered op (its plan), then the backward op
-        x = randn((70,), torch.float32, seed).requires_grad_()
+        x = _whole(randn((70,), torch.float32, seed)).requires_grad_()
         out = shifted(shift, x, tiles=tiles)
         assert torch.equal(out.detach(), x.detach() * 3 + shift)
         assert "gpuperf_test_shifted" in type(out.grad_fn).__name__

@@ -153,4 +153,5 @@ __all__ = [
     "tma_copy",
     "tma_layout",
     "tma_ready",
+    "tracing",
 ]

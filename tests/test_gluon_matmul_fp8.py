@@ -290,3 +290,28 @@ def test_compiles_reuse_their_process_and_a_failed_one_ends_it(monkeypatch):
     assert offline.compile_matmul_fp8({}, 1, 1, 1)["ptx"] not in (first, other)
     offline._close_idle()
     assert offline._IDLE == []
+
+
+#: A stand-in for the compiling process that answers where it imported gpuperf from.
+_WHERE_SERVE = """
+import json, sys
+import gpuperf
+for line in sys.stdin:
+    print(json.dumps({"ptx": gpuperf.__file__, "shared": 0, "worker_registers": []}), flush=True)
+"""
+
+
+def test_the_compiling_process_imports_this_gpuperf_from_any_folder(monkeypatch, tmp_path):
+    """The child imports the package this process imported, also where ``PYTHONPATH`` names it
+    relative to a folder the child is not in (a page run in a folder of its own)."""
+    import gpuperf
+    from gpuperf.kernels.gluon import offline
+
+    monkeypatch.setattr(offline, "_SERVE", _WHERE_SERVE)
+    monkeypatch.setattr(offline, "_IDLE", [])
+    monkeypatch.setenv("PYTHONPATH", "src")
+    monkeypatch.chdir(tmp_path)
+    try:
+        assert offline.compile_matmul_fp8({}, 1, 1, 1)["ptx"] == gpuperf.__file__
+    finally:
+        offline._close_idle()

@@ -1,6 +1,7 @@
 """The one launch path (gpuperf.kernels.launch): an op's function becomes the public op, its
 torch.library op and its plans; what a plan is made for, and when a call runs the function."""
 
+import contextlib
 import dataclasses
 import inspect
 import re
@@ -15,6 +16,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 import gpuperf.kernels.launch as launch_module
 from gpuperf import reference
+from gpuperf._runtime import is_interpreter
 from gpuperf.kernels import (
     MatmulConfig,
     PersistentConfig,
@@ -43,6 +45,7 @@ from gpuperf.kernels.launch import (
     named_call_source,
     op,
 )
+from gpuperf.kernels.tma import address, tracing
 from gpuperf.testing import assert_close
 from tests._params import assert_close_fp8, called_ops, randn, recording_backend
 
@@ -780,14 +783,14 @@ def test_an_op_with_a_backward_and_named_tensors_plans_records_and_trains():
     ), schema
     assert shifted.registered_plans is shifted.plans  # every output public, no `saving`
     tiles = Tiles(32, 3, staged=True)
-    shift = randn((70,), torch.float32, 9)
+    shift = _whole(randn((70,), torch.float32, 9))  # whole numbers: x * 3 + shift is exact, fused or not
     for seed in (1, 2):  # not recorded: the plan
-        x = randn((70,), torch.float32, seed)
+        x = _whole(randn((70,), torch.float32, seed))
         assert torch.equal(shifted(shift, x, tiles=tiles), x * 3 + shift)
     assert SHIFTED_CALLS == [("forward", tiles)] and len(shifted.plans) == 1
     SHIFTED_CALLS.clear()
     for seed in (1, 2):  # recorded: the registered op (its plan), then the backward op
-        x = randn((70,), torch.float32, seed).requires_grad_()
+        x = _whole(randn((70,), torch.float32, seed)).requires_grad_()
         out = shifted(shift, x, tiles=tiles)
         assert torch.equal(out.detach(), x.detach() * 3 + shift)
         assert "gpuperf_test_shifted" in type(out.grad_fn).__name__
@@ -847,6 +850,49 @@ def test_a_descriptor_cannot_enter_a_compiled_graph():
     x = randn((100,), torch.float32, 1)
     with pytest.raises(Exception, match=r"host tensor descriptor while torch\.compile traces"):
         torch.compile(lambda t: described_double(t) + 1, fullgraph=True, backend="eager")(x)
+
+
+@pytest.fixture
+def compiling_in_traced_frames_only(monkeypatch):
+    """``torch.compiler.is_compiling()`` as torch 2.11 has it: True only in the frames Dynamo
+    traces, False where a compile runs an op on fake tensors itself (newer torch holds it True
+    for the whole compile); an op must tell a trace by its tensors there."""
+    monkeypatch.setattr(torch.compiler, "_compile_session_context", contextlib.nullcontext, raising=False)
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def test_tracing_is_told_by_fake_tensors_where_is_compiling_is_false():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    x = torch.ones(4)
+    assert not tracing(x, 3, None)
+    with FakeTensorMode() as mode:
+        fake = mode.from_tensor(x)
+        assert tracing(3, fake) and address(fake[1:]) == 4  # its offset, in bytes
+
+
+def test_a_descriptor_cannot_enter_a_graph_where_is_compiling_is_false(compiling_in_traced_frames_only):
+    x = randn((100,), torch.float32, 1)
+    with pytest.raises(Exception, match=r"host tensor descriptor while torch\.compile traces"):
+        torch.compile(lambda t: described_double(t) + 1, fullgraph=True, backend="eager")(x)
+
+
+def test_a_backward_traces_where_is_compiling_is_false(compiling_in_traced_frames_only):
+    """AOTAutograd traces the backward (the public backward op, on functional tensors) with
+    ``is_compiling()`` False: the backward takes the registered op, not the eager launches."""
+    x, shift = _whole(randn((40,), torch.float32, 1)).requires_grad_(), randn((40,), torch.float32, 2)
+    compiled = torch.compile(
+        lambda s, t: shifted(s, t, tiles=Tiles(16, 4)) + 1, backend="aot_eager", fullgraph=True
+    )
+    SHIFTED_CALLS.clear()
+    out = compiled(shift, x)
+    out.backward(torch.ones_like(out))
+    assert ("backward", Tiles(16, 4)) in SHIFTED_CALLS and x.grad.shape == x.shape
+    if not is_interpreter():  # (the interpreter does not run the kernels of an AOTAutograd graph)
+        assert torch.equal(out.detach(), x.detach() * 4 + shift + 1)
+        assert torch.equal(x.grad, torch.full_like(x, 4.0))
 
 
 def test_a_bound_plan_describes_the_new_base_and_allocates_the_workspace(bound_plans):

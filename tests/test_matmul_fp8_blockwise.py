@@ -10,7 +10,7 @@ from gpuperf.kernels.configs import FP8_BLOCKWISE_CANDIDATES
 from gpuperf.kernels.launch import launcher
 from gpuperf.kernels.matmul_fp8_blockwise import WEIGHT_BLOCK, matmul_fp8_blockwise_launches
 from gpuperf.reference import dequantize_fp8_blockwise_ref, matmul_fp8_blockwise_ref
-from gpuperf.testing import assert_close
+from gpuperf.testing import assert_close, tolerance
 from tests._params import called_ops, cases, randn, recording_backend
 from tests.conftest import DEVICE
 
@@ -150,6 +150,40 @@ def test_matches_reference(shape, a_layout, b_layout, scale_layout):
     assert_close("matmul_fp8_blockwise", matmul_fp8_blockwise_ref(a, b, scale_a, scale_b), out, k=k)
 
 
+def assert_close_per_step(name, a, b, scale_a, scale_b, out):
+    """``out`` against :func:`matmul_fp8_blockwise_ref` for per-row ``scale_a`` (M, K/128) and
+    one row of ``scale_b`` (1, K/128), scales far from order one; and the check fails for the
+    reference with each step given another step's scales.
+
+    In the interpreter (float32 sums), :func:`assert_close`. On a GPU, Hopper's tensor cores add
+    a step's FP8 products in an accumulator of about 14 significant bits before the step is
+    scaled in float32 (as ``assert_close_fp8`` says), so an output is off by about ``2**-13``
+    of its products' partial sums, not of its value: where a step's products cancel, far more
+    than the output's relative tolerance. The absolute tolerance of each output is then
+    ``2**-10`` times the root sum of squares of its scaled products, which is
+    ``assert_close_fp8``'s ``2**-10 * sqrt(k)`` for products of order one."""
+    k = a.shape[1]
+    ref = matmul_fp8_blockwise_ref(a, b, scale_a, scale_b)
+    if not out.is_cuda:
+        assert_close(name, ref, out, k=k)
+        return
+    steps = [(s * 128, min(k, s * 128 + 128)) for s in range(scale_a.shape[1])]
+    sa = torch.cat([scale_a[:, [s]].double().expand(-1, hi - lo) for s, (lo, hi) in enumerate(steps)], 1)
+    sb = torch.cat([scale_b[:, [s]].double().expand(-1, hi - lo) for s, (lo, hi) in enumerate(steps)], 1)
+    scaled_a, scaled_b = a.double() * sa, b.double() * sb  # (M, K), (N, K)
+    atol = 2**-10 * ((scaled_a**2) @ (scaled_b**2).T).sqrt()
+    rtol = tolerance(out.dtype)[0]
+
+    def far(reference):
+        return (out.double() - reference).abs() > atol + rtol * reference.abs()
+
+    assert not far(ref).any(), (
+        f"{name}: {int(far(ref).sum())} outputs off, at {far(ref).nonzero().tolist()[:8]}"
+    )
+    wrong = matmul_fp8_blockwise_ref(a, b, scale_a.roll(1, 1), scale_b)  # the steps' scales rotated
+    assert far(wrong).float().mean() > 0.9, f"{name}: the tolerance does not tell the steps' scales apart"
+
+
 def test_each_k_step_takes_its_own_scales():
     # Scales six orders of magnitude apart from one K step to the next: applied once at the
     # end, or to the wrong step, they would be off by far more than the tolerance.
@@ -159,7 +193,7 @@ def test_each_k_step_takes_its_own_scales():
     scale_a = (10.0 ** (torch.rand((m, 3), generator=g) * 6 - 3)).to(DEVICE)
     scale_b = (10.0 ** (torch.rand((1, 3), generator=g) * 6 - 3)).to(DEVICE)
     out = matmul_fp8_blockwise(a, b, scale_a, scale_b)
-    assert_close("per-step scales", matmul_fp8_blockwise_ref(a, b, scale_a, scale_b), out, k=k)
+    assert_close_per_step("per-step scales", a, b, scale_a, scale_b, out)
 
 
 def test_close_to_the_unquantized_product():
@@ -353,7 +387,7 @@ def test_tma_kernel_takes_each_steps_scales():
     scale_a = (10.0 ** (torch.rand((m, 3), generator=g) * 6 - 3)).to(DEVICE)
     scale_b = (10.0 ** (torch.rand((1, 3), generator=g) * 6 - 3)).to(DEVICE)
     out = run(a, b, scale_a, scale_b, tma_config())
-    assert_close("per-step scales", matmul_fp8_blockwise_ref(a, b, scale_a, scale_b), out, k=k)
+    assert_close_per_step("per-step scales", a, b, scale_a, scale_b, out)
 
 
 def test_descriptor_configs_refuse_operands_no_descriptor_describes():

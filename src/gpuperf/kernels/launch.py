@@ -64,9 +64,10 @@ What the decorator also takes, for the matmul family and the ops with a backward
   block shape, as Triton compiles (and a Gluon descriptor's layout), and the plan makes
   each again on the new address (:class:`Described`, the layout checked once). A graph
   cannot hold a host descriptor (``wrap_triton`` traces none in Triton 3.6 and torch 2.11),
-  so while torch.compile traces, an op launches its computed-pointer kernel
-  (``torch.compiler.is_compiling()``), and a launch that takes a descriptor there is
-  refused with a ``TypeError``.
+  so while torch.compile traces (:func:`~gpuperf.kernels.tma.tracing`:
+  ``torch.compiler.is_compiling()``, or the inputs are fake tensors), an op launches its
+  computed-pointer kernel, and a launch that takes a descriptor there is refused with a
+  ``TypeError``.
 * **Workspaces** (split-K's partial sums): the function lists a :class:`Workspace` (a
   buffer its launches use that is not an output) before the launches that take it, and the
   plan allocates it again on every call, zeroed where the function zeroed it.
@@ -154,6 +155,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from gpuperf._runtime import is_interpreter
 from gpuperf.kernels._launch import Launcher, Plans, fast_path_enabled, traced
 from gpuperf.kernels.plans import PLAIN_TENSORS, option_key
+from gpuperf.kernels.tma import tracing
 
 
 class Launch(NamedTuple):
@@ -259,6 +261,8 @@ def call(*args, **kwargs):
             key += options_key(args[{n}:], kwargs)
         plan = plans.get(key)
     except (AttributeError, RuntimeError, TypeError, ValueError):  # not tensors, no key: no plan
+        if tracing(*args, *kwargs.values()):  # a trace's tensors (no address): the graph's op
+            return registered(*args, **kwargs)
         return run(args, kwargs, None){recorded}
     if plan is None:
         return run(args, kwargs, key)
@@ -570,6 +574,7 @@ def _eager_call(
     ``scope["registered"]`` is to be set to what it calls inside ``torch.compile``."""
     scope = {
         "is_compiling": torch.compiler.is_compiling,
+        "tracing": tracing,
         "is_grad_enabled": torch.is_grad_enabled,
         "options_key": options_key,
         "plans": plans,
@@ -585,7 +590,7 @@ def _traceable(fn: Callable) -> Callable:
     entries (the trace's buffers are the ones the function made). A launch that takes a host
     tensor descriptor while torch.compile traces is refused: ``wrap_triton`` cannot carry one
     into a graph, so an op launches its computed-pointer kernel there
-    (``torch.compiler.is_compiling()``).
+    (:func:`~gpuperf.kernels.tma.tracing` of its inputs).
 
     Raises:
         TypeError: a launch takes a tensor descriptor while torch.compile traces.
@@ -595,11 +600,11 @@ def _traceable(fn: Callable) -> Callable:
     def traced_fn(*args, **kwargs):
         result, launches = fn(*args, **kwargs)
         kept = [launch for launch in launches if type(launch) is Launch]
-        if torch.compiler.is_compiling() and any(is_descriptor(a) for launch in kept for a in launch.args):
+        if any(is_descriptor(a) for launch in kept for a in launch.args) and tracing(*args, *kwargs.values()):
             raise TypeError(
                 f"{fn.__name__}: a launch takes a host tensor descriptor while torch.compile traces; "
                 "a graph cannot hold one: launch a kernel that takes pointers when "
-                "torch.compiler.is_compiling()"
+                "gpuperf.kernels.tma.tracing(<its inputs>)"
             )
         return result, kept
 
@@ -926,6 +931,8 @@ def call({parameters}):
         _key = {fields}
         _plan = _plans.get(_key)
     except (AttributeError, RuntimeError, TypeError, ValueError):  # not tensors, no key: no plan
+        if _tracing(*{inputs}):  # a trace's tensors (no address): the graph's op
+            return _registered({registered})
         return _run(None, {inputs}, {options}, {positional}, {{{keywords}}}){recorded}
     if _plan is None:
         return _run(_key, {inputs}, {options}, {positional}, {{{keywords}}})
@@ -1093,6 +1100,7 @@ def _named_eager_call(
     what it calls inside ``torch.compile`` (``scope["_to_registered"]`` calls it too)."""
     scope = {
         "_is_compiling": torch.compiler.is_compiling,
+        "_tracing": tracing,
         "_grad_enabled": torch.is_grad_enabled,
         "_option_key": option_key,
         "_plans": plans,

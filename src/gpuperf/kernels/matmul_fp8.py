@@ -35,7 +35,7 @@ from gpuperf.kernels._validation import FLOAT_DTYPES, check_tensor, dtype_names
 from gpuperf.kernels.device import capability, has_tma, require_tma, tuned_folder
 from gpuperf.kernels.launch import Launches, op
 from gpuperf.kernels.matmul_persistent import persistent_launch
-from gpuperf.kernels.tma import check_tma_operands, tma_copy, tma_layout
+from gpuperf.kernels.tma import check_tma_operands, tma_copy, tma_layout, tracing
 
 #: The FP8 formats, with the largest finite value of each.
 FP8_DTYPES: tuple[torch.dtype, ...] = (torch.float8_e4m3fn, torch.float8_e5m2)
@@ -251,7 +251,7 @@ def matmul_fp8(
     if chosen.tma:
         require_tma("matmul_fp8 with a TMA config", a)
         check_tma_operands(("a", "b"), (a, b))
-    if config is None and torch.compiler.is_compiling():  # what a graph can launch, tuned
+    if config is None and tracing(a, b):  # what a graph can launch, tuned
         chosen = fit_output(fp8_config(a, b, "pointer", fast_accum=fast_accum), out_dtype)
     c = torch.empty((m, n), dtype=out_dtype, device=a.device)
     # (A scale's flat view has the scale's address: a plan reads the caller's scale.)

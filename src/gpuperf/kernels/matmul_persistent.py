@@ -40,7 +40,7 @@ from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 from gpuperf.kernels.device import require_tma, tuned_folder
 from gpuperf.kernels.launch import Launch, Launches, op
 from gpuperf.kernels.tiles import persistent_programs, tile_coords
-from gpuperf.kernels.tma import check_tma_operands, descriptor, tma_layout
+from gpuperf.kernels.tma import check_tma_operands, descriptor, tma_layout, tracing
 
 #: Scale kinds of the epilogue (a constexpr): none, one per tensor, one per row of
 #: A (``scale_a``) or per column of B (``scale_b``).
@@ -224,7 +224,7 @@ def persistent_launch(
     # across the whole K loop; BLOCK_K promotes the partial sums to float32 once per step
     # along K (every 128 or 256 products), as cuBLASLt does without fast accumulation.
     imprecise = None if fast_accum else config.block_k
-    if config.tma and not torch.compiler.is_compiling():
+    if config.tma and not tracing(a, b):
         a_layout, b_layout = tma_layout(a), tma_layout(b)
         a_desc = descriptor(a, a_layout, config.block_m, config.block_k)
         b_desc = descriptor(b, b_layout, config.block_k, config.block_n)
@@ -323,7 +323,7 @@ def matmul_persistent(
         return a.new_zeros((m, n)), ()
     if chosen.tma:
         check_tma_operands(("a", "b"), (a, b))
-    if config is None and torch.compiler.is_compiling():
+    if config is None and tracing(a, b):
         chosen = persistent_config(a, b, "pointer")  # what a graph can launch, tuned
     c = a.new_empty((m, n))
     return c, (persistent_launch(c, a, b, chosen),)

@@ -24,6 +24,7 @@ layout that can be, and the kernels take their computed-pointer path for the oth
 from __future__ import annotations
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 #: The alignment, in bytes, a descriptor's base, its strides and a box's start in its last
@@ -63,11 +64,22 @@ def tma_ready(t: torch.Tensor) -> bool:
     )
 
 
+def tracing(*values) -> bool:
+    """Whether torch.compile traces the call these ``values`` (its arguments; those that are
+    not tensors are skipped) were given to: ``torch.compiler.is_compiling()``, or one of them
+    is a trace's tensor, which has no data and no address (a fake tensor, or a functional
+    tensor wrapping one). The tensors tell where ``is_compiling()`` does not: in torch 2.11 it
+    is True only in the frames Dynamo traces, and False where a compile runs an op on fake
+    tensors itself (the registered op's body as Dynamo propagates fake tensors through the
+    graph, the backward as AOTAutograd traces it), where ``data_ptr()`` raises."""
+    return torch.compiler.is_compiling() or any(isinstance(v, torch.Tensor) and is_fake(v) for v in values)
+
+
 def address(t: torch.Tensor) -> int:
-    """``t.data_ptr()``; while torch.compile traces, where a tensor has no address, its offset
-    in bytes into its storage, whose base PyTorch's allocators align to far more than 16
-    bytes: what an alignment check reads of it."""
-    if torch.compiler.is_compiling() and isinstance(t, torch.Tensor):
+    """``t.data_ptr()``; while torch.compile traces (:func:`tracing`), where a tensor has no
+    address, its offset in bytes into its storage, whose base PyTorch's allocators align to
+    far more than 16 bytes: what an alignment check reads of it."""
+    if isinstance(t, torch.Tensor) and tracing(t):
         return t.storage_offset() * t.element_size()
     return t.data_ptr()
 
@@ -141,4 +153,5 @@ __all__ = [
     "tma_copy",
     "tma_layout",
     "tma_ready",
+    "tracing",
 ]

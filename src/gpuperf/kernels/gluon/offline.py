@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import traceback
+from pathlib import Path
 
 from triton.backends.compiler import GPUTarget
 from triton.runtime import driver
@@ -137,7 +138,7 @@ class _CompileProcess:
             stdout=subprocess.PIPE,
             stderr=self._stderr,
             text=True,
-            env=env,
+            env=_child_env(env),
         )
 
     def compile(self, request: dict) -> dict:
@@ -170,6 +171,19 @@ class _CompileProcess:
         output = self._stderr.read()
         self._stderr.close()
         return output
+
+
+#: The folder that holds the ``gpuperf`` package this process imported (``src`` in a checkout).
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
+
+
+def _child_env(env: dict) -> dict:
+    """``env`` with :data:`_PACKAGE_ROOT` first on ``PYTHONPATH``: the child imports the same
+    ``gpuperf`` as this process, also where ``PYTHONPATH`` names it relative to a working
+    directory the child does not share (``PYTHONPATH=src`` from the repository's root, then a
+    page run in a folder of its own)."""
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {**env, "PYTHONPATH": os.pathsep.join([_PACKAGE_ROOT, *paths])}
 
 
 _IDLE: list[_CompileProcess] = []

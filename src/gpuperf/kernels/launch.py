@@ -127,14 +127,12 @@ Attention's forward returns ``(o, lse)`` with ``outputs=1`` and ``saves=lambda q
 causal, scale, o, lse: (q, k, v, o, lse, causal, scale)``; its backward is one :func:`op` of
 three launches (``delta`` as a :class:`Workspace`, dK/dV, dQ). Decode attention launches its
 split kernel and, with several splits, the combine, with the splits' partial outputs and
-log-sum-exps as two workspaces.
+log-sum-exps as two workspaces. SwiGLU's backward is matmuls around one elementwise kernel:
+``backward`` is a plain function that calls ops (:func:`~gpuperf.kernels.swiglu.swiglu_backward`),
+annotated with the gradients it returns.
 
 Still to come (on the same decorator):
 
-* **SwiGLU**, which keeps a ``torch.autograd.Function``, a ``triton_op`` body and plans of
-  its own (:mod:`~gpuperf.kernels._launch`, :mod:`~gpuperf.kernels.plans`). Its backward
-  is matmuls around one elementwise kernel: ``backward`` may be a plain function that
-  calls ops, annotated with the gradients it returns.
 * **The Gluon ops** (``kernels/gluon/``), which launch through ``_launch.py`` today:
   ``kernel[grid](...)`` compiles a ``@gluon.jit`` kernel into a binary that the same C
   launcher runs, so a :class:`Launch` takes one as it is.

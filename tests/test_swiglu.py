@@ -141,7 +141,7 @@ def test_linear_layout_takes_one_dot_and_keeps_the_halves_apart():
     assert tma_layout(w) == "col" and launch_config(x, w, config).tma
     check_forward(x, w, "swiglu linear layout", config)
     check_forward(x, w, "swiglu linear layout, planned", config)
-    out = torch.ops.gpuperf.swiglu(x, w, *_fields(config))  # descriptors made on the device
+    out = torch.ops.gpuperf.swiglu(x, w, *_fields(config))  # the registered op, called eagerly
     assert_close("op, linear layout", reference(x, w), out, k=72)
 
 
@@ -232,7 +232,7 @@ OP_SHAPES = SHAPES[1:] if DEVICE == "cuda" else [SHAPES[1], SHAPES[4]]
 
 @pytest.mark.parametrize("config", [*PATHS[1:], pytest.param(SWIGLU_INTERPRETER, id="tma")])
 def test_registered_op_and_its_autograd(config):
-    """torch.ops.gpuperf.swiglu (what torch.compile calls: TMA descriptors made on the device)."""
+    """torch.ops.gpuperf.swiglu (what torch.compile calls), eagerly, and its autograd."""
     from gpuperf.kernels.swiglu import _fields
 
     for m, n, k, _ in OP_SHAPES:
@@ -531,3 +531,23 @@ def test_bfloat16_is_right_wherever_it_runs():
         out = swiglu(x, w)
         assert out.dtype == torch.bfloat16
         assert_close(f"swiglu bf16 {m}x{n}x{k}", swiglu_ref(x, w[:, :n], w[:, n:]), out, k=k)
+
+
+@pytest.mark.gpu
+def test_gpu_compile_reduce_overhead_trains_through_cuda_graphs():
+    """reduce-overhead records CUDA graphs of the forward (descriptors made on the device)
+    and of the backward (matmuls and the elementwise op) and replays them on new inputs."""
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x, w: swiglu(x, w) * 2.0, mode="reduce-overhead", fullgraph=True)
+    for step in range(3):  # a later call records the graphs, the next replays them
+        x, w = inputs(256, 512, 384, torch.bfloat16, seed=40 + step)
+        xs, ws = x.clone().requires_grad_(), w.clone().requires_grad_()
+        out = compiled(xs, ws)
+        grad_out = randn(tuple(out.shape), torch.bfloat16, seed=50 + step)
+        out.backward(grad_out)
+        x64, w64 = x.double().requires_grad_(), w.double().requires_grad_()
+        ref = reference(x64, w64) * 2.0
+        ref.backward(grad_out.double())
+        assert_close(f"reduce-overhead swiglu, call {step}", ref, out, k=384)
+        assert_close(f"reduce-overhead swiglu dx, call {step}", x64.grad, xs.grad, k=4 * dx_k(512, 384))
+        assert_close(f"reduce-overhead swiglu dw, call {step}", w64.grad, ws.grad, k=4 * 64 * 256)

@@ -72,7 +72,7 @@ What the decorator also takes, for the matmul family and the ops with a backward
   buffer its launches use that is not an output) before the launches that take it, and the
   plan allocates it again on every call, zeroed where the function zeroed it.
 
-**An op with a backward** (rms_norm, rope) is written as two functions of the same form, each
+**An op with a backward** (rms_norm, rope, attention) is written as two functions of the same form, each
 an :func:`op`, and no ``torch.autograd.Function``. The forward returns, after the outputs
 the user gets, what the backward needs and cannot get from the inputs (rms_norm's
 ``rstd``, each row's reciprocal root mean square); the backward takes the gradients of the
@@ -124,15 +124,16 @@ plain tensors) keep plans of their own, of the forward with everything saved
 and the forward takes no ``saving``, as rope's does). The backward, an op itself, has plans
 in eager training too, wherever its launches leave one.
 
+Attention's forward returns ``(o, lse)`` with ``outputs=1`` and ``saves=lambda q, k, v,
+causal, scale, o, lse: (q, k, v, o, lse, causal, scale)``; its backward is one :func:`op` of
+three launches (``delta`` as a :class:`Workspace`, dK/dV, dQ). Decode attention launches its
+split kernel and, with several splits, the combine, with the splits' partial outputs and
+log-sum-exps as two workspaces. SwiGLU's backward is matmuls around one elementwise kernel:
+``backward`` is a plain function that calls ops (:func:`~gpuperf.kernels.swiglu.swiglu_backward`),
+annotated with the gradients it returns.
+
 Still to come (on the same decorator):
 
-* **Attention and SwiGLU**, which keep a ``torch.autograd.Function``, a ``triton_op`` body
-  and plans of their own (:mod:`~gpuperf.kernels._launch`, :mod:`~gpuperf.kernels.plans`).
-  Attention's forward is to return ``(o, lse)`` with ``outputs=1`` and ``saves=lambda q, k,
-  v, causal, scale, o, lse: (q, k, v, o, lse, causal, scale)``, its backward one
-  :func:`op` of three launches (``delta``, dK/dV, dQ). SwiGLU's backward is matmuls around
-  one elementwise kernel: ``backward`` may be a plain function that calls ops, annotated
-  with the gradients it returns.
 * **The Gluon ops** (``kernels/gluon/``), which launch through ``_launch.py`` today:
   ``kernel[grid](...)`` compiles a ``@gluon.jit`` kernel into a binary that the same C
   launcher runs, so a :class:`Launch` takes one as it is.

@@ -7,11 +7,12 @@ import math
 import pytest
 import torch
 
+from gpuperf._runtime import is_interpreter
 from gpuperf.kernels import attention
 from gpuperf.kernels.attention import attention_backward
 from gpuperf.reference import attention_grads_ref, attention_naive, attention_ref
 from gpuperf.testing import assert_close
-from tests._params import randn
+from tests._params import called_ops, randn, recording_backend
 from tests.conftest import DEVICE
 
 # (batch, heads, kv heads, S_q, S_k, head dim): one of everything, sequences that are
@@ -304,6 +305,59 @@ def test_gradients_flow_after_planned_calls():
     check_gradients(q, k, v, causal=True)
 
 
+# --- torch.compile where is_compiling() is True in Dynamo's frames only (torch 2.11) --------
+
+
+def _attention_grads(fn, q, k, v, grad_out, causal):
+    """The output and ``(dq, dk, dv)`` of ``fn`` (attention, compiled or not)."""
+    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+    out = fn(q, k, v, causal)
+    return (out.detach(), *torch.autograd.grad(out, (q, k, v), grad_out))
+
+
+def _scaled_attention(q, k, v, causal):
+    return attention(q, k, v, causal=causal) * 1.5
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_compiled_training_traces_where_is_compiling_is_false(
+    causal, compiling_in_traced_frames_only, eager_launches_of_a_trace
+):
+    """AOTAutograd traces the forward and the backward (attention_backward, which the
+    registered autograd calls on functional tensors) with ``is_compiling()`` False: both
+    take the registered ops, none launches eagerly on a trace's tensors, and the compiled
+    step gives the eager one's output and gradients."""
+    q, k, v = qkv((1, 4, 2, 24, 24, 16), torch.float16, seed=31)
+    grad_out = randn(q.shape, q.dtype, seed=32)
+    compiled = torch.compile(_scaled_attention, backend="aot_eager", fullgraph=True)
+    got = _attention_grads(compiled, q, k, v, grad_out, causal)
+    assert eager_launches_of_a_trace == []
+    assert [t.shape for t in got] == [q.shape, q.shape, k.shape, v.shape]
+    if not is_interpreter():  # (the interpreter does not run the kernels of an AOTAutograd graph)
+        want = _attention_grads(_scaled_attention, q, k, v, grad_out, causal)
+        for name, g, w in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
+            torch.testing.assert_close(g, w, rtol=1e-2, atol=1e-2, msg=lambda m, n=name: f"{n}: {m}")
+
+
+def test_compiled_graph_trains_where_is_compiling_is_false(
+    compiling_in_traced_frames_only, eager_launches_of_a_trace
+):
+    """Dynamo runs the registered op's body on fake tensors with ``is_compiling()`` False: the
+    graph calls the op, nothing launches on a fake tensor, and the graph's output and the
+    backward autograd runs afterwards equal the eager call's, bit for bit."""
+    q, k, v = qkv((1, 4, 2, 20, 20, 16), torch.float16, seed=33)
+    grad_out = randn(q.shape, q.dtype, seed=34)
+    graphs, backend = recording_backend()
+    got = _attention_grads(
+        torch.compile(_scaled_attention, backend=backend, fullgraph=True), q, k, v, grad_out, True
+    )
+    assert len(graphs) == 1 and "gpuperf.attention" in called_ops(graphs[0])
+    assert eager_launches_of_a_trace == []
+    want = _attention_grads(_scaled_attention, q, k, v, grad_out, True)
+    for name, g, w in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0, msg=lambda m, n=name: f"{n}: {m}")
+
+
 # --- on a GPU, at the sizes the benchmarks run ----------------------------------------------
 
 
@@ -329,13 +383,6 @@ def test_gpu_matches_sdpa_flash_backend():
     q, k, v = qkv((2, 16, 16, 2048, 2048, 128), torch.float16)
     expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
     torch.testing.assert_close(attention(q, k, v, causal=True), expected, rtol=2e-3, atol=2e-3)
-
-
-def _attention_grads(fn, q, k, v, grad_out, causal):
-    """The output and ``(dq, dk, dv)`` of ``fn`` (attention, compiled or not)."""
-    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
-    out = fn(q, k, v, causal)
-    return (out.detach(), *torch.autograd.grad(out, (q, k, v), grad_out))
 
 
 @pytest.mark.gpu

@@ -499,6 +499,30 @@ def test_compile_fullgraph_keeps_the_op_in_one_graph():
     assert_close("compiled attention_decode", attention_decode_ref(q * 2.0, k, v, lengths + 1) * 2.0, out)
 
 
+@pytest.mark.parametrize("splits", [1, 2], ids=["one-split", "two-splits"])
+def test_compile_fullgraph_where_is_compiling_is_false(
+    splits, compiling_in_traced_frames_only, eager_launches_of_a_trace
+):
+    """Dynamo runs the op's body on fake tensors with ``is_compiling()`` False (as torch 2.11
+    does): one split takes distinct scratch tensors there, not the output twice; nothing
+    launches eagerly on a fake tensor, and the graph's output is the eager call's."""
+    graphs, backend = recording_backend()
+
+    def step(q, k, v, lengths):
+        return attention_decode(q * 2.0, k, v, lengths, _num_splits=splits) * 2.0
+
+    q, k, v, lengths = make((2, 4, 1, 1, 40, 64, [39, 8]), torch.float16, seed=18)
+    out = torch.compile(step, backend=backend, fullgraph=True)(q, k, v, lengths)
+    assert len(graphs) == 1 and "gpuperf.attention_decode" in called_ops(graphs[0])
+    assert eager_launches_of_a_trace == []
+    assert torch.equal(out, step(q, k, v, lengths))
+    torch._dynamo.reset()
+    out = torch.compile(step, backend="aot_eager", fullgraph=True)(q, k, v, lengths)
+    assert eager_launches_of_a_trace == [] and out.shape == q.shape
+    if DEVICE == "cuda":  # (the interpreter does not run the kernels of an AOTAutograd graph)
+        assert torch.equal(out, step(q, k, v, lengths))
+
+
 # --- on a GPU, at the sizes the benchmark runs ---------------------------------------------------
 
 

@@ -1,7 +1,6 @@
 """The one launch path (gpuperf.kernels.launch): an op's function becomes the public op, its
 torch.library op and its plans; what a plan is made for, and when a call runs the function."""
 
-import contextlib
 import dataclasses
 import inspect
 import re
@@ -850,17 +849,6 @@ def test_a_descriptor_cannot_enter_a_compiled_graph():
     x = randn((100,), torch.float32, 1)
     with pytest.raises(Exception, match=r"host tensor descriptor while torch\.compile traces"):
         torch.compile(lambda t: described_double(t) + 1, fullgraph=True, backend="eager")(x)
-
-
-@pytest.fixture
-def compiling_in_traced_frames_only(monkeypatch):
-    """``torch.compiler.is_compiling()`` as torch 2.11 has it: True only in the frames Dynamo
-    traces, False where a compile runs an op on fake tensors itself (newer torch holds it True
-    for the whole compile); an op must tell a trace by its tensors there."""
-    monkeypatch.setattr(torch.compiler, "_compile_session_context", contextlib.nullcontext, raising=False)
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
 
 
 def test_tracing_is_told_by_fake_tensors_where_is_compiling_is_false():

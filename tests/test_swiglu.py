@@ -275,6 +275,53 @@ def test_compile_fullgraph_keeps_the_op_in_one_graph():
     assert_close("compiled swiglu", reference(x * 2.0, w) * 2.0, out, k=72)
 
 
+def _mlp(x, w):
+    return swiglu(x * 2.0, w) * 2.0  # exact scalings in fp16
+
+
+def _swiglu_grads(fn, x, w, grad_out):
+    """The output and ``(dx, dw)`` of ``fn`` (swiglu, compiled or not)."""
+    x, w = x.detach().requires_grad_(), w.detach().requires_grad_()
+    out = fn(x, w)
+    return (out.detach(), *torch.autograd.grad(out, (x, w), grad_out))
+
+
+@pytest.mark.parametrize("m, n, k", [(40, 40, 72), (17, 33, 65)], ids=["tma", "pointer"])
+def test_compiled_training_traces_where_is_compiling_is_false(
+    m, n, k, compiling_in_traced_frames_only, eager_launches_of_a_trace
+):
+    """AOTAutograd traces the forward and the backward (swiglu_backward on functional
+    tensors: its matmuls and the elementwise op ``torch.ops.gpuperf.swiglu_backward``, not
+    the in-place launch) with ``is_compiling()`` False: nothing launches eagerly on a
+    trace's tensors, and the compiled step gives the eager one's output and gradients."""
+    x, w = inputs(m, n, k, seed=41)
+    grad_out = randn((m, n), torch.float16, seed=42)
+    got = _swiglu_grads(torch.compile(_mlp, backend="aot_eager", fullgraph=True), x, w, grad_out)
+    assert eager_launches_of_a_trace == []
+    assert [t.shape for t in got] == [(m, n), x.shape, w.shape]
+    if DEVICE == "cuda":  # (the interpreter does not run the kernels of an AOTAutograd graph)
+        want = _swiglu_grads(_mlp, x, w, grad_out)
+        for name, g, e in zip(("out", "dx", "dw"), got, want, strict=True):
+            torch.testing.assert_close(g, e, rtol=1e-2, atol=1e-2, msg=lambda msg, n=name: f"{n}: {msg}")
+
+
+def test_compiled_graph_trains_where_is_compiling_is_false(
+    compiling_in_traced_frames_only, eager_launches_of_a_trace
+):
+    """Dynamo runs the registered op's body on fake tensors with ``is_compiling()`` False (the
+    TMA config: its layouts read from the storage offsets): the graph calls the op, nothing
+    launches on a fake tensor, and the output and the gradients equal the eager call's."""
+    x, w = inputs(40, 40, 72, seed=43)
+    grad_out = randn((40, 40), torch.float16, seed=44)
+    graphs, backend = recording_backend()
+    got = _swiglu_grads(torch.compile(_mlp, backend=backend, fullgraph=True), x, w, grad_out)
+    assert len(graphs) == 1 and "gpuperf.swiglu" in called_ops(graphs[0])
+    assert eager_launches_of_a_trace == []
+    want = _swiglu_grads(_mlp, x, w, grad_out)
+    for name, g, e in zip(("out", "dx", "dw"), got, want, strict=True):
+        torch.testing.assert_close(g, e, rtol=0, atol=0, msg=lambda msg, n=name: f"{n}: {msg}")
+
+
 # --- configs -------------------------------------------------------------------------------
 
 

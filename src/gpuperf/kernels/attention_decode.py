@@ -50,6 +50,7 @@ from gpuperf.kernels._grid import cdiv, next_power_of_2
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 from gpuperf.kernels.device import num_sms
 from gpuperf.kernels.launch import Launch, Launches, Workspace, fields_as_dict, op
+from gpuperf.kernels.tma import tracing
 
 # exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
 LOG2E = 1.4426950408889634
@@ -530,7 +531,7 @@ def _attention_decode(
         part_o = torch.empty((n_rows * n_splits * head_dim,), dtype=torch.float32, device=q.device)
         part_lse = torch.empty((n_rows * n_splits,), dtype=torch.float32, device=q.device)
         launches += (Workspace(part_o), Workspace(part_lse))
-    elif type(out) is torch.Tensor and not torch.compiler.is_compiling():
+    elif type(out) is torch.Tensor and not tracing(out):
         part_o = part_lse = out  # unused with one split
     else:
         # Traced (torch.compile): distinct tensors, no argument passed twice, so that

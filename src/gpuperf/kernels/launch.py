@@ -58,7 +58,7 @@ What the decorator also takes, for the matmul family and the ops with a backward
 * **Launch configs** (``config: MatmulConfig | None``): a parameter annotated with a
   dataclass of ints and bools reaches the registered op as its fields, one ``int?`` or
   ``bool?`` schema parameter each, all None for None (a schema takes no dataclass).
-* **TMA descriptors** (the persistent matmul and FP8): a :class:`Launch` may take host
+* **TMA descriptors** (the persistent matmul, FP8 and SwiGLU): a :class:`Launch` may take host
   tensor descriptors (Triton's ``TensorDescriptor``, Gluon's) among its leading arguments,
   each made on an input or an output. :class:`DescriptorLauncher` keys them by dtype and
   block shape, as Triton compiles (and a Gluon descriptor's layout), and the plan makes
@@ -66,8 +66,8 @@ What the decorator also takes, for the matmul family and the ops with a backward
   cannot hold a host descriptor (``wrap_triton`` traces none in Triton 3.6 and torch 2.11),
   so while torch.compile traces (:func:`~gpuperf.kernels.tma.tracing`:
   ``torch.compiler.is_compiling()``, or the inputs are fake tensors), an op launches its
-  computed-pointer kernel, and a launch that takes a descriptor there is refused with a
-  ``TypeError``.
+  computed-pointer kernel (SwiGLU its TMA kernel that makes its descriptors on the
+  device), and a launch that takes a host descriptor there is refused with a ``TypeError``.
 * **Workspaces** (split-K's partial sums): the function lists a :class:`Workspace` (a
   buffer its launches use that is not an output) before the launches that take it, and the
   plan allocates it again on every call, zeroed where the function zeroed it.

@@ -50,12 +50,10 @@ and multiplies back with gpuperf's matmuls: ``dx = [dg | du] @ [W_gate | W_up]áµ
 from __future__ import annotations
 
 import dataclasses
-import types
 
 import torch
 import triton
 import triton.language as tl
-from torch._subclasses.fake_tensor import is_fake
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from gpuperf.kernels import _persistent_configs
@@ -66,7 +64,7 @@ from gpuperf.kernels.device import capability, has_tma, tuned_folder
 from gpuperf.kernels.launch import Launch, Launches, launcher, op
 from gpuperf.kernels.matmul_persistent import matmul_persistent
 from gpuperf.kernels.tiles import persistent_programs, tile_coords
-from gpuperf.kernels.tma import box_offset_aligned, descriptor, tma_layout
+from gpuperf.kernels.tma import box_offset_aligned, descriptor, tma_layout, tracing
 
 # --- launch configurations, as data --------------------------------------------------------
 
@@ -459,21 +457,6 @@ def _weight_descriptor(w_gate_up: torch.Tensor, layout: str, block_k: int, block
     return TensorDescriptor(w_gate_up.t(), shape, [n * row, row, 1], [2, block_n, block_k])
 
 
-def _traced_layout(t: torch.Tensor) -> str | None:
-    """:func:`tma_layout` of ``t``, also while torch.compile traces with fake tensors, which
-    have no address: their alignment is read from the storage offset (PyTorch's allocators
-    align every storage to far more than 16 bytes)."""
-    from torch._subclasses.fake_tensor import is_fake
-
-    if not is_fake(t):
-        return tma_layout(t)
-    offset = t.storage_offset() * t.element_size()
-    view = types.SimpleNamespace(
-        data_ptr=lambda: offset, element_size=t.element_size, shape=t.shape, stride=t.stride
-    )
-    return tma_layout(view)
-
-
 def _scratch(size: int, alignment: int, stream):
     return torch.empty(size, dtype=torch.int8, device="cuda")
 
@@ -492,21 +475,16 @@ def _forward_launch(out, x, w_gate_up, config: PersistentConfig | None) -> Launc
     default :func:`swiglu_config`) made by :func:`launch_config`.
 
     Eagerly: TMA from host tensor descriptors where it can load, else computed pointers.
-    While torch.compile traces (fake tensors, which have no address; a graph cannot hold a
-    host descriptor): TMA from descriptors the kernel makes on the device, from scratch
-    memory Triton's allocator gives, else computed pointers."""
+    While torch.compile traces (:func:`~gpuperf.kernels.tma.tracing`: fake tensors, which
+    have no address; a graph cannot hold a host descriptor): TMA from descriptors the kernel
+    makes on the device, from scratch memory Triton's allocator gives, else computed
+    pointers."""
     m, k = x.shape
     n = out.shape[1]
-    tracing = torch.compiler.is_compiling() or is_fake(x)
-    if tracing:
-        config = config or _config_for(x.get_device(), m, n, k)
-        x_layout, w_layout = _traced_layout(x), _traced_layout(w_gate_up)
-        if not (config.tma and tma_loads(x, w_gate_up, x_layout, w_layout)):
-            config = dataclasses.replace(config, tma=False, warp_specialize=False)
-    else:
-        config = launch_config(x, w_gate_up, config)
-        if config.tma:
-            x_layout, w_layout = tma_layout(x), tma_layout(w_gate_up)
+    # (tma_layout reads a trace's tensors too: their alignment from the storage offset.)
+    config = launch_config(x, w_gate_up, config)
+    if config.tma:
+        x_layout, w_layout = tma_layout(x), tma_layout(w_gate_up)
     programs = persistent_programs(x.get_device(), cdiv(m, config.block_m) * cdiv(n, config.block_n))
     common = (config.block_m, config.block_n, config.block_k, config.group_m, programs)
     if not config.tma:
@@ -516,7 +494,7 @@ def _forward_launch(out, x, w_gate_up, config: PersistentConfig | None) -> Launc
             _swiglu_pointer_kernel, (programs,), runtime, constexprs, config.num_warps, config.num_stages
         )
     constexprs = (*common, x_layout == "col", w_layout == "col", config.warp_specialize)
-    if tracing:
+    if tracing(x, w_gate_up):
         if x.is_cuda:
             _ensure_allocator()
         runtime = (x, w_gate_up, out, m, n, k, *x.stride(), *w_gate_up.stride(), out.stride(0))
@@ -567,7 +545,7 @@ def _matmul(a, b):
     host descriptor)."""
     from gpuperf.kernels.matmul import matmul
 
-    if torch.compiler.is_compiling() or is_fake(a):
+    if tracing(a, b):
         return matmul(a, b)
     if has_tma(a) and tma_layout(a) is not None and tma_layout(b) is not None:
         return matmul_persistent(a, b)
@@ -585,7 +563,7 @@ def swiglu_backward(
     ``torch.ops.gpuperf.swiglu_backward`` (:func:`swiglu_elementwise_backward`), a new
     buffer, since a graph's ops do not write their inputs."""
     gate_up = _matmul(x, w_gate_up)
-    if torch.compiler.is_compiling() or is_fake(gate_up):
+    if tracing(grad_out, gate_up):
         d = swiglu_elementwise_backward(grad_out, gate_up)
     else:
         d = gate_up

@@ -4,6 +4,8 @@
 so this runs before the test modules import :mod:`gpuperf.kernels`.
 """
 
+import contextlib
+
 import pytest
 import torch
 
@@ -42,3 +44,36 @@ def ampere_gpu(monkeypatch):
     yield
     monkeypatch.undo()
     device.forget()
+
+
+@pytest.fixture
+def compiling_in_traced_frames_only(monkeypatch):
+    """``torch.compiler.is_compiling()`` as torch 2.11 has it: True only in the frames Dynamo
+    traces, False where a compile runs an op on fake tensors itself (newer torch holds it True
+    for the whole compile); an op must tell a trace by its tensors there."""
+    monkeypatch.setattr(torch.compiler, "_compile_session_context", contextlib.nullcontext, raising=False)
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+@pytest.fixture
+def eager_launches_of_a_trace(monkeypatch):
+    """A list that collects every eager launch (through the cache of compiled kernels, not a
+    graph's ``wrap_triton``) given a trace's tensor (a fake tensor, or a functional one
+    wrapping it), which has no address: an op that tells a trace
+    (:func:`gpuperf.kernels.tma.tracing`) makes none."""
+    from torch._subclasses.fake_tensor import is_fake
+
+    from gpuperf.kernels._launch import Launcher
+
+    found = []
+    launch = Launcher.__call__
+
+    def spy(self, grid, runtime, constexprs, **options):
+        if any(isinstance(v, torch.Tensor) and is_fake(v) for v in runtime):
+            found.append(self.kernel)
+        return launch(self, grid, runtime, constexprs, **options)
+
+    monkeypatch.setattr(Launcher, "__call__", spy)
+    return found

@@ -7,10 +7,12 @@ import math
 import pytest
 import torch
 
+from gpuperf._runtime import is_interpreter
 from gpuperf.kernels import attention
+from gpuperf.kernels.attention import attention_backward
 from gpuperf.reference import attention_grads_ref, attention_naive, attention_ref
 from gpuperf.testing import assert_close
-from tests._params import randn
+from tests._params import called_ops, randn, recording_backend
 from tests.conftest import DEVICE
 
 # (batch, heads, kv heads, S_q, S_k, head dim): one of everything, sequences that are
@@ -216,7 +218,7 @@ attention_module = importlib.import_module("gpuperf.kernels.attention")
 
 def op_forward(q, k, v, causal, scale):
     """What torch.compile runs: the torch.library op (its kernels launched by wrap_triton)."""
-    return torch.ops.gpuperf.attention_forward(q, k, v, causal, scale)
+    return torch.ops.gpuperf.attention(q, k, v, causal, scale)
 
 
 @pytest.mark.parametrize(
@@ -242,7 +244,7 @@ def test_eager_forward_and_gradients_are_the_ops_bit_for_bit(shape, causal, scal
 
     q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
     out = attention(q, k, v, causal=causal, scale=scale)
-    assert type(out.grad_fn).__name__ == "_AttentionBackward"  # the autograd.Function, not the op
+    assert "gpuperf_attention" in type(out.grad_fn).__name__  # the registered op's autograd
     grad_out = randn(out.shape, out.dtype, seed=22)
     out.backward(grad_out)
     expected, lse = op_forward(q.detach(), k.detach(), v.detach(), causal, op_scale)
@@ -268,7 +270,9 @@ def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
             out = attention(q, k, v, **kwargs)
             expected = attention_ref(q, k, v, kwargs["causal"], kwargs.get("scale"))
             assert_close(f"planned attention {kwargs} call {seed}", expected, out, k=40)
+            n_checks = len(checks)
             assert torch.equal(out, op_forward(q, k, v, kwargs["causal"], kwargs.get("scale", 32**-0.5))[0])
+            del checks[n_checks:]  # (the registered op's first call of each key checks too)
     assert checks == [(False, None), (True, None), (False, 0.3)]  # the first call of each only
     assert len(attention.plans) == 3
     q, k, v = (
@@ -301,6 +305,59 @@ def test_gradients_flow_after_planned_calls():
     check_gradients(q, k, v, causal=True)
 
 
+# --- torch.compile where is_compiling() is True in Dynamo's frames only (torch 2.11) --------
+
+
+def _attention_grads(fn, q, k, v, grad_out, causal):
+    """The output and ``(dq, dk, dv)`` of ``fn`` (attention, compiled or not)."""
+    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+    out = fn(q, k, v, causal)
+    return (out.detach(), *torch.autograd.grad(out, (q, k, v), grad_out))
+
+
+def _scaled_attention(q, k, v, causal):
+    return attention(q, k, v, causal=causal) * 1.5
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_compiled_training_traces_where_is_compiling_is_false(
+    causal, compiling_in_traced_frames_only, eager_launches_of_a_trace
+):
+    """AOTAutograd traces the forward and the backward (attention_backward, which the
+    registered autograd calls on functional tensors) with ``is_compiling()`` False: both
+    take the registered ops, none launches eagerly on a trace's tensors, and the compiled
+    step gives the eager one's output and gradients."""
+    q, k, v = qkv((1, 4, 2, 24, 24, 16), torch.float16, seed=31)
+    grad_out = randn(q.shape, q.dtype, seed=32)
+    compiled = torch.compile(_scaled_attention, backend="aot_eager", fullgraph=True)
+    got = _attention_grads(compiled, q, k, v, grad_out, causal)
+    assert eager_launches_of_a_trace == []
+    assert [t.shape for t in got] == [q.shape, q.shape, k.shape, v.shape]
+    if not is_interpreter():  # (the interpreter does not run the kernels of an AOTAutograd graph)
+        want = _attention_grads(_scaled_attention, q, k, v, grad_out, causal)
+        for name, g, w in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
+            torch.testing.assert_close(g, w, rtol=1e-2, atol=1e-2, msg=lambda m, n=name: f"{n}: {m}")
+
+
+def test_compiled_graph_trains_where_is_compiling_is_false(
+    compiling_in_traced_frames_only, eager_launches_of_a_trace
+):
+    """Dynamo runs the registered op's body on fake tensors with ``is_compiling()`` False: the
+    graph calls the op, nothing launches on a fake tensor, and the graph's output and the
+    backward autograd runs afterwards equal the eager call's, bit for bit."""
+    q, k, v = qkv((1, 4, 2, 20, 20, 16), torch.float16, seed=33)
+    grad_out = randn(q.shape, q.dtype, seed=34)
+    graphs, backend = recording_backend()
+    got = _attention_grads(
+        torch.compile(_scaled_attention, backend=backend, fullgraph=True), q, k, v, grad_out, True
+    )
+    assert len(graphs) == 1 and "gpuperf.attention" in called_ops(graphs[0])
+    assert eager_launches_of_a_trace == []
+    want = _attention_grads(_scaled_attention, q, k, v, grad_out, True)
+    for name, g, w in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0, msg=lambda m, n=name: f"{n}: {m}")
+
+
 # --- on a GPU, at the sizes the benchmarks run ----------------------------------------------
 
 
@@ -326,3 +383,55 @@ def test_gpu_matches_sdpa_flash_backend():
     q, k, v = qkv((2, 16, 16, 2048, 2048, 128), torch.float16)
     expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
     torch.testing.assert_close(attention(q, k, v, causal=True), expected, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_gpu_compile_fullgraph_trains_and_captures_cuda_graphs(causal, mode):
+    """Inductor sees the forward's kernel and the backward's three (delta, dK/dV, dQ);
+    reduce-overhead records CUDA graphs of both passes and replays them on new inputs."""
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda q, k, v, c: attention(q, k, v, causal=c) * 1.5, fullgraph=True, mode=mode)
+    for seed in (1, 2, 3):  # reduce-overhead records on a later call, then replays
+        q, k, v = qkv((2, 8, 2, 256, 256, 64), torch.float16, seed=seed)
+        grad_out = randn(q.shape, q.dtype, seed=seed + 10)
+        got = _attention_grads(compiled, q, k, v, grad_out, causal)
+        want = _attention_grads(lambda *a: attention(*a[:3], causal=a[3]) * 1.5, q, k, v, grad_out, causal)
+        for name, g, w in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
+            torch.testing.assert_close(
+                g, w, rtol=1e-2, atol=1e-2, msg=lambda m, n=name, s=seed: f"{n} seed {s}: {m}"
+            )
+
+
+@pytest.mark.gpu
+def test_gpu_eager_plans_capture_into_a_cuda_graph():
+    """The public forward's plan (no gradient), the registered op's (output and log-sum-exp)
+    and the backward op's (its delta workspace allocated again) launch on the current
+    stream: a CUDA graph captures them, and the replay computes on what the inputs hold then."""
+    shape = (2, 8, 2, 256, 256, 64)
+    q, k, v = qkv(shape, torch.float16, seed=4)
+    grad_out = randn(q.shape, q.dtype, seed=5)
+
+    def step():
+        out = attention(q, k, v, causal=True)
+        o, lse = torch.ops.gpuperf.attention(q, k, v, True, None)
+        return out, attention_backward(grad_out, q, k, v, o, lse, True, None)
+
+    with torch.no_grad():
+        for _ in range(2):  # compiles and plans outside the capture
+            step()
+        assert len(attention.plans) >= 1 and len(attention_backward.plans) >= 1
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out, grads = step()
+        for t, new in zip((q, k, v), qkv(shape, torch.float16, seed=6), strict=True):
+            t.copy_(new)
+        graph.replay()
+        torch.cuda.synchronize()
+    assert_close("graph attention", attention_ref(q, k, v, True), out, k=k.shape[2])
+    expected = attention_grads_ref(q, k, v, grad_out, True)
+    group_rows = q.shape[1] // k.shape[1] * q.shape[2]
+    assert_close("graph dq", expected[0], grads[0], k=k.shape[2])
+    assert_close("graph dk", expected[1], grads[1], k=group_rows)
+    assert_close("graph dv", expected[2], grads[2], k=group_rows)

@@ -386,7 +386,7 @@ def test_eager_calls_are_the_ops_bit_for_bit(splits):
     """Eager calls (the first, which plans, and the planned ones) launch the op's kernels with
     the op's launch and arguments: equal outputs, bit for bit."""
     q, k, v, lengths = make((3, 4, 2, 3, 70, 64, [3, 70, 41]), torch.float16, seed=31)
-    expected = torch.ops.gpuperf.attention_decode(q, k, v, lengths, 0.125, splits or 0, 0, 0, 0)
+    expected = torch.ops.gpuperf.attention_decode(q, k, v, lengths, 0.125, splits, None, None, None)
     for _ in range(2):
         assert torch.equal(attention_decode(q, k, v, lengths, scale=0.125, _num_splits=splits), expected)
 
@@ -394,7 +394,8 @@ def test_eager_calls_are_the_ops_bit_for_bit(splits):
 def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
     """The first call of a layout checks and plans; the next ones, on new tensors and new
     lengths, skip the checks (none run) and compute on their own inputs. A call that reads
-    the lengths on the host, or overrides the launch, is checked every time."""
+    the lengths on the host, or overrides the launch, is checked every time (then, overriding
+    the launch, launched from a plan of its own)."""
     checks = []
     check = decode_module._check
     monkeypatch.setattr(decode_module, "_check", lambda *a: checks.append(a[4:]) or check(*a))
@@ -415,7 +416,8 @@ def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
     for _ in range(2):
         attention_decode(q, k, v, lengths, check_lengths=True)
         attention_decode(q, k, v, lengths, _config=(16, 4, 1))
-    assert len(checks) == 7 and len(attention_decode.plans) == 2
+    # 1 refused, 2 with check_lengths (then the plan), 3 with _config (its own plan after the first)
+    assert len(checks) == 8 and len(attention_decode.plans) == 3
 
 
 def test_options_are_keyword_only():
@@ -475,8 +477,8 @@ def test_launch_rule_bounds():
 
 def test_registered_op():
     q, k, v, lengths = make((2, 4, 2, 3, 40, 64, [40, 9]), torch.float16, seed=16)
-    # (scale, splits, then block_n, warps, stages: 0 takes the launch rules)
-    out = torch.ops.gpuperf.attention_decode(q, k, v, lengths, 0.125, 3, 0, 0, 0)
+    # (scale, splits, then block_n, warps, stages: None takes the launch rules)
+    out = torch.ops.gpuperf.attention_decode(q, k, v, lengths, 0.125, 3, None, None, None)
     assert_close("torch.ops.gpuperf.attention_decode", attention_decode_ref(q, k, v, lengths, 0.125), out)
 
 
@@ -495,6 +497,30 @@ def test_compile_fullgraph_keeps_the_op_in_one_graph():
     called = called_ops(graphs[0])
     assert "gpuperf.attention_decode" in called
     assert_close("compiled attention_decode", attention_decode_ref(q * 2.0, k, v, lengths + 1) * 2.0, out)
+
+
+@pytest.mark.parametrize("splits", [1, 2], ids=["one-split", "two-splits"])
+def test_compile_fullgraph_where_is_compiling_is_false(
+    splits, compiling_in_traced_frames_only, eager_launches_of_a_trace
+):
+    """Dynamo runs the op's body on fake tensors with ``is_compiling()`` False (as torch 2.11
+    does): one split takes distinct scratch tensors there, not the output twice; nothing
+    launches eagerly on a fake tensor, and the graph's output is the eager call's."""
+    graphs, backend = recording_backend()
+
+    def step(q, k, v, lengths):
+        return attention_decode(q * 2.0, k, v, lengths, _num_splits=splits) * 2.0
+
+    q, k, v, lengths = make((2, 4, 1, 1, 40, 64, [39, 8]), torch.float16, seed=18)
+    out = torch.compile(step, backend=backend, fullgraph=True)(q, k, v, lengths)
+    assert len(graphs) == 1 and "gpuperf.attention_decode" in called_ops(graphs[0])
+    assert eager_launches_of_a_trace == []
+    assert torch.equal(out, step(q, k, v, lengths))
+    torch._dynamo.reset()
+    out = torch.compile(step, backend="aot_eager", fullgraph=True)(q, k, v, lengths)
+    assert eager_launches_of_a_trace == [] and out.shape == q.shape
+    if DEVICE == "cuda":  # (the interpreter does not run the kernels of an AOTAutograd graph)
+        assert torch.equal(out, step(q, k, v, lengths))
 
 
 # --- on a GPU, at the sizes the benchmark runs ---------------------------------------------------
@@ -574,3 +600,43 @@ def test_gpu_compile_inductor():
     torch._dynamo.reset()
     compiled = torch.compile(lambda q, k, v, n: attention_decode(q, k, v, n), fullgraph=True)
     assert_close("inductor", attention_decode_ref(q, k, v, lengths), compiled(q, k, v, lengths))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+@pytest.mark.parametrize("splits", [None, 1, 5], ids=["default", "one-split", "five-splits"])
+def test_gpu_compile_fullgraph_and_cuda_graphs(splits, mode):
+    """Inductor sees the op's kernels (the combine too, with several splits, and the split
+    kernel alone with one); reduce-overhead records a CUDA graph of them and replays it on
+    new queries and lengths."""
+    torch._dynamo.reset()
+    compiled = torch.compile(
+        lambda q, k, v, n: attention_decode(q, k, v, n, _num_splits=splits), fullgraph=True, mode=mode
+    )
+    for seed in (1, 2, 3):  # reduce-overhead records on a later call, then replays
+        q, k, v, lengths = llama(2, 3000, s_q=2, s_max=4096, seed=seed)
+        lengths[1] = 17 * seed
+        assert_close(
+            f"compiled ({mode}), {splits} splits, seed {seed}",
+            attention_decode_ref(q, k, v, lengths),
+            compiled(q, k, v, lengths),
+        )
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("splits", [1, 5], ids=["one-split", "five-splits"])
+def test_gpu_eager_plan_captures_into_a_cuda_graph(splits):
+    """The eager call launches from its plan (the splits' workspace allocated again): a CUDA
+    graph captures it, and the replay computes on what q and the lengths hold then."""
+    q, k, v, lengths = llama(2, 3000, s_q=2, s_max=4096, seed=4)
+    attention_decode(q, k, v, lengths, _num_splits=splits)  # compiles and plans outside the capture
+    attention_decode(q, k, v, lengths, _num_splits=splits)
+    assert len(attention_decode.plans) >= 1
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = attention_decode(q, k, v, lengths, _num_splits=splits)
+    q.normal_()
+    lengths.copy_(torch.tensor([2999, 5], dtype=torch.int32))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_close(f"graph, {splits} splits", attention_decode_ref(q, k, v, lengths), out)

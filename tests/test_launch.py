@@ -1,6 +1,7 @@
 """The one launch path (gpuperf.kernels.launch): an op's function becomes the public op, its
 torch.library op and its plans; what a plan is made for, and when a call runs the function."""
 
+import dataclasses
 import inspect
 import re
 import typing
@@ -10,22 +11,42 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 import gpuperf.kernels.launch as launch_module
 from gpuperf import reference
+from gpuperf._runtime import is_interpreter
 from gpuperf.kernels import (
+    MatmulConfig,
+    PersistentConfig,
     add_relu_mul,
     gelu,
+    matmul,
+    matmul_fp8,
+    matmul_persistent,
+    matmul_splitk,
     row_mean,
     scale_shift,
     softmax,
     strided_copy,
+    to_fp8,
     vector_add,
 )
 from gpuperf.kernels._launch import uncached
-from gpuperf.kernels.launch import Launch, Launches, call_source, launcher, layout_key, op
+from gpuperf.kernels.launch import (
+    Described,
+    Launch,
+    Launches,
+    Workspace,
+    call_source,
+    launcher,
+    layout_key,
+    named_call_source,
+    op,
+)
+from gpuperf.kernels.tma import address, tracing
 from gpuperf.testing import assert_close
-from tests._params import called_ops, randn, recording_backend
+from tests._params import assert_close_fp8, called_ops, randn, recording_backend
 
 
 def _floats(seed: int, *shapes, dtype=torch.float32) -> tuple:
@@ -267,6 +288,168 @@ def test_the_eager_call_is_layout_key_unrolled():
     assert launcher(_scale_kernel) is launcher(_scale_kernel)  # one launcher a kernel, for every op
 
 
+# An op with a backward, on an op of its own -------------------------------------------------
+
+BACKWARD_CALLS = []
+
+
+@op("gpuperf_test::doubled_backward", tensors=2)
+def doubled_backward(grad: torch.Tensor, kept: torch.Tensor, factor: int) -> tuple[torch.Tensor, Launches]:
+    """``grad * factor``; ``kept`` (the forward's copy of ``x``) is recorded, to show it was saved."""
+    BACKWARD_CALLS.append((kept.clone(), factor))
+    grad = grad.contiguous()
+    dx = torch.empty_like(grad)
+    n = dx.numel()
+    return dx, (Launch(_scale_kernel, (triton.cdiv(n, 64),), (grad, dx, n), (factor, 64), 1),)
+
+
+@op(
+    "gpuperf_test::doubled",
+    tensors=2,
+    outputs=1,
+    backward=doubled_backward,
+    saves=lambda x, mask, factor, out, kept: (kept, factor),
+)
+def doubled(
+    x: torch.Tensor, mask: torch.Tensor, *, factor: int = 2, saving: bool = True
+) -> tuple[tuple[torch.Tensor, torch.Tensor], Launches]:
+    """``x * factor``, differentiable with respect to ``x`` only (``mask`` is read by no
+    launch); with ``saving``, also a copy of ``x`` for the backward."""
+    CALLS.append(saving)
+    if type(factor) is not int:
+        raise TypeError(f"factor must be an int, got {type(factor).__name__}")
+    out = torch.empty_like(x)
+    n = out.numel()
+    grid = (triton.cdiv(n, 64),)
+    launches = [Launch(_scale_kernel, grid, (x, out, n), (factor, 64), 1)]
+    kept = None
+    if saving:
+        kept = torch.empty_like(x)
+        launches.append(Launch(_scale_kernel, grid, (x, kept, n), (1, 64), 1))
+    return (out, kept), tuple(launches)
+
+
+def _fresh_doubled():
+    CALLS.clear()
+    BACKWARD_CALLS.clear()
+    for plans in (doubled.plans, doubled.registered_plans, doubled_backward.plans):
+        plans.clear()
+
+
+def test_an_op_with_a_backward_returns_its_public_outputs_and_plans_without_saving():
+    _fresh_doubled()
+    mask = randn((40,), torch.float32, 9)
+    for seed in (1, 2, 3):
+        x = randn((40,), torch.float32, seed)
+        out = doubled(x, mask)
+        assert isinstance(out, torch.Tensor) and torch.equal(out, x * 2), seed
+    assert CALLS == [False] and len(doubled.plans) == 1  # the forward without its copy, once
+    assert inspect.signature(doubled).return_annotation is torch.Tensor
+    assert "saving" not in inspect.signature(doubled).parameters
+    schema = str(torch.ops.gpuperf_test.doubled.default._schema)
+    assert re.fullmatch(
+        r"gpuperf_test::doubled\(Tensor x, Tensor mask, \w+ factor=2\) -> \(Tensor, Tensor\)", schema
+    )
+    # The registered op saves, with plans of its own, and returns every output.
+    for _ in range(2):
+        out, kept = torch.ops.gpuperf_test.doubled(x, mask)
+        assert torch.equal(out, x * 2) and torch.equal(kept, x)
+    assert CALLS == [False, True] and len(doubled.registered_plans) == 1
+
+
+def test_a_call_autograd_records_runs_the_registered_op_and_trains():
+    _fresh_doubled()
+    mask = randn((40,), torch.float32, 9)
+    doubled(randn((40,), torch.float32, 1), mask)  # a plan for the layout, not taken below
+    for seed in (1, 2):
+        x = randn((40,), torch.float32, seed).requires_grad_()
+        out = doubled(x, mask, factor=3)
+        assert isinstance(out, torch.Tensor) and torch.equal(out.detach(), x.detach() * 3)
+        assert "gpuperf_test_doubled" in type(out.grad_fn).__name__
+        grad = randn((40,), torch.float32, seed + 10)
+        (dx,) = torch.autograd.grad(out, x, grad)
+        assert torch.equal(dx, grad * 3)
+        if seed == 1:
+            ((kept, factor),) = BACKWARD_CALLS
+            assert torch.equal(kept, x.detach()) and factor == 3  # what saves picked, options too
+    # The backward, an op of its own, ran its function once and then its plan.
+    assert len(BACKWARD_CALLS) == 1 and len(doubled_backward.plans) == 1
+    # For the two recorded calls: the checks of the first (the forward, launching nothing),
+    # then the forward, saving, once (the registered op's plan serves the second).
+    assert CALLS == [False, False, True] and len(doubled.plans) == 1 and len(doubled.registered_plans) == 1
+    # The tensors passed by keyword: no key, and still recorded.
+    out = doubled(x=x, mask=mask)
+    assert out.grad_fn is not None
+    # The saved output is not differentiable; under no_grad nothing is recorded.
+    _out, kept = torch.ops.gpuperf_test.doubled(x, mask)
+    assert _out.requires_grad and not kept.requires_grad
+    with torch.no_grad():
+        assert doubled(x, mask).grad_fn is None
+
+
+def test_an_input_that_gets_no_gradient_must_not_require_one():
+    x, mask = randn((40,), torch.float32, 1), randn((40,), torch.float32, 2).requires_grad_()
+    message = r"doubled differentiates with respect to x only: mask must not require grad \(detach it"
+    with pytest.raises(ValueError, match=message):
+        doubled(x, mask)
+    with pytest.raises(ValueError, match=message):
+        doubled(x.requires_grad_(), mask)
+    with torch.no_grad():
+        assert torch.equal(doubled(x, mask), x * 2)
+
+
+def test_the_backward_is_once_differentiable():
+    x = randn((40,), torch.float32, 1).requires_grad_()
+    out = doubled(x, randn((40,), torch.float32, 2))
+    (dx,) = torch.autograd.grad(out.square().sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="marked with @once_differentiable"):
+        dx.sum().backward()
+
+
+def test_compile_fullgraph_records_the_op_and_trains():
+    _fresh_doubled()
+    graphs, backend = recording_backend()
+    x, mask = randn((40,), torch.float32, 1).requires_grad_(), randn((40,), torch.float32, 2)
+    compiled = torch.compile(lambda t, m: doubled(t, m, factor=3) + 1, backend=backend, fullgraph=True)
+    out = compiled(x, mask)
+    assert "gpuperf_test.doubled" in called_ops(graphs[0])
+    out.backward(torch.ones_like(out))
+    assert torch.equal(out.detach(), x.detach() * 3 + 1) and torch.equal(x.grad, torch.full_like(x, 3.0))
+
+
+def test_the_decorator_refuses_a_backward_it_cannot_register():
+    def forward(x: torch.Tensor) -> tuple[tuple[torch.Tensor, torch.Tensor], Launches]:
+        return (x, x), ()
+
+    def grads(grad: torch.Tensor) -> torch.Tensor:
+        return grad
+
+    with pytest.raises(TypeError, match="backward and saves go together"):
+        op("gpuperf_test::no_saves", backward=grads)
+    with pytest.raises(TypeError, match="backward and saves go together"):
+        op("gpuperf_test::no_backward", outputs=1)
+    with pytest.raises(ValueError, match="outputs must be a positive int, got 0"):
+        op("gpuperf_test::zero", backward=grads, saves=lambda *a: (), outputs=0)
+    with pytest.raises(ValueError, match="outputs must be at most the 2 that forward returns, got 3"):
+        op("gpuperf_test::three", backward=grads, saves=lambda *a: (), outputs=3)(forward)
+    with pytest.raises(TypeError, match=r"saves of gpuperf_test::arity must take .* 3 arguments"):
+        op("gpuperf_test::arity", backward=grads, saves=lambda x, y: (x,), outputs=1)(forward)
+
+    def grads_unannotated(grad):
+        return grad
+
+    with pytest.raises(TypeError, match="grads_unannotated must be annotated with the gradients"):
+        op("gpuperf_test::bare", backward=grads_unannotated, saves=lambda *a: ())(forward)
+
+    def saving_positional(
+        x: torch.Tensor, saving: bool = True
+    ) -> tuple[tuple[torch.Tensor, torch.Tensor], Launches]:
+        return (x, x), ()
+
+    with pytest.raises(TypeError, match="saving must be keyword-only, default True"):
+        op("gpuperf_test::positional", backward=grads, saves=lambda *a: ())(saving_positional)
+
+
 # A plan on a GPU, its C launcher replaced by a recorder ------------------------------------
 
 
@@ -398,3 +581,447 @@ def test_every_layout_matches_on_the_first_call_and_from_its_plan(name, dtype, l
             assert layout == "strided" and re.search(r"\bx\b", str(err)), err
             return
         assert_close(f"{name} {dtype} {layout} call {seed}", ref(*inputs, *options), out)
+
+
+# Named and optional tensors, launch configs, workspaces, descriptors ------------------------
+
+
+@triton.jit
+def _axpy_kernel(x_ptr, y_ptr, out_ptr, n, FACTOR: tl.constexpr, HAS_Y: tl.constexpr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    value = tl.load(x_ptr + offsets, mask=mask) * FACTOR
+    if HAS_Y:
+        value += tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, value, mask=mask)
+
+
+@dataclasses.dataclass(frozen=True)
+class Tiles:
+    """A launch config as the ops take one: ints and bools."""
+
+    block: int = 64
+    factor: int = 2
+    staged: bool = False
+
+
+NAMED_CALLS = []
+
+
+@op("gpuperf_test::axpy", tensors=("x", "y"))
+def axpy(
+    x: torch.Tensor, *, y: torch.Tensor | None = None, tiles: Tiles | None = None, zeroed: bool = False
+) -> tuple[torch.Tensor, Launches]:
+    """``x * factor + y`` (``y`` optional); ``staged``: through a workspace, zeroed or not."""
+    NAMED_CALLS.append((tuple(x.shape), y is not None, tiles, zeroed))
+    tiles = tiles or Tiles()
+    out = torch.empty_like(x)
+    n = out.numel()
+    grid = (triton.cdiv(n, tiles.block),)
+    if not tiles.staged:
+        args = (x, x if y is None else y, out, n)
+        return out, (Launch(_axpy_kernel, grid, args, (tiles.factor, y is not None, tiles.block), 1),)
+    buffer = (torch.zeros_like if zeroed else torch.empty_like)(x)
+    head = (tiles.factor, y is not None, tiles.block)
+    if zeroed:  # out = x * factor (+ y), then out += the zeroed workspace: it reads zeros
+        first = Launch(_axpy_kernel, grid, (x, x if y is None else y, out, n), head, 1)
+        second = Launch(_axpy_kernel, grid, (buffer, out, out, n), (1, True, tiles.block), 1)
+    else:  # the workspace = x * factor (+ y), then out = the workspace twice
+        first = Launch(_axpy_kernel, grid, (x, x if y is None else y, buffer, n), head, 1)
+        second = Launch(_axpy_kernel, grid, (buffer, buffer, out, n), (1, True, tiles.block), 1)
+    return out, (Workspace(buffer, zeroed), first, second)
+
+
+def _whole(t: torch.Tensor) -> torch.Tensor:
+    """``t`` rounded to whole numbers: ``x * factor + y`` is then exact, so a GPU that fuses it
+    into one multiply-add (one rounding, where PyTorch's ``x * 3 + y`` rounds twice) gives the
+    reference bit for bit."""
+    return t.mul(8).round()
+
+
+def _axpy_ref(x, y=None, tiles=None, zeroed=False):
+    tiles = tiles or Tiles()
+    out = x * tiles.factor + (0 if y is None else y)
+    return out * 2 if tiles.staged and not zeroed else out
+
+
+def test_named_tensors_key_an_optional_none_and_take_the_plan():
+    NAMED_CALLS.clear()
+    axpy.plans.clear()
+    for seed in (1, 2, 3):
+        x, y = _whole(randn((100,), torch.float32, seed)), _whole(randn((100,), torch.float32, seed + 10))
+        assert torch.equal(axpy(x), x * 2)
+        assert torch.equal(axpy(x, y=y), x * 2 + y)
+        assert torch.equal(axpy(x, y=y, tiles=Tiles(32, 3)), x * 3 + y)
+    assert len(NAMED_CALLS) == 3 and len(axpy.plans) == 3  # one per (y or none, tiles)
+    assert torch.equal(axpy(x, y=x), x * 3)  # y is x: a key of its own
+    assert len(NAMED_CALLS) == 4
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'z'"):
+        axpy(x, z=y)
+    with pytest.raises(TypeError):
+        axpy(x, y)  # y is keyword-only, as the function says
+    assert list(inspect.signature(axpy).parameters) == ["x", "y", "tiles", "zeroed"]
+
+
+def test_a_call_autograd_records_runs_the_function_and_keeps_no_plan():
+    NAMED_CALLS.clear()
+    axpy.plans.clear()
+    x = randn((40,), torch.float32, 1)
+    axpy(x)
+    weight = torch.nn.Parameter(x.clone())
+    for _ in range(2):
+        assert torch.equal(axpy(weight), x * 2)
+    assert len(NAMED_CALLS) == 3 and len(axpy.plans) == 1
+    with torch.no_grad():  # a model's weight at inference: a plan of its own (a Parameter)
+        for _ in range(2):
+            assert torch.equal(axpy(weight), x * 2)
+    assert len(NAMED_CALLS) == 4 and len(axpy.plans) == 2
+
+
+def test_a_config_reaches_the_registered_op_as_its_fields():
+    schema = str(torch.ops.gpuperf_test.axpy.default._schema)
+    assert re.fullmatch(
+        r"gpuperf_test::axpy\(Tensor x, Tensor\? y=None, \w+\? block=None, \w+\? factor=None, "
+        r"bool\? staged=None, bool zeroed=False\) -> Tensor",
+        schema,
+    ), schema
+    NAMED_CALLS.clear()
+    axpy.plans.clear()
+    x, y = randn((70,), torch.float32, 1), randn((70,), torch.float32, 2)
+    assert torch.equal(torch.ops.gpuperf_test.axpy(x, y, 32, 3, False), axpy(x, y=y, tiles=Tiles(32, 3)))
+    assert torch.equal(torch.ops.gpuperf_test.axpy(x), x * 2)  # fields None: no config
+    assert [call[2] for call in NAMED_CALLS] == [Tiles(32, 3), None]  # the eager call's plans
+    graphs, backend = recording_backend()
+    compiled = torch.compile(
+        lambda t, u: axpy(t, y=u, tiles=Tiles(16, 4)) + 1, backend=backend, fullgraph=True
+    )
+    assert torch.equal(compiled(x, y), x * 4 + y + 1)
+    assert "gpuperf_test.axpy" in called_ops(graphs[0])
+
+
+@pytest.mark.parametrize("zeroed", [False, True])
+def test_a_workspace_is_allocated_again_by_the_plan(zeroed):
+    NAMED_CALLS.clear()
+    axpy.plans.clear()
+    tiles = Tiles(32, 3, staged=True)
+    for seed in (1, 2, 3):
+        x, y = _whole(randn((100,), torch.float32, seed)), _whole(randn((100,), torch.float32, seed + 10))
+        assert torch.equal(axpy(x, y=y, tiles=tiles, zeroed=zeroed), _axpy_ref(x, y, tiles, zeroed)), seed
+    assert len(NAMED_CALLS) == 1 and len(axpy.plans) == 1
+
+
+def test_the_named_eager_call_is_written_from_the_signature():
+    source = named_call_source(inspect.signature(axpy), ("x", "y"))
+    assert "def call(x, *, y=_d_y, tiles=_d_tiles, zeroed=_d_zeroed):" in source
+    assert "None if y is None else (type(y)" in source and "_a0 == _a1" in source
+    compile(source, "<test>", "exec")
+    with pytest.raises(ValueError, match="tensors must name the op's tensor parameters"):
+        named_call_source(inspect.signature(axpy), ("x", "w"))
+    with pytest.raises(ValueError, match="parameter '_x'"):
+        named_call_source(inspect.Signature([inspect.Parameter("_x", inspect.Parameter.POSITIONAL_ONLY)]), ())
+
+
+# An op with a backward, its tensors named -------------------------------------------------
+
+SHIFTED_CALLS = []
+
+
+@op("gpuperf_test::shifted_backward", tensors=("grad",))
+def shifted_backward(grad: torch.Tensor, tiles: Tiles | None = None) -> tuple[torch.Tensor, Launches]:
+    """``grad * factor``; with ``tiles.staged``, through a workspace (a second launch copies it)."""
+    SHIFTED_CALLS.append(("backward", tiles))
+    tiles = tiles or Tiles()
+    grad = grad.contiguous()
+    dx = torch.empty_like(grad)
+    n = dx.numel()
+    grid = (triton.cdiv(n, tiles.block),)
+    if not tiles.staged:
+        return dx, (Launch(_axpy_kernel, grid, (grad, grad, dx, n), (tiles.factor, False, tiles.block), 1),)
+    buffer = torch.empty_like(grad)
+    first = Launch(_axpy_kernel, grid, (grad, grad, buffer, n), (tiles.factor, False, tiles.block), 1)
+    second = Launch(_axpy_kernel, grid, (buffer, buffer, dx, n), (1, False, tiles.block), 1)
+    return dx, (Workspace(buffer), first, second)
+
+
+def _tiles_of(block, factor, staged):
+    return None if block is None else Tiles(block, factor, staged)
+
+
+@op(
+    "gpuperf_test::shifted",
+    tensors=("x", "shift"),
+    backward=shifted_backward,
+    saves=lambda shift, x, block, factor, staged, out: (_tiles_of(block, factor, staged),),
+)
+def shifted(
+    shift: torch.Tensor, x: torch.Tensor, *, tiles: Tiles | None = None
+) -> tuple[torch.Tensor, Launches]:
+    """``x * factor + shift``, differentiable with respect to ``x`` only, which the op names
+    first although the signature takes it second."""
+    SHIFTED_CALLS.append(("forward", tiles))
+    tiles = tiles or Tiles()
+    out = torch.empty_like(x)
+    n = out.numel()
+    grid = (triton.cdiv(n, tiles.block),)
+    return out, (Launch(_axpy_kernel, grid, (x, shift, out, n), (tiles.factor, True, tiles.block), 1),)
+
+
+def _fresh_shifted():
+    SHIFTED_CALLS.clear()
+    for plans in (shifted.plans, shifted.registered_plans, shifted_backward.plans):
+        plans.clear()
+
+
+def test_an_op_with_a_backward_and_named_tensors_plans_records_and_trains():
+    _fresh_shifted()
+    schema = str(torch.ops.gpuperf_test.shifted.default._schema)
+    assert re.fullmatch(
+        r"gpuperf_test::shifted\(Tensor shift, Tensor x, \w+\? block=None, \w+\? factor=None, "
+        r"bool\? staged=None\) -> Tensor",
+        schema,
+    ), schema
+    assert shifted.registered_plans is shifted.plans  # every output public, no `saving`
+    tiles = Tiles(32, 3, staged=True)
+    shift = _whole(randn((70,), torch.float32, 9))  # whole numbers: x * 3 + shift is exact, fused or not
+    for seed in (1, 2):  # not recorded: the plan
+        x = _whole(randn((70,), torch.float32, seed))
+        assert torch.equal(shifted(shift, x, tiles=tiles), x * 3 + shift)
+    assert SHIFTED_CALLS == [("forward", tiles)] and len(shifted.plans) == 1
+    SHIFTED_CALLS.clear()
+    for seed in (1, 2):  # recorded: the registered op (its plan), then the backward op
+        x = _whole(randn((70,), torch.float32, seed)).requires_grad_()
+        out = shifted(shift, x, tiles=tiles)
+        assert torch.equal(out.detach(), x.detach() * 3 + shift)
+        assert "gpuperf_test_shifted" in type(out.grad_fn).__name__
+        grad = randn((70,), torch.float32, seed + 10)
+        (dx,) = torch.autograd.grad(out, x, grad)  # to x, the registered op's second input
+        assert torch.equal(dx, grad * 3), seed
+    # The forward's checks once (the key's first recorded call); the backward, through its
+    # workspace, ran once and then from its plan, the config rebuilt from its fields.
+    assert SHIFTED_CALLS == [("forward", tiles), ("backward", tiles)]
+    assert len(shifted_backward.plans) == 1
+    message = r"shifted differentiates with respect to x only: shift must not require grad"
+    with pytest.raises(ValueError, match=message):
+        shifted(shift.clone().requires_grad_(), x)
+
+
+def test_compile_fullgraph_trains_an_op_with_a_backward_and_named_tensors():
+    graphs, backend = recording_backend()
+    x, shift = randn((40,), torch.float32, 1).requires_grad_(), randn((40,), torch.float32, 2)
+    compiled = torch.compile(
+        lambda s, t: shifted(s, t, tiles=Tiles(16, 4)) + 1, backend=backend, fullgraph=True
+    )
+    out = compiled(shift, x)
+    assert "gpuperf_test.shifted" in called_ops(graphs[0])
+    out.backward(torch.ones_like(out))
+    assert torch.equal(out.detach(), x.detach() * 4 + shift + 1)
+    assert torch.equal(x.grad, torch.full_like(x, 4.0))
+
+
+@triton.jit
+def _described_double_kernel(x_desc, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    value = x_desc.load([tl.program_id(0) * BLOCK])
+    tl.store(out_ptr + offsets, value * 2, mask=offsets < n)
+
+
+@op("gpuperf_test::described_double")
+def described_double(x: torch.Tensor) -> tuple[torch.Tensor, Launches]:
+    """``x * 2`` through a TMA descriptor of ``x`` (1-D, contiguous, 16-byte aligned)."""
+    CALLS.append((tuple(x.shape), "described"))
+    out = torch.empty_like(x)
+    n = out.numel()
+    desc = TensorDescriptor(x, [n], [1], [32])
+    return out, (Launch(_described_double_kernel, (triton.cdiv(n, 32),), (desc, out, n), (32,), 1),)
+
+
+def test_a_descriptor_is_made_again_on_the_new_input_by_the_plan():
+    _fresh()
+    for seed in (1, 2, 3):
+        x = randn((100,), torch.float32, seed)
+        assert torch.equal(described_double(x), x * 2), seed
+    assert len(CALLS) == 1 and len(described_double.plans) == 1
+    assert torch.equal(described_double(x.half()), x.half() * 2)  # another dtype: another binary
+    assert isinstance(launcher(_described_double_kernel), launch_module.DescriptorLauncher)
+
+
+def test_a_descriptor_cannot_enter_a_compiled_graph():
+    x = randn((100,), torch.float32, 1)
+    with pytest.raises(Exception, match=r"host tensor descriptor while torch\.compile traces"):
+        torch.compile(lambda t: described_double(t) + 1, fullgraph=True, backend="eager")(x)
+
+
+def test_tracing_is_told_by_fake_tensors_where_is_compiling_is_false():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    x = torch.ones(4)
+    assert not tracing(x, 3, None)
+    with FakeTensorMode() as mode:
+        fake = mode.from_tensor(x)
+        assert tracing(3, fake) and address(fake[1:]) == 4  # its offset, in bytes
+
+
+def test_a_descriptor_cannot_enter_a_graph_where_is_compiling_is_false(compiling_in_traced_frames_only):
+    x = randn((100,), torch.float32, 1)
+    with pytest.raises(Exception, match=r"host tensor descriptor while torch\.compile traces"):
+        torch.compile(lambda t: described_double(t) + 1, fullgraph=True, backend="eager")(x)
+
+
+def test_a_backward_traces_where_is_compiling_is_false(compiling_in_traced_frames_only):
+    """AOTAutograd traces the backward (the public backward op, on functional tensors) with
+    ``is_compiling()`` False: the backward takes the registered op, not the eager launches."""
+    x, shift = _whole(randn((40,), torch.float32, 1)).requires_grad_(), randn((40,), torch.float32, 2)
+    compiled = torch.compile(
+        lambda s, t: shifted(s, t, tiles=Tiles(16, 4)) + 1, backend="aot_eager", fullgraph=True
+    )
+    SHIFTED_CALLS.clear()
+    out = compiled(shift, x)
+    out.backward(torch.ones_like(out))
+    assert ("backward", Tiles(16, 4)) in SHIFTED_CALLS and x.grad.shape == x.shape
+    if not is_interpreter():  # (the interpreter does not run the kernels of an AOTAutograd graph)
+        assert torch.equal(out.detach(), x.detach() * 4 + shift + 1)
+        assert torch.equal(x.grad, torch.full_like(x, 4.0))
+
+
+def test_a_bound_plan_describes_the_new_base_and_allocates_the_workspace(bound_plans):
+    calls = []
+    x = randn((8, 32), torch.float32, 1)
+    out = torch.empty_like(x)
+    ws = torch.zeros(4, 32)
+    desc = TensorDescriptor(x, [8, 32], [32, 1], [8, 16])
+    launches = (
+        Workspace(ws, zeroed=True),
+        Launch(_described_double_kernel, (3,), (desc, ws, 256), (32,)),
+        Launch(_scale_kernel, (3,), (ws, out, 128), (2, 64)),
+    )
+    plan = launch_module.make_plan(
+        (x,), (), out, launches, [None, _bound(calls, (256, 32)), _bound(calls, (128,))]
+    )
+    a = randn((8, 32), torch.float32, 3)
+    new = plan((a,), (a.data_ptr(),))
+    (first, second) = calls
+    described, workspace = first[6], first[7]
+    assert isinstance(described, Described) and described.base is a
+    assert (described.shape, described.strides, described.padding) == ([8, 32], [32, 1], "zero")
+    assert first[8:] == (256, 32) and second[6:] == (workspace, new.data_ptr(), 128)
+    assert workspace not in (a.data_ptr(), new.data_ptr(), ws.data_ptr()) and new.shape == out.shape
+    allocation = launch_module._workspace_allocation(Workspace(ws, zeroed=True))
+    assert allocation.func is torch.zeros and allocation.args == (ws.shape,)
+    assert launch_module._workspace_allocation(Workspace(ws)).func is torch.empty
+    assert launch_module._workspace_allocation(Workspace(torch.zeros(8, 8)[:, :4])) is None  # a view
+
+
+# The matmul family --------------------------------------------------------------------------
+
+
+def _fp8_operands(seed: int) -> tuple:
+    a, scale_a = to_fp8(randn((20, 64), torch.float32, seed), axis=-1)
+    bt, scale_b = to_fp8(randn((24, 64), torch.float32, seed + 1), axis=-1)
+    return a, bt.t(), scale_a, scale_b.t()  # b column-major, as the FP8 tensor cores read it
+
+
+#: Each op of the matmul family: ``(op, its tensor inputs by seed, its keyword options, its
+#: reference, K)``.
+MATMULS = {
+    "matmul": (
+        matmul,
+        lambda s: _floats(s, (20, 40), (40, 24), (24,), dtype=torch.float16),
+        {"activation": "gelu"},
+        lambda a, b, bias, **options: reference.matmul_ref(a, b, bias, options["activation"]),
+        40,
+    ),
+    "matmul_splitk": (
+        matmul_splitk,
+        # (K = 1024: four slices of 256 on a GPU too, through the workspace)
+        lambda s: _floats(s, (3, 1024), (1024, 24), dtype=torch.float16),
+        {"split_k": 4},
+        lambda a, b, **options: reference.matmul_ref(a, b),
+        1024,
+    ),
+    "matmul_persistent": (
+        matmul_persistent,
+        lambda s: _floats(s, (20, 40), (40, 24), dtype=torch.float16),
+        {},
+        reference.matmul_ref,
+        40,
+    ),
+    "matmul_fp8": (matmul_fp8, _fp8_operands, {}, reference.matmul_fp8_ref, 64),
+}
+
+
+def _matmul_call(name: str, inputs: tuple):
+    """``op(*inputs, **options)``, matmul's bias passed by keyword."""
+    fn, _, options, _, _ = MATMULS[name]
+    if name == "matmul":
+        a, b, bias = inputs
+        return fn(a, b, bias=bias, **options)
+    return fn(*inputs, **options)
+
+
+@pytest.mark.parametrize("name", MATMULS)
+def test_each_matmul_is_a_torch_library_op_that_computes_what_the_op_does(name):
+    fn, make, options, ref, k = MATMULS[name]
+    assert fn.registered is getattr(torch.ops.gpuperf, name) and fn.__name__ == name
+    inputs = make(1)
+    out = _matmul_call(name, inputs)
+    assert_close_fp8(f"{name}", ref(*inputs, **options), out, k=k)
+    # The registered op takes every argument by position (matmul's bias after b).
+    assert torch.equal(fn.registered(*inputs, *options.values()), out)
+
+
+def _all_matmuls(a, b, bias, x, w, fp8):
+    h = matmul(a, b, bias=bias, activation="gelu", config=MatmulConfig(16, 16, 16, 2, 4, 1))
+    p = matmul_persistent(
+        a * 0.5, b, config=PersistentConfig(32, 32, 32, group_m=2, num_warps=4, num_stages=1)
+    )
+    s = matmul_splitk(x, w.t(), split_k=3)
+    f = matmul_fp8(*fp8, out_dtype=torch.float32)
+    return h.float().sum() + p.float().sum() + s.float().sum() + f.sum()
+
+
+def test_compile_fullgraph_keeps_the_matmul_family_in_one_graph():
+    graphs, backend = recording_backend()
+    a, b, bias = _floats(1, (20, 40), (40, 24), (24,), dtype=torch.float16)
+    x, w = _floats(2, (3, 200), (24, 200), dtype=torch.float16)
+    args = (a, b, bias, x, w, _fp8_operands(3))
+    out = torch.compile(_all_matmuls, backend=backend, fullgraph=True)(*args)
+    assert len(graphs) == 1
+    assert {f"gpuperf.{name}" for name in MATMULS} <= called_ops(graphs[0])
+    torch.testing.assert_close(out, _all_matmuls(*args), rtol=1e-3, atol=1e-1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+@pytest.mark.parametrize("name", MATMULS)
+def test_matmuls_compile_with_inductor_and_cuda_graphs(name, mode):
+    """Inductor sees each matmul's kernels (computed pointers for the persistent ones: a graph
+    holds no host descriptor); reduce-overhead records a CUDA graph of them and replays it."""
+    _, make, options, ref, k = MATMULS[name]
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *t: _matmul_call(name, t), fullgraph=True, mode=mode)
+    for seed in (1, 2, 3):  # reduce-overhead records on a later call, then replays
+        inputs = make(seed)
+        assert_close_fp8(
+            f"compiled {name} ({mode}), seed {seed}", ref(*inputs, **options), compiled(*inputs), k
+        )
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", MATMULS)
+def test_eager_matmuls_capture_into_a_cuda_graph(name):
+    """Each matmul's eager call launches from its plan (descriptors made again, split-K's
+    workspace allocated again) on the current stream: a CUDA graph captures it, and the
+    replay computes on what the inputs hold then."""
+    fn, make, options, ref, k = MATMULS[name]
+    inputs = make(1)
+    _matmul_call(name, inputs)  # compiles and plans outside the capture
+    _matmul_call(name, inputs)
+    assert len(fn.plans) >= 1
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = _matmul_call(name, inputs)
+    for t, new in zip(inputs, make(5), strict=True):
+        t.copy_(new)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_close_fp8(f"graph {name}", ref(*inputs, **options), out, k)

@@ -104,6 +104,24 @@ def test_other_layouts_are_copied_into_k_major(layout):
     assert_close("matmul_fp8", matmul_fp8_ref(a, b, scale_a, scale_b), out, k=64)
 
 
+@pytest.mark.parametrize("axis", SCALINGS)
+def test_repeat_calls_launch_from_the_plan_and_a_copy_leaves_none(axis):
+    """K-major operands: the second call on new operands and scales launches from the plan
+    (descriptors made again on the new operands, the new scales read). An operand that had
+    to be copied into K-major leaves no plan: each such call copies again."""
+    matmul_fp8.plans.clear()
+    outs = []
+    for seed in (1, 2, 1):
+        a, b, scale_a, scale_b = operands(24, 32, 64, axis=axis, seed=seed)
+        outs.append(matmul_fp8(a, b, scale_a, scale_b))
+        assert_close(f"planned matmul_fp8 {seed}", matmul_fp8_ref(a, b, scale_a, scale_b), outs[-1], k=64)
+    assert len(matmul_fp8.plans) == 1
+    assert torch.equal(outs[0], outs[2]) and not torch.equal(outs[0], outs[1])
+    for _ in range(2):
+        matmul_fp8(a, b.contiguous(), scale_a, scale_b)  # b row-major: copied
+    assert len(matmul_fp8.plans) == 1
+
+
 def test_mixed_formats():
     a, b, scale_a, scale_b = operands(16, 32, 64, b_dtype=torch.float8_e5m2, seed=5)
     out = matmul_fp8(a, b, scale_a, scale_b, out_dtype=torch.float32)

@@ -139,7 +139,7 @@ def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
     matmul_splitk.plans.clear()
     check_planned_calls(
         matmul_splitk,
-        lambda a, b, split_k: torch.ops.gpuperf.matmul_splitk(a, b, split_k or 0),
+        lambda a, b, split_k: torch.ops.gpuperf.matmul_splitk(a, b, split_k),
         lambda a, b, split_k: matmul_ref(a, b),
         lambda seed: [(operands(3, 33, 300, torch.float16, seed), {"split_k": s}) for s in (None, 1, 7)],
         k=300,
@@ -319,12 +319,12 @@ def test_more_rows_than_the_meant_for_still_compute():
 
 def test_registered_op():
     a, b = operands(3, 33, 300, torch.float16, seed=16)
-    for split_k in (0, 1, 5):  # 0 takes the launch rule
+    for split_k in (None, 1, 5):  # None takes the launch rule
         out = torch.ops.gpuperf.matmul_splitk(a, b, split_k)
         assert_close(f"torch.ops.gpuperf.matmul_splitk {split_k}", matmul_ref(a, b), out, k=300)
     a0, b0 = operands(3, 5, 0, torch.float16)
     zeros = torch.zeros(3, 5, dtype=torch.float16, device=a0.device)
-    assert torch.equal(torch.ops.gpuperf.matmul_splitk(a0, b0, 0), zeros)
+    assert torch.equal(torch.ops.gpuperf.matmul_splitk(a0, b0), zeros)
 
 
 def test_compile_fullgraph_keeps_the_op_in_one_graph():

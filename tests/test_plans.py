@@ -1,14 +1,14 @@
 """The fast path every op shares (gpuperf.kernels.plans) and the descriptor launches it takes
-(gpuperf.kernels.tma): what a key holds, when the body runs, and what a plan replays."""
+(gpuperf.kernels.launch): what a key holds, when the body runs, and what a plan replays."""
 
 import pytest
 import torch
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from gpuperf.kernels import PersistentConfig
+from gpuperf.kernels.launch import DescriptorLauncher
 from gpuperf.kernels.plans import call_key, planned, tensor_key
 from gpuperf.kernels.tma import (
-    DescriptorLauncher,
     box_offset_aligned,
     check_tma_operands,
     tma_copy,

@@ -202,9 +202,11 @@ def test_bad_eps_is_refused_after_a_planned_call(device):
 def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
     """The first call of a layout and eps checks and plans; the next ones, on new tensors, skip
     the checks (none run) and compute on their own inputs, bit for bit as the op does. An int
-    eps is keyed apart from a float one and gives the same output."""
+    eps is keyed apart from a float one and gives the same output. The registered op (which
+    also returns rstd) keeps plans of its own: its first call checks too."""
     checks = record_calls(monkeypatch, rms_norm_module, "_check")
     rms_norm.plans.clear()
+    rms_norm.registered_plans.clear()
     outputs = []
     for seed in (1, 2, 1):
         x, weight = inputs((2, 3, 50), torch.float16, seed=seed)
@@ -214,7 +216,8 @@ def test_repeat_calls_launch_from_the_plan_the_first_left(monkeypatch):
             assert torch.equal(out, op)
             assert_close(f"planned rms_norm, eps {eps!r}, seed {seed}", rms_norm_ref(x, weight, 1.0), out)
             outputs.append(out)
-    assert len(checks) == 2 and len(rms_norm.plans) == 2  # one per type of eps
+    assert len(rms_norm.plans) == 2  # one per type of eps
+    assert len(rms_norm.registered_plans) == 1 and len(checks) == 3
     assert torch.equal(outputs[4], outputs[0]) and not torch.equal(outputs[2], outputs[0])
 
 
@@ -343,3 +346,155 @@ def test_registered_ops_and_their_autograd(device):
     dx_ref, dw_ref = torch.autograd.grad(rms_norm_ref(x64, w64), (x64, w64), grad_y.double())
     assert_close("op dx", dx_ref, dx, k=40)
     assert_close("op dweight", dw_ref, dw, k=16 * 5)
+
+
+# --- the backward through the one launch path -------------------------------------------------
+
+
+def test_a_call_without_autograd_stores_no_rstd(device):
+    """The public op outside autograd calls the forward with saving=False: no rstd is allocated
+    or stored (STORE_RSTD is off; the launch writes y only); the registered op, which
+    autograd records, stores it. (The forward function returns its launches unlaunched.)"""
+    x, weight = inputs((3, 2, 40), torch.float32, seed=16)
+    (y, rstd), (launch,) = rms_norm.__wrapped__(x, weight, saving=False)
+    assert rstd is None and launch.constexprs[-1] is False
+    assert {t.data_ptr() for t in launch.args if isinstance(t, torch.Tensor)} == {
+        x.data_ptr(),
+        weight.data_ptr(),
+        y.data_ptr(),
+    }
+    (y, rstd), (launch,) = rms_norm.__wrapped__(x, weight)
+    assert rstd.shape == (6,) and rstd.dtype == torch.float32 and launch.constexprs[-1] is True
+    assert rstd.data_ptr() in {t.data_ptr() for t in launch.args if isinstance(t, torch.Tensor)}
+
+
+@pytest.mark.parametrize("shape", [(3, 2, 40), (7,), (1, BWD_LONG)], ids=shape_id)
+def test_registered_backward_matches_reference_at_any_rank(shape):
+    """torch.ops.gpuperf.rms_norm takes x of any rank (y of its shape, one rstd a row), and
+    torch.ops.gpuperf.rms_norm_backward (what autograd and torch.compile call) gives dx and
+    dweight of the float64 reference."""
+    x, weight = inputs(shape, torch.float32, seed=17)
+    y, rstd = torch.ops.gpuperf.rms_norm(x, weight, 1e-6)
+    assert y.shape == x.shape and rstd.shape == (x.numel() // shape[-1],)
+    assert_close("rms_norm op", rms_norm_ref(x, weight), y)
+    grad_y = randn(shape, torch.float32, seed=18)
+    dx, dw = torch.ops.gpuperf.rms_norm_backward(grad_y, x, weight, rstd)
+    x64, w64 = x.double().requires_grad_(), weight.double().requires_grad_()
+    dx_ref, dw_ref = torch.autograd.grad(rms_norm_ref(x64, w64), (x64, w64), grad_y.double())
+    assert dx.shape == x.shape and dw.shape == weight.shape
+    assert_close("rms_norm_backward dx", dx_ref, dx, k=shape[-1])
+    assert_close("rms_norm_backward dweight", dw_ref, dw, k=16 * (x.numel() // shape[-1]))
+    assert rms_norm.backward is rms_norm_module.rms_norm_backward
+
+
+@pytest.mark.parametrize("shape", [(3, 2, 40), (1, BWD_LONG)], ids=shape_id)
+def test_the_backward_launches_from_its_plan_on_a_new_workspace(shape):
+    """The backward's float32 partial rows are a Workspace: its second call of a layout runs
+    from the plan (allocating them again), bit for bit as its function on the same tensors."""
+    rms_norm_module.rms_norm_backward.plans.clear()
+
+    def backward_inputs(seed):
+        x, weight = inputs(shape, torch.float32, seed=seed)
+        _, rstd = torch.ops.gpuperf.rms_norm(x, weight, 1e-6)
+        return randn(shape, torch.float32, seed=seed + 1), x, weight, rstd
+
+    rms_norm_module.rms_norm_backward(*backward_inputs(20))
+    second = backward_inputs(22)
+    planned = rms_norm_module.rms_norm_backward(*second)
+    assert len(rms_norm_module.rms_norm_backward.plans) == 1
+    rms_norm_module.rms_norm_backward.plans.clear()
+    unplanned = rms_norm_module.rms_norm_backward(*second)
+    assert all(torch.equal(p, u) for p, u in zip(planned, unplanned, strict=True))
+
+
+def test_rstd_is_not_differentiable_and_the_backward_not_twice(device):
+    x, weight = inputs((4, 30), torch.float32, seed=19)
+    x.requires_grad_()
+    y, rstd = torch.ops.gpuperf.rms_norm(x, weight, 1e-6)
+    assert y.requires_grad and not rstd.requires_grad
+    (dx,) = torch.autograd.grad(rms_norm(x, weight).square().sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="marked with @once_differentiable"):
+        dx.sum().backward()
+
+
+def test_only_weight_requires_grad(device):
+    x, weight = inputs((5, 24), torch.float32, seed=20)
+    weight.requires_grad_()
+    y = rms_norm(x, weight)
+    grad_y = randn((5, 24), torch.float32, seed=21)
+    (dw,) = torch.autograd.grad(y, weight, grad_y)
+    w64 = weight.detach().double().requires_grad_()
+    (dw_ref,) = torch.autograd.grad(rms_norm_ref(x.double(), w64), w64, grad_y.double())
+    assert_close("rms_norm dweight only", dw_ref, dw, k=16 * 5)
+
+
+def test_compile_fullgraph_records_the_backward_on_the_cpu(device):
+    """torch.compile keeps the registered op in one graph; training through it (the graph run as
+    captured) records the backward op."""
+    graphs, backend = recording_backend()
+    x, weight = inputs((2, 5, 40), torch.float32, seed=22)
+    xs, ws = x.clone().requires_grad_(), weight.clone().requires_grad_()
+    out = torch.compile(lambda a, b: rms_norm(a * 2.0, b, eps=1e-5), backend=backend, fullgraph=True)(xs, ws)
+    assert len(graphs) == 1 and "gpuperf.rms_norm" in called_ops(graphs[0])
+    grad_y = randn(tuple(out.shape), torch.float32, seed=23)
+    out.backward(grad_y)
+    x64, w64 = x.double().requires_grad_(), weight.double().requires_grad_()
+    rms_norm_ref(x64 * 2.0, w64, 1e-5).backward(grad_y.double())
+    assert_close("compiled rms_norm dx", x64.grad, xs.grad, k=40)
+    assert_close("compiled rms_norm dweight", w64.grad, ws.grad, k=16 * 10)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_gpu_compile_inductor_trains(mode):
+    """Inductor sees the forward's and the backward's kernels; reduce-overhead records a CUDA
+    graph of each on a later call and replays it."""
+    torch._dynamo.reset()
+    x, weight = inputs((4, 256, 1024), torch.bfloat16, seed=24)
+    compiled = torch.compile(lambda a, b: rms_norm(a, b) * 2.0, fullgraph=True, mode=mode)
+    grad_y = randn(tuple(x.shape), torch.bfloat16, seed=25)
+    for _ in range(3):
+        xs, ws = x.clone().requires_grad_(), weight.clone().requires_grad_()
+        out = compiled(xs, ws)
+        out.backward(grad_y)
+    x64, w64 = x.double().requires_grad_(), weight.double().requires_grad_()
+    ref = rms_norm_ref(x64, w64) * 2.0
+    ref.backward(grad_y.double())
+    assert_close(f"compiled rms_norm ({mode})", ref, out)
+    assert_close(f"compiled rms_norm dx ({mode})", x64.grad, xs.grad, k=4 * 1024)
+    assert_close(f"compiled rms_norm dweight ({mode})", w64.grad, ws.grad, k=16 * 1024)
+
+
+@pytest.mark.gpu
+def test_gpu_eager_rms_norm_captures_into_a_cuda_graph():
+    x, weight = inputs((64, 4096), torch.bfloat16, seed=26)
+    rms_norm(x, weight)  # compile and plan outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = rms_norm(x, weight)
+    x.copy_(randn(x.shape, torch.bfloat16, seed=27))
+    graph.replay()
+    assert_close("rms_norm graph", rms_norm_ref(x, weight), out)
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, error, match",
+    [
+        pytest.param((), {"eps": True}, TypeError, "eps must be a float, got bool", id="eps-bool"),
+        pytest.param((), {"eps": "1e-6"}, TypeError, "eps must be a float, got str", id="eps-str"),
+        pytest.param((), {"eps": 0.0}, ValueError, "eps must be positive and finite", id="eps-0"),
+        pytest.param((1e-6,), {}, TypeError, "takes 2 positional arguments", id="eps-positional"),
+    ],
+)
+def test_bad_inputs_are_refused_when_autograd_records(args, kwargs, error, match):
+    """A call that needs a gradient runs the registered op, whose dispatcher would convert
+    eps=True to 1.0 and refuse a string with a message of its own: the op's checks run first."""
+    x, weight = t(3, 4).requires_grad_(), t(4)
+    for _ in range(2):  # also after a recorded call of the same layout
+        with pytest.raises(error, match=match):
+            rms_norm(x, weight, *args, **kwargs)
+        rms_norm(x, weight)
+    with pytest.raises(TypeError, match=r"weight must be a torch\.Tensor, got list"):
+        rms_norm(x, [1.0] * 4)
+    with pytest.raises(TypeError, match="weight has dtype int64"):
+        rms_norm(x=x, weight=torch.ones(4, dtype=torch.int64, device=x.device))

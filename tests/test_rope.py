@@ -567,8 +567,8 @@ def test_each_layout_and_dtype_has_its_own_plan():
 
 
 def test_calls_autograd_records_are_not_planned():
-    """A call that needs a gradient goes through the autograd.Function, every time, even for a
-    layout already planned: its backward still flows."""
+    """A call that needs a gradient goes through the registered op, which autograd records, every
+    time, even for a layout already planned: its backward still flows."""
     shape = (1, 2, 1, 5, 16)
     q, k = qkv_views(shape, torch.float32, seed=5)
     cos, sin = tables(shape, "random", seed=6)
@@ -579,7 +579,7 @@ def test_calls_autograd_records_are_not_planned():
     for _ in range(2):
         check_gradients(q, k, cos, sin, name="rope after a plan")
         q_out, _k_out = rope(q.detach().requires_grad_(), k, cos, sin)
-        assert type(q_out.grad_fn).__name__ == "_RopeBackward"
+        assert type(q_out.grad_fn).__name__ == "GeneratedBackwardFor_gpuperf_rope_defaultBackward"
     assert len(rope.plans) == 1
 
 
@@ -776,3 +776,29 @@ def test_benchmark_counts_bytes_and_flops_and_passes_the_models_views(device):
     for provider in bench.providers:
         if provider.key != "compile":  # torch.compile of the eager formula: on a GPU
             check(f"rope {provider.key}", expected, provider.make(q, k, cos, sin)(), k=bench.reduction(8))
+
+
+# --- the backward through the one launch path -----------------------------------------------------
+
+
+def test_the_eager_backward_launches_from_its_plan(device):
+    """rope_backward is an op of its own: a second backward of the same layout runs its plan, on
+    the new gradients."""
+    shape = (2, 3, 1, 6, 16)
+    rope.backward.plans.clear()
+    for seed in (40, 41):
+        q, k = qkv_views(shape, torch.float32, seed=seed)
+        check_gradients(q, k, *tables(shape, "random", seed=seed + 1), name=f"rope backward, seed {seed}")
+    assert len(rope.backward.plans) == 1
+    assert rope.backward.registered is torch.ops.gpuperf.rope_backward
+
+
+def test_bad_inputs_are_refused_when_autograd_records(device):
+    q, k, cos, sin = t(*Q).requires_grad_(), t(*K), t(*C), t(*C)
+    rope(q, k, cos, sin)
+    with pytest.raises(TypeError, match="cos has dtype float16"):
+        rope(q, k, cos.half(), sin)
+    with pytest.raises(ValueError, match=r"k must be \(B, H_kv, S, D\)"):
+        rope(q, t(3, 2, 5, 16), cos, sin)
+    with pytest.raises(TypeError, match=r"sin must be a torch\.Tensor, got list"):
+        rope(q, k, cos, [0.0])

@@ -141,7 +141,7 @@ def test_linear_layout_takes_one_dot_and_keeps_the_halves_apart():
     assert tma_layout(w) == "col" and launch_config(x, w, config).tma
     check_forward(x, w, "swiglu linear layout", config)
     check_forward(x, w, "swiglu linear layout, planned", config)
-    out = torch.ops.gpuperf.swiglu(x, w, *_fields(config))  # descriptors made on the device
+    out = torch.ops.gpuperf.swiglu(x, w, *_fields(config))  # the registered op, called eagerly
     assert_close("op, linear layout", reference(x, w), out, k=72)
 
 
@@ -232,7 +232,7 @@ OP_SHAPES = SHAPES[1:] if DEVICE == "cuda" else [SHAPES[1], SHAPES[4]]
 
 @pytest.mark.parametrize("config", [*PATHS[1:], pytest.param(SWIGLU_INTERPRETER, id="tma")])
 def test_registered_op_and_its_autograd(config):
-    """torch.ops.gpuperf.swiglu (what torch.compile calls: TMA descriptors made on the device)."""
+    """torch.ops.gpuperf.swiglu (what torch.compile calls), eagerly, and its autograd."""
     from gpuperf.kernels.swiglu import _fields
 
     for m, n, k, _ in OP_SHAPES:
@@ -273,6 +273,53 @@ def test_compile_fullgraph_keeps_the_op_in_one_graph():
     called = called_ops(graphs[0])
     assert "gpuperf.swiglu" in called
     assert_close("compiled swiglu", reference(x * 2.0, w) * 2.0, out, k=72)
+
+
+def _mlp(x, w):
+    return swiglu(x * 2.0, w) * 2.0  # exact scalings in fp16
+
+
+def _swiglu_grads(fn, x, w, grad_out):
+    """The output and ``(dx, dw)`` of ``fn`` (swiglu, compiled or not)."""
+    x, w = x.detach().requires_grad_(), w.detach().requires_grad_()
+    out = fn(x, w)
+    return (out.detach(), *torch.autograd.grad(out, (x, w), grad_out))
+
+
+@pytest.mark.parametrize("m, n, k", [(40, 40, 72), (17, 33, 65)], ids=["tma", "pointer"])
+def test_compiled_training_traces_where_is_compiling_is_false(
+    m, n, k, compiling_in_traced_frames_only, eager_launches_of_a_trace
+):
+    """AOTAutograd traces the forward and the backward (swiglu_backward on functional
+    tensors: its matmuls and the elementwise op ``torch.ops.gpuperf.swiglu_backward``, not
+    the in-place launch) with ``is_compiling()`` False: nothing launches eagerly on a
+    trace's tensors, and the compiled step gives the eager one's output and gradients."""
+    x, w = inputs(m, n, k, seed=41)
+    grad_out = randn((m, n), torch.float16, seed=42)
+    got = _swiglu_grads(torch.compile(_mlp, backend="aot_eager", fullgraph=True), x, w, grad_out)
+    assert eager_launches_of_a_trace == []
+    assert [t.shape for t in got] == [(m, n), x.shape, w.shape]
+    if DEVICE == "cuda":  # (the interpreter does not run the kernels of an AOTAutograd graph)
+        want = _swiglu_grads(_mlp, x, w, grad_out)
+        for name, g, e in zip(("out", "dx", "dw"), got, want, strict=True):
+            torch.testing.assert_close(g, e, rtol=1e-2, atol=1e-2, msg=lambda msg, n=name: f"{n}: {msg}")
+
+
+def test_compiled_graph_trains_where_is_compiling_is_false(
+    compiling_in_traced_frames_only, eager_launches_of_a_trace
+):
+    """Dynamo runs the registered op's body on fake tensors with ``is_compiling()`` False (the
+    TMA config: its layouts read from the storage offsets): the graph calls the op, nothing
+    launches on a fake tensor, and the output and the gradients equal the eager call's."""
+    x, w = inputs(40, 40, 72, seed=43)
+    grad_out = randn((40, 40), torch.float16, seed=44)
+    graphs, backend = recording_backend()
+    got = _swiglu_grads(torch.compile(_mlp, backend=backend, fullgraph=True), x, w, grad_out)
+    assert len(graphs) == 1 and "gpuperf.swiglu" in called_ops(graphs[0])
+    assert eager_launches_of_a_trace == []
+    want = _swiglu_grads(_mlp, x, w, grad_out)
+    for name, g, e in zip(("out", "dx", "dw"), got, want, strict=True):
+        torch.testing.assert_close(g, e, rtol=0, atol=0, msg=lambda msg, n=name: f"{n}: {msg}")
 
 
 # --- configs -------------------------------------------------------------------------------
@@ -531,3 +578,23 @@ def test_bfloat16_is_right_wherever_it_runs():
         out = swiglu(x, w)
         assert out.dtype == torch.bfloat16
         assert_close(f"swiglu bf16 {m}x{n}x{k}", swiglu_ref(x, w[:, :n], w[:, n:]), out, k=k)
+
+
+@pytest.mark.gpu
+def test_gpu_compile_reduce_overhead_trains_through_cuda_graphs():
+    """reduce-overhead records CUDA graphs of the forward (descriptors made on the device)
+    and of the backward (matmuls and the elementwise op) and replays them on new inputs."""
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x, w: swiglu(x, w) * 2.0, mode="reduce-overhead", fullgraph=True)
+    for step in range(3):  # a later call records the graphs, the next replays them
+        x, w = inputs(256, 512, 384, torch.bfloat16, seed=40 + step)
+        xs, ws = x.clone().requires_grad_(), w.clone().requires_grad_()
+        out = compiled(xs, ws)
+        grad_out = randn(tuple(out.shape), torch.bfloat16, seed=50 + step)
+        out.backward(grad_out)
+        x64, w64 = x.double().requires_grad_(), w.double().requires_grad_()
+        ref = reference(x64, w64) * 2.0
+        ref.backward(grad_out.double())
+        assert_close(f"reduce-overhead swiglu, call {step}", ref, out, k=384)
+        assert_close(f"reduce-overhead swiglu dx, call {step}", x64.grad, xs.grad, k=4 * dx_k(512, 384))
+        assert_close(f"reduce-overhead swiglu dw, call {step}", w64.grad, ws.grad, k=4 * 64 * 256)

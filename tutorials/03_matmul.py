@@ -167,21 +167,21 @@ print(f"the bf16 ridge point: {hw.ridge_point('bf16'):.0f} FLOP/B")
 # The wrapper
 # -----------
 #
-# ``matmul`` hands its arguments to ``_matmul``, the body of the op: it
-# validates the inputs, picks a launch configuration, allocates :math:`C`,
-# launches, and returns with :math:`C` the launch plan for inputs like these.
-# Inputs like ones already checked skip straight to that plan (the section on
-# host time explains):
+# ``matmul`` is one plain function, decorated with ``@op``
+# (``src/gpuperf/kernels/launch.py``, the launch path every op of the package is
+# moving to; tutorial 02 shows it on softmax). It validates the inputs, picks a
+# launch configuration, allocates :math:`C` and returns it with the launch that
+# fills it (kernel, grid, runtime arguments, constexprs, warps, stages); it
+# launches nothing itself. The grid is one program per tile, the strides pass as
+# they are (any layout is read in place), and at :math:`K = 0` the loop runs
+# zero times and only the epilogue runs, the output standing in for :math:`A`
+# and :math:`B`. From that one function ``@op`` builds the eager call, the
+# ``torch.library`` op and the plan that later calls with inputs like these
+# skip straight to (the section on host time explains):
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/matmul.py
-#    :pyobject: _matmul
-#
-# ``_matmul_into`` computes the grid, passes the strides (any layout is read in
-# place) and the constexprs, and handles :math:`K = 0`, where the loop runs zero
-# times and only the epilogue runs:
-#
-# .. literalinclude:: ../../src/gpuperf/kernels/matmul.py
-#    :pyobject: _matmul_into
+#    :start-at: if bias is None:
+#    :end-before: __all__
 #
 # Which configuration does a call use? Tile sizes, group size, warps and
 # pipeline stages (an :term:`autotune config`) were timed once per benchmarked
@@ -575,16 +575,14 @@ print(page.host_time(host))
 #
 # The wrapper goes one step further. Once a call's inputs have passed the
 # checks and been planned (config, grid, strides, key), the launch with
-# everything fixed but the tensors' addresses is kept as a ``Bound``: the
-# op is decorated with ``@planned`` (``src/gpuperf/kernels/plans.py``, shared
-# by the package's matmuls, attention, RMSNorm, RoPE and SwiGLU), which keeps
-# that plan under the key of the call, everything the checks and the planning
-# read. (The elementwise ops, the row mean and softmax already launch through
-# its successor, ``@op`` in ``src/gpuperf/kernels/launch.py``, which builds the
-# same plan from one function that returns its launches: tutorial 02 shows it.)
+# everything fixed but the tensors' addresses is kept as a ``Bound``: ``@op``
+# keeps that plan under the key of the call, everything the checks and the
+# planning read: for each tensor input (the bias, or its absence, included)
+# its type, shape, strides, dtype, device and address modulo 16, which inputs
+# share an address, then every other argument with its type:
 #
-# .. literalinclude:: ../../src/gpuperf/kernels/plans.py
-#    :pyobject: call_key
+# .. literalinclude:: ../../src/gpuperf/kernels/launch.py
+#    :pyobject: layout_key
 #
 # A later call with the same key (same shapes, strides, dtypes, devices,
 # alignment, and the same activation and config, each of the same type)

@@ -181,13 +181,16 @@ print(page.backward_work())
 # than the count says.
 #
 # The op registers both passes with ``torch.library``
-# (``torch.ops.gpuperf.attention_forward`` and its backward), so
+# (``torch.ops.gpuperf.attention``, returning the output and the log-sum-exp, and
+# ``torch.ops.gpuperf.attention_backward``, its three launches), so
 # ``torch.compile(fullgraph=True)`` sees one op with a backward
-# (``tests/test_library.py`` trains through it compiled). Called eagerly, the same
-# kernels launch without the op's dispatch, which costs host time on every call:
-# through an ``autograd.Function`` when a gradient is recorded, and, without one,
-# from a plan kept for inputs like ones already checked
-# (:mod:`gpuperf.kernels.plans`). Same kernels, same configs: the same bits.
+# (``tests/test_library.py`` trains through it compiled). Both are written once,
+# as functions that return their outputs and the launches that fill them
+# (:mod:`gpuperf.kernels.launch`). When a gradient is recorded, the call goes
+# through the registered op, so that autograd records its backward; without one,
+# the same kernels launch without the op's dispatch, which costs host time on
+# every call, from a plan kept for inputs like ones already checked. Same
+# kernels, same configs: the same bits.
 #
 # Correct first
 # -------------

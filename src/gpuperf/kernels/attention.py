@@ -31,15 +31,13 @@ import functools
 import torch
 import triton
 import triton.language as tl
-from torch.library import triton_op
 
 from gpuperf._runtime import gpu_slug, is_interpreter
 from gpuperf.kernels import _attention_configs
-from gpuperf.kernels._attention_checks import check_attention
+from gpuperf.kernels._attention_checks import check_attention, check_scale
 from gpuperf.kernels._attention_configs import ATTENTION_HEAD_DIMS, AttentionConfig
 from gpuperf.kernels._grid import cdiv
-from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
-from gpuperf.kernels.plans import planned
+from gpuperf.kernels.launch import Launch, Launches, Workspace, launcher, op
 
 # exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
 LOG2E = 1.4426950408889634
@@ -570,14 +568,6 @@ def _attention_dq_kernel(
         tl.store(out, dq.to(dq_ptr.dtype.element_ty), mask=offs_m[:, None] < seq_q)
 
 
-_KERNELS = (_attention_forward_kernel, _attention_delta_kernel, _attention_dkdv_kernel, _attention_dq_kernel)
-#: Eager launches, through the cache of compiled kernels (a few microseconds of host time
-#: each); the ``torch.library`` ops below launch through ``wrap_triton`` instead, which
-#: ``torch.compile`` can trace. Both launch the same kernels with the same arguments.
-_launch = {k: Launcher(k) for k in _KERNELS}
-_launch_traced = {k: traced(k) for k in _KERNELS}
-
-
 @functools.lru_cache(maxsize=256)
 def _configs_for(device_index: int, head_dim: int, causal: bool):
     slug = None if is_interpreter() else gpu_slug(torch.cuda.get_device_name(device_index))
@@ -601,17 +591,13 @@ def forget_tuned_configs() -> None:
     _attention_configs._attention_table.cache_clear()
     _configs_for.cache_clear()
     attention.plans.clear()
+    attention.registered_plans.clear()
+    attention_backward.plans.clear()
 
 
-def forward_into(
-    o, lse, q, k, v, causal: bool, scale: float, config: AttentionConfig, launchers=_launch, bind=False
-):
-    """Launch the forward kernel with ``config`` into ``o`` (``q``'s shape) and ``lse`` (float32,
-    ``(B, H, S_q)``) by ``launchers`` (the launch cache by default, or the op's traced
-    launches); with ``bind``, return the launch bound for the next inputs like these
-    (:class:`~gpuperf.kernels._launch.Bound`, None where there can be none). No checks: the
-    callers pass checked tensors (the op, and the tuning sweep of :mod:`gpuperf.bench.tuning`,
-    which times each config)."""
+def _forward_launch(o, lse, q, k, v, causal: bool, scale: float, config: AttentionConfig) -> Launch:
+    """The forward kernel's launch with ``config`` into ``o`` (``q``'s shape) and ``lse``
+    (float32, ``(B, H, S_q)``)."""
     batch, n_heads, seq_q, head_dim = q.shape
     n_kv_heads, seq_k = k.shape[1], k.shape[2]
     grid = (cdiv(seq_q, config.block_m), batch * n_heads)
@@ -627,42 +613,42 @@ def forward_into(
         seq_q % config.block_m == 0,
         seq_k % config.block_n == 0,
     )
-    return launchers[_attention_forward_kernel](
-        grid, runtime, constexprs, num_warps=config.num_warps, num_stages=config.num_stages, bind=bind
-    )
+    return Launch(_attention_forward_kernel, grid, runtime, constexprs, config.num_warps, config.num_stages)
 
 
-def backward_into(
-    dq, dk, dv, do, q, k, v, o, lse, causal: bool, scale: float, configs, launchers=_launch
-) -> None:
-    """Launch the backward into ``dq``, ``dk`` and ``dv`` from the upstream gradient ``do`` and
-    the forward's ``o`` and ``lse``, with ``configs`` ``(forward, dK/dV, dQ)`` (the first
-    unused), by ``launchers`` as :func:`forward_into`. No checks, as there."""
+def _backward_launches(dq, dk, dv, do, q, k, v, o, lse, causal: bool, scale: float, configs) -> list:
+    """The backward's launches into ``dq``, ``dk`` and ``dv`` from the upstream gradient ``do``
+    and the forward's ``o`` and ``lse``, with ``configs`` ``(forward, dK/dV, dQ)`` (the first
+    unused): ``delta = rowsum(dO ∘ O)`` into a float32 :class:`~gpuperf.kernels.launch.Workspace`,
+    then dK/dV, then dQ."""
     _, dkdv, dq_config = configs
     batch, n_heads, seq_q, head_dim = q.shape
     n_kv_heads, seq_k = k.shape[1], k.shape[2]
     group_size = n_heads // n_kv_heads
-    delta = torch.empty_like(lse)
+    delta = torch.empty(lse.shape, dtype=torch.float32, device=lse.device)
     block = 64 if head_dim <= 64 else 32
-    launchers[_attention_delta_kernel](
+    delta_launch = Launch(
+        _attention_delta_kernel,
         (cdiv(seq_q, block), batch * n_heads),
         (o, do, delta, *o.stride()[:3], *do.stride(), n_heads, seq_q),
         (head_dim, block),
-        num_warps=4,
-        num_stages=1,
+        4,
+        1,
     )
     strides = (*q.stride(), *k.stride(), *v.stride(), *do.stride())
-    launchers[_attention_dkdv_kernel](
+    dkdv_launch = Launch(
+        _attention_dkdv_kernel,
         (cdiv(seq_k, dkdv.block_n), batch * n_kv_heads),
         (
             q, k, v, do, lse, delta, dk, dv, *strides, *dk.stride()[:3],
             n_heads, n_kv_heads, group_size, seq_q, seq_k, scale * LOG2E, scale,
         ),
         (head_dim, dkdv.block_m, dkdv.block_n, causal, seq_q % dkdv.block_m == 0, seq_k % dkdv.block_n == 0),
-        num_warps=dkdv.num_warps,
-        num_stages=dkdv.num_stages,
+        dkdv.num_warps,
+        dkdv.num_stages,
     )  # fmt: skip
-    launchers[_attention_dq_kernel](
+    dq_launch = Launch(
+        _attention_dq_kernel,
         (cdiv(seq_q, dq_config.block_m), batch * n_heads),
         (
             q, k, v, do, lse, delta, dq, *strides, *dq.stride()[:3],
@@ -672,31 +658,38 @@ def backward_into(
             head_dim, dq_config.block_m, dq_config.block_n, causal,
             seq_q % dq_config.block_m == 0, seq_k % dq_config.block_n == 0,
         ),
-        num_warps=dq_config.num_warps,
-        num_stages=dq_config.num_stages,
+        dq_config.num_warps,
+        dq_config.num_stages,
     )  # fmt: skip
+    return [Workspace(delta), delta_launch, dkdv_launch, dq_launch]
 
 
-def _new_outputs(q) -> tuple[torch.Tensor, torch.Tensor]:
-    """The output (``q``'s shape and dtype, contiguous) and the float32 log-sum-exp per row."""
-    batch, n_heads, seq_q, _ = q.shape
-    lse = torch.empty((batch, n_heads, seq_q), dtype=torch.float32, device=q.device)
-    return torch.empty(q.shape, dtype=q.dtype, device=q.device), lse
+def _launch_now(launches) -> None:
+    """Launch each of ``launches`` through the cache of compiled kernels (no plan)."""
+    for step in launches:
+        if type(step) is Launch:
+            launcher(step.kernel, step.args)(
+                step.grid, step.args, step.constexprs, num_warps=step.num_warps, num_stages=step.num_stages
+            )
 
 
-@triton_op("gpuperf::attention_forward", mutates_args=())
-def _attention_forward_op(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    o, lse = _new_outputs(q)
-    if o.numel():
-        config = _configs_for(q.get_device(), q.shape[3], causal)[0]
-        forward_into(o, lse, q, k, v, causal, scale, config, _launch_traced)
-    return o, lse
+def forward_into(o, lse, q, k, v, causal: bool, scale: float, config: AttentionConfig) -> None:
+    """Launch the forward kernel with ``config`` into ``o`` (``q``'s shape) and ``lse`` (float32,
+    ``(B, H, S_q)``), through the cache of compiled kernels. No checks: the caller passes
+    checked tensors (the tuning sweep of :mod:`gpuperf.bench.tuning`, which times each
+    config)."""
+    _launch_now((_forward_launch(o, lse, q, k, v, causal, scale, config),))
 
 
-@triton_op("gpuperf::attention_backward", mutates_args=())
-def _attention_backward_op(
+def backward_into(dq, dk, dv, do, q, k, v, o, lse, causal: bool, scale: float, configs) -> None:
+    """Launch the backward into ``dq``, ``dk`` and ``dv`` from the upstream gradient ``do`` and
+    the forward's ``o`` and ``lse``, with ``configs`` ``(forward, dK/dV, dQ)`` (the first
+    unused), as :func:`forward_into`. No checks, as there."""
+    _launch_now(_backward_launches(dq, dk, dv, do, q, k, v, o, lse, causal, scale, configs))
+
+
+@op("gpuperf::attention_backward", tensors=6)
+def attention_backward(
     grad_out: torch.Tensor,
     q: torch.Tensor,
     k: torch.Tensor,
@@ -704,101 +697,37 @@ def _attention_backward_op(
     out: torch.Tensor,
     lse: torch.Tensor,
     causal: bool,
-    scale: float,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    dq = q.new_empty(q.shape)
-    dk = k.new_empty(k.shape)
-    dv = v.new_empty(v.shape)
+    scale: float | None,
+) -> tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor], Launches]:
+    """``(dq, dk, dv)`` of :func:`attention` from the gradient ``grad_out`` of its output
+    (``q``'s shape, any strides) and what its forward saved: ``q``, ``k``, ``v``, the output
+    ``out``, the float32 log-sum-exp ``lse`` ``(B, H, S_q)``, ``causal`` and ``scale`` (None:
+    ``1 / sqrt(D)``). Called by autograd, it checks nothing.
+
+    Three launches: ``delta = rowsum(dO ∘ O)`` per query row into a float32 workspace
+    ``(B, H, S_q)``, then one program per block of keys for dK and dV (summed over the query
+    heads of each group), then one per block of queries for dQ. Gradients come out in the
+    inputs' dtypes. No query: ``dq`` empty, ``dk`` and ``dv`` zeros, nothing launched.
+    """
+    scale = check_scale(scale, q.shape[3])
+    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
+    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
     if q.numel() == 0:  # no query: no gradient flows to the keys and values
-        return dq, dk.zero_(), dv.zero_()
-    if dk.numel():
-        configs = _configs_for(q.get_device(), q.shape[3], causal)
-        backward_into(dq, dk, dv, grad_out, q, k, v, out, lse, causal, scale, configs, _launch_traced)
-    return dq, dk, dv
+        return (dq, dk.zero_(), dv.zero_()), ()
+    if dk.numel() == 0:
+        return (dq, dk, dv), ()
+    configs = _configs_for(q.get_device(), q.shape[3], causal)
+    return (dq, dk, dv), _backward_launches(dq, dk, dv, grad_out, q, k, v, out, lse, causal, scale, configs)
 
 
-def _setup_context(ctx, inputs, output) -> None:
-    q, k, v, causal, scale = inputs
-    out, lse = output
-    ctx.save_for_backward(q, k, v, out, lse)
-    ctx.causal, ctx.scale = causal, scale
-
-
-def _backward(ctx, grad_out, grad_lse):
-    q, k, v, out, lse = ctx.saved_tensors
-    dq, dk, dv = torch.ops.gpuperf.attention_backward(grad_out, q, k, v, out, lse, ctx.causal, ctx.scale)
-    return dq, dk, dv, None, None
-
-
-torch.library.register_autograd("gpuperf::attention_forward", _backward, setup_context=_setup_context)
-
-
-# --- the eager path: the same kernels, launched through the cache ------------------------------
-
-
-class _Attention(torch.autograd.Function):
-    """The op's forward and backward for eager training, launched through the cache.
-
-    The ``torch.library`` ops above are what ``torch.compile`` sees; called eagerly, the
-    ``torch.ops`` dispatch and ``wrap_triton``'s launch path cost tens of microseconds of
-    host time more per call. The kernels, their configs and their arguments are the ops':
-    the results are the same, bit for bit."""
-
-    @staticmethod
-    def forward(ctx, q, k, v, causal, scale):
-        o, lse = _new_outputs(q)
-        if o.numel():
-            config = _configs_for(q.get_device(), q.shape[3], causal)[0]
-            forward_into(o, lse, q, k, v, causal, scale, config, _launch)
-        ctx.save_for_backward(q, k, v, o, lse)
-        ctx.causal, ctx.scale = causal, scale
-        return o
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        q, k, v, o, lse = ctx.saved_tensors
-        dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
-        if q.numel() == 0:  # no query: no gradient flows to the keys and values
-            return dq, dk.zero_(), dv.zero_(), None, None
-        if dk.numel():
-            configs = _configs_for(q.get_device(), q.shape[3], ctx.causal)
-            backward_into(dq, dk, dv, grad_out, q, k, v, o, lse, ctx.causal, ctx.scale, configs, _launch)
-        return dq, dk, dv, None, None
-
-
-class _ForwardPlan:
-    """A checked, configured forward for inputs like the ones it was made for
-    (:mod:`gpuperf.kernels.plans`): ``plan(q, k, v)`` allocates the output and the
-    log-sum-exp and launches the launch bound to everything but the five addresses. Where
-    there is no binary to bind (Triton's interpreter), it launches through the cache with
-    the checked config instead."""
-
-    __slots__ = ("bound", "causal", "config", "scale")
-
-    def __init__(self, bound, causal: bool, scale: float, config: AttentionConfig):
-        self.bound, self.causal, self.scale, self.config = bound, causal, scale, config
-
-    def __call__(self, q, k, v) -> torch.Tensor:
-        o, lse = _new_outputs(q)
-        if self.bound is None:
-            forward_into(o, lse, q, k, v, self.causal, self.scale, self.config, _launch)
-        else:
-            self.bound(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr())
-        return o
-
-
-def _forward(q, k, v, causal: bool, scale: float) -> tuple[torch.Tensor, _ForwardPlan | None]:
-    """``(output, plan)`` of checked inputs that need no gradient; no launch (and no plan)
-    where the output is empty, no plan while the fast path is off."""
-    o, lse = _new_outputs(q)
-    if o.numel() == 0:
-        return o, None
-    config = _configs_for(q.get_device(), q.shape[3], causal)[0]
-    bound = forward_into(o, lse, q, k, v, causal, scale, config, _launch, bind=True)
-    return o, (_ForwardPlan(bound, causal, scale, config) if fast_path_enabled() else None)
-
-
-@planned(tensors=3)
+@op(
+    "gpuperf::attention",
+    tensors=3,
+    outputs=1,  # o; lse is for the backward
+    backward=attention_backward,
+    saves=lambda q, k, v, causal, scale, o, lse: (q, k, v, o, lse, causal, scale),
+)
 def attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -806,7 +735,7 @@ def attention(
     *,
     causal: bool = False,
     scale: float | None = None,
-) -> torch.Tensor:
+) -> tuple[tuple[torch.Tensor, torch.Tensor], Launches]:
     """Return ``softmax(q @ kᵀ · scale) @ v`` per batch and head, fused, with a Triton backward.
 
     The layout and semantics of ``torch.nn.functional.scaled_dot_product_attention``
@@ -848,28 +777,40 @@ def attention(
             not positive and finite, or the tensors are on different devices (or on
             the CPU while the interpreter is off).
 
-    Registered as ``torch.ops.gpuperf.attention_forward`` (returning the output and
-    the log-sum-exp) with its backward ``torch.ops.gpuperf.attention_backward``, so
-    ``torch.compile(fullgraph=True)`` keeps it in the graph and trains through it.
+    Registered as ``torch.ops.gpuperf.attention`` (through
+    :func:`~gpuperf.kernels.launch.op`, returning the output and the log-sum-exp) with its
+    backward ``torch.ops.gpuperf.attention_backward`` (:func:`attention_backward`,
+    registered with ``torch.library.register_autograd``): inside ``torch.compile`` this
+    function calls them, so ``torch.compile(fullgraph=True)`` keeps it in the graph and
+    trains through it.
 
-    Called eagerly, it skips the ops' dispatch and launches the same kernels, with the
-    same configs and arguments, through the cache of compiled kernels
-    (:mod:`gpuperf.kernels._launch`): the results are the ops', bit for bit. With a
-    gradient to record, an ``autograd.Function`` runs the forward and, later, the
-    backward; without one, a call whose inputs are like ones already checked (shapes,
-    strides, dtypes, device, 16-byte alignment, ``causal`` and ``scale`` of the same
-    types and values) launches from their plan (:mod:`gpuperf.kernels.plans`).
+    Called eagerly, it launches the same kernels, with the same configs and arguments,
+    through the cache of compiled kernels (:mod:`gpuperf.kernels.launch`): the results are
+    the ops', bit for bit. With a gradient to record, the call goes through the
+    registered op, whose autograd runs the backward; without one, a call whose inputs are
+    like ones already checked (shapes, strides, dtypes, device, 16-byte alignment,
+    ``causal`` and ``scale`` of the same types and values) launches from their plan
+    (:mod:`gpuperf.kernels.launch`).
 
     FLOPs: ``4 * B * H * S_q * S_k * D`` forward (half that when causal), 2.5 times as
     many backward. Algorithm: FlashAttention-2 (arXiv:2307.08691).
     """
     scale = check_attention(q, k, v, causal, scale, ATTENTION_HEAD_DIMS)
-    if torch.compiler.is_compiling():
-        return torch.ops.gpuperf.attention_forward(q, k, v, causal, scale)[0], None
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        return _Attention.apply(q, k, v, causal, scale), None
-    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans).
-    return _forward(q, k, v, causal, scale)
+    batch, n_heads, seq_q, _ = q.shape
+    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    # Each row's log-sum-exp (base 2), float32: the backward recomputes the probabilities from it.
+    lse = torch.empty((batch, n_heads, seq_q), dtype=torch.float32, device=q.device)
+    if o.numel() == 0:
+        return (o, lse), ()
+    config = _configs_for(q.get_device(), q.shape[3], causal)[0]
+    return (o, lse), (_forward_launch(o, lse, q, k, v, causal, scale, config),)
 
 
-__all__ = ["AttentionConfig", "attention", "attention_configs", "backward_into", "forward_into"]
+__all__ = [
+    "AttentionConfig",
+    "attention",
+    "attention_backward",
+    "attention_configs",
+    "backward_into",
+    "forward_into",
+]

@@ -43,15 +43,14 @@ from typing import NamedTuple
 import torch
 import triton
 import triton.language as tl
-from torch.library import triton_op
 
 from gpuperf._runtime import is_interpreter
 from gpuperf.kernels._attention_checks import check_heads, check_scale
 from gpuperf.kernels._grid import cdiv, next_power_of_2
-from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 from gpuperf.kernels.device import num_sms
-from gpuperf.kernels.plans import planned
+from gpuperf.kernels.launch import Launch, Launches, Workspace, fields_as_dict, op
+from gpuperf.kernels.tma import tracing
 
 # exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
 LOG2E = 1.4426950408889634
@@ -321,14 +320,6 @@ def _attention_decode_combine_kernel(
     tl.store(o_ptr + row * HEAD_DIM + offs_d, o.to(o_ptr.dtype.element_ty))
 
 
-_KERNELS = (_attention_decode_kernel, _attention_decode_combine_kernel)
-#: Eager launches, through the cache of compiled kernels; the ``torch.library`` op below
-#: launches the same kernels with the same arguments through ``wrap_triton``, which
-#: ``torch.compile`` can trace.
-_launch = {k: Launcher(k) for k in _KERNELS}
-_launch_traced = {k: traced(k) for k in _KERNELS}
-
-
 class DecodeLaunch(NamedTuple):
     """How :func:`attention_decode` launches on one shape.
 
@@ -350,8 +341,7 @@ class DecodeLaunch(NamedTuple):
     num_warps: int
     num_stages: int
 
-    def as_dict(self) -> dict:
-        return self._asdict()
+    as_dict = fields_as_dict
 
 
 def decode_splits(programs: int, s_max: int, n_sms: int, min_keys: int = DECODE_MIN_KEYS_PER_SPLIT) -> int:
@@ -409,60 +399,6 @@ def decode_launch(
     return DecodeLaunch(num_splits, block_m, n_row_blocks, block_n, num_warps, num_stages)
 
 
-def _launch_into(
-    out, q, k_cache, v_cache, cache_seqlens, scale: float, launch: DecodeLaunch, launchers, bind=False
-):
-    """Launch the split kernel (and the combine, with several splits) into ``out``; return
-    ``(split, combine, workspace elements, lse offset in bytes)``, the launches
-    :class:`~gpuperf.kernels._launch.Bound` when ``bind`` (None where they cannot be)."""
-    batch, n_heads, seq_q, head_dim = q.shape
-    n_kv_heads, s_max = k_cache.shape[1], k_cache.shape[2]
-    n_splits = launch.num_splits
-    single = n_splits == 1
-    n_rows = batch * n_heads * seq_q
-    workspace = n_rows * n_splits * (head_dim + 1)
-    if launchers is _launch_traced:
-        # Inside the op torch.compile traces: distinct tensors, no views of one buffer and
-        # no argument passed twice, so that functionalization sees each write plainly.
-        n_parts = n_rows * n_splits if not single else 1
-        part_o = torch.empty((n_parts * head_dim,), dtype=torch.float32, device=q.device)
-        part_lse = torch.empty((n_parts,), dtype=torch.float32, device=q.device)
-    elif single:
-        part_o = part_lse = out  # unused
-    else:
-        # One float32 allocation: each (row, split)'s output, then each one's log-sum-exp.
-        ws = torch.empty((workspace,), dtype=torch.float32, device=q.device)
-        part_o, part_lse = ws[: n_rows * n_splits * head_dim], ws[n_rows * n_splits * head_dim :]
-    runtime = (
-        q, k_cache, v_cache, cache_seqlens, part_o, part_lse, out,
-        *q.stride(), *k_cache.stride(), *v_cache.stride(), cache_seqlens.stride(0),
-        n_kv_heads, n_heads // n_kv_heads, seq_q, s_max, launch.n_row_blocks, scale * LOG2E,
-    )  # fmt: skip
-    split = launchers[_attention_decode_kernel](
-        (batch * n_kv_heads * launch.n_row_blocks, n_splits),
-        runtime,
-        (head_dim, launch.block_m, launch.block_n, single),
-        num_warps=launch.num_warps,
-        num_stages=launch.num_stages,
-        bind=bind,
-    )
-    combine = None
-    if not single:
-        combine_runtime = (
-            part_o, part_lse, cache_seqlens, out,
-            cache_seqlens.stride(0), n_heads * seq_q, seq_q, s_max, n_splits,
-        )  # fmt: skip
-        combine = launchers[_attention_decode_combine_kernel](
-            (n_rows,),
-            combine_runtime,
-            (head_dim, min(next_power_of_2(n_splits), DECODE_COMBINE_BLOCK_S)),
-            num_warps=DECODE_COMBINE_WARPS,
-            num_stages=1,
-            bind=bind,
-        )
-    return split, combine, workspace, n_rows * n_splits * head_dim * 4
-
-
 def decode_launch_for(
     q: torch.Tensor, k_cache: torch.Tensor, num_splits: int | None = None, config: tuple | None = None
 ) -> DecodeLaunch:
@@ -476,27 +412,6 @@ def decode_launch_for(
     return decode_launch(
         batch, n_kv_heads, rows_per_head, s_max, head_dim, q.get_device(), num_splits, config
     )
-
-
-@triton_op("gpuperf::attention_decode", mutates_args=())
-def _attention_decode_op(
-    q: torch.Tensor,
-    k_cache: torch.Tensor,
-    v_cache: torch.Tensor,
-    cache_seqlens: torch.Tensor,
-    scale: float,
-    num_splits: int,
-    block_n: int,
-    num_warps: int,
-    num_stages: int,
-) -> torch.Tensor:
-    """The op ``torch.compile`` sees; ``num_splits = 0`` and ``block_n = 0`` take the launch rules."""
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    if out.numel():
-        config = (block_n, num_warps, num_stages) if block_n else None
-        launch = decode_launch_for(q, k_cache, num_splits or None, config)
-        _launch_into(out, q, k_cache, v_cache, cache_seqlens, scale, launch, _launch_traced)
-    return out
 
 
 def _check(q, k_cache, v_cache, cache_seqlens, scale, check_lengths, num_splits, config) -> float:
@@ -570,40 +485,92 @@ def _check_lengths(cache_seqlens: torch.Tensor, seq_q: int, s_max: int) -> None:
             )
 
 
-class _DecodePlan:
-    """A checked, configured decode step for inputs like the ones it was made for
-    (:mod:`gpuperf.kernels.plans`): ``plan(q, k_cache, v_cache, cache_seqlens)`` allocates
-    the output (and, with several splits, the float32 workspace of the splits' outputs and
-    log-sum-exps) and launches the split kernel and the combine, bound to everything but the
-    addresses. Where there is no binary to bind (Triton's interpreter), it launches through
-    the cache with the checked launch instead."""
+@op(
+    "gpuperf::attention_decode",
+    tensors=("q", "k_cache", "v_cache", "cache_seqlens"),
+)
+def _attention_decode(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    cache_seqlens: torch.Tensor,
+    *,
+    scale: float | None = None,
+    num_splits: int | None = None,
+    block_n: int | None = None,
+    num_warps: int | None = None,
+    num_stages: int | None = None,
+) -> tuple[torch.Tensor, Launches]:
+    """The registered op ``torch.ops.gpuperf.attention_decode`` (see :func:`attention_decode`,
+    which calls it): its checks, the launch rule and the split kernel's launch, then the
+    combine's with several splits. ``num_splits`` is ``_num_splits``; ``block_n``,
+    ``num_warps`` and ``num_stages`` are ``_config``, all None for the launch rules."""
+    config = (
+        None
+        if block_n is None and num_warps is None and num_stages is None
+        else (block_n, num_warps, num_stages)
+    )
+    scale_f = _check(q, k_cache, v_cache, cache_seqlens, scale, False, num_splits, config)
+    if torch.is_grad_enabled() and (q.requires_grad or k_cache.requires_grad or v_cache.requires_grad):
+        raise RuntimeError(
+            "attention_decode is not differentiable (decode is inference) and an input requires grad: "
+            "call it under torch.no_grad() or torch.inference_mode(), or pass detached tensors"
+        )
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    if out.numel() == 0:
+        return out, ()
+    launch = decode_launch_for(q, k_cache, num_splits, config)
+    batch, n_heads, seq_q, head_dim = q.shape
+    n_kv_heads, s_max = k_cache.shape[1], k_cache.shape[2]
+    n_splits = launch.num_splits
+    single = n_splits == 1
+    n_rows = batch * n_heads * seq_q
+    launches = []
+    if not single:
+        # Each (row, split)'s output, then each one's log-sum-exp, in float32.
+        part_o = torch.empty((n_rows * n_splits * head_dim,), dtype=torch.float32, device=q.device)
+        part_lse = torch.empty((n_rows * n_splits,), dtype=torch.float32, device=q.device)
+        launches += (Workspace(part_o), Workspace(part_lse))
+    elif type(out) is torch.Tensor and not tracing(out):
+        part_o = part_lse = out  # unused with one split
+    else:
+        # Traced (torch.compile): distinct tensors, no argument passed twice, so that
+        # functionalization sees each write plainly.
+        part_o = torch.empty((head_dim,), dtype=torch.float32, device=q.device)
+        part_lse = torch.empty((1,), dtype=torch.float32, device=q.device)
+    runtime = (
+        q, k_cache, v_cache, cache_seqlens, part_o, part_lse, out,
+        *q.stride(), *k_cache.stride(), *v_cache.stride(), cache_seqlens.stride(0),
+        n_kv_heads, n_heads // n_kv_heads, seq_q, s_max, launch.n_row_blocks, scale_f * LOG2E,
+    )  # fmt: skip
+    launches.append(
+        Launch(
+            _attention_decode_kernel,
+            (batch * n_kv_heads * launch.n_row_blocks, n_splits),
+            runtime,
+            (head_dim, launch.block_m, launch.block_n, single),
+            launch.num_warps,
+            launch.num_stages,
+        )
+    )
+    if not single:
+        combine_runtime = (
+            part_o, part_lse, cache_seqlens, out,
+            cache_seqlens.stride(0), n_heads * seq_q, seq_q, s_max, n_splits,
+        )  # fmt: skip
+        launches.append(
+            Launch(
+                _attention_decode_combine_kernel,
+                (n_rows,),
+                combine_runtime,
+                (head_dim, min(next_power_of_2(n_splits), DECODE_COMBINE_BLOCK_S)),
+                DECODE_COMBINE_WARPS,
+                1,
+            )
+        )
+    return out, launches
 
-    __slots__ = ("combine", "launch", "lse_offset", "scale", "split", "workspace")
 
-    def __init__(self, launch: DecodeLaunch, scale: float, bound: tuple):
-        self.launch, self.scale = launch, scale
-        self.split, self.combine, self.workspace, self.lse_offset = bound
-        if self.split is None or (self.combine is None and launch.num_splits > 1):
-            self.split = self.combine = None
-
-    def __call__(self, q, k_cache, v_cache, cache_seqlens) -> torch.Tensor:
-        out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-        if self.split is None:
-            _launch_into(out, q, k_cache, v_cache, cache_seqlens, self.scale, self.launch, _launch)
-            return out
-        addresses = (q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), cache_seqlens.data_ptr())
-        o_address = out.data_ptr()
-        if self.combine is None:  # one split: the split kernel writes the output itself
-            self.split(*addresses, o_address, o_address, o_address)
-        else:
-            ws = torch.empty((self.workspace,), dtype=torch.float32, device=q.device)
-            ws_address = ws.data_ptr()
-            self.split(*addresses, ws_address, ws_address + self.lse_offset, o_address)
-            self.combine(ws_address, ws_address + self.lse_offset, addresses[3], o_address)
-        return out
-
-
-@planned(tensors=4)
 def attention_decode(
     q: torch.Tensor,
     k_cache: torch.Tensor,
@@ -669,13 +636,17 @@ def attention_decode(
 
     The call never synchronizes with the device and takes the same path whatever the
     lengths, so it can be captured in a CUDA graph and replayed with new lengths.
-    Registered as ``torch.ops.gpuperf.attention_decode`` (``torch.library.triton_op``):
-    inside ``torch.compile`` this function calls it, so a compiled model keeps one graph.
-    Called eagerly, it launches the op's kernels, with the same launch and arguments (the
-    results are the op's, bit for bit), through the cache of compiled kernels; a call whose
-    inputs are like ones already checked (shapes, strides, dtypes, device, 16-byte
-    alignment, ``scale`` and ``_num_splits`` of the same types and values, no
-    ``check_lengths`` or ``_config``) launches from their plan (:mod:`gpuperf.kernels.plans`).
+    Registered as ``torch.ops.gpuperf.attention_decode`` (``torch.library.triton_op``,
+    through :func:`~gpuperf.kernels.launch.op`; its schema takes ``q, k_cache, v_cache,
+    cache_seqlens, scale, num_splits, block_n, num_warps, num_stages``, the last four
+    ``_num_splits`` and ``_config``, None for the launch rules): inside ``torch.compile``
+    this function calls it, so a compiled model keeps one graph. Called eagerly, it
+    launches the op's kernels, with the same launch and arguments (the results are the
+    op's, bit for bit), through the cache of compiled kernels; a call whose inputs are like
+    ones already checked (shapes, strides, dtypes, device, 16-byte alignment, ``scale``,
+    ``_num_splits`` and ``_config`` of the same types and values) launches from their plan
+    (:mod:`gpuperf.kernels.launch`), which allocates the splits' workspace again. A call
+    with ``check_lengths=True`` or a ``_config`` is checked in full every time first.
 
     Memory traffic: each sequence's valid keys and values are read once,
     ``2 * B * H_kv * len * D`` elements (the query heads of a group share each tile),
@@ -685,31 +656,23 @@ def attention_decode(
     Sizov, 2023, https://crfm.stanford.edu/2023/10/12/flashdecoding.html) on the online
     softmax of FlashAttention-2 (arXiv:2307.08691).
     """
-    scale_f = _check(q, k_cache, v_cache, cache_seqlens, scale, check_lengths, _num_splits, _config)
-    if torch.is_grad_enabled() and (q.requires_grad or k_cache.requires_grad or v_cache.requires_grad):
-        raise RuntimeError(
-            "attention_decode is not differentiable (decode is inference) and an input requires grad: "
-            "call it under torch.no_grad() or torch.inference_mode(), or pass detached tensors"
-        )
-    if check_lengths:
-        _check_lengths(cache_seqlens, q.shape[2], k_cache.shape[2])
-    if torch.compiler.is_compiling():
-        # The launch rules run inside the op (on fake tensors while tracing), not in the graph.
-        config = _config or (0, 0, 0)
-        out = torch.ops.gpuperf.attention_decode(
-            q, k_cache, v_cache, cache_seqlens, scale_f, _num_splits or 0, *config
-        )
-        return out, None
-    launch = decode_launch_for(q, k_cache, _num_splits, _config)
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    if out.numel() == 0:
-        return out, None
-    bound = _launch_into(out, q, k_cache, v_cache, cache_seqlens, scale_f, launch, _launch, bind=True)
-    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans), but
-    # not those that read the lengths on the host (check_lengths) or override the launch.
-    if check_lengths or _config is not None or not fast_path_enabled():
-        return out, None
-    return out, _DecodePlan(launch, scale_f, bound)
+    if check_lengths is not False or _config is not None:
+        # The slow paths (a synchronization, a tuning sweep), checked in full on every call.
+        _check(q, k_cache, v_cache, cache_seqlens, scale, check_lengths, _num_splits, _config)
+        if check_lengths:
+            _check_lengths(cache_seqlens, q.shape[2], k_cache.shape[2])
+        if _config is not None:
+            block_n, num_warps, num_stages = _config
+            return _attention_decode(
+                q, k_cache, v_cache, cache_seqlens, scale=scale, num_splits=_num_splits,
+                block_n=block_n, num_warps=num_warps, num_stages=num_stages,
+            )  # fmt: skip
+    return _attention_decode(q, k_cache, v_cache, cache_seqlens, scale=scale, num_splits=_num_splits)
+
+
+#: The plans of the eager calls (:mod:`gpuperf.kernels.launch`) and the registered op.
+attention_decode.plans = _attention_decode.plans
+attention_decode.registered = _attention_decode.registered
 
 
 __all__ = ["DecodeLaunch", "attention_decode", "decode_launch", "decode_launch_for", "decode_splits"]

@@ -22,15 +22,14 @@ import functools
 import torch
 import triton
 import triton.language as tl
-from torch.library import triton_op
 
 from gpuperf._runtime import gpu_slug
 from gpuperf.kernels import _configs
 from gpuperf.kernels._configs import MatmulConfig
 from gpuperf.kernels._grid import cdiv
-from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
+from gpuperf.kernels._matmul_checks import check_matmul_shapes
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
-from gpuperf.kernels.plans import planned
+from gpuperf.kernels.launch import Launch, Launches, op
 
 #: Epilogue activations, by name; the kernel takes the name as a constexpr.
 ACTIVATIONS = (None, "relu", "leaky_relu", "gelu")
@@ -119,10 +118,6 @@ def _matmul_kernel(
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
 
 
-_launch = Launcher(_matmul_kernel)
-_launch_traced = traced(_matmul_kernel)
-
-
 @functools.cache
 def _gpu_slug(device_index: int) -> str:
     return gpu_slug(torch.cuda.get_device_name(device_index))
@@ -146,148 +141,7 @@ def matmul_config(a: torch.Tensor, b: torch.Tensor) -> MatmulConfig:
     return _config_for(a.get_device(), a.dtype, a.shape[0], b.shape[1], a.shape[1])
 
 
-@torch.compiler.assume_constant_result
-def _config_fields(device_index: int, dtype: torch.dtype, m: int, n: int, k: int) -> tuple[int, ...]:
-    # torch.compile calls this once per shape and keeps the result as a constant,
-    # rather than tracing the lookup (which reads the committed sweep from disk).
-    return _fields(_config_for(device_index, dtype, m, n, k))
-
-
-def _fields(c: MatmulConfig) -> tuple[int, ...]:
-    return (c.block_m, c.block_n, c.block_k, c.group_m, c.num_warps, c.num_stages)
-
-
-def _matmul_into(c, a, b, bias, activation, config: MatmulConfig, launch, bind=False):
-    """Launch ``c = activation(a @ b + bias)``; return the :class:`Bound` launch when ``bind``."""
-    m, k = a.shape
-    n = b.shape[1]
-    if k == 0:
-        # Nothing to read: the kernel's loop runs zero times and only the
-        # epilogue runs, so any valid pointer stands in for A and B.
-        a = b = c
-    grid = (cdiv(m, config.block_m) * cdiv(n, config.block_n),)
-    stride_am, stride_ak = a.stride() if k else (0, 0)
-    stride_bk, stride_bn = b.stride() if k else (0, 0)
-    runtime = (
-        a,
-        b,
-        c,
-        c if bias is None else bias,
-        m,
-        n,
-        k,
-        stride_am,
-        stride_ak,
-        stride_bk,
-        stride_bn,
-        c.stride(0),
-        1 if bias is None else bias.stride(0),
-    )
-    constexprs = (
-        config.block_m,
-        config.block_n,
-        config.block_k,
-        config.group_m,
-        k % config.block_k == 0,
-        bias is not None,
-        activation,
-    )
-    return launch(
-        grid, runtime, constexprs, num_warps=config.num_warps, num_stages=config.num_stages, bind=bind
-    )
-
-
-@triton_op("gpuperf::matmul", mutates_args=())
-def _matmul_op(
-    a: torch.Tensor,
-    b: torch.Tensor,
-    bias: torch.Tensor | None,
-    activation: str | None,
-    block_m: int,
-    block_n: int,
-    block_k: int,
-    group_m: int,
-    num_warps: int,
-    num_stages: int,
-) -> torch.Tensor:
-    config = MatmulConfig(block_m, block_n, block_k, group_m, num_warps, num_stages)
-    c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
-    if c.numel():
-        _matmul_into(c, a, b, bias, activation, config, _launch_traced)
-    return c
-
-
-class _MatmulPlan:
-    """A checked, configured matmul for inputs like the ones it was made for
-    (:mod:`gpuperf.kernels.plans`): ``plan(a, b)`` (or ``plan(a, b, bias)``) allocates the
-    output and launches the kernel bound to everything but the four addresses. Where there is
-    no binary to bind (Triton's interpreter), it launches through the cache with the checked
-    activation and config instead."""
-
-    __slots__ = ("activation", "bound", "config", "shape")
-
-    def __init__(self, bound, shape: tuple[int, int], activation: str | None, config: MatmulConfig):
-        self.bound, self.shape, self.activation, self.config = bound, shape, activation, config
-
-    def __call__(self, a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-        c = a.new_empty(self.shape)
-        if self.bound is None:
-            _matmul_into(c, a, b, bias, self.activation, self.config, _launch)
-        else:
-            c_address = c.data_ptr()
-            self.bound(a.data_ptr(), b.data_ptr(), c_address, c_address if bias is None else bias.data_ptr())
-        return c
-
-
-def _matmul(a, b, bias, activation, config) -> tuple[torch.Tensor, _MatmulPlan | None]:
-    """The body of :func:`matmul`: every check, the config, the launch; ``(c, plan)``, with no
-    plan where the output is empty, where K = 0 (the launch reads stand-in pointers, not the
-    inputs) or while the fast path is off."""
-    if bias is None:
-        check_tensors(("a", "b"), (a, b), HALF_DTYPES)
-    else:
-        check_tensors(("a", "b", "bias"), (a, b, bias), HALF_DTYPES)
-    if a.dim() != 2 or b.dim() != 2:
-        raise ValueError(f"a and b must be 2-D, got a {tuple(a.shape)} and b {tuple(b.shape)}")
-    m, k = a.shape
-    k_b, n = b.shape
-    if k != k_b:
-        raise ValueError(
-            f"inner dimensions must match: a is {tuple(a.shape)} and b is {tuple(b.shape)} ({k} != {k_b})"
-        )
-    if bias is not None and bias.shape != (n,):
-        raise ValueError(f"bias must have shape ({n},) for N = {n}, got {tuple(bias.shape)}")
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {list(ACTIVATIONS)}, got {activation!r}")
-    if config is not None and not isinstance(config, MatmulConfig):
-        raise TypeError(f"config must be a gpuperf.kernels.MatmulConfig, got {type(config).__name__}")
-    if torch.compiler.is_compiling():
-        fields = _config_fields(a.get_device(), a.dtype, m, n, k) if config is None else _fields(config)
-        return torch.ops.gpuperf.matmul(a, b, bias, activation, *fields), None
-    launch_config = _config_for(a.get_device(), a.dtype, m, n, k) if config is None else config
-    c = a.new_empty((m, n))
-    if m == 0 or n == 0:
-        return c, None
-    bound = _matmul_into(c, a, b, bias, activation, launch_config, _launch, bind=k > 0)
-    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans), but not
-    # at K = 0, whose launch reads stand-in pointers instead of a and b.
-    if k == 0 or not fast_path_enabled():
-        return c, None
-    return c, _MatmulPlan(bound, (m, n), activation, launch_config)
-
-
-# A bias is a tensor input, keyed by its layout like a and b (its address changes from call to
-# call): one planned op without a bias and one with.
-@planned(tensors=2)
-def _matmul_without_bias(a, b, activation, config) -> tuple[torch.Tensor, _MatmulPlan | None]:
-    return _matmul(a, b, None, activation, config)
-
-
-@planned(tensors=3)
-def _matmul_with_bias(a, b, bias, activation, config) -> tuple[torch.Tensor, _MatmulPlan | None]:
-    return _matmul(a, b, bias, activation, config)
-
-
+@op("gpuperf::matmul", tensors=("a", "b", "bias"))
 def matmul(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -295,7 +149,7 @@ def matmul(
     bias: torch.Tensor | None = None,
     activation: str | None = None,
     config: MatmulConfig | None = None,
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, Launches]:
     """Return ``activation(a @ b + bias)``, computed by one Triton kernel.
 
     Args:
@@ -327,33 +181,48 @@ def matmul(
             ``bias`` is not ``(N,)``, the tensors are on different devices (or on
             the CPU while the interpreter is off), or ``activation`` is unknown.
 
-    Also registered as ``torch.ops.gpuperf.matmul`` (``torch.library.triton_op``):
-    inside ``torch.compile`` this function calls that op. Called eagerly, a call whose
-    inputs are like ones already checked (shapes, strides, dtypes, device, 16-byte
-    alignment, ``activation`` and ``config`` of the same types and values) launches from
-    their plan (:mod:`gpuperf.kernels.plans`).
+    Also registered as ``torch.ops.gpuperf.matmul`` (``torch.library.triton_op``, taking
+    the config's fields, each None for the tuned config): inside ``torch.compile`` this
+    function calls that op. Called eagerly, a call whose inputs are like ones already
+    checked (shapes, strides, dtypes, device, 16-byte alignment, a bias or none,
+    ``activation`` and ``config`` of the same types and values) launches from their plan
+    (:mod:`gpuperf.kernels.launch`).
 
     Algorithm: tiled matmul with grouped program order, as Triton's tutorial 03;
     FLOPs ``2 * M * N * K``.
     """
     if bias is None:
-        return _matmul_without_bias(a, b, activation, config)
-    return _matmul_with_bias(a, b, bias, activation, config)
-
-
-class _MatmulPlans:
-    """The plans of :func:`matmul` (:mod:`gpuperf.kernels.plans`): those without a bias and
-    those with one, counted and cleared together."""
-
-    def __len__(self) -> int:
-        return len(_matmul_without_bias.plans) + len(_matmul_with_bias.plans)
-
-    def clear(self) -> None:
-        _matmul_without_bias.plans.clear()
-        _matmul_with_bias.plans.clear()
-
-
-matmul.plans = _MatmulPlans()
+        check_tensors(("a", "b"), (a, b), HALF_DTYPES)
+    else:
+        check_tensors(("a", "b", "bias"), (a, b, bias), HALF_DTYPES)
+    check_matmul_shapes(a, b)
+    m, k = a.shape
+    n = b.shape[1]
+    if bias is not None and bias.shape != (n,):
+        raise ValueError(f"bias must have shape ({n},) for N = {n}, got {tuple(bias.shape)}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {list(ACTIVATIONS)}, got {activation!r}")
+    if config is not None and not isinstance(config, MatmulConfig):
+        raise TypeError(f"config must be a gpuperf.kernels.MatmulConfig, got {type(config).__name__}")
+    config = config or _config_for(a.get_device(), a.dtype, m, n, k)
+    c = a.new_empty((m, n))
+    if m == 0 or n == 0:
+        return c, ()
+    if k == 0:
+        # Nothing to read: the kernel's loop runs zero times and only the epilogue runs, so
+        # the output stands in for A and B (a plan replays that on the new output).
+        a = b = c
+    runtime = (
+        a, b, c, c if bias is None else bias, m, n, k,
+        *(a.stride() if k else (0, 0)), *(b.stride() if k else (0, 0)),
+        c.stride(0), 1 if bias is None else bias.stride(0),
+    )  # fmt: skip
+    constexprs = (
+        config.block_m, config.block_n, config.block_k, config.group_m,
+        k % config.block_k == 0, bias is not None, activation,
+    )  # fmt: skip
+    grid = (cdiv(m, config.block_m) * cdiv(n, config.block_n),)
+    return c, (Launch(_matmul_kernel, grid, runtime, constexprs, config.num_warps, config.num_stages),)
 
 
 __all__ = ["ACTIVATIONS", "MatmulConfig", "matmul", "matmul_config"]

@@ -13,7 +13,9 @@ Hopper), accumulating in float32, and applies both scales in the epilogue before
 rounding once: ``(a · scale_a) @ (b · scale_b)``, the semantics of
 ``torch._scaled_mm`` (cuBLASLt). On Hopper it runs the persistent TMA kernel of
 :mod:`gpuperf.kernels.matmul_persistent`; on Ada (compute capability 8.9, FP8
-tensor cores without TMA) the persistent kernel with computed pointers.
+tensor cores without TMA) the persistent kernel with computed pointers. Those kernels are
+the 16-bit matmul's own: the scales and the promotion are constexprs of one kernel body,
+which serves both ops.
 
 Sources: Micikevicius et al., "FP8 Formats for Deep Learning" (arXiv:2209.05433);
 PyTorch's ``torch._scaled_mm``; NVIDIA Transformer Engine's per-tensor scaling recipe.
@@ -27,12 +29,13 @@ import torch
 
 from gpuperf._runtime import check_kernel_device, is_interpreter
 from gpuperf.kernels import _persistent_configs
+from gpuperf.kernels._matmul_checks import check_matmul_shapes
 from gpuperf.kernels._persistent_configs import PersistentConfig
 from gpuperf.kernels._validation import FLOAT_DTYPES, check_tensor, dtype_names
 from gpuperf.kernels.device import capability, has_tma, require_tma, tuned_folder
-from gpuperf.kernels.matmul_persistent import check_matmul_shapes, launch_persistent
-from gpuperf.kernels.plans import planned
-from gpuperf.kernels.tma import check_tma_operands, tma_copy, tma_layout
+from gpuperf.kernels.launch import Launches, op
+from gpuperf.kernels.matmul_persistent import persistent_launch
+from gpuperf.kernels.tma import check_tma_operands, tma_copy, tma_layout, tracing
 
 #: The FP8 formats, with the largest finite value of each.
 FP8_DTYPES: tuple[torch.dtype, ...] = (torch.float8_e4m3fn, torch.float8_e5m2)
@@ -148,7 +151,7 @@ def fit_output(config: PersistentConfig, out_dtype: torch.dtype) -> PersistentCo
     return config if stages == config.num_stages else replace(config, num_stages=stages)
 
 
-@planned(tensors=4)
+@op("gpuperf::matmul_fp8", tensors=("a", "b", "scale_a", "scale_b"))
 def matmul_fp8(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -158,7 +161,7 @@ def matmul_fp8(
     out_dtype: torch.dtype = torch.bfloat16,
     fast_accum: bool = False,
     config: PersistentConfig | None = None,
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, Launches]:
     """Return ``(a · scale_a) @ (b · scale_b)`` from FP8 operands, accumulated in float32.
 
     The semantics of ``torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=...,
@@ -205,6 +208,14 @@ def matmul_fp8(
         RuntimeError: the GPU has no FP8 tensor cores (compute capability below 8.9),
             or ``config`` asks for TMA on a GPU without it (below 9.0).
 
+    Registered as ``torch.ops.gpuperf.matmul_fp8`` (``torch.library.triton_op``, taking the
+    config's fields): inside ``torch.compile`` this function calls it, and the graph holds
+    the computed-pointer kernel (a graph cannot hold a host TMA descriptor), with the sweep's
+    fastest pointer config by default, ``config``'s tiles otherwise; the checks are the same.
+    Called eagerly, a call whose operands are like ones already checked (shapes, strides,
+    dtypes, device, 16-byte alignment, the options) and needed no copy launches from their
+    plan (:mod:`gpuperf.kernels.launch`), which describes the new operands again.
+
     Algorithm: persistent tiled matmul with a scaling epilogue; FLOPs ``2 * M * N * K``.
     """
     for name, t in (("a", a), ("b", b)):  # (a and b may be of different FP8 formats)
@@ -231,20 +242,20 @@ def matmul_fp8(
                 f"{torch.cuda.get_device_name(a.device)} has {major}.{minor}"
             )
     if m == 0 or n == 0 or k == 0:
-        return torch.zeros((m, n), dtype=out_dtype, device=a.device), None
-    operands = (a, b)
+        return torch.zeros((m, n), dtype=out_dtype, device=a.device), ()
     if has_tma(a):
-        # K-major operands: the layout the FP8 tensor cores read, and one TMA describes.
+        # K-major operands: the layout the FP8 tensor cores read, and one TMA describes. (A
+        # copy leaves no plan: the launch no longer reads the caller's operand.)
         a, b = tma_copy(a, "row"), tma_copy(b, "col")
     chosen = config or fit_output(fp8_config(a, b, fast_accum=fast_accum), out_dtype)
     if chosen.tma:
         require_tma("matmul_fp8 with a TMA config", a)
         check_tma_operands(("a", "b"), (a, b))
+    if config is None and tracing(a, b):  # what a graph can launch, tuned
+        chosen = fit_output(fp8_config(a, b, "pointer", fast_accum=fast_accum), out_dtype)
     c = torch.empty((m, n), dtype=out_dtype, device=a.device)
-    # A plan repeats this launch on the caller's operands (gpuperf.kernels.plans): only when
-    # none was copied. (A scale's flat view has the scale's address: the plan reads the scale.)
-    plan = launch_persistent(c, a, b, chosen, scale_a.reshape(-1), scale_b.reshape(-1), fast_accum, plan=True)
-    return c, plan if operands[0] is a and operands[1] is b else None
+    # (A scale's flat view has the scale's address: a plan reads the caller's scale.)
+    return c, (persistent_launch(c, a, b, chosen, scale_a.reshape(-1), scale_b.reshape(-1), fast_accum),)
 
 
 def forget_tuned_configs() -> None:

@@ -34,13 +34,13 @@ import triton.language as tl
 
 from gpuperf.kernels import _persistent_configs
 from gpuperf.kernels._grid import cdiv
-from gpuperf.kernels._launch import Launcher
+from gpuperf.kernels._matmul_checks import check_matmul_shapes
 from gpuperf.kernels._persistent_configs import PersistentConfig
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 from gpuperf.kernels.device import require_tma, tuned_folder
-from gpuperf.kernels.plans import planned
+from gpuperf.kernels.launch import Launch, Launches, op
 from gpuperf.kernels.tiles import persistent_programs, tile_coords
-from gpuperf.kernels.tma import Described, DescriptorLauncher, check_tma_operands, descriptor, tma_layout
+from gpuperf.kernels.tma import check_tma_operands, descriptor, tma_layout, tracing
 
 #: Scale kinds of the epilogue (a constexpr): none, one per tensor, one per row of
 #: A (``scale_a``) or per column of B (``scale_b``).
@@ -195,86 +195,55 @@ def _matmul_tma_persistent_kernel(
         )  # fmt: skip
 
 
-class TmaPlan:
-    """A checked, configured launch of the TMA kernel, for inputs like the ones it was made for
-    (:mod:`gpuperf.kernels.plans`): it allocates the output, describes the new operands with
-    the checked layouts and launches; ``plan(a, b, scale_a, scale_b)`` returns ``c``."""
-
-    __slots__ = ("a_layout", "b_layout", "bound", "dtype", "shape")
-
-    def __init__(self, bound, shape: tuple, dtype: torch.dtype, a_desc, b_desc):
-        self.bound, self.shape, self.dtype = bound, shape, dtype
-        self.a_layout, self.b_layout = Described.layout_of(a_desc), Described.layout_of(b_desc)
-
-    def __call__(self, a, b, scale_a=None, scale_b=None) -> torch.Tensor:
-        c = a.new_empty(self.shape, dtype=self.dtype)
-        self.bound(
-            Described(a, *self.a_layout),
-            Described(b, *self.b_layout),
-            c,
-            c if scale_a is None else scale_a,
-            c if scale_b is None else scale_b,
-        )
-        return c
-
-
-_launch_pointer = Launcher(_matmul_persistent_kernel)
-_launch_tma = DescriptorLauncher(_matmul_tma_persistent_kernel)
-
-
 def _scale_kind(scale: torch.Tensor | None) -> int:
     if scale is None:
         return SCALE_NONE
     return SCALE_TENSOR if scale.numel() == 1 else SCALE_VECTOR
 
 
-def launch_persistent(
-    c, a, b, config: PersistentConfig, scale_a=None, scale_b=None, fast_accum: bool = True, *, plan=False
-) -> TmaPlan | None:
-    """Compute ``c = (a @ b) * scale_a * scale_b`` with the persistent kernel ``config`` names.
+def persistent_launch(
+    c, a, b, config: PersistentConfig, scale_a=None, scale_b=None, fast_accum: bool = True
+) -> Launch:
+    """The launch of ``c = (a @ b) * scale_a * scale_b`` by the persistent kernel ``config`` names.
 
-    No checks: the public wrappers validate. ``fast_accum=False`` promotes FP8 partial
-    sums to float32 once per step along K on Hopper (slower, as precise as cuBLASLt's
-    default). ``a`` (M, K), ``b`` (K, N) with K > 0,
-    ``c`` (M, N) row-major; ``scale_a`` None, a one-element or an (M,) float32
-    tensor, ``scale_b`` likewise with (N,). With ``config.tma`` both operands must
-    be describable (:func:`gpuperf.kernels.tma.tma_layout`). With ``plan=True``, returns the
-    :class:`TmaPlan` that repeats this launch (None where there can be none: no TMA, the
-    interpreter).
+    No checks: the public ops validate. ``fast_accum=False`` promotes FP8 partial sums to
+    float32 once per step along K on Hopper (slower, as precise as cuBLASLt's default).
+    ``a`` (M, K), ``b`` (K, N) with K > 0, ``c`` (M, N) row-major; ``scale_a`` None, a
+    one-element or an (M,) float32 tensor, ``scale_b`` likewise with (N,). With
+    ``config.tma`` both operands must be describable (:func:`gpuperf.kernels.tma.tma_layout`),
+    and the launch takes their descriptors; while torch.compile traces, where a graph cannot
+    hold a host descriptor, it is the computed-pointer kernel with ``config``'s tiles.
     """
     m, k = a.shape
     n = b.shape[1]
     programs = persistent_programs(a.get_device(), cdiv(m, config.block_m) * cdiv(n, config.block_n))
     scales = (c if scale_a is None else scale_a, c if scale_b is None else scale_b)
     common = (config.block_m, config.block_n, config.block_k, config.group_m, programs)
-    options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
+    kinds = (_scale_kind(scale_a), _scale_kind(scale_b))
     # FP8 on Hopper: None lets the tensor cores keep their reduced-precision accumulator
     # across the whole K loop; BLOCK_K promotes the partial sums to float32 once per step
     # along K (every 128 or 256 products), as cuBLASLt does without fast accumulation.
     imprecise = None if fast_accum else config.block_k
-    # Through the launch caches (gpuperf.kernels._launch): Triton's own launch path costs
-    # tens of microseconds of Python per call.
-    if config.tma:
+    if config.tma and not tracing(a, b):
         a_layout, b_layout = tma_layout(a), tma_layout(b)
         a_desc = descriptor(a, a_layout, config.block_m, config.block_k)
         b_desc = descriptor(b, b_layout, config.block_k, config.block_n)
-        runtime = (a_desc, b_desc, c, *scales, m, n, k, c.stride(0))
-        constexprs = (
-            *common, a_layout == "col", b_layout == "col", _scale_kind(scale_a),
-            _scale_kind(scale_b), imprecise, config.warp_specialize,
-        )  # fmt: skip
-        _launch_tma((programs,), runtime, constexprs, **options)
-        if plan:
-            bound = _launch_tma.bound((programs,), runtime, constexprs, **options)
-            return None if bound is None else TmaPlan(bound, (m, n), c.dtype, a_desc, b_desc)
-    else:
-        _launch_pointer(
+        return Launch(
+            _matmul_tma_persistent_kernel,
             (programs,),
-            (a, b, c, *scales, m, n, k, *a.stride(), *b.stride(), c.stride(0)),
-            (*common, k % config.block_k == 0, _scale_kind(scale_a), _scale_kind(scale_b), imprecise),
-            **options,
-        )  # fmt: skip
-    return None
+            (a_desc, b_desc, c, *scales, m, n, k, c.stride(0)),
+            (*common, a_layout == "col", b_layout == "col", *kinds, imprecise, config.warp_specialize),
+            config.num_warps,
+            config.num_stages,
+        )
+    return Launch(
+        _matmul_persistent_kernel,
+        (programs,),
+        (a, b, c, *scales, m, n, k, *a.stride(), *b.stride(), c.stride(0)),
+        (*common, k % config.block_k == 0, *kinds, imprecise),
+        config.num_warps,
+        config.num_stages,
+    )
 
 
 def persistent_config(a: torch.Tensor, b: torch.Tensor, which: str = "best") -> PersistentConfig:
@@ -294,10 +263,10 @@ def forget_tuned_configs() -> None:
     matmul_persistent.plans.clear()
 
 
-@planned(tensors=2)
+@op("gpuperf::matmul_persistent", tensors=("a", "b"))
 def matmul_persistent(
     a: torch.Tensor, b: torch.Tensor, *, config: PersistentConfig | None = None
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, Launches]:
     """Return ``a @ b``, computed by a persistent Triton kernel that loads through TMA.
 
     One program per SM walks the output tiles in grouped order; on Hopper the tiles
@@ -331,6 +300,14 @@ def matmul_persistent(
         RuntimeError: the GPU has no TMA (compute capability below 9.0); use
             :func:`gpuperf.kernels.matmul` there.
 
+    Registered as ``torch.ops.gpuperf.matmul_persistent`` (``torch.library.triton_op``,
+    taking the config's fields): inside ``torch.compile`` this function calls it, and the
+    graph holds the computed-pointer kernel (a graph cannot hold a host TMA descriptor), with
+    the sweep's fastest pointer config by default, ``config``'s tiles otherwise; the checks
+    are the same. Called eagerly, a call whose inputs are like ones already checked (shapes,
+    strides, dtypes, device, 16-byte alignment, ``config``) launches from their plan
+    (:mod:`gpuperf.kernels.launch`), which describes the new operands again.
+
     Algorithm: persistent tiled matmul (Triton's tutorial 09); FLOPs ``2 * M * N * K``.
     """
     check_tensors(("a", "b"), (a, b), HALF_DTYPES)
@@ -343,23 +320,19 @@ def matmul_persistent(
     m, k = a.shape
     n = b.shape[1]
     if k == 0 or m == 0 or n == 0:
-        return a.new_zeros((m, n)), None
+        return a.new_zeros((m, n)), ()
     if chosen.tma:
         check_tma_operands(("a", "b"), (a, b))
+    if config is None and tracing(a, b):
+        chosen = persistent_config(a, b, "pointer")  # what a graph can launch, tuned
     c = a.new_empty((m, n))
-    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans).
-    return c, launch_persistent(c, a, b, chosen, plan=True)
+    return c, (persistent_launch(c, a, b, chosen),)
 
 
-def check_matmul_shapes(a: torch.Tensor, b: torch.Tensor) -> None:
-    """``ValueError`` unless ``a`` and ``b`` are 2-D with matching inner dimensions."""
-    if a.dim() != 2 or b.dim() != 2:
-        raise ValueError(f"a and b must be 2-D, got a {tuple(a.shape)} and b {tuple(b.shape)}")
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(
-            f"inner dimensions must match: a is {tuple(a.shape)} and b is {tuple(b.shape)} "
-            f"({a.shape[1]} != {b.shape[0]})"
-        )
-
-
-__all__ = ["PersistentConfig", "matmul_persistent", "persistent_config"]
+__all__ = [
+    "PersistentConfig",
+    "check_matmul_shapes",
+    "matmul_persistent",
+    "persistent_config",
+    "persistent_launch",
+]

@@ -37,14 +37,13 @@ from typing import NamedTuple
 import torch
 import triton
 import triton.language as tl
-from torch.library import triton_op
 
 from gpuperf._runtime import is_interpreter
 from gpuperf.kernels._grid import cdiv, next_power_of_2
-from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
+from gpuperf.kernels._matmul_checks import check_matmul_shapes
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 from gpuperf.kernels.device import num_sms
-from gpuperf.kernels.plans import planned
+from gpuperf.kernels.launch import Launch, Launches, Workspace, fields_as_dict, op
 
 # Launch rules, as data, each with its reason. Measured on an H100 (scripts/llama_splitk_sweep.py,
 # bf16, M = 1 and 8, Llama-3-8B's QKV, output and down projections): of programs per SM
@@ -167,11 +166,6 @@ def _splitk_reduce_kernel(
     tl.store(c_ptr + offs, tl.sum(acc, axis=0).to(c_ptr.dtype.element_ty), mask=e_mask)
 
 
-_KERNELS = (_matmul_splitk_kernel, _splitk_reduce_kernel)
-_launch = {k: Launcher(k) for k in _KERNELS}
-_launch_traced = {k: traced(k) for k in _KERNELS}
-
-
 class SplitKLaunch(NamedTuple):
     """The launch :func:`matmul_splitk` makes: tile sizes, K slices, warps and stages."""
 
@@ -182,8 +176,7 @@ class SplitKLaunch(NamedTuple):
     num_warps: int
     num_stages: int
 
-    def as_dict(self) -> dict:
-        return self._asdict()
+    as_dict = fields_as_dict
 
 
 def _k_per_split(k: int, block_k: int, split_k: int) -> int:
@@ -241,68 +234,10 @@ def splitk_launch(m: int, n: int, k: int, device_index: int, split_k: int | None
     return SplitKLaunch(block_m, block_n, block_k, split_k, SPLITK_NUM_WARPS, num_stages)
 
 
-def _launch_into(c, ws, a, b, launch: SplitKLaunch, launchers, bind=False):
-    """Launch ``c = a @ b`` (through ``ws``, a float32 ``(split_k, M, N)`` workspace, with
-    several slices); return ``(main, reduce)``, the :class:`~gpuperf.kernels._launch.Bound`
-    launches when ``bind`` (None where there is none)."""
-    m, k = a.shape
-    n = b.shape[1]
-    single = launch.split_k == 1
-    target = c if single else ws
-    runtime = (
-        a, b, target, m, n, k, _k_per_split(k, launch.block_k, launch.split_k),
-        *a.stride(), *b.stride(), m * n, n,
-    )  # fmt: skip
-    main = launchers[_matmul_splitk_kernel](
-        (cdiv(n, launch.block_n), launch.split_k, cdiv(m, launch.block_m)),
-        runtime,
-        (launch.block_m, launch.block_n, launch.block_k, k % launch.block_k == 0),
-        num_warps=launch.num_warps,
-        num_stages=launch.num_stages,
-        bind=bind,
-    )
-    if single:
-        return main, None
-    block_s = min(next_power_of_2(launch.split_k), SPLITK_REDUCE_MAX_BLOCK_S)
-    block = max(128, SPLITK_REDUCE_ELEMENTS // block_s)
-    reduce = launchers[_splitk_reduce_kernel](
-        (cdiv(m * n, block),),
-        (ws, c, m * n, launch.split_k),
-        (block_s, block),
-        num_warps=SPLITK_REDUCE_WARPS,
-        num_stages=1,
-        bind=bind,
-    )
-    return main, reduce
-
-
-@triton_op("gpuperf::matmul_splitk", mutates_args=())
-def _matmul_splitk_op(a: torch.Tensor, b: torch.Tensor, split_k: int) -> torch.Tensor:
-    """The op ``torch.compile`` sees; ``split_k = 0`` takes the launch rule."""
-    m, k = a.shape
-    n = b.shape[1]
-    if k == 0:
-        return torch.zeros((m, n), dtype=a.dtype, device=a.device)
-    c = torch.empty((m, n), dtype=a.dtype, device=a.device)
-    if m and n:
-        launch = splitk_launch(m, n, k, a.get_device(), split_k or None)
-        ws = None
-        if launch.split_k > 1:
-            ws = torch.empty((launch.split_k, m, n), dtype=torch.float32, device=a.device)
-        _launch_into(c, ws, a, b, launch, _launch_traced)
-    return c
-
-
 def _check(a, b, split_k) -> None:
     """Every check of :func:`matmul_splitk`'s arguments."""
     check_tensors(("a", "b"), (a, b), HALF_DTYPES)
-    if a.dim() != 2 or b.dim() != 2:
-        raise ValueError(f"a and b must be 2-D, got a {tuple(a.shape)} and b {tuple(b.shape)}")
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(
-            f"inner dimensions must match: a is {tuple(a.shape)} and b is {tuple(b.shape)} "
-            f"({a.shape[1]} != {b.shape[0]})"
-        )
+    check_matmul_shapes(a, b)
     if split_k is not None:
         if type(split_k) is not int:
             raise TypeError(f"split_k must be None or an int, got {type(split_k).__name__}")
@@ -316,38 +251,10 @@ def _check(a, b, split_k) -> None:
         )
 
 
-class _SplitKPlan:
-    """A checked, configured split-K matmul for inputs like the ones it was made for
-    (:mod:`gpuperf.kernels.plans`): ``plan(a, b)`` allocates the output (and, with several
-    slices, the float32 workspace of the partials) and launches the split-K kernel and the
-    reduction, bound to everything but the addresses. Where there is no binary to bind
-    (Triton's interpreter), it launches through the cache with the checked launch instead."""
-
-    __slots__ = ("launch", "main", "reduce", "shape", "workspace")
-
-    def __init__(self, launch: SplitKLaunch, shape: tuple[int, int], workspace: int, bound: tuple):
-        self.launch, self.shape, self.workspace = launch, shape, workspace
-        self.main, self.reduce = bound
-        if self.main is None or (self.reduce is None and workspace):
-            self.main = self.reduce = None
-
-    def __call__(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        c = a.new_empty(self.shape)
-        # The workspace is held until both kernels are queued.
-        ws = a.new_empty((self.workspace,), dtype=torch.float32) if self.workspace else None
-        if self.main is None:
-            _launch_into(c, ws, a, b, self.launch, _launch)
-        elif ws is None:
-            self.main(a.data_ptr(), b.data_ptr(), c.data_ptr())
-        else:
-            ws_address = ws.data_ptr()
-            self.main(a.data_ptr(), b.data_ptr(), ws_address)
-            self.reduce(ws_address, c.data_ptr())
-        return c
-
-
-@planned(tensors=2)
-def matmul_splitk(a: torch.Tensor, b: torch.Tensor, *, split_k: int | None = None) -> torch.Tensor:
+@op("gpuperf::matmul_splitk", tensors=("a", "b"))
+def matmul_splitk(
+    a: torch.Tensor, b: torch.Tensor, *, split_k: int | None = None
+) -> tuple[torch.Tensor, Launches]:
     """Return ``a @ b`` for a few rows of ``a``, with the reduction over K split among programs.
 
     Meant for ``M`` up to :data:`SPLITK_MAX_M` (64) rows against a large weight, as in a
@@ -386,7 +293,7 @@ def matmul_splitk(a: torch.Tensor, b: torch.Tensor, *, split_k: int | None = Non
     ``torch.compile`` this function calls it, so a compiled model keeps one graph. Called
     eagerly, a call whose inputs are like ones already checked (shapes, strides, dtypes,
     device, 16-byte alignment, ``split_k`` of the same type and value) launches from their
-    plan (:mod:`gpuperf.kernels.plans`).
+    plan (:mod:`gpuperf.kernels.launch`), which allocates the workspace again.
 
     Memory traffic: ``a`` is read once per column block (from L2 after the first),
     ``b`` once per block of 64 rows (once for ``M <= 64``), the output written once;
@@ -396,24 +303,35 @@ def matmul_splitk(a: torch.Tensor, b: torch.Tensor, *, split_k: int | None = Non
     ``GemmSplitKParallel``, on the tile loop of Triton's matmul tutorial.
     """
     _check(a, b, split_k)
-    if torch.compiler.is_compiling():
-        return torch.ops.gpuperf.matmul_splitk(a, b, split_k or 0), None
     m, k = a.shape
     n = b.shape[1]
     if k == 0:
-        return a.new_zeros((m, n)), None
+        return a.new_zeros((m, n)), ()
     c = a.new_empty((m, n))
     if m == 0 or n == 0:
-        return c, None
+        return c, ()
     launch = splitk_launch(m, n, k, a.get_device(), split_k)
-    workspace = launch.split_k * m * n if launch.split_k > 1 else 0
-    ws = a.new_empty((workspace,), dtype=torch.float32) if workspace else None
-    bound = _launch_into(c, ws, a, b, launch, _launch, bind=True)
-    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans): the
-    # kernels read a and b in place, through their strides (no copy is ever made).
-    if not fast_path_enabled():
-        return c, None
-    return c, _SplitKPlan(launch, (m, n), workspace, bound)
+    # The kernels read a and b in place, through their strides: no copy is ever made.
+    grid = (cdiv(n, launch.block_n), launch.split_k, cdiv(m, launch.block_m))
+    constexprs = (launch.block_m, launch.block_n, launch.block_k, k % launch.block_k == 0)
+    k_per_split = _k_per_split(k, launch.block_k, launch.split_k)
+    single = launch.split_k == 1  # one slice writes the output directly, rounded once
+    ws = None if single else torch.empty((launch.split_k, m, n), dtype=torch.float32, device=a.device)
+    runtime = (a, b, c if single else ws, m, n, k, k_per_split, *a.stride(), *b.stride(), m * n, n)
+    main = Launch(_matmul_splitk_kernel, grid, runtime, constexprs, launch.num_warps, launch.num_stages)
+    if single:
+        return c, (main,)
+    block_s = min(next_power_of_2(launch.split_k), SPLITK_REDUCE_MAX_BLOCK_S)
+    block = max(128, SPLITK_REDUCE_ELEMENTS // block_s)
+    reduce = Launch(
+        _splitk_reduce_kernel,
+        (cdiv(m * n, block),),
+        (ws, c, m * n, launch.split_k),
+        (block_s, block),
+        SPLITK_REDUCE_WARPS,
+        1,
+    )
+    return c, (Workspace(ws), main, reduce)
 
 
 __all__ = ["SPLITK_MAX_M", "SplitKLaunch", "matmul_splitk", "splitk_launch", "splitk_splits"]

@@ -34,13 +34,11 @@ import math
 import torch
 import triton
 import triton.language as tl
-from torch.library import triton_op
 
 from gpuperf._runtime import is_interpreter
 from gpuperf.kernels._grid import cdiv, next_power_of_2
-from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
 from gpuperf.kernels._validation import check_tensors
-from gpuperf.kernels.plans import planned
+from gpuperf.kernels.launch import Launch, Launches, Workspace, op
 
 # Launch rules, as data, each with its reason.
 #: Rows longer than this take the chunked forward (two reads of x): the longest row
@@ -284,17 +282,6 @@ def _rms_norm_dw_kernel(
     tl.store(dw_ptr + cols, tl.sum(acc, axis=0).to(dw_ptr.dtype.element_ty), mask=col_mask)
 
 
-_KERNELS = (
-    _rms_norm_kernel,
-    _rms_norm_chunked_kernel,
-    _rms_norm_bwd_kernel,
-    _rms_norm_bwd_chunked_kernel,
-    _rms_norm_dw_kernel,
-)
-_launch = {k: Launcher(k) for k in _KERNELS}
-_launch_traced = {k: traced(k) for k in _KERNELS}
-
-
 @functools.lru_cache(maxsize=1024)
 def forward_launch(n_cols: int) -> tuple:
     """``(kernel, BLOCK_M, BLOCK_N, num_warps)`` of the forward on rows of ``n_cols`` (>= 1).
@@ -333,101 +320,46 @@ def _backward_programs(device_index: int) -> int:
     return RMS_NORM_BWD_PROGRAMS_PER_SM * torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
-def _forward_into(y2d, rstd, x2d, weight, eps: float, launchers: dict, bind: bool = False):
-    """Launch the forward of ``x2d`` into ``y2d`` (and ``rstd`` unless None); return the
-    :class:`~gpuperf.kernels._launch.Bound` launch when ``bind``."""
-    n_rows, n_cols = x2d.shape
-    kernel, block_m, block_n, num_warps = forward_launch(n_cols)
-    store_rstd = rstd is not None
-    tensors = (x2d, weight, y2d, rstd if store_rstd else y2d)
-    strides = (*x2d.stride(), weight.stride(0), y2d.stride(0))
-    if block_m is None:
-        runtime = (*tensors, n_cols, *strides, eps)
-        return launchers[kernel]((n_rows,), runtime, (block_n, store_rstd), num_warps=num_warps, bind=bind)
-    runtime = (*tensors, n_rows, n_cols, *strides, eps)
-    grid = (cdiv(n_rows, block_m),)
-    return launchers[kernel](grid, runtime, (block_m, block_n, store_rstd), num_warps=num_warps, bind=bind)
+@op("gpuperf::rms_norm_backward", tensors=4)
+def rms_norm_backward(
+    grad_y: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
+) -> tuple[tuple[torch.Tensor, torch.Tensor], Launches]:
+    """``(dx, dweight)`` of :func:`rms_norm` from the gradient ``grad_y`` of its output (``x``'s
+    shape, any strides) and what its forward saved: ``x``, ``weight`` and ``rstd``. Called
+    by autograd, it checks nothing.
 
-
-@triton_op("gpuperf::rms_norm", mutates_args=())
-def _rms_norm_op(x2d: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    y2d = torch.empty(x2d.shape, dtype=x2d.dtype, device=x2d.device)
-    rstd = torch.empty((x2d.shape[0],), dtype=torch.float32, device=x2d.device)
-    if y2d.numel():
-        _forward_into(y2d, rstd, x2d, weight, eps, _launch_traced)
-    return y2d, rstd
-
-
-def _backward_into(grad_y, x2d, weight, rstd, launchers: dict) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(dx, dweight)`` of the norm of ``x2d``: the backward kernel, then the sum of its partials."""
-    n_rows, n_cols = x2d.shape
-    dx = torch.empty((n_rows, n_cols), dtype=x2d.dtype, device=x2d.device)
+    Two launches: the backward kernel (each program walks its rows, writes their ``dx`` and
+    sums their ``dy * x̂`` into a float32 partial row of its own, a :class:`Workspace`), then
+    the sum of the partial rows into ``dweight``. Rows of no column, or no row, launch nothing: ``dweight``
+    is then zeros.
+    """
+    n_cols = x.shape[-1]
+    n_rows = math.prod(x.shape[:-1])
+    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if n_rows == 0 or n_cols == 0:  # no row: no gradient flows to the weight
-        return dx, torch.zeros((n_cols,), dtype=weight.dtype, device=weight.device)
+        return (dx, torch.zeros((n_cols,), dtype=weight.dtype, device=weight.device)), ()
+    x2d, grad_y2d, dx2d = x.reshape(n_rows, n_cols), grad_y.reshape(n_rows, n_cols), dx.view(n_rows, n_cols)
     dw = torch.empty((n_cols,), dtype=weight.dtype, device=weight.device)
     kernel, block_m, block_n, num_warps = backward_launch(n_cols)
     n_blocks = n_rows if block_m is None else cdiv(n_rows, block_m)
-    n_programs = min(n_blocks, _backward_programs(x2d.get_device()))
+    n_programs = min(n_blocks, _backward_programs(x.get_device()))
     # The chunked kernel adds into its partial row in memory; the fused one writes it once.
     new_partial = torch.empty if block_m is not None else torch.zeros
-    partial = new_partial((n_programs, n_cols), dtype=torch.float32, device=x2d.device)
+    partial = new_partial((n_programs, n_cols), dtype=torch.float32, device=x.device)
     runtime = (
-        grad_y, x2d, weight, rstd, dx, partial, n_rows, n_cols,
-        *grad_y.stride(), *x2d.stride(), weight.stride(0), dx.stride(0),
+        grad_y2d, x2d, weight, rstd, dx2d, partial, n_rows, n_cols,
+        *grad_y2d.stride(), *x2d.stride(), weight.stride(0), dx2d.stride(0),
     )  # fmt: skip
     constexprs = (block_n,) if block_m is None else (block_m, block_n)
-    launchers[kernel]((n_programs,), runtime, constexprs, num_warps=num_warps)
-    launchers[_rms_norm_dw_kernel](
+    sum_partials = Launch(
+        _rms_norm_dw_kernel,
         (cdiv(n_cols, RMS_NORM_DW_BLOCK_N),),
         (partial, dw, n_programs, n_cols),
         (RMS_NORM_DW_BLOCK_M, RMS_NORM_DW_BLOCK_N),
         num_warps=4,
     )
-    return dx, dw
-
-
-@triton_op("gpuperf::rms_norm_backward", mutates_args=())
-def _rms_norm_backward_op(
-    grad_y: torch.Tensor, x2d: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    return _backward_into(grad_y, x2d, weight, rstd, _launch_traced)
-
-
-def _setup_context(ctx, inputs, output) -> None:
-    x2d, weight, _eps = inputs
-    _y2d, rstd = output
-    ctx.save_for_backward(x2d, weight, rstd)
-
-
-def _backward(ctx, grad_y, _grad_rstd):
-    x2d, weight, rstd = ctx.saved_tensors
-    dx, dw = torch.ops.gpuperf.rms_norm_backward(grad_y, x2d, weight, rstd)
-    return dx, dw, None
-
-
-torch.library.register_autograd("gpuperf::rms_norm", _backward, setup_context=_setup_context)
-
-
-class _RmsNorm(torch.autograd.Function):
-    """The same forward and backward for eager training, launched through the cache.
-
-    The ops above are what ``torch.compile`` sees; called eagerly, each ``torch.ops``
-    call and each ``kernel[grid]`` launch inside it costs tens of microseconds of host
-    time, more than the kernels take at a hidden size of 4096."""
-
-    @staticmethod
-    def forward(ctx, x2d, weight, eps):
-        y2d = torch.empty(x2d.shape, dtype=x2d.dtype, device=x2d.device)
-        rstd = torch.empty((x2d.shape[0],), dtype=torch.float32, device=x2d.device)
-        _forward_into(y2d, rstd, x2d, weight, eps, _launch)
-        ctx.save_for_backward(x2d, weight, rstd)
-        return y2d
-
-    @staticmethod
-    def backward(ctx, grad_y):
-        x2d, weight, rstd = ctx.saved_tensors
-        dx, dw = _backward_into(grad_y, x2d, weight, rstd, _launch)
-        return dx, dw, None
+    workspace = Workspace(partial, zeroed=new_partial is torch.zeros)  # (allocated again by a plan)
+    return (dx, dw), (workspace, Launch(kernel, (n_programs,), runtime, constexprs, num_warps), sum_partials)
 
 
 def _check(x, weight, eps) -> float:
@@ -446,31 +378,16 @@ def _check(x, weight, eps) -> float:
     return float(eps)
 
 
-class _RmsNormPlan:
-    """A checked, configured forward for inputs like the ones it was made for
-    (:mod:`gpuperf.kernels.plans`): ``plan(x, weight)`` allocates the output and launches the
-    kernel bound to everything but the addresses. Where there is no binary to bind (Triton's
-    interpreter), it launches through the cache with the checked ``eps`` instead."""
-
-    __slots__ = ("bound", "eps")
-
-    def __init__(self, bound, eps: float):
-        self.bound, self.eps = bound, eps
-
-    def __call__(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        if self.bound is None:
-            x2d = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
-            y2d = torch.empty(x2d.shape, dtype=x.dtype, device=x.device)
-            _forward_into(y2d, None, x2d, weight, self.eps, _launch)
-            return y2d.view(x.shape)
-        y = torch.empty_like(x, memory_format=torch.contiguous_format)
-        y_address = y.data_ptr()
-        self.bound(x.data_ptr(), weight.data_ptr(), y_address, y_address)
-        return y
-
-
-@planned(tensors=2)
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, *, eps: float = 1e-6) -> torch.Tensor:
+@op(
+    "gpuperf::rms_norm",
+    tensors=2,
+    outputs=1,  # y; rstd is for the backward
+    backward=rms_norm_backward,
+    saves=lambda x, weight, eps, y, rstd: (x, weight, rstd),
+)
+def rms_norm(
+    x: torch.Tensor, weight: torch.Tensor, *, eps: float = 1e-6, saving: bool = True
+) -> tuple[tuple[torch.Tensor, torch.Tensor], Launches]:
     """RMSNorm over the last dimension: ``x / sqrt(mean(x**2, -1) + eps) * weight``.
 
     Args:
@@ -502,35 +419,38 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, *, eps: float = 1e-6) -> tor
             ``eps`` is not positive and finite, or the tensors are on different
             devices (or on the CPU while the interpreter is off).
 
-    Registered as ``torch.ops.gpuperf.rms_norm`` (taking ``x`` as ``(rows, N)`` and
-    returning ``y`` and the float32 ``rstd``) with its backward
+    Registered as ``torch.ops.gpuperf.rms_norm`` (returning ``y`` and each row's float32
+    ``rstd``, of shape ``x.shape[:-1]`` flattened, for the backward) with its backward
     ``torch.ops.gpuperf.rms_norm_backward``: inside ``torch.compile`` this function
     calls them, so a compiled model keeps one graph and trains through it.
 
     Memory traffic: reads ``x`` and ``weight`` once and writes ``y`` once for rows up
     to 32,768 columns (longer rows, and rows such as 5,120 that would leave over a
-    quarter of a power-of-two tile empty, read ``x`` twice, the second time from L2); the backward reads ``x``, ``dy`` and ``weight`` and writes ``dx``.
+    quarter of a power-of-two tile empty, read ``x`` twice, the second time from L2); the
+    backward reads ``x``, ``dy`` and ``weight`` and writes ``dx``.
     Algorithm: Zhang and Sennrich, "Root Mean Square Layer Normalization",
     arXiv:1910.07467.
-    """  # noqa: E501 (one long docstring line, kept: rewrapping would re-hash the measured source)
+    """
     eps = _check(x, weight, eps)
-    needs_grad = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)
-    if x.numel() == 0:
-        # x * weight: empty too, and where a gradient is needed, one of the right shapes
-        # (empty for x, zeros for weight).
-        return (x * weight if needs_grad else torch.empty(x.shape, dtype=x.dtype, device=x.device)), None
-    x2d = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
-    if torch.compiler.is_compiling():
-        return torch.ops.gpuperf.rms_norm(x2d, weight, eps)[0].view(x.shape), None
-    if needs_grad:
-        return _RmsNorm.apply(x2d, weight, eps).view(x.shape), None
-    y2d = torch.empty(x2d.shape, dtype=x.dtype, device=x.device)
-    bound = _forward_into(y2d, None, x2d, weight, eps, _launch, bind=True)
-    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans), but
-    # only where the kernel read x itself: a plan of a copy would read the copy's address.
-    if x2d.data_ptr() != x.data_ptr() or not fast_path_enabled():
-        return y2d.view(x.shape), None
-    return y2d.view(x.shape), _RmsNormPlan(bound, eps)
+    n_cols = x.shape[-1]
+    n_rows = math.prod(x.shape[:-1])
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    # Each row's 1 / sqrt(mean(x**2) + eps), for the backward; not stored where none follows
+    # (saving=False: the public call outside autograd, gpuperf.kernels.launch).
+    rstd = torch.empty((n_rows,), dtype=torch.float32, device=x.device) if saving else None
+    if y.numel() == 0:
+        return (y, rstd), ()
+    x2d = x if x.dim() == 2 else x.reshape(n_rows, n_cols)
+    y2d = y.view(n_rows, n_cols)
+    kernel, block_m, block_n, num_warps = forward_launch(n_cols)
+    tensors = (x2d, weight, y2d, y2d if rstd is None else rstd)
+    strides = (*x2d.stride(), weight.stride(0), y2d.stride(0))
+    if block_m is None:  # the chunked kernel: one program per row
+        runtime = (*tensors, n_cols, *strides, eps)
+        return (y, rstd), (Launch(kernel, (n_rows,), runtime, (block_n, saving), num_warps),)
+    runtime = (*tensors, n_rows, n_cols, *strides, eps)
+    grid = (cdiv(n_rows, block_m),)
+    return (y, rstd), (Launch(kernel, grid, runtime, (block_m, block_n, saving), num_warps),)
 
 
 __all__ = ["rms_norm"]

@@ -37,13 +37,10 @@ import math
 import torch
 import triton
 import triton.language as tl
-from torch.autograd.function import once_differentiable
-from torch.library import triton_op
 
 from gpuperf.kernels._grid import cdiv, next_power_of_2
-from gpuperf.kernels._launch import Launcher, fast_path_enabled, traced
 from gpuperf.kernels._validation import check_tensor, check_tensors
-from gpuperf.kernels.plans import planned
+from gpuperf.kernels.launch import Launch, Launches, op
 
 # Launch rules, as data, each with its reason.
 #: Largest head dim taken: a program holds both halves of its heads and the four
@@ -186,10 +183,6 @@ def _rope_kernel(
         )  # fmt: skip
 
 
-_launch = Launcher(_rope_kernel)
-_launch_traced = traced(_rope_kernel)
-
-
 @functools.lru_cache(maxsize=1024)
 def rope_launch(n_heads: int, n_kv_heads: int, head_dim: int) -> tuple[int, int, int, int]:
     """``(BLOCK_H, BLOCK_T, BLOCK_HALF, num_warps)`` of the kernel on ``n_heads`` query and
@@ -207,10 +200,15 @@ def rope_launch(n_heads: int, n_kv_heads: int, head_dim: int) -> tuple[int, int,
     return block_h, block_t, block_half, num_warps
 
 
-def _launch_into(x_q, x_k, cos, sin, out_q, out_k, backward: bool, launcher, bind: bool = False):
-    """Rotate ``x_q`` and ``x_k`` (or, with ``backward``, apply the transpose) into the
-    contiguous ``out_q`` and ``out_k``; return the :class:`~gpuperf.kernels._launch.Bound`
-    launch when ``bind``."""
+def _rotate(
+    x_q: torch.Tensor, x_k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, backward: bool
+) -> tuple[tuple[torch.Tensor, torch.Tensor], Launches]:
+    """Rotate ``x_q`` and ``x_k`` (or, with ``backward``, apply the transpose) into two new
+    contiguous tensors, in one launch; none where either is empty."""
+    out_q = torch.empty(x_q.shape, dtype=x_q.dtype, device=x_q.device)
+    out_k = torch.empty(x_k.shape, dtype=x_k.dtype, device=x_k.device)
+    if out_q.numel() == 0 or out_k.numel() == 0:
+        return (out_q, out_k), ()
     batch, n_heads, seq_len, head_dim = x_q.shape
     n_kv_heads = x_k.shape[1]
     block_h, block_t, block_half, num_warps = rope_launch(n_heads, n_kv_heads, head_dim)
@@ -223,64 +221,17 @@ def _launch_into(x_q, x_k, cos, sin, out_q, out_k, backward: bool, launcher, bin
     )  # fmt: skip
     grid = (cdiv(n_tokens, block_t) * n_head_blocks,)
     constexprs = (head_dim, block_h, block_t, block_half, backward)
-    return launcher(grid, runtime, constexprs, num_warps=num_warps, bind=bind)
+    return (out_q, out_k), (Launch(_rope_kernel, grid, runtime, constexprs, num_warps),)
 
 
-def _empty_outputs(q, k) -> tuple[torch.Tensor, torch.Tensor]:
-    new = lambda x: torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    return new(q), new(k)
-
-
-def _run(x_q, x_k, cos, sin, backward: bool, launcher) -> tuple[torch.Tensor, torch.Tensor]:
-    out_q, out_k = _empty_outputs(x_q, x_k)
-    if out_q.numel() and out_k.numel():
-        _launch_into(x_q, x_k, cos, sin, out_q, out_k, backward, launcher)
-    return out_q, out_k
-
-
-@triton_op("gpuperf::rope", mutates_args=())
-def _rope_op(
-    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    return _run(q, k, cos, sin, False, _launch_traced)
-
-
-@triton_op("gpuperf::rope_backward", mutates_args=())
-def _rope_backward_op(
+@op("gpuperf::rope_backward", tensors=4)
+def rope_backward(
     grad_q: torch.Tensor, grad_k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    return _run(grad_q, grad_k, cos, sin, True, _launch_traced)
-
-
-def _setup_context(ctx, inputs, output) -> None:
-    _q, _k, cos, sin = inputs
-    ctx.save_for_backward(cos, sin)
-
-
-def _backward(ctx, grad_q, grad_k):
-    cos, sin = ctx.saved_tensors
-    dq, dk = torch.ops.gpuperf.rope_backward(grad_q, grad_k, cos, sin)
-    return dq, dk, None, None
-
-
-torch.library.register_autograd("gpuperf::rope", _backward, setup_context=_setup_context)
-
-
-class _Rope(torch.autograd.Function):
-    """The same forward and backward for eager training, launched through the cache
-    (each ``torch.ops`` call costs tens of microseconds of host time more)."""
-
-    @staticmethod
-    def forward(ctx, q, k, cos, sin):
-        ctx.save_for_backward(cos, sin)
-        return _run(q, k, cos, sin, False, _launch)
-
-    @staticmethod
-    @once_differentiable  # the kernel's backward is not itself differentiated: say so, not zeros
-    def backward(ctx, grad_q, grad_k):
-        cos, sin = ctx.saved_tensors
-        dq, dk = _run(grad_q, grad_k, cos, sin, True, _launch)
-        return dq, dk, None, None
+) -> tuple[tuple[torch.Tensor, torch.Tensor], Launches]:
+    """``(dq, dk)`` of :func:`rope` from the gradients of its outputs (any strides, stride 0
+    included) and the tables it saved: the transpose of the rotation, by the same kernel in
+    one launch. Called by autograd, it checks nothing."""
+    return _rotate(grad_q, grad_k, cos, sin, True)
 
 
 def _check(q, k, cos, sin) -> None:
@@ -320,39 +271,17 @@ def _check(q, k, cos, sin) -> None:
             f"the head dim D must be even and between 2 and {ROPE_MAX_HEAD_DIM} "
             f"(RoPE rotates pairs of features), got {head_dim}"
         )
-    if torch.is_grad_enabled() and (cos.requires_grad or sin.requires_grad):
-        raise ValueError(
-            "rope differentiates with respect to q and k only: cos and sin must not require grad "
-            "(detach them, or build them under torch.no_grad())"
-        )
 
 
-class _RopePlan:
-    """A checked, configured rotation for inputs like the ones it was made for
-    (:mod:`gpuperf.kernels.plans`): ``plan(q, k, cos, sin)`` allocates both outputs and
-    launches the kernel bound to everything but the six addresses. Where there is no binary
-    to bind (Triton's interpreter), it launches through the cache instead."""
-
-    __slots__ = ("bound",)
-
-    def __init__(self, bound):
-        self.bound = bound
-
-    def __call__(self, q, k, cos, sin) -> tuple[torch.Tensor, torch.Tensor]:
-        q_out, k_out = _empty_outputs(q, k)
-        if self.bound is None:
-            _launch_into(q, k, cos, sin, q_out, k_out, False, _launch)
-        else:
-            self.bound(
-                q.data_ptr(), k.data_ptr(), cos.data_ptr(), sin.data_ptr(), q_out.data_ptr(), k_out.data_ptr()
-            )
-        return q_out, k_out
-
-
-@planned(tensors=4)
+@op(
+    "gpuperf::rope",
+    tensors=4,
+    backward=rope_backward,
+    saves=lambda q, k, cos, sin, q_out, k_out: (cos, sin),
+)
 def rope(
     q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[tuple[torch.Tensor, torch.Tensor], Launches]:
     """Llama's rotary position embedding of the queries and the keys, in one launch.
 
     ``out = x * cos + rotate_half(x) * sin`` with ``rotate_half(x) = cat(-x[..., D/2:],
@@ -405,25 +334,7 @@ def rope(
     Face transformers' Llama.
     """
     _check(q, k, cos, sin)
-    needs_grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad)
-    if q.numel() == 0 or k.numel() == 0:
-        if needs_grad:  # the identity: empty gradients of the right shapes flow back
-            return (
-                q.clone(memory_format=torch.contiguous_format),
-                k.clone(memory_format=torch.contiguous_format),
-            ), None
-        return _empty_outputs(q, k), None
-    if torch.compiler.is_compiling():
-        return torch.ops.gpuperf.rope(q, k, cos, sin), None
-    if needs_grad:
-        return _Rope.apply(q, k, cos, sin), None
-    q_out, k_out = _empty_outputs(q, k)
-    bound = _launch_into(q, k, cos, sin, q_out, k_out, False, _launch, bind=True)
-    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans): the
-    # kernel reads every input in place, through its strides (no copy is ever made).
-    if not fast_path_enabled():
-        return (q_out, k_out), None
-    return (q_out, k_out), _RopePlan(bound)
+    return _rotate(q, k, cos, sin, False)
 
 
 def rope_cos_sin(

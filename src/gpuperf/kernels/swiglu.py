@@ -50,24 +50,21 @@ and multiplies back with gpuperf's matmuls: ``dx = [dg | du] @ [W_gate | W_up]岬
 from __future__ import annotations
 
 import dataclasses
-import types
 
 import torch
 import triton
 import triton.language as tl
-from torch.library import triton_op
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from gpuperf.kernels import _persistent_configs
 from gpuperf.kernels._grid import cdiv, next_power_of_2
-from gpuperf.kernels._launch import Launcher, traced
 from gpuperf.kernels._persistent_configs import SHARED_MEMORY_BYTES, PersistentConfig
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 from gpuperf.kernels.device import capability, has_tma, tuned_folder
+from gpuperf.kernels.launch import Launch, Launches, launcher, op
 from gpuperf.kernels.matmul_persistent import matmul_persistent
-from gpuperf.kernels.plans import planned
 from gpuperf.kernels.tiles import persistent_programs, tile_coords
-from gpuperf.kernels.tma import Described, DescriptorLauncher, box_offset_aligned, descriptor, tma_layout
+from gpuperf.kernels.tma import box_offset_aligned, descriptor, tma_layout, tracing
 
 # --- launch configurations, as data --------------------------------------------------------
 
@@ -385,14 +382,6 @@ def _swiglu_bwd_kernel(
     tl.store(d_rows + (cols[None, :] + N), du.to(d_ptr.dtype.element_ty), mask=mask)
 
 
-_launch_tma = DescriptorLauncher(_swiglu_tma_kernel)
-_launch_pointer = Launcher(_swiglu_pointer_kernel)
-_launch_bwd = Launcher(_swiglu_bwd_kernel)
-_traced_tma = traced(_swiglu_tma_device_kernel)
-_traced_pointer = traced(_swiglu_pointer_kernel)
-_traced_bwd = traced(_swiglu_bwd_kernel)
-
-
 # --- configuration choice ------------------------------------------------------------------
 
 
@@ -454,44 +443,7 @@ def _fields(c: PersistentConfig) -> tuple:
     return (c.block_m, c.block_n, c.block_k, c.group_m, c.num_warps, c.num_stages, c.tma, c.warp_specialize)
 
 
-@torch.compiler.assume_constant_result
-def _config_fields(device_index: int, m: int, n: int, k: int) -> tuple:
-    # torch.compile calls this once per shape and keeps the result as a constant,
-    # rather than tracing the lookup (which reads the committed sweep from disk).
-    return _fields(_config_for(device_index, m, n, k))
-
-
 # --- launches ------------------------------------------------------------------------------
-
-
-class _TmaPlan:
-    """A checked, configured launch of the TMA kernel for inputs like the ones it was made
-    for (:mod:`gpuperf.kernels.plans`): the output, two descriptors and the launch."""
-
-    __slots__ = ("bound", "shape", "w_layout", "x_layout")
-
-    def __init__(self, bound, shape: tuple, x_desc, w_desc):
-        self.bound, self.shape = bound, shape
-        self.x_layout, self.w_layout = Described.layout_of(x_desc), Described.layout_of(w_desc)
-
-    def __call__(self, x, w_gate_up) -> torch.Tensor:
-        out = x.new_empty(self.shape)
-        self.bound(Described(x, *self.x_layout), Described(w_gate_up, *self.w_layout), out.data_ptr())
-        return out
-
-
-class _PointerPlan:
-    """The same for the pointer kernel: three addresses and the launch."""
-
-    __slots__ = ("bound", "shape")
-
-    def __init__(self, bound, shape: tuple):
-        self.bound, self.shape = bound, shape
-
-    def __call__(self, x, w_gate_up) -> torch.Tensor:
-        out = x.new_empty(self.shape)
-        self.bound(x.data_ptr(), w_gate_up.data_ptr(), out.data_ptr())
-        return out
 
 
 def _weight_descriptor(w_gate_up: torch.Tensor, layout: str, block_k: int, block_n: int):
@@ -503,58 +455,6 @@ def _weight_descriptor(w_gate_up: torch.Tensor, layout: str, block_k: int, block
     n, row = w_gate_up.shape[1] // 2, w_gate_up.stride(1)
     shape = [2, n, w_gate_up.shape[0]]
     return TensorDescriptor(w_gate_up.t(), shape, [n * row, row, 1], [2, block_n, block_k])
-
-
-def _launch_forward(out, x, w_gate_up, config: PersistentConfig, *, plan: bool = False):
-    """``out = silu(x @ W_gate) * (x @ W_up)`` through the launch caches, K > 0; ``config``
-    as :func:`launch_config` made it. With ``plan=True``, returns the plan that repeats
-    this launch (None where there can be none: the interpreter, the cache off)."""
-    m, k = x.shape
-    n = out.shape[1]
-    programs = persistent_programs(x.get_device(), cdiv(m, config.block_m) * cdiv(n, config.block_n))
-    common = (config.block_m, config.block_n, config.block_k, config.group_m, programs)
-    options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
-    if config.tma:
-        x_layout, w_layout = tma_layout(x), tma_layout(w_gate_up)
-        x_desc = descriptor(x, x_layout, config.block_m, config.block_k)
-        w_desc = _weight_descriptor(w_gate_up, w_layout, config.block_k, config.block_n)
-        runtime = (x_desc, w_desc, out, m, n, k, out.stride(0))
-        constexprs = (*common, x_layout == "col", w_layout == "col", config.warp_specialize)
-        _launch_tma((programs,), runtime, constexprs, **options)
-        if not plan:
-            return None
-        bound = _launch_tma.bound((programs,), runtime, constexprs, **options)
-        return None if bound is None else _TmaPlan(bound, (m, n), x_desc, w_desc)
-    runtime = (x, w_gate_up, out, m, n, k, *x.stride(), *w_gate_up.stride(), out.stride(0))
-    bound = _launch_pointer((programs,), runtime, (*common, k % config.block_k == 0), bind=plan, **options)
-    return None if bound is None else _PointerPlan(bound, (m, n))
-
-
-def _forward(x, w_gate_up, config: PersistentConfig | None, *, plan: bool = False):
-    """``(out, plan)`` for checked inputs; no launch where the output is empty or K = 0."""
-    m, k = x.shape
-    n = w_gate_up.shape[1] // 2
-    if m == 0 or n == 0:
-        return x.new_empty((m, n)), None
-    if k == 0:  # g = u = 0, and silu(0) * 0 = 0
-        return x.new_zeros((m, n)), None
-    out = x.new_empty((m, n))
-    return out, _launch_forward(out, x, w_gate_up, launch_config(x, w_gate_up, config), plan=plan)
-
-
-def _traced_layout(t: torch.Tensor) -> str | None:
-    """:func:`tma_layout` of ``t``, also while torch.compile traces with fake tensors, which
-    have no address: their alignment is read from the storage offset (PyTorch's allocators
-    align every storage to far more than 16 bytes)."""
-    from torch._subclasses.fake_tensor import is_fake
-
-    if not is_fake(t):
-        return tma_layout(t)
-    offset = t.storage_offset() * t.element_size()
-    view = types.SimpleNamespace(
-        data_ptr=lambda: offset, element_size=t.element_size, shape=t.shape, stride=t.stride
-    )
-    return tma_layout(view)
 
 
 def _scratch(size: int, alignment: int, stream):
@@ -570,126 +470,107 @@ def _ensure_allocator() -> None:
         triton.set_allocator(_scratch)
 
 
-def _launch_traced_forward(out, x, w_gate_up, config: PersistentConfig) -> None:
-    """The op's launch (K > 0): TMA from device-made descriptors where the GPU and layouts
-    allow, else computed pointers."""
+def _forward_launch(out, x, w_gate_up, config: PersistentConfig | None) -> Launch:
+    """The launch of ``out = silu(x @ W_gate) * (x @ W_up)`` (K > 0), with ``config`` (by
+    default :func:`swiglu_config`) made by :func:`launch_config`.
+
+    Eagerly: TMA from host tensor descriptors where it can load, else computed pointers.
+    While torch.compile traces (:func:`~gpuperf.kernels.tma.tracing`: fake tensors, which
+    have no address; a graph cannot hold a host descriptor): TMA from descriptors the kernel
+    makes on the device, from scratch memory Triton's allocator gives, else computed
+    pointers."""
     m, k = x.shape
     n = out.shape[1]
+    # (tma_layout reads a trace's tensors too: their alignment from the storage offset.)
+    config = launch_config(x, w_gate_up, config)
+    if config.tma:
+        x_layout, w_layout = tma_layout(x), tma_layout(w_gate_up)
     programs = persistent_programs(x.get_device(), cdiv(m, config.block_m) * cdiv(n, config.block_n))
     common = (config.block_m, config.block_n, config.block_k, config.group_m, programs)
-    options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
-    runtime = (x, w_gate_up, out, m, n, k, *x.stride(), *w_gate_up.stride(), out.stride(0))
-    x_layout, w_layout = _traced_layout(x), _traced_layout(w_gate_up)
-    if config.tma and tma_loads(x, w_gate_up, x_layout, w_layout):
+    if not config.tma:
+        runtime = (x, w_gate_up, out, m, n, k, *x.stride(), *w_gate_up.stride(), out.stride(0))
+        constexprs = (*common, k % config.block_k == 0)
+        return Launch(
+            _swiglu_pointer_kernel, (programs,), runtime, constexprs, config.num_warps, config.num_stages
+        )
+    constexprs = (*common, x_layout == "col", w_layout == "col", config.warp_specialize)
+    if tracing(x, w_gate_up):
         if x.is_cuda:
             _ensure_allocator()
-        constexprs = (*common, x_layout == "col", w_layout == "col", config.warp_specialize)
-        _traced_tma((programs,), runtime, constexprs, **options)
+        runtime = (x, w_gate_up, out, m, n, k, *x.stride(), *w_gate_up.stride(), out.stride(0))
+        kernel = _swiglu_tma_device_kernel
     else:
-        _traced_pointer((programs,), runtime, (*common, k % config.block_k == 0), **options)
+        x_desc = descriptor(x, x_layout, config.block_m, config.block_k)
+        w_desc = _weight_descriptor(w_gate_up, w_layout, config.block_k, config.block_n)
+        runtime = (x_desc, w_desc, out, m, n, k, out.stride(0))
+        kernel = _swiglu_tma_kernel
+    return Launch(kernel, (programs,), runtime, constexprs, config.num_warps, config.num_stages)
 
 
-def _elementwise_backward(d, grad_out, gate_up, launch) -> None:
-    """``d = d[g | u]`` (may be ``gate_up`` itself) from ``grad_out`` (M, N) and ``gate_up``."""
+def _elementwise_launch(d, grad_out, gate_up) -> Launch:
+    """The launch of ``d = d[g | u]`` (``d`` may be ``gate_up`` itself) from ``grad_out``
+    ``(M, N)`` and ``gate_up`` ``(M, 2N)``."""
     m, n2 = gate_up.shape
     n = n2 // 2
     block_n = min(SWIGLU_BWD_MAX_BLOCK_N, next_power_of_2(n))
     block_m = max(1, SWIGLU_BWD_TILE // block_n)
     runtime = (grad_out, gate_up, d, m, n, *grad_out.stride(), *gate_up.stride(), d.stride(0))
-    launch((cdiv(m, block_m), cdiv(n, block_n)), runtime, (block_m, block_n), num_warps=SWIGLU_BWD_WARPS)
+    return Launch(
+        _swiglu_bwd_kernel,
+        (cdiv(m, block_m), cdiv(n, block_n)),
+        runtime,
+        (block_m, block_n),
+        SWIGLU_BWD_WARPS,
+    )
 
 
-# --- torch.library ops (what torch.compile sees) and autograd -------------------------------
-
-
-@triton_op("gpuperf::swiglu", mutates_args=())
-def _swiglu_op(
-    x: torch.Tensor,
-    w_gate_up: torch.Tensor,
-    block_m: int,
-    block_n: int,
-    block_k: int,
-    group_m: int,
-    num_warps: int,
-    num_stages: int,
-    tma: bool,
-    warp_specialize: bool,
-) -> torch.Tensor:
-    m, k = x.shape
-    n = w_gate_up.shape[1] // 2
-    if k == 0:
-        return torch.zeros((m, n), dtype=x.dtype, device=x.device)
-    out = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    if out.numel():
-        tiles = (block_m, block_n, block_k, group_m)
-        config = PersistentConfig(*tiles, num_warps, num_stages, tma, warp_specialize)
-        _launch_traced_forward(out, x, w_gate_up, config)
-    return out
-
-
-@triton_op("gpuperf::swiglu_backward", mutates_args=())
-def _swiglu_backward_op(grad_out: torch.Tensor, gate_up: torch.Tensor) -> torch.Tensor:
+@op("gpuperf::swiglu_backward", tensors=2)
+def swiglu_elementwise_backward(
+    grad_out: torch.Tensor, gate_up: torch.Tensor
+) -> tuple[torch.Tensor, Launches]:
+    """``d[g | u]`` ``(M, 2N)`` in ``gate_up``'s dtype, from the gradient ``grad_out`` ``(M, N)``
+    of :func:`swiglu`'s output (any strides) and the recomputed products ``gate_up = [g | u]``:
+    ``sig = sigmoid(g)``, ``dg = dy 路 u 路 sig 路 (1 + g 路 (1 - sig))``, ``du = dy 路 g 路 sig``,
+    in float32, rounded once. One launch; none for an empty ``gate_up``. Called by the
+    backward, it checks nothing."""
     d = torch.empty(gate_up.shape, dtype=gate_up.dtype, device=gate_up.device)
-    if d.numel():
-        _elementwise_backward(d, grad_out, gate_up, _traced_bwd)
-    return d
-
-
-def _op_matmul(a, b):
-    """``a @ b`` by ``torch.ops.gpuperf.matmul`` (tutorial 03's kernel, registered for
-    torch.compile) with its tuned config."""
-    from gpuperf.kernels.matmul import matmul_config
-
-    c = matmul_config(a, b)
-    fields = (c.block_m, c.block_n, c.block_k, c.group_m, c.num_warps, c.num_stages)
-    return torch.ops.gpuperf.matmul(a, b, None, None, *fields)
-
-
-def _setup_context(ctx, inputs, output) -> None:
-    ctx.save_for_backward(inputs[0], inputs[1])
-
-
-def _op_backward(ctx, grad_out):
-    x, w_gate_up = ctx.saved_tensors
-    d = torch.ops.gpuperf.swiglu_backward(grad_out, _op_matmul(x, w_gate_up))
-    dx = _op_matmul(d, w_gate_up.t()) if ctx.needs_input_grad[0] else None
-    dw = _op_matmul(x.t(), d) if ctx.needs_input_grad[1] else None
-    return (dx, dw) + (None,) * 8
-
-
-torch.library.register_autograd("gpuperf::swiglu", _op_backward, setup_context=_setup_context)
+    if d.numel() == 0:
+        return d, ()
+    return d, (_elementwise_launch(d, grad_out, gate_up),)
 
 
 def _matmul(a, b):
-    """``a @ b`` for the eager backward: the persistent TMA matmul where it can load the
-    operands, tutorial 03's kernel elsewhere."""
-    if has_tma(a) and tma_layout(a) is not None and tma_layout(b) is not None:
-        return matmul_persistent(a, b)
+    """``a @ b`` for the backward: the persistent TMA matmul where it can load the operands,
+    tutorial 03's kernel elsewhere (and while torch.compile traces, where a graph holds no
+    host descriptor)."""
     from gpuperf.kernels.matmul import matmul
 
+    if tracing(a, b):
+        return matmul(a, b)
+    if has_tma(a) and tma_layout(a) is not None and tma_layout(b) is not None:
+        return matmul_persistent(a, b)
     return matmul(a, b)
 
 
-class _SwiGLU(torch.autograd.Function):
-    """The forward and backward for eager training, launched through the caches (the ops
-    above are what torch.compile sees; called eagerly, each costs tens of microseconds
-    of host time more)."""
-
-    @staticmethod
-    def forward(ctx, x, w_gate_up, config):
-        ctx.save_for_backward(x, w_gate_up)
-        return _forward(x, w_gate_up, config)[0]
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        x, w_gate_up = ctx.saved_tensors
-        # [g | u] recomputed, then overwritten in place by d[g | u]: one (M, 2N) buffer.
-        d = _matmul(x, w_gate_up)
+def swiglu_backward(
+    grad_out: torch.Tensor, x: torch.Tensor, w_gate_up: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(dx, dw_gate_up)`` of :func:`swiglu` from the gradient ``grad_out`` of its output and
+    its inputs (all the forward saves): ``[g | u] = x @ w_gate_up`` recomputed with one
+    matmul, ``d[g | u]`` by one elementwise kernel, then ``dx = d[g | u] @ w_gate_up岬�`` and
+    ``dw = x岬� @ d[g | u]``. Eagerly the elementwise kernel writes ``d[g | u]`` in place of
+    ``[g | u]`` (one ``(M, 2N)`` buffer); while torch.compile traces it is the op
+    ``torch.ops.gpuperf.swiglu_backward`` (:func:`swiglu_elementwise_backward`), a new
+    buffer, since a graph's ops do not write their inputs."""
+    gate_up = _matmul(x, w_gate_up)
+    if tracing(grad_out, gate_up):
+        d = swiglu_elementwise_backward(grad_out, gate_up)
+    else:
+        d = gate_up
         if d.numel():
-            _elementwise_backward(d, grad_out, d, _launch_bwd)
-        dx = _matmul(d, w_gate_up.t()) if ctx.needs_input_grad[0] else None
-        dw = _matmul(x.t(), d) if ctx.needs_input_grad[1] else None
-        return dx, dw, None
+            step = _elementwise_launch(d, grad_out, gate_up)
+            launcher(step.kernel)(step.grid, step.args, step.constexprs, num_warps=step.num_warps)
+    return _matmul(d, w_gate_up.t()), _matmul(x.t(), d)
 
 
 # --- the public op -------------------------------------------------------------------------
@@ -718,10 +599,15 @@ def _check(x, w_gate_up, config) -> tuple[int, int, int]:
     return m, n2 // 2, k
 
 
-@planned(tensors=2)
+@op(
+    "gpuperf::swiglu",
+    tensors=("x", "w_gate_up"),
+    backward=swiglu_backward,
+    saves=lambda x, w_gate_up, *config_and_out: (x, w_gate_up),
+)
 def swiglu(
     x: torch.Tensor, w_gate_up: torch.Tensor, *, config: PersistentConfig | None = None
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, Launches]:
     """Return ``silu(x @ W_gate) * (x @ W_up)`` for ``w_gate_up = [W_gate | W_up]``, in one
     persistent Triton kernel with the gating in its epilogue.
 
@@ -768,10 +654,15 @@ def swiglu(
             tensors are on different devices (or on the CPU while the interpreter is
             off).
 
-    Registered as ``torch.ops.gpuperf.swiglu`` (``torch.library.triton_op``, taking the
-    config's fields; inside torch.compile this function calls it, with TMA descriptors
-    made on the device) with a backward through ``torch.ops.gpuperf.swiglu_backward``
-    (the elementwise step) and ``torch.ops.gpuperf.matmul``.
+    Registered as ``torch.ops.gpuperf.swiglu`` (through :func:`~gpuperf.kernels.launch.op`,
+    taking the config's fields; inside torch.compile this function calls it, with TMA
+    descriptors made on the device) with its backward, :func:`swiglu_backward`, registered
+    with ``torch.library.register_autograd``: the matmuls and the elementwise step
+    ``torch.ops.gpuperf.swiglu_backward`` (:func:`swiglu_elementwise_backward`). Called
+    eagerly without a gradient to record, a call whose inputs are like ones already
+    checked (shapes, strides, dtypes, device, 16-byte alignment, ``config``) launches from
+    their plan (:mod:`gpuperf.kernels.launch`), its descriptors made again on the new
+    addresses.
 
     FLOPs ``2 * M * 2N * K`` (and a few per output element in the epilogue). Memory
     traffic at least ``(M * K + K * 2N + M * N) * element_size``: ``x`` and the weight
@@ -780,13 +671,19 @@ def swiglu(
     the persistent TMA matmul of Triton's tutorial 09.
     """
     m, n, k = _check(x, w_gate_up, config)
-    if torch.compiler.is_compiling():
-        fields = _config_fields(x.get_device(), m, n, k) if config is None else _fields(config)
-        return torch.ops.gpuperf.swiglu(x, w_gate_up, *fields), None
-    if torch.is_grad_enabled() and (x.requires_grad or w_gate_up.requires_grad):
-        return _SwiGLU.apply(x, w_gate_up, config), None
-    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans).
-    return _forward(x, w_gate_up, config, plan=True)
+    if m == 0 or n == 0:
+        return x.new_empty((m, n)), ()
+    if k == 0:  # g = u = 0, and silu(0) * 0 = 0
+        return x.new_zeros((m, n)), ()
+    out = x.new_empty((m, n))
+    return out, (_forward_launch(out, x, w_gate_up, config),)
 
 
-__all__ = ["launch_config", "swiglu", "swiglu_config", "tma_loads"]
+__all__ = [
+    "launch_config",
+    "swiglu",
+    "swiglu_backward",
+    "swiglu_config",
+    "swiglu_elementwise_backward",
+    "tma_loads",
+]

@@ -1,6 +1,6 @@
 """TMA tensor descriptors, as the persistent matmul, SwiGLU and the FP8 kernels (Triton's and
-Gluon's) use them: which tensors a descriptor can describe, making one, and launching a
-kernel that takes them with little host time.
+Gluon's) use them: which tensors a descriptor can describe, and making one. A kernel that
+takes them is launched, and its launch replayed on new tensors, by :mod:`gpuperf.kernels.launch`.
 
 On Hopper (compute capability 9.0) the copy engine (TMA) moves a whole box of a tensor
 between global and shared memory from one instruction, computing the addresses and
@@ -24,9 +24,8 @@ layout that can be, and the kernels take their computed-pointer path for the oth
 from __future__ import annotations
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 from triton.tools.tensor_descriptor import TensorDescriptor
-
-from gpuperf.kernels._launch import Launcher, fast_path_enabled
 
 #: The alignment, in bytes, a descriptor's base, its strides and a box's start in its last
 #: dimension must have.
@@ -56,13 +55,33 @@ def _unit_inner(t: torch.Tensor) -> torch.Tensor:
 def tma_ready(t: torch.Tensor) -> bool:
     """Whether a descriptor with ``t``'s own shape and strides can describe ``t`` (of any rank,
     its last dimension innermost): a 16-byte aligned base, a unit last stride and every other
-    stride a multiple of 16 bytes."""
+    stride a multiple of 16 bytes. Also while torch.compile traces (:func:`address`)."""
     size = t.element_size()
     return (
-        t.data_ptr() % TMA_ALIGNMENT == 0
+        address(t) % TMA_ALIGNMENT == 0
         and t.stride(-1) == 1
         and all((s * size) % TMA_ALIGNMENT == 0 for s in t.stride()[:-1])
     )
+
+
+def tracing(*values) -> bool:
+    """Whether torch.compile traces the call these ``values`` (its arguments; those that are
+    not tensors are skipped) were given to: ``torch.compiler.is_compiling()``, or one of them
+    is a trace's tensor, which has no data and no address (a fake tensor, or a functional
+    tensor wrapping one). The tensors tell where ``is_compiling()`` does not: in torch 2.11 it
+    is True only in the frames Dynamo traces, and False where a compile runs an op on fake
+    tensors itself (the registered op's body as Dynamo propagates fake tensors through the
+    graph, the backward as AOTAutograd traces it), where ``data_ptr()`` raises."""
+    return torch.compiler.is_compiling() or any(isinstance(v, torch.Tensor) and is_fake(v) for v in values)
+
+
+def address(t: torch.Tensor) -> int:
+    """``t.data_ptr()``; while torch.compile traces (:func:`tracing`), where a tensor has no
+    address, its offset in bytes into its storage, whose base PyTorch's allocators align to
+    far more than 16 bytes: what an alignment check reads of it."""
+    if isinstance(t, torch.Tensor) and tracing(t):
+        return t.storage_offset() * t.element_size()
+    return t.data_ptr()
 
 
 def tma_copy(t: torch.Tensor, layout: str = "row") -> torch.Tensor:
@@ -116,7 +135,7 @@ def check_tma_operands(names, tensors) -> None:
         if tma_layout(t) is None:
             raise ValueError(
                 f"{name} (shape {tuple(t.shape)}, strides {t.stride()}, {t.element_size()}-byte elements, "
-                f"address % 16 = {t.data_ptr() % 16}) cannot be loaded through TMA: a tensor descriptor "
+                f"address % 16 = {address(t) % 16}) cannot be loaded through TMA: a tensor descriptor "
                 "needs a 16-byte aligned base, one unit stride and the other stride a multiple of 16 "
                 f"bytes (for {t.dtype}: {16 // t.element_size()} elements). Pass "
                 "gpuperf.kernels.tma.tma_copy(t) (new, aligned memory: .contiguous() returns a "
@@ -125,113 +144,14 @@ def check_tma_operands(names, tensors) -> None:
             )
 
 
-def _is_descriptor(value) -> bool:
-    # Triton's host descriptors and Gluon's (triton.experimental.gluon.nvidia.hopper) alike.
-    return getattr(value, "block_shape", None) is not None and hasattr(value, "base")
-
-
-class DescriptorLauncher(Launcher):
-    """A :class:`~gpuperf.kernels._launch.Launcher` for kernels whose leading arguments are
-    host-side tensor descriptors.
-
-    Triton specializes a descriptor argument on its dtype, block shape (and, for Gluon's,
-    its shared-memory layout), and its launcher encodes the TMA descriptor from the object
-    itself at each launch: so the key holds those, and the objects are passed as they are."""
-
-    @staticmethod
-    def _key_and_args(runtime, constexprs, num_warps, num_stages, device) -> tuple[tuple, list]:
-        n = 0
-        while n < len(runtime) and _is_descriptor(runtime[n]):
-            n += 1
-        key, args = Launcher._key_and_args(runtime[n:], constexprs, num_warps, num_stages, device)
-        # (A Gluon layout as text: its fields need not be hashable.)
-        described = tuple(
-            (d.base.dtype, tuple(d.block_shape), d.padding, str(getattr(d, "layout", "")))
-            for d in runtime[:n]
-        )
-        return key + described, [*runtime[:n], *args]
-
-    def bound(self, grid, runtime, constexprs, *, num_warps: int, num_stages: int) -> BoundDescriptors | None:
-        """After a launch of these arguments: a :class:`BoundDescriptors` that repeats it for
-        other descriptors and tensors of the same kinds, or None (the interpreter, the
-        launch cache off, or the launch not cached)."""
-        if self.interpreted or not fast_path_enabled():
-            return None
-        device = torch._C._cuda_getDevice()
-        key, args = self._key_and_args(runtime, constexprs, num_warps, num_stages, device)
-        entry = self._compiled.get(key)
-        if entry is None:
-            return None
-        launch, function, head = entry
-        grid = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
-        return BoundDescriptors(launch, function, head, grid, device, _tail(runtime, args, constexprs))
-
-
-def _tail(runtime, args, constexprs) -> tuple:
-    """The arguments after the leading descriptors and tensors, which a bound launch keeps."""
-    leading = 0
-    while leading < len(runtime) and (
-        _is_descriptor(runtime[leading]) or isinstance(runtime[leading], torch.Tensor)
-    ):
-        leading += 1
-    return tuple(args[leading:]) + tuple(constexprs)
-
-
-class BoundDescriptors:
-    """One launch with everything fixed but its leading descriptors and tensors (each tensor
-    as a tensor or its address): the :class:`~gpuperf.kernels._launch.Bound` of descriptor
-    kernels, Triton's and Gluon's."""
-
-    __slots__ = ("device", "function", "grid", "head", "launch", "tail")
-
-    def __init__(self, launch, function, head: tuple, grid: tuple, device: int, tail: tuple):
-        self.launch, self.function, self.head = launch, function, head
-        self.grid, self.device, self.tail = grid, device, tail
-
-    @classmethod
-    def of_compiled(cls, kernel, compiled, grid: tuple, args: tuple, constants: dict, leading: int):
-        """The bound launch of ``compiled``, the binary that ``kernel[grid](*args, **constants)``
-        returned: the arguments after the first ``leading`` (descriptors and tensors) kept, in
-        the kernel's signature order, constants included (the launcher skips those)."""
-        values = dict(zip(kernel.arg_names, args, strict=False))
-        values.update((name, value) for name, value in constants.items() if name in kernel.arg_names)
-        defaults = kernel.signature.parameters
-        ordered = [values[name] if name in values else defaults[name].default for name in kernel.arg_names]
-        head = (compiled.packed_metadata, None, None, None)
-        grid = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
-        device = torch._C._cuda_getDevice()
-        return cls(compiled.run, compiled.function, head, grid, device, tuple(ordered[leading:]))
-
-    def __call__(self, *leading) -> None:
-        stream = torch._C._cuda_getCurrentRawStream(self.device)
-        self.launch(*self.grid, stream, self.function, *self.head, *leading, *self.tail)
-
-
-class Described:
-    """What Triton's launcher reads of a host tensor descriptor (its base, shape, strides and
-    padding), made without :class:`TensorDescriptor`'s checks: only for a layout that a
-    plan has already checked, on a new base of the same layout."""
-
-    __slots__ = ("base", "padding", "shape", "strides")
-
-    def __init__(self, base: torch.Tensor, shape: list, strides: list):
-        self.base, self.shape, self.strides, self.padding = base, shape, strides, "zero"
-
-    @staticmethod
-    def layout_of(desc) -> tuple[list, list]:
-        """``(shape, strides)`` of a descriptor, to describe another base of the same layout."""
-        return list(desc.shape), list(desc.strides)
-
-
 __all__ = [
     "TMA_ALIGNMENT",
-    "BoundDescriptors",
-    "Described",
-    "DescriptorLauncher",
+    "address",
     "box_offset_aligned",
     "check_tma_operands",
     "descriptor",
     "tma_copy",
     "tma_layout",
     "tma_ready",
+    "tracing",
 ]

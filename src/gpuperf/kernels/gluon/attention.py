@@ -52,8 +52,9 @@ from gpuperf._runtime import check_kernel_device
 from gpuperf.kernels._attention_checks import check_attention
 from gpuperf.kernels._launch import fast_path_enabled
 from gpuperf.kernels.device import num_sms, require_gluon_hopper
+from gpuperf.kernels.launch import BoundDescriptors, Described
 from gpuperf.kernels.plans import planned
-from gpuperf.kernels.tma import BoundDescriptors, Described, tma_copy
+from gpuperf.kernels.tma import tma_copy
 
 #: The head dims the kernel is written for (a ``wgmma``'s K is a multiple of 16; the
 #: shared-memory ring holds two ``BLOCK_N x D`` tiles a slot).

@@ -57,10 +57,11 @@ from gpuperf._runtime import check_kernel_device
 from gpuperf.kernels._launch import fast_path_enabled
 from gpuperf.kernels._validation import check_tensor, dtype_names
 from gpuperf.kernels.device import num_sms, require_gluon_hopper
+from gpuperf.kernels.launch import BoundDescriptors, Described
 from gpuperf.kernels.matmul_fp8 import FP8_DTYPES, FP8_OUT_DTYPES, check_scale
 from gpuperf.kernels.matmul_persistent import check_matmul_shapes
 from gpuperf.kernels.plans import planned
-from gpuperf.kernels.tma import BoundDescriptors, Described, check_tma_operands, tma_copy, tma_layout
+from gpuperf.kernels.tma import check_tma_operands, tma_copy, tma_layout
 
 #: The promotion schedules: ``"pingpong"`` overlaps each float32 addition with the next
 #: step's MMA (two partial accumulators); ``"drain"`` waits for each MMA first (Triton's).

@@ -4,6 +4,8 @@ against the weighted sum; out-of-range ids; empty inputs and bad input."""
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuperf.kernels.moe_permute import CHUNK, moe_combine, moe_permute
 from gpuperf.reference import sort_by_expert
@@ -47,6 +49,36 @@ def test_permute_matches_stable_sort(tokens, k, experts, d, kind, id_dtype):
     # A second call with the same layout runs the op's plan: the same answer.
     again = moe_permute(x, ids, experts)
     assert all(torch.equal(a, b) for a, b in zip(again, (x_sorted, order, rows, offs), strict=True))
+
+
+def test_strided_inputs():
+    tokens, k, experts, d = 21, 2, 5, 24
+    x = torch.randn(d, tokens, device=DEVICE).t()  # column-major tokens
+    ids = routing(tokens, k, experts, "uniform").t().contiguous().t()  # column-major ids
+    x_sorted, order, _, offs = moe_permute(x, ids, experts)
+    ref_order, ref_offs = sort_by_expert(ids, experts)
+    assert torch.equal(order.long(), ref_order) and torch.equal(offs, ref_offs)
+    assert torch.equal(x_sorted, x[ref_order // k])
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    tokens=st.integers(1, 70),
+    k=st.integers(1, 4),
+    experts=st.integers(1, 40),
+    seed=st.integers(0, 2**16),
+)
+def test_any_routing_sorts_as_argsort(tokens, k, experts, seed):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, experts, (tokens, k), generator=g).to(DEVICE)  # repeats allowed
+    x = torch.randn(tokens, 8, generator=g).to(DEVICE)
+    x_sorted, order, rows, offs = moe_permute(x, ids, experts)
+    ref_order, ref_offs = sort_by_expert(ids, experts)
+    assert torch.equal(order.long(), ref_order) and torch.equal(offs, ref_offs)
+    assert torch.equal(x_sorted, x[ref_order // k])
+    weights = torch.rand(tokens, k, generator=g).to(DEVICE)
+    ref = (weights[..., None] * x[:, None, :]).sum(1)
+    torch.testing.assert_close(moe_combine(x_sorted, rows, weights), ref)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])

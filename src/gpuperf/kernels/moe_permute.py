@@ -185,9 +185,10 @@ def moe_permute(
         x: ``(T, d)`` tokens, float32, float16 or bfloat16, any strides; on a CUDA device (or
             on the CPU when ``TRITON_INTERPRET=1``).
         topk_ids: ``(T, k)`` int32 or int64 on ``x``'s device, each token's ``k`` experts, each
-            in ``[0, num_experts)``. Not checked on the GPU (that would synchronize): a pair
-            whose id is out of range goes to no expert (no row, ``rows`` -1) and the
-            permuted rows then end before ``T * k``.
+            in ``[0, num_experts)``; any strides (a non-contiguous one is copied first).
+            The ids are not checked on the GPU (that would synchronize): a pair whose id is
+            out of range goes to no expert (no row, ``rows`` -1) and the permuted rows then
+            end before ``T * k``.
         num_experts: ``E``, from 1 to :data:`MAX_EXPERTS`.
 
     Returns:

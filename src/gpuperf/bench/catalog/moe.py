@@ -254,10 +254,11 @@ def _layer(ops: str):
 
 
 def _compiled_reference(layer, x):
-    # Automatic dynamic shapes: each expert's row count differs, and a compile per count
-    # would hit the recompile limit.
+    # Dynamic shapes from the first call: each expert's row count differs, and a compile per
+    # count would hit the recompile limit (the loop over experts itself breaks the graph at
+    # each data-dependent ``torch.where``, so its pieces compile as separate graphs).
     torch._dynamo.reset()
-    run = torch.compile(layer.reference)
+    run = torch.compile(layer.reference, dynamic=True)
 
     def step():
         with torch.no_grad():

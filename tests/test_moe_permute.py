@@ -31,6 +31,7 @@ CASES = [
     pytest.param(33, 3, 5, 8, "one-expert", id="all-on-one-expert"),
     pytest.param(9, 1, 1, 8, "one-expert", id="one-expert"),
     pytest.param(40, 4, 300, 33, "uniform", id="more-experts-than-a-chunk"),
+    pytest.param(6, 2, 3, 1, "uniform", id="one-column"),
 ]
 
 

@@ -68,7 +68,7 @@ def silu_mul(gate_up: torch.Tensor) -> tuple[torch.Tensor, Launches]:
     out = torch.empty((rows, n), dtype=gate_up.dtype, device=gate_up.device)
     if out.numel() == 0:
         return out, ()
-    block = min(BLOCK_COLS, next_power_of_2(n))
+    block = min(BLOCK_COLS, max(16, next_power_of_2(n)))
     args = (gate_up, out, rows, n, *gate_up.stride())
     grid = (cdiv(rows, BLOCK_ROWS), cdiv(n, block))
     return out, (Launch(_silu_mul_kernel, grid, args, (BLOCK_ROWS, block), 4),)

@@ -55,6 +55,10 @@ GATHER_BLOCK_D = 1024
 #: Columns per program of the combine kernel.
 COMBINE_BLOCK_D = 1024
 
+#: The fewest lanes of a block (the histogram's bins, a row's columns): one warp's worth
+#: of small sizes rather than blocks of 1 or 2 lanes.
+MIN_BLOCK = 16
+
 #: The most experts the kernels take (the histogram's bins and the scan's vector).
 MAX_EXPERTS = 4096
 
@@ -236,7 +240,7 @@ def moe_permute(
     offs = torch.empty((num_experts,), dtype=torch.int32, device=device)
     ids = topk_ids if topk_ids.is_contiguous() else topk_ids.contiguous()
     chunks = cdiv(n, CHUNK)
-    e_bins = next_power_of_2(num_experts)
+    e_bins = max(MIN_BLOCK, next_power_of_2(num_experts))
     table = torch.empty((chunks, num_experts), dtype=torch.int32, device=device)
     scan_chunks = max(1, SCAN_TILE // e_bins)
     launches: list = [
@@ -246,7 +250,7 @@ def moe_permute(
         Launch(_scatter_kernel, (chunks,), (ids, table, order, rows, n, num_experts), (CHUNK,), 8),
     ]
     if d:
-        block_d = min(GATHER_BLOCK_D, next_power_of_2(d))
+        block_d = min(GATHER_BLOCK_D, max(MIN_BLOCK, next_power_of_2(d)))
         gather_args = (x, order, offs, x_sorted, d, k, num_experts, *x.stride())
         grid = (cdiv(n, GATHER_ROWS), cdiv(d, block_d))
         launches.append(Launch(_gather_kernel, grid, gather_args, (GATHER_ROWS, block_d), 4))
@@ -306,7 +310,7 @@ def moe_combine(y: torch.Tensor, rows: torch.Tensor, weights: torch.Tensor) -> t
     if tokens == 0 or d == 0:
         return out, ()
     rows = rows if rows.is_contiguous() else rows.contiguous()
-    block_d = min(COMBINE_BLOCK_D, next_power_of_2(d))
+    block_d = min(COMBINE_BLOCK_D, max(MIN_BLOCK, next_power_of_2(d)))
     args = (y, rows, weights, out, d, k, *y.stride(), *weights.stride())
     return out, (Launch(_combine_kernel, (tokens, cdiv(d, block_d)), args, (block_d,), 4),)
 

@@ -197,8 +197,10 @@ MATMUL_FP8_BLOCKWISE = Benchmark(
 _LAYERS: dict = {}
 
 #: The layer's check: the relative error of the output's norm against the loop over experts
-#: in bfloat16 (each path rounds its intermediates differently; the routing is the same).
-MOE_LAYER_NORM_RTOL = 0.02
+#: in bfloat16. Each path rounds its intermediates differently (about 0.5 %), and a router
+#: whose scores Inductor computes in another order may break a near-tie the other way for a
+#: token, which changes that token's experts: one such token of 4096 costs about 1.6 %.
+MOE_LAYER_NORM_RTOL = 0.05
 
 
 def moe_layer(model: str, device):

@@ -47,11 +47,12 @@ GROUPED_MATMUL_CANDIDATES: tuple[MatmulConfig, ...] = (
 )
 
 #: The grouped matmul's TMA kernel on Hopper (:class:`~gpuperf.kernels.PersistentConfig`,
-#: ``tma=True``): the tile of the computed-pointer kernel's best candidate on the H100
-#: (128 x 256 x 64, 8 warps, 3 stages: 521, 404 and 338 TFLOP/s at the prefill up
-#: projections of Mixtral-8x7B, Qwen3-30B-A3B and DeepSeek-V3, scripts/moe_gpu_check.py),
-#: whose 3 stages and epilogue fit in shared memory beside the TMA kernel's barriers.
-GROUPED_MATMUL_TMA_DEFAULT = PersistentConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=3)
+#: ``tma=True``): the best of the TMA sweep on the H100 (scripts/moe_gpu_check.py, torch
+#: 2.11, Triton 3.6.0): 128 x 256 x 64, 8 warps, 4 stages, at 634, 603, 504, 442, 319 and
+#: 329 TFLOP/s on the prefill up and down projections of Mixtral-8x7B, Qwen3-30B-A3B and
+#: DeepSeek-V3 at 4096 tokens; 3 stages came second (597, 624, 450, 412, 343, 328), 2 %
+#: slower in their geometric mean; every other tile was slower at five of the six.
+GROUPED_MATMUL_TMA_DEFAULT = PersistentConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=4)
 
 #: The TMA kernel's schedule keeps every expert's offsets in registers (a vector of the
 #: next power of two of E lanes): up to this many experts; more take computed pointers.

@@ -16,6 +16,8 @@
   decode and a training step (tutorial 07).
 * :mod:`~gpuperf.bench.catalog.gluon`: Gluon kernels on Hopper against Triton's and the
   vendor's (tutorial 08).
+* :mod:`~gpuperf.bench.catalog.moe`: the Mixture-of-Experts kernels and block (tutorial 09):
+  the grouped matmul, the block-scaled FP8 matmul, and the MoE block in prefill and decode.
 
 A new benchmark goes into its family's module and into :data:`ALL`. The same
 declaration serves the tutorials (measured live or rendered from the committed
@@ -99,6 +101,15 @@ from gpuperf.bench.catalog.memory_bound import (
     SOFTMAX_ROWS,
     VECTOR_ADD,
 )
+from gpuperf.bench.catalog.moe import (
+    FP8_BLOCKWISE_SHAPES,
+    GROUPED_GEMMS,
+    GROUPED_MATMUL,
+    MATMUL_FP8_BLOCKWISE,
+    MOE_LAYER,
+    MOE_LAYER_DECODE,
+    MOE_PREFILL_TOKENS,
+)
 
 #: Every benchmark, in the order ``python -m gpuperf.bench`` measures them.
 ALL: tuple[Benchmark, ...] = (
@@ -131,6 +142,10 @@ ALL: tuple[Benchmark, ...] = (
     GLUON_FP8,
     GLUON_ATTENTION,
     SCALE_SHIFT,
+    GROUPED_MATMUL,
+    MATMUL_FP8_BLOCKWISE,
+    MOE_LAYER,
+    MOE_LAYER_DECODE,
 )
 
 
@@ -160,6 +175,7 @@ __all__ = [
     "DECODE_LENGTHS",
     "ELEMENTWISE_DTYPES",
     "ELEMENTWISE_SIZES",
+    "FP8_BLOCKWISE_SHAPES",
     "FP8_FAST_ACCUM_K_FACTOR",
     "FP8_SHAPES",
     "GELU",
@@ -167,6 +183,8 @@ __all__ = [
     "GLUON_ATTENTION_SEQ_LENS",
     "GLUON_FP8",
     "GLUON_FP8_SHAPES",
+    "GROUPED_GEMMS",
+    "GROUPED_MATMUL",
     "HOST_OVERHEAD",
     "LLAMA_DECODE",
     "LLAMA_PREFILL",
@@ -179,6 +197,7 @@ __all__ = [
     "MATMUL_EPILOGUE",
     "MATMUL_EPILOGUE_SHAPES",
     "MATMUL_FP8",
+    "MATMUL_FP8_BLOCKWISE",
     "MATMUL_MODEL",
     "MATMUL_ORDER",
     "MATMUL_PERSISTENT",
@@ -186,6 +205,9 @@ __all__ = [
     "MATMUL_SMALL_M",
     "MATMUL_SMALL_M_SHAPES",
     "MATMUL_SQUARE",
+    "MOE_LAYER",
+    "MOE_LAYER_DECODE",
+    "MOE_PREFILL_TOKENS",
     "PERSISTENT_SHAPES",
     "PREFILL_BATCHES",
     "RMS_NORM",

@@ -6,10 +6,18 @@ so this runs before the test modules import :mod:`gpuperf.kernels`.
 
 import os
 
-import pytest
-import torch
+from gpuperf.caches import use_compile_caches
 
-from gpuperf._runtime import enable_interpreter_without_gpu, is_interpreter
+# Before torch: Triton's and Inductor's caches in the folder `nox -s docs` uses too (where
+# you have not set them), so the kernels the tests compile for sm_90 (the Gluon schedules,
+# the debugging guide's demos) are found there by the docs build that follows, and by the
+# next test run, instead of compiled again.
+use_compile_caches()
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from gpuperf._runtime import enable_interpreter_without_gpu, is_interpreter  # noqa: E402
 
 enable_interpreter_without_gpu()
 

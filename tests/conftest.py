@@ -5,13 +5,40 @@ so this runs before the test modules import :mod:`gpuperf.kernels`.
 """
 
 import contextlib
+import os
 
-import pytest
-import torch
+from gpuperf.caches import use_compile_caches
 
-from gpuperf._runtime import enable_interpreter_without_gpu, is_interpreter
+# Before torch: Triton's and Inductor's caches in the folder `nox -s docs` uses too (where
+# you have not set them), so the kernels the tests compile for sm_90 (the Gluon schedules,
+# the debugging guide's demos) are found there by the docs build that follows, and by the
+# next test run, instead of compiled again.
+use_compile_caches()
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from gpuperf._runtime import enable_interpreter_without_gpu, is_interpreter  # noqa: E402
 
 enable_interpreter_without_gpu()
+
+
+def _share_the_cores() -> None:
+    """Under pytest-xdist, each worker's torch (and the processes tests start) uses its
+    share of the cores, not all of them: with ``-n 2`` on 2 cores, two workers of 2 OpenMP
+    threads each wait on each other's threads, and the tests' tiny CPU ops (references,
+    the recipes script's smoke run) took a fifth to a third more CPU time. A value you set
+    in ``OMP_NUM_THREADS`` wins."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers <= 1 or os.environ.get("OMP_NUM_THREADS"):
+        return
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    threads = max(1, cores // workers)
+    os.environ["OMP_NUM_THREADS"] = str(threads)  # for the processes the tests start
+    torch.set_num_threads(threads)
+
+
+_share_the_cores()
 
 #: Device the kernel tests run on: the GPU if there is one, else the CPU (interpreter).
 DEVICE = "cuda" if torch.cuda.is_available() and not is_interpreter() else "cpu"

@@ -50,7 +50,7 @@ SHAPES = [
     (70, 48, 104, "tma"),  # several tiles each way, K off the tile
     (130, 96, 64, "tma"),  # more tiles than the interpreter's 4 programs: each walks several
     (17, 33, 65, "pointer"),  # odd everything: no descriptor (2N = 66 halves is not 16-byte rows)
-    (130, 70, 200, "pointer"),  # N = 70: rows of 140 halves; M off the tile
+    (70, 70, 72, "pointer"),  # N = 70: rows of 140 halves; M and K off the tile, 9 tiles
     (3, 5, 1, "pointer"),  # K = 1
 ]
 

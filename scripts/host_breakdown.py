@@ -1,4 +1,5 @@
-"""Where a planned call's host time goes: softmax and vector_add, part by part, on a GPU.
+"""Where a planned call's host time goes: softmax and vector_add, part by part, and the
+attention training step, forward and backward apart, on a GPU.
 
 The host_overhead benchmark times whole calls (our op against PyTorch's). This script
 times, with the same timer (``gpuperf.bench.timing.host_time_ms``: the GPU kept busy, so
@@ -43,6 +44,42 @@ def _parts(op, tensors: tuple, reference) -> dict[str, float]:
     return {name: host_time_ms(fn).ms * 1e3 for name, fn in timed.items()}
 
 
+def _attention_train_parts() -> dict[str, float]:
+    """The attention training step of host_overhead (forward and backward of (1, 8, 128, 64)
+    float16), split: the forward alone without autograd (a plan's replay), the forward that
+    autograd records (the registered op, through the dispatcher's autograd kernel), then the
+    backward added; and the same three for SDPA."""
+    from gpuperf.bench.catalog.host import ATTENTION_SHAPE
+    from gpuperf.kernels import attention
+
+    fp16 = {"device": "cuda", "dtype": torch.float16}
+    q, k, v = (torch.randn(ATTENTION_SHAPE, **fp16).requires_grad_() for _ in range(3))
+    grad_out = torch.randn(ATTENTION_SHAPE, **fp16)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def no_grad(fn):
+        def run():
+            with torch.no_grad():
+                return fn(q, k, v)
+
+        return run
+
+    def step(fn):
+        return lambda: torch.autograd.grad(fn(q, k, v), (q, k, v), grad_out)
+
+    timed = {
+        "forward, no autograd": no_grad(attention),
+        "forward, recorded": lambda: attention(q, k, v),
+        "forward + backward": step(attention),
+        "SDPA forward, no autograd": no_grad(sdpa),
+        "SDPA forward, recorded": lambda: sdpa(q, k, v),
+        "SDPA forward + backward": step(sdpa),
+    }
+    for fn in timed.values():  # compile, plan and check once
+        fn()
+    return {name: host_time_ms(fn).ms * 1e3 for name, fn in timed.items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=None, help="write the tables as JSON here")
@@ -55,6 +92,7 @@ def main() -> int:
     tables = {
         "softmax": _parts(softmax, (x,), lambda t: torch.softmax(t, dim=-1)),
         "vector_add": _parts(vector_add, (a, b), torch.add),
+        "attention_train": _attention_train_parts(),
     }
     for op, parts in tables.items():
         print(f"{op} ({torch.cuda.get_device_name()}), µs per call:")

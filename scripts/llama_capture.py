@@ -26,35 +26,9 @@ PROFILED_STEPS = 5
 def breakdown(step, sections_on, prefix: str) -> dict:
     """GPU microseconds per step of each part, of all kernels, and the kernel count, by
     ``torch.profiler`` over :data:`PROFILED_STEPS` steps after two warm-up steps."""
-    import json
-    import tempfile
+    from gpuperf.bench.traces import profile_parts
 
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    from gpuperf.bench.traces import kernel_time_by_range
-
-    for _ in range(2):
-        step()
-    torch.cuda.synchronize()
-    with sections_on(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for _ in range(PROFILED_STEPS):
-            step()
-        torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory() as scratch:
-        path = f"{scratch}/trace.json"
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            trace = json.load(f)
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    parts, total, count, categories = kernel_time_by_range(events, prefix)
-    n = PROFILED_STEPS
-    return {
-        "parts_us": {name: us / n for name, us in parts.items()},
-        "kernels_us": total / n,
-        "kernel_count": count / n,
-        "trace_categories": categories,
-    }
+    return profile_parts(step, sections_on, prefix, steps=PROFILED_STEPS)
 
 
 def event_breakdown(step, llama_module) -> dict:

@@ -84,7 +84,9 @@ def test_layer_providers_match_the_reference(bench, monkeypatch):
         bench.make_inputs("deepseek-v3", DEVICE) if bench is moe.MOE_LAYER else bench.make_inputs(3, DEVICE)
     )
     ref = bench.reference(*inputs)
-    # torch.compile's provider is checked on the GPU (Inductor's CPU path compiles C++ here).
-    providers = bench.providers if DEVICE == "cuda" else [p for p in bench.providers if p.key != "compile"]
+    # torch.compile's provider is checked on the GPU (Inductor's CPU path compiles C++ here),
+    # and so is the CUDA graph's.
+    gpu_only = ("compile", "triton_graph")
+    providers = bench.providers if DEVICE == "cuda" else [p for p in bench.providers if p.key not in gpu_only]
     for provider in providers:
         check(provider.key, ref, provider.make(*inputs)(), norm_rtol=bench.norm_rtol)

@@ -65,6 +65,7 @@ COMMANDS = {
         "python scripts/debugging_capture.py",
     ),
     "llama_time_breakdown": "python scripts/llama_capture.py",
+    "moe_time_breakdown": "python scripts/moe_capture.py",
     "execution_model": "python scripts/execution_model_capture.py",
     "ncu_gluon_fp8": "python scripts/gluon_capture.py fp8",
     "ncu_gluon_attention": "python scripts/gluon_capture.py attention",

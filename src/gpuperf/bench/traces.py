@@ -63,3 +63,43 @@ def kernel_time_by_range(trace_events: list, prefix: str) -> tuple[dict, float, 
         total += e["dur"]
         count += 1
     return parts, total, count, dict(Counter(e.get("cat") for e in trace_events))
+
+
+def profile_parts(step, recording, prefix: str, *, steps: int = 5, warmup: int = 2) -> dict:
+    """GPU microseconds per step of each part of ``step`` (a function of no arguments that
+    launches one step's kernels), by ``torch.profiler`` over ``steps`` steps after ``warmup``
+    steps: ``{"parts_us": {part: µs}, "kernels_us": µs, "kernel_count": kernels per step,
+    "trace_categories": {category: events}}``.
+
+    ``recording`` is the context under which the step opens a ``record_function`` range
+    ``prefix + part`` around each part (``Sections.recording`` of
+    :mod:`gpuperf.models.sections`, or ``gpuperf.models.llama.sections``); a kernel goes to
+    the part whose range was open when it was launched (:func:`kernel_time_by_range`), or to
+    ``"other"``. Needs a CUDA GPU.
+    """
+    import json
+    import tempfile
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    with recording(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as scratch:
+        path = f"{scratch}/trace.json"
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    parts, total, count, categories = kernel_time_by_range(events, prefix)
+    return {
+        "parts_us": {name: us / steps for name, us in parts.items()},
+        "kernels_us": total / steps,
+        "kernel_count": count / steps,
+        "trace_categories": categories,
+    }

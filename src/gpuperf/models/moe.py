@@ -49,8 +49,13 @@ from gpuperf import reference
 from gpuperf.kernels import grouped_matmul, matmul, swiglu
 from gpuperf.kernels.moe_activation import silu_mul
 from gpuperf.kernels.moe_permute import moe_combine, moe_permute
+from gpuperf.models.sections import Sections
 
 OPS = ("gpuperf", "torch")
+
+#: The parts of the block's forward, in order, as a profiler sees them (``moe.<part>``
+#: ranges inside ``SECTIONS.recording()``; :mod:`gpuperf.models.sections`).
+SECTIONS = Sections("moe.", ("router", "permute", "gate_up", "activation", "down", "combine", "shared"))
 
 
 @dataclass(frozen=True)
@@ -216,20 +221,33 @@ class MoELayer(nn.Module):
         raise NotImplementedError("block-scaled FP8 experts need the grouped block-scaled matmul")
 
     def _experts_gpuperf(self, x, weights, experts):
-        x_sorted, _, rows, offs = moe_permute(x, experts, self.config.experts)
-        h = silu_mul(grouped_matmul(x_sorted, self.w_gate_up, offs))
-        return moe_combine(grouped_matmul(h, self.w_down, offs), rows, weights)
+        with SECTIONS("permute"):
+            x_sorted, _, rows, offs = moe_permute(x, experts, self.config.experts)
+        with SECTIONS("gate_up"):
+            gate_up = grouped_matmul(x_sorted, self.w_gate_up, offs)
+        with SECTIONS("activation"):
+            h = silu_mul(gate_up)
+        with SECTIONS("down"):
+            y = grouped_matmul(h, self.w_down, offs)
+        with SECTIONS("combine"):
+            return moe_combine(y, rows, weights)
 
     def _experts_torch(self, x, weights, experts):
         k, f = self.config.top_k, self.config.ffn
-        order, offs = reference.sort_by_expert(experts, self.config.experts)
-        tokens = order // k
-        gate_up = F.grouped_mm(x[tokens], self.w_gate_up, offs=offs)
-        h = F.silu(gate_up[:, :f]) * gate_up[:, f:]
-        y = F.grouped_mm(h, self.w_down, offs=offs)
-        out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
-        out.index_add_(0, tokens, y.float() * weights.reshape(-1)[order, None])
-        return out.to(x.dtype)
+        with SECTIONS("permute"):
+            order, offs = reference.sort_by_expert(experts, self.config.experts)
+            tokens = order // k
+            x_sorted = x[tokens]
+        with SECTIONS("gate_up"):
+            gate_up = F.grouped_mm(x_sorted, self.w_gate_up, offs=offs)
+        with SECTIONS("activation"):
+            h = F.silu(gate_up[:, :f]) * gate_up[:, f:]
+        with SECTIONS("down"):
+            y = F.grouped_mm(h, self.w_down, offs=offs)
+        with SECTIONS("combine"):
+            out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
+            out.index_add_(0, tokens, y.float() * weights.reshape(-1)[order, None])
+            return out.to(x.dtype)
 
     def _shared(self, x):
         if self.ops == "gpuperf":
@@ -253,11 +271,13 @@ class MoELayer(nn.Module):
             )
         shape = x.shape
         x = x.reshape(-1, c.hidden)
-        weights, experts = self.route(x)
+        with SECTIONS("router"):
+            weights, experts = self.route(x)
         run = self._experts_gpuperf if self.ops == "gpuperf" else self._experts_torch
         out = run(x, weights, experts)
         if self.shared_down is not None:
-            out = out + self._shared(x)
+            with SECTIONS("shared"):
+                out = out + self._shared(x)
         return out.reshape(shape)
 
     def reference(self, x: torch.Tensor) -> torch.Tensor:
@@ -283,4 +303,4 @@ class MoELayer(nn.Module):
         )
 
 
-__all__ = ["DEEPSEEK_V3", "MIXTRAL_8X7B", "OPS", "QWEN3_30B_A3B", "MoEConfig", "MoELayer"]
+__all__ = ["DEEPSEEK_V3", "MIXTRAL_8X7B", "OPS", "QWEN3_30B_A3B", "SECTIONS", "MoEConfig", "MoELayer"]

@@ -26,7 +26,7 @@ import dataclasses
 import torch
 
 from gpuperf.bench import metrics
-from gpuperf.bench.catalog.benchmark import Benchmark, Provider
+from gpuperf.bench.catalog.benchmark import Benchmark, Provider, cuda_graph
 
 #: Prompt length of the prefill and training benchmarks.
 LLAMA_SEQ_LEN = 2048
@@ -236,22 +236,7 @@ def _decode(ops: str, how: str = "eager") -> callable:
                     return compiled(*args)
 
             return step
-        with torch.no_grad():
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):  # compile and plan every kernel before capture
-                for _ in range(2):
-                    layer.decode(*args)
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                out = layer.decode(*args)
-
-        def replay():
-            graph.replay()
-            return out
-
-        return replay
+        return cuda_graph(lambda: layer.decode(*args))
 
     return make
 

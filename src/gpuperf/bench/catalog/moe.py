@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 
 from gpuperf import reference
-from gpuperf.bench.catalog.benchmark import Benchmark, Provider, call, kernels
+from gpuperf.bench.catalog.benchmark import Benchmark, Provider, call, cuda_graph, kernels
 
 #: Tokens of a prefill: the experts get 1024 (Mixtral), 256 (Qwen3) and 128 (DeepSeek-V3)
 #: rows each when routed uniformly.
@@ -214,6 +214,11 @@ def moe_layer(model: str, device):
     return _LAYERS[key]
 
 
+def forget_layers() -> None:
+    """Drop the layers :func:`moe_layer` made (DeepSeek-V3's experts hold 22 GiB)."""
+    _LAYERS.clear()
+
+
 def _config(model: str):
     """The :class:`~gpuperf.models.moe.MoEConfig` of ``model`` (a key of :data:`MOE_MODELS`)."""
     from gpuperf.models import moe
@@ -253,6 +258,11 @@ def _layer(ops: str):
         return step
 
     return make
+
+
+def _layer_graph(layer, x):
+    layer.ops = "gpuperf"
+    return cuda_graph(lambda: layer(x))
 
 
 def _compiled_reference(layer, x):
@@ -321,7 +331,12 @@ MOE_LAYER_DECODE = Benchmark(
     x_values=MOE_DECODE_TOKENS,
     make_inputs=_decode_inputs,
     reference=_layer_reference,
-    providers=_LAYER_PROVIDERS,
+    # (A decode step at a few tokens is bound by its launches: one CUDA graph replays them.)
+    providers=(
+        _LAYER_PROVIDERS[0],
+        Provider("triton_graph", "gpuperf MoE block, one CUDA graph", _layer_graph),
+        *_LAYER_PROVIDERS[1:],
+    ),
     baseline="compile",
     metric="GB/s",
     bytes=lambda tokens, model="deepseek-v3": moe_layer_bytes(model, tokens),
@@ -344,6 +359,7 @@ __all__ = [
     "MOE_MODELS",
     "MOE_PREFILL_TOKENS",
     "MOE_ROUTINGS",
+    "forget_layers",
     "fp8_blockwise_operands",
     "grouped_operands",
     "moe_layer",

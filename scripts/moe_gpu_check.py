@@ -122,7 +122,13 @@ def parse_config(label: str):
 
 class Probe:
     def __init__(
-        self, budget_s: float, out: Path | None = None, models=None, grouped_configs=None, fp8_configs=None
+        self,
+        budget_s: float,
+        out: Path | None = None,
+        models=None,
+        grouped_configs=None,
+        fp8_configs=None,
+        sweep_tokens=(PREFILL_TOKENS,),
     ):
         self.start = time.monotonic()
         self.budget_s = budget_s
@@ -130,6 +136,7 @@ class Probe:
         self.models = [m for m in MODELS if models is None or m[0] in models]
         self.grouped_configs = grouped_configs
         self.fp8_configs = fp8_configs
+        self.sweep_tokens = tuple(sweep_tokens)
         self.result: dict = {"correctness": [], "grouped": [], "fp8": [], "sweep": [], "skipped": []}
 
     def save(self) -> None:
@@ -568,12 +575,20 @@ def _sweep_row(probe: Probe, row: dict, make, flops: int, reference) -> None:
 
 
 def _sweep_grouped(probe: Probe, name, experts, top_k, d, ffn) -> None:
+    for tokens in probe.sweep_tokens:
+        _sweep_grouped_at(probe, tokens, name, experts, top_k, d, ffn)
+
+
+def _sweep_grouped_at(probe: Probe, tokens: int, name, experts, top_k, d, ffn) -> None:
     import torch
 
     from gpuperf.kernels.grouped_matmul import grouped_matmul_launches
 
-    offs = routing(PREFILL_TOKENS, experts, top_k, skewed=False)
-    rows = PREFILL_TOKENS * top_k
+    offs = routing(tokens, experts, top_k, skewed=False)
+    rows = tokens * top_k
+    # The weight bytes the product must read: the experts the routing gave any row.
+    counts = torch.diff(offs, prepend=offs.new_zeros(1))
+    active = int((counts > 0).sum())
     grouped_mm = grouped_mm_fn()
     for gemm, k, n in (("up", d, 2 * ffn), ("down", ffn, d)):
         a = torch.randn(rows, k, device=DEVICE, dtype=torch.bfloat16)
@@ -585,7 +600,8 @@ def _sweep_grouped(probe: Probe, name, experts, top_k, d, ffn) -> None:
             label = config_label(config)
             if probe.over_budget(f"sweep grouped {name} {gemm} {label}"):
                 return
-            row = {"kernel": "grouped_matmul", "model": name, "gemm": gemm, "config": label}
+            row = {"kernel": "grouped_matmul", "model": name, "tokens": tokens, "gemm": gemm, "config": label}
+            row["weight_bytes"] = active * k * n * 2
             make = functools.partial(grouped_matmul_launches, a, b, offs, config)
             _sweep_row(probe, row, make, 2 * rows * n * k, reference)
         a = b = reference = None  # (freed before the next product's operands are made)
@@ -672,6 +688,11 @@ def main(argv=None) -> int:
         "--grouped-configs", default=None, help="configs of sweep-grouped, ';'-separated labels"
     )
     parser.add_argument("--fp8-configs", default=None, help="configs of sweep-fp8, ';'-separated labels")
+    parser.add_argument(
+        "--sweep-tokens",
+        default=str(PREFILL_TOKENS),
+        help=f"tokens of sweep-grouped, comma-separated (default {PREFILL_TOKENS})",
+    )
     parser.add_argument("--gluon-smoke", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.gluon_smoke:
@@ -697,7 +718,8 @@ def main(argv=None) -> int:
     except ValueError as err:
         parser.error(str(err))
     out = Path(args.out) / "moe_gpu_check.json"
-    probe = Probe(args.budget, out, models, grouped_configs, fp8_configs)
+    sweep_tokens = [int(t) for t in args.sweep_tokens.split(",")]
+    probe = Probe(args.budget, out, models, grouped_configs, fp8_configs, sweep_tokens)
     probe.result["provenance"] = {
         "gpu": torch.cuda.get_device_name(),
         "capability": list(torch.cuda.get_device_capability()),

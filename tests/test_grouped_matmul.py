@@ -8,7 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuperf.kernels import grouped_matmul
-from gpuperf.kernels.configs import GROUPED_MATMUL_CANDIDATES, GROUPED_MATMUL_TMA_CANDIDATES
+from gpuperf.kernels.configs import (
+    GROUPED_DECODE_ROWS_PER_EXPERT,
+    GROUPED_MATMUL_CANDIDATES,
+    GROUPED_MATMUL_TMA_CANDIDATES,
+    GROUPED_MATMUL_TMA_DECODE,
+    GROUPED_MATMUL_TMA_DEFAULT,
+)
 from gpuperf.kernels.grouped_matmul import (
     check_offsets,
     grid_size,
@@ -384,11 +390,17 @@ def test_the_default_on_hopper_is_the_tma_kernel_where_descriptors_describe_the_
         config = grouped_matmul_config(a, weights)
         assert isinstance(config, PersistentConfig) and config.tma
     assert not getattr(grouped_matmul_config(a.t().contiguous().t(), b), "tma", False)
+    # Decode (a few rows per expert on average) takes the decode tile; prefill the default.
+    rows = GROUPED_DECODE_ROWS_PER_EXPERT * 3
+    assert grouped_matmul_config(randn((rows, 48), torch.bfloat16, 1), b) == GROUPED_MATMUL_TMA_DECODE
+    assert grouped_matmul_config(randn((rows + 1, 48), torch.bfloat16, 1), b) == GROUPED_MATMUL_TMA_DEFAULT
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("b_layout", ["row", "linear"])
-@pytest.mark.parametrize("config", GROUPED_MATMUL_TMA_CANDIDATES, ids=lambda c: c.label())
+@pytest.mark.parametrize(
+    "config", (*GROUPED_MATMUL_TMA_CANDIDATES, GROUPED_MATMUL_TMA_DECODE), ids=lambda c: c.label()
+)
 def test_each_tma_config_gives_the_same_answer(config, b_layout):
     # Experts of 0 to 300 rows (several row tiles, partial ones), K and N across partial tiles.
     sizes = [0, 300, 1, 129, 0, 64, 200]

@@ -54,6 +54,21 @@ GROUPED_MATMUL_CANDIDATES: tuple[MatmulConfig, ...] = (
 #: slower in their geometric mean; every other tile was slower at five of the six.
 GROUPED_MATMUL_TMA_DEFAULT = PersistentConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=4)
 
+#: The TMA kernel at decode, where the experts average at most
+#: :data:`GROUPED_DECODE_ROWS_PER_EXPERT` rows: a 64-row tile (one warpgroup's wgmma), 128
+#: columns and 128 deep, 3 stages. With a row or two per expert the product only streams
+#: the weights, and the prefill tile's 256 columns leave SMs idle: Mixtral-8x7B's down
+#: projection at 1 token (2 experts, N = 4096) has 32 such tiles for 132 SMs. On the H100
+#: (scripts/moe_gpu_check.py --only sweep-grouped --sweep-tokens 1,16,64) this tile took
+#: 126 us there instead of 179, and was 1.12x faster than the prefill tile in the geometric
+#: mean of the three models' up and down products at 1 token (1.03x at 16 and 64 tokens,
+#: slower at none); tiles of 32 or 64 columns were slower.
+GROUPED_MATMUL_TMA_DECODE = PersistentConfig(64, 128, 128, group_m=8, num_warps=4, num_stages=3)
+
+#: Below this many rows per expert on average (the decode tile's height), the TMA kernel
+#: takes :data:`GROUPED_MATMUL_TMA_DECODE`.
+GROUPED_DECODE_ROWS_PER_EXPERT = 64
+
 #: The TMA kernel's schedule keeps every expert's offsets in registers (a vector of the
 #: next power of two of E lanes): up to this many experts; more take computed pointers.
 GROUPED_TMA_MAX_EXPERTS = 1024
@@ -169,10 +184,12 @@ __all__ = [
     "FP8_BLOCKWISE_TMA_CANDIDATES",
     "FP8_BLOCKWISE_TMA_DEFAULT",
     "FP8_SCALE_BLOCK",
+    "GROUPED_DECODE_ROWS_PER_EXPERT",
     "GROUPED_MATMUL_CANDIDATES",
     "GROUPED_MATMUL_DEFAULT",
     "GROUPED_MATMUL_INTERPRETER",
     "GROUPED_MATMUL_TMA_CANDIDATES",
+    "GROUPED_MATMUL_TMA_DECODE",
     "GROUPED_MATMUL_TMA_DEFAULT",
     "GROUPED_MATMUL_TMA_INTERPRETER",
     "GROUPED_TMA_MAX_EXPERTS",

@@ -233,11 +233,16 @@ def _grouped_matmul_tma_kernel(
 def grouped_matmul_config(a: torch.Tensor, b: torch.Tensor | None = None) -> GroupedConfig:
     """The config :func:`grouped_matmul` launches with on ``a``'s device: the interpreter's
     small tile on the CPU; on a GPU with TMA, where descriptors can describe ``a`` and ``b``
-    (:func:`tma_operands`), :data:`~gpuperf.kernels._moe_configs.GROUPED_MATMUL_TMA_DEFAULT`;
-    else :data:`~gpuperf.kernels._moe_configs.GROUPED_MATMUL_DEFAULT` (computed pointers)."""
+    (:func:`tma_operands`), :data:`~gpuperf.kernels._moe_configs.GROUPED_MATMUL_TMA_DEFAULT`,
+    or at decode (at most :data:`~gpuperf.kernels._moe_configs.GROUPED_DECODE_ROWS_PER_EXPERT`
+    rows of ``a`` per expert of ``b``)
+    :data:`~gpuperf.kernels._moe_configs.GROUPED_MATMUL_TMA_DECODE`; else
+    :data:`~gpuperf.kernels._moe_configs.GROUPED_MATMUL_DEFAULT` (computed pointers)."""
     if not a.is_cuda:
         return _moe_configs.GROUPED_MATMUL_INTERPRETER
     if b is not None and has_tma(a) and tma_operands(a, b) is not None:
+        if a.shape[0] <= _moe_configs.GROUPED_DECODE_ROWS_PER_EXPERT * b.shape[0]:
+            return _moe_configs.GROUPED_MATMUL_TMA_DECODE
         return _moe_configs.GROUPED_MATMUL_TMA_DEFAULT
     return _moe_configs.GROUPED_MATMUL_DEFAULT
 

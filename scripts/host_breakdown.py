@@ -9,15 +9,15 @@ eager call runs unrolled), the plan's lookup, the output's allocation, and the p
 (allocation and bound launch); then the whole call and PyTorch's op. Shapes are the
 host_overhead benchmark's (softmax 4096 x 256 float32, vector_add 4096 float32).
 
-    python scripts/host_breakdown.py [--out FILE.json]
+    python scripts/host_breakdown.py [--out FOLDER]
 
-Prints one table per op (µs per call, median of rounds) and writes them as JSON.
+Prints one table per op (µs per call, median of rounds) and writes them as the
+``host_breakdown`` capture (``<out>/<gpu>/captures/host_breakdown.json``; the profiling
+guide reads the attention training step's table). About 20 seconds on an H100.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 
 import torch
@@ -80,10 +80,12 @@ def _attention_train_parts() -> dict[str, float]:
     return {name: host_time_ms(fn).ms * 1e3 for name, fn in timed.items()}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None, help="write the tables as JSON here")
-    args = parser.parse_args()
+def main(argv=None) -> int:
+    from gpuperf.bench import captures
+    from gpuperf.bench.timing import HOST_TIMING_METHOD
+
+    parser = captures.script_parser(__doc__.splitlines()[0])
+    args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("host_breakdown.py needs a CUDA GPU", file=sys.stderr)
         return 2
@@ -97,10 +99,15 @@ def main() -> int:
     for op, parts in tables.items():
         print(f"{op} ({torch.cuda.get_device_name()}), µs per call:")
         for name, us in parts.items():
-            print(f"  {name:<18} {us:7.2f}")
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"gpu": torch.cuda.get_device_name(), "us_per_call": tables}, f, indent=1)
+            print(f"  {name:<28} {us:7.2f}")
+    cap = captures.build(
+        "host_breakdown",
+        tool="gpuperf.bench.timing.host_time_ms",
+        payload={"us_per_call": tables},
+        sources=("kernels/softmax.py", "kernels/vector_add.py", "kernels/attention.py", "kernels/launch.py"),
+        method=f"each part of a call timed alone: {HOST_TIMING_METHOD}",
+    )
+    print("wrote", captures.write(cap, args.out), flush=True)
     return 0
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from gpuperf.bench.catalog import HOST_OVERHEAD, VECTOR_ADD
 from gpuperf.bench.catalog.host import HOST_TARGETS
+from gpuperf.pages import host as host_page
 from gpuperf.pages import report
 from gpuperf.pages.host import targets_reading, targets_table
 
@@ -55,3 +56,29 @@ def test_the_reading_names_each_op_on_the_side_of_its_target_the_table_puts_it(h
     order = sorted(missed, key=lambda op: -ratios[op] / HOST_TARGETS[op])
     places = [missed_part.index(f"{op} (") for op in order]
     assert places == sorted(places), reading
+
+
+def _breakdown(ours: tuple, sdpa: tuple) -> dict:
+    names = [name for name, _ in host_page.TRAINING_PARTS]
+    parts = dict(zip(names, ours, strict=True))
+    parts.update({f"SDPA {n}": v for n, v in zip(names, sdpa, strict=True)})
+    return {"name": host_page.BREAKDOWN, "payload": {"us_per_call": {"attention_train": parts}}}
+
+
+def test_the_training_step_table_shows_each_part_ours_beside_sdpa():
+    table = host_page.training_step_table(_breakdown((20.0, 85.0, 325.0), (21.0, 26.0, 210.0)))
+    for name, _ in host_page.TRAINING_PARTS:
+        assert name in table
+    assert "85.0" in table and "26.0" in table and "325.0" in table and "210.0" in table
+
+
+def test_the_training_step_reading_is_the_differences_of_the_table():
+    reading = host_page.training_step_reading(_breakdown((20.0, 85.0, 325.0), (21.0, 26.0, 210.0)))
+    # Recording adds 85 - 20 = 65 and 26 - 21 = 5; the backward 325 - 85 = 240 and 210 - 26 = 184.
+    assert "adds 65 µs per call to ours and 5 µs" in reading
+    assert "adds 240 µs to ours and 184" in reading.replace("\n", " ")
+
+
+def test_another_capture_is_refused_by_name():
+    with pytest.raises(ValueError, match="host_breakdown"):
+        host_page.training_step_table({"name": "launch_bound", "payload": {}})

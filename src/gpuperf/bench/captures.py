@@ -66,6 +66,7 @@ COMMANDS = {
     ),
     "llama_time_breakdown": "python scripts/llama_capture.py",
     "moe_time_breakdown": "python scripts/moe_capture.py",
+    "host_breakdown": "python scripts/host_breakdown.py",
     "execution_model": "python scripts/execution_model_capture.py",
     "ncu_gluon_fp8": "python scripts/gluon_capture.py fp8",
     "ncu_gluon_attention": "python scripts/gluon_capture.py attention",
@@ -82,6 +83,7 @@ HOST_TIMED = frozenset(
         "launch_bound",
         "torch_profiler",
         "cuda_extension",
+        "host_breakdown",
         "compile_modes",
         *(name for name in COMMANDS if name.startswith("recipe_")),
     }

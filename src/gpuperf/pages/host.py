@@ -1,7 +1,9 @@
 """The host-time table: each op's host time per call against its PyTorch op, and its target.
 
 Read from the ``host_overhead`` record (:data:`gpuperf.bench.catalog.HOST_OVERHEAD`), whose
-targets are :data:`gpuperf.bench.catalog.host.HOST_TARGETS`.
+targets are :data:`gpuperf.bench.catalog.host.HOST_TARGETS`; and where a training step's
+host time goes, part by part, from the ``host_breakdown`` capture
+(``scripts/host_breakdown.py``): :func:`show_training_step`.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import textwrap
 
 from gpuperf.bench.catalog import HOST_OVERHEAD
 from gpuperf.bench.catalog.host import HOST_TARGETS
+from gpuperf.pages import captures as page_captures
 from gpuperf.pages.profiling.checks import check_result
 from gpuperf.pages.report import Result
 from gpuperf.pages.tables import Cell, Section, render
@@ -82,9 +85,76 @@ def targets_reading(result: Result, targets: dict[str, float] | None = None) -> 
     return "\n".join(lines)
 
 
+#: The capture of host time per part of a call.
+BREAKDOWN = "host_breakdown"
+#: The attention training step's parts in the capture: (ours, SDPA's), each ``(name, what)``.
+TRAINING_PARTS = (
+    ("forward, no autograd", "the forward alone, no gradient recorded (a plan's replay)"),
+    ("forward, recorded", "the forward that autograd records"),
+    ("forward + backward", "the forward recorded, then autograd.grad through the backward"),
+)
+
+
+def training_step_table(capture: dict) -> str:
+    """The attention training step's host time per call, part by part, ours beside SDPA's,
+    from a ``host_breakdown`` capture: each part's µs, and what recording the forward and
+    running the backward add.
+
+    Raises:
+        TypeError, ValueError: ``capture`` is not a ``host_breakdown`` capture
+            (:func:`~gpuperf.pages.captures.capture_payload`).
+    """
+    parts = page_captures.capture_payload(capture, BREAKDOWN)["us_per_call"]["attention_train"]
+    header = ["part", "ours µs", "SDPA µs", "what it times"]
+    section = Section("", header)
+    for name, what in TRAINING_PARTS:
+        ours, sdpa = parts[name], parts[f"SDPA {name}"]
+        row = [Cell(name, name), Cell(f"{ours:.1f}", ours), Cell(f"{sdpa:.1f}", sdpa), Cell(what, what)]
+        section.rows.append(row)
+    return render([section])
+
+
+def training_step_reading(capture: dict) -> str:
+    """One paragraph read off :func:`training_step_table`'s numbers: what recording the
+    forward costs ours and SDPA, and what the backward adds. Raises as that function does."""
+    parts = page_captures.capture_payload(capture, BREAKDOWN)["us_per_call"]["attention_train"]
+
+    def added(prefix: str) -> tuple[float, float]:
+        plain, recorded = parts[f"{prefix}forward, no autograd"], parts[f"{prefix}forward, recorded"]
+        return recorded - plain, parts[f"{prefix}forward + backward"] - recorded
+
+    ours_record, ours_backward = added("")
+    sdpa_record, sdpa_backward = added("SDPA ")
+    text = (
+        f"Recording the forward adds {ours_record:.0f} µs per call to ours and {sdpa_record:.0f} µs "
+        f"to SDPA's; the backward then adds {ours_backward:.0f} µs to ours and {sdpa_backward:.0f} "
+        "µs to SDPA's. A call that autograd records goes through PyTorch's dispatcher to the op "
+        "registered with torch.library and runs its autograd formula's Python (register_autograd's "
+        "setup_context, which saves what the backward needs); SDPA's autograd node is C++ that "
+        "PyTorch generates."
+    )
+    return textwrap.fill(text, 88)
+
+
+def show_training_step() -> page_captures.Shown:
+    """Print every GPU's ``host_breakdown`` capture of the attention training step: the table
+    (:func:`training_step_table`) and its reading (:func:`training_step_reading`)."""
+    return page_captures.show(
+        BREAKDOWN, lambda capture: training_step_table(capture) + "\n\n" + training_step_reading(capture)
+    )
+
+
 def _ops(ops: list[str], ratios: dict[str, float]) -> str:
     named = [f"{op} ({ratios[op]:.2f}×)" for op in ops]
     return named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
 
 
-__all__ = ["targets_reading", "targets_table"]
+__all__ = [
+    "BREAKDOWN",
+    "TRAINING_PARTS",
+    "show_training_step",
+    "targets_reading",
+    "targets_table",
+    "training_step_reading",
+    "training_step_table",
+]

@@ -616,10 +616,17 @@ def decode_reading(result: Result) -> str:
 # --- where the time goes -------------------------------------------------------------------
 
 
-def _case_title(case: dict) -> str:
-    """A breakdown case as its panel names it: ``'DeepSeek-V3, decode, 64 tokens'``."""
+def _case_title(case: dict, sep: str = ", ") -> str:
+    """A breakdown case as the page names it: ``'DeepSeek-V3, decode, 64 tokens'`` (``sep``
+    between the model and the rest)."""
     model = case["axes"].get("model", "")
-    return f"{MODEL_NAMES.get(model, model)}, {case['phase']}, {case['x']} {case['x_name']}"
+    unit = case["x_name"].removesuffix("s") if case["x"] == 1 else case["x_name"]
+    return f"{MODEL_NAMES.get(model, model)}{sep}{case['phase']}, {case['x']} {unit}"
+
+
+def _panel_title(case: dict) -> str:
+    """A breakdown case's panel title: the model over the phase (narrow panels)."""
+    return _case_title(case, sep="\n")
 
 
 def plot_time_breakdown(gpu: str | None = None):
@@ -628,7 +635,7 @@ def plot_time_breakdown(gpu: str | None = None):
     microseconds (:func:`gpuperf.pages.breakdown.plot_time_breakdown`); a placeholder when
     the capture is missing."""
     return breakdown.plot_time_breakdown(
-        BREAKDOWN, names=NAMES, colors=PART_COLORS, title_of=_case_title, gpu=gpu, ncols=3
+        BREAKDOWN, names=NAMES, colors=PART_COLORS, title_of=_panel_title, gpu=gpu, ncols=3
     )
 
 

@@ -17,6 +17,8 @@ folders, provenance captions, MISSING and STALE notes, formatting) lives here.
   ridge points).
 * :mod:`~gpuperf.pages.captures`: profiler tables, counters and generated code, each
   GPU's, with their provenance (:func:`gpuperf.pages.captures.show`).
+* :mod:`~gpuperf.pages.breakdown`: where a layer's step spends its GPU time, part by part
+  (the stacked bars of tutorials 07 and 09).
 * :mod:`~gpuperf.pages.prose`: the paragraph that opens each page, written from the
   records by the page's topic module.
 * :mod:`~gpuperf.pages.plotting` and :mod:`~gpuperf.pages.tables`: the house style.
@@ -31,7 +33,7 @@ that page needs (its opening paragraph and the sentences it prints from the
 records): :mod:`~gpuperf.pages.vector_add`, :mod:`~gpuperf.pages.softmax`,
 :mod:`~gpuperf.pages.matmul`, :mod:`~gpuperf.pages.attention`,
 :mod:`~gpuperf.pages.fp8`, :mod:`~gpuperf.pages.persistent`,
-:mod:`~gpuperf.pages.llama`, :mod:`~gpuperf.pages.gluon`,
+:mod:`~gpuperf.pages.llama`, :mod:`~gpuperf.pages.gluon`, :mod:`~gpuperf.pages.moe`,
 :mod:`~gpuperf.pages.profiling`, :mod:`~gpuperf.pages.roofline_readings`,
 :mod:`~gpuperf.pages.strategy`, :mod:`~gpuperf.pages.benchmarking`,
 :mod:`~gpuperf.pages.recipes`, :mod:`~gpuperf.pages.execution_model` and

@@ -37,7 +37,7 @@ from gpuperf.bench.catalog import (
     LLAMA_TRAIN,
     LLAMA_TRAIN_MEMORY,
 )
-from gpuperf.pages import captures, hardware, prose
+from gpuperf.pages import breakdown, captures, hardware, prose
 from gpuperf.pages.plotting import PROVIDER_COLORS, format_rate, short_gpu_name
 from gpuperf.pages.report import Result, above_roof, load, roof_caveat, x_named
 from gpuperf.pages.tables import Cell, Section, render
@@ -282,60 +282,20 @@ def amdahl(gpu: str | None = None) -> str:
     return "\n".join([textwrap.fill(text, WIDTH), *notes])
 
 
+def _case_title(case: dict) -> str:
+    """A breakdown case as its panel names it: ``'decode, batch 1, 4096 cached'``."""
+    where = f"batch {case['axes']['batch']}, {case['x']} cached" if case["axes"] else f"batch {case['x']}"
+    return f"{case['phase']}, {where}"
+
+
 def plot_time_breakdown(gpu: str | None = None):
     """A stacked bar per provider and case of the breakdown capture: each part's GPU time
     per step, in microseconds, the parts in the layer's order, its share written on the
-    larger segments; a placeholder when the capture is missing."""
-    import matplotlib.pyplot as plt
-
-    from gpuperf.pages.plotting import plot_missing
-
-    capture, notes = captures.load(BREAKDOWN, gpu)
-    if capture is None:
-        return plot_missing("Where a step's time goes", " ".join(notes))
-    cases = capture["payload"]["cases"]
-    parts = capture["payload"]["sections"]
-    caption = textwrap.wrap(bench_captures.caption(capture), 125)
-    caption_h = 0.13 * len(caption) + 0.1  # inches, at 7 points a line
-    height = 1.35 * len(cases) + 1.5 + caption_h
-    fig, axes = plt.subplots(len(cases), 1, figsize=(8.0, height), squeeze=False)
-    fig.patch.set_facecolor("white")
-    used = set()
-    for ax, case in zip(axes[:, 0], cases, strict=True):
-        keys = list(case["providers"])
-        for row, key in enumerate(keys):
-            p = case["providers"][key]
-            total, left = p["kernels_us"], 0.0
-            for part in parts:
-                us = p["parts_us"].get(part, 0.0)
-                if us <= 0:
-                    continue
-                ax.barh(row, us, left=left, color=PART_COLORS.get(part, "#333333"), edgecolor="white")
-                used.add(part)
-                if us / total > 0.12:
-                    ax.text(
-                        left + us / 2, row, prose.percent(us / total), ha="center", va="center", fontsize=8
-                    )
-                left += us
-        ax.set_yticks(range(len(keys)), [NAMES.get(k, k) for k in keys])
-        ax.invert_yaxis()
-        where = f"batch {case['axes']['batch']}, {case['x']} cached" if case["axes"] else f"batch {case['x']}"
-        ax.set_title(f"{case['phase']}, {where}: GPU µs per step", fontsize=9.5, loc="left")
-        ax.set_xlim(0, max(p["kernels_us"] for p in case["providers"].values()) * 1.02)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=PART_COLORS[p]) for p in parts if p in used]
-    fig.legend(
-        handles,
-        [p for p in parts if p in used],
-        loc="lower center",
-        bbox_to_anchor=(0.5, caption_h / height),
-        ncol=5,
-        frameon=False,
-        fontsize=8.5,
+    larger segments; a placeholder when the capture is missing
+    (:func:`gpuperf.pages.breakdown.plot_time_breakdown`)."""
+    return breakdown.plot_time_breakdown(
+        BREAKDOWN, names=NAMES, colors=PART_COLORS, title_of=_case_title, gpu=gpu
     )
-    fig.suptitle("Where a step's GPU time goes, part by part (kernels launched in each part)", fontsize=11)
-    fig.text(0.01, 0.01, "\n".join(caption), fontsize=7, va="bottom")
-    fig.tight_layout(rect=(0, (caption_h + 0.6) / height, 1, 1 - 0.35 / height))
-    return fig
 
 
 # --- the roofline --------------------------------------------------------------------------

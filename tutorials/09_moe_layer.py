@@ -206,6 +206,13 @@ print(page.decode_reading(decode))
 page.plot_time_breakdown()
 print(page.breakdown_table())
 
+# %%
+# At a token or two the GPU waits for the host: a step launches some twenty kernels
+# through Python, and the kernels together take less time than launching them does.
+# One :term:`CUDA graph` replays them all with one host call:
+
+print(page.launch_bound_reading())
+
 import matplotlib.pyplot as plt
 
 plt.show()  # run as a script: every figure of the page, in windows

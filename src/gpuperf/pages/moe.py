@@ -652,7 +652,10 @@ def breakdown_table(gpu: str | None = None) -> str:
     if capture is None:
         return "\n".join(notes)
     payload = breakdown.check_payload(capture["payload"])
-    header = ["case", "provider", "step µs", "kernels µs", "kernels", "GPU busy", "expert GEMMs", "next part"]
+    header = [
+        "case", "provider", "step µs", "CUDA graph µs", "kernels µs", "kernels", "GPU busy", "expert GEMMs",
+        "next part", "peak MiB",
+    ]  # fmt: skip
     section = Section("Where a step's time goes", header)
     for case in payload["cases"]:
         for key, p in case["providers"].items():
@@ -661,22 +664,60 @@ def breakdown_table(gpu: str | None = None) -> str:
             gemm = sum(parts.get(part, 0.0) for part in GEMM_PARTS) / total if total else 0.0
             others = {k: v for k, v in parts.items() if k not in GEMM_PARTS and v > 0}
             top = max(others, key=others.get) if others else None
-            step = p.get("step_us")
+            step, graph, peak = p.get("step_us"), p.get("graph_step_us"), p.get("peak_extra_mb")
             busy = total / step if step else None
             section.rows.append(
                 [
                     Cell(_case_title(case)),
                     Cell(NAMES.get(key, key)),
                     Cell("-") if step is None else Cell(f"{step:.0f}", step),
+                    Cell("-") if graph is None else Cell(f"{graph:.0f}", graph),
                     Cell(f"{total:.0f}", total),
                     Cell(f"{p['kernel_count']:.0f}", p["kernel_count"]),
                     Cell("-") if busy is None else Cell(prose.percent(busy), busy),
                     Cell(prose.percent(gemm), gemm),
                     Cell("-") if top is None else Cell(f"{top} {prose.percent(others[top] / total)}"),
+                    Cell("-") if peak is None else Cell(f"{peak:.0f}", peak),
                 ]
             )
     caption = textwrap.fill(bench_captures.caption(capture), WIDTH)
     return render([section], notes) + "\n" + caption
+
+
+def launch_bound_reading(gpu: str | None = None) -> str:
+    """What the ``moe_time_breakdown`` capture of ``gpu`` (default: the reference GPU) says of
+    our decode steps: per model and token count, the step's time as a loop of steps runs it,
+    the same step replayed from one CUDA graph, and its kernels' GPU time; then the memory
+    each provider's prefill allocates above the weights and the input. Empty when the
+    capture is missing (:func:`breakdown_table` says so).
+
+    Raises:
+        ValueError: a malformed capture (:func:`gpuperf.pages.breakdown.check_payload`).
+    """
+    capture, _ = captures.load(BREAKDOWN, gpu)
+    if capture is None:
+        return ""
+    payload = breakdown.check_payload(capture["payload"])
+    lines = []
+    for case in payload["cases"]:
+        ours = case["providers"].get("triton", {})
+        if case["phase"] != "decode" or "graph_step_us" not in ours:
+            continue
+        step, graph, kernels = ours["step_us"], ours["graph_step_us"], ours["kernels_us"]
+        lines.append(
+            f"{_case_title(case)}: {step:.0f} µs a step, {graph:.0f} µs from one CUDA graph "
+            f"({step / graph:.1f}× faster), its kernels {kernels:.0f} µs"
+        )
+    peaks = []
+    for case in payload["cases"]:
+        if case["phase"] == "prefill":
+            peak = {k: p["peak_extra_mb"] for k, p in case["providers"].items() if "peak_extra_mb" in p}
+            shown = ", ".join(f"{NAMES.get(k, k)} {mib:.0f} MiB" for k, mib in peak.items())
+            peaks.append(f"{_case_title(case)}: {shown}")
+    if peaks:
+        lines.append("Memory a prefill allocates above the weights and the input (peak):")
+        lines += [f"  {line}" for line in peaks]
+    return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="  ") for line in lines)
 
 
 __all__ = [
@@ -695,6 +736,7 @@ __all__ = [
     "imbalance_reading",
     "imbalance_table",
     "in_one_paragraph",
+    "launch_bound_reading",
     "loop_reading",
     "loop_table",
     "ordinary_channels",

@@ -430,9 +430,13 @@ def limit_notes(placement: Placement, series: list[Series]) -> list[tuple[Point,
     return notes
 
 
-def _panel(ax, renderer, placement, series, shapes, region, *, corner: bool, labelled, marks) -> None:
+def _panel(
+    ax, renderer, placement, series, shapes, region, *, corner: bool, labelled, marks, box=None
+) -> None:
     """One panel: the whole chart, or (``corner``) the magnified compute-bound corner.
-    Labels go to the points for which ``labelled(point)`` is true."""
+    Labels go to the points for which ``labelled(point)`` is true; ``box`` (the whole chart's
+    ``((x0, x1), (y0, y1))`` of the corner) is drawn dashed, with its note placed before the
+    labels so that none lands on it."""
     (x0, x1), (y0, y1) = region
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -446,6 +450,13 @@ def _panel(ax, renderer, placement, series, shapes, region, *, corner: bool, lab
     drawn = _draw_points(ax, placement, series, shapes)
     if not corner:
         texts.append(_roof_table(ax, placement).get_window_extent(renderer))
+    if box is not None:
+        from matplotlib.patches import Rectangle
+
+        (cx0, cx1), (cy0, cy1) = box
+        ax.add_patch(Rectangle((cx0, cy0), cx1 - cx0, cy1 - cy0, fill=False, ec="#888888", lw=0.8, ls="--"))
+        note = ax.text(cx0, cy1, " magnified below", fontsize=7, color="#666666", va="bottom", ha="left")
+        texts.append(note.get_window_extent(renderer))
     obstacles = list(texts)
     parked: list = []
     obstacles += [_box(ax, p.intensity, p.tflops, 5) for p, kind, _ in drawn if kind != "shape"]
@@ -557,7 +568,6 @@ _FIG_LEFT, _FIG_PANEL_W, _FIG_COLUMN, _FIG_TOP, _FIG_PANEL_H = 0.62, 5.5, 1.45, 
 
 def _figure(placement: Placement, kind: str, shared: list[Placement], marks: dict):
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
 
     shared = [p for p in (shared or [placement]) if p.points]
     if not placement.points or placement not in shared:
@@ -599,13 +609,8 @@ def _figure(placement: Placement, kind: str, shared: list[Placement], marks: dic
             corner=kind == "corner",
             labelled=labelled,
             marks=marks,
+            box=corner if kind == "overview" else None,
         )
-        if kind == "overview" and corner is not None:
-            (cx0, cx1), (cy0, cy1) = corner
-            ax.add_patch(
-                Rectangle((cx0, cy0), cx1 - cx0, cy1 - cy0, fill=False, ec="#888888", lw=0.8, ls="--")
-            )
-            ax.text(cx0, cy1, " magnified below", fontsize=7, color="#666666", va="bottom", ha="left")
         ax.set_xlabel("arithmetic intensity, FLOP per byte (least traffic)", fontsize=8.5)
         ax.set_ylabel("attained TFLOP/s", fontsize=8.5)
         title, what = (

@@ -17,7 +17,7 @@ def test_a_record_hashed_whole_that_still_describes_the_code_gets_device_keys(tm
     whole = sources.hashes(catalog.SOFTMAX.sources, host=True)  # how records were keyed before
     keyed = rekey.rekey(whole, catalog.SOFTMAX.sources, "unknown", host=False, checkout=tmp_path)
     assert keyed == sources.hashes(catalog.SOFTMAX.sources) == record["sources"]
-    assert "kernels/softmax.py::_softmax_kernel" in keyed and "kernels/_launch.py" not in keyed
+    assert "kernels/softmax.py::_softmax_kernel" in keyed and "kernels/launch.py" not in keyed
     assert records.staleness({**record, "sources": keyed}, catalog.SOFTMAX) == []
 
 

@@ -32,7 +32,6 @@ from gpuperf.kernels import (
     to_fp8,
     vector_add,
 )
-from gpuperf.kernels._launch import uncached
 from gpuperf.kernels.launch import (
     Described,
     Launch,
@@ -43,6 +42,7 @@ from gpuperf.kernels.launch import (
     layout_key,
     named_call_source,
     op,
+    uncached,
 )
 from gpuperf.kernels.tma import address, tracing
 from gpuperf.testing import assert_close

@@ -158,15 +158,15 @@ for capture in launch.values():
 # (constexpr-function wrappers, several microseconds each; replaced by plain
 # Python, :mod:`gpuperf.kernels._grid`), and ``kernel[grid](...)`` itself,
 # which binds the arguments, recomputes Triton's specialization key and looks
-# the binary up on every call. :class:`gpuperf.kernels._launch.Launcher` keeps
+# the binary up on every call. :class:`gpuperf.kernels.launch.Launcher` keeps
 # the compiled binaries by exactly that key, computed in a few lines, and
 # calls Triton's C launcher directly; each op then keeps a *plan* per input
 # layout (shape, strides, dtype, device, 16-byte alignment) and skips its checks
-# for inputs like ones already seen. Ops like softmax get their plans from the
-# decorator :func:`gpuperf.kernels.launch.op` (tutorial 02 shows softmax written
-# for it); the matmuls, attention and the other ops with a backward, an optional
-# tensor or tensor descriptors from :func:`gpuperf.kernels.plans.planned`, over
-# the same ``Launcher``. The host-time benchmark keeps the before and the after
+# for inputs like ones already seen. Every op gets its plans from the decorator
+# :func:`gpuperf.kernels.launch.op` (tutorial 02 shows softmax written for it):
+# the matmuls, attention and the other ops with a backward, an optional tensor or
+# tensor descriptors, and the Gluon kernels, all over the same ``Launcher``.
+# The host-time benchmark keeps the before and the after
 # in the same record: ``triton_jit`` is the same wrapper launching through
 # ``kernel[grid]``, the path before the change.
 
@@ -491,7 +491,7 @@ proton = captures.show("proton", profiling.proton_report)
 
 # %%
 # While a launch hook is installed, the plans are off and
-# :class:`~gpuperf.kernels._launch.Launcher` hands every launch to
+# :class:`~gpuperf.kernels.launch.Launcher` hands every launch to
 # ``kernel[grid]``, so that the hook sees it; the times are the kernels' own,
 # from CUPTI. proton's text viewer,
 # ``proton-viewer -m time/us profile.hatchet`` (it needs the ``llnl-hatchet``

@@ -286,7 +286,7 @@ def part_timing_methods(out: Path | None) -> None:
         "timing_methods",
         tool="time.perf_counter, torch.cuda.Event, triton.testing.do_bench, do_bench_cudagraph",
         payload={"samples": SAMPLES, "ops": ops},
-        sources=("kernels/softmax.py", "kernels/_configs.py", "kernels/_launch.py"),
+        sources=("kernels/softmax.py", "kernels/_configs.py", "kernels/launch.py"),
         method="one op timed seven ways in one process: medians with 20th and 80th percentiles "
         f"({SAMPLES} single calls for the host clock and CUDA events)",
     )
@@ -301,7 +301,7 @@ def part_launch_bound(out: Path | None) -> None:
 
     from gpuperf.bench import captures, timing
     from gpuperf.kernels import softmax
-    from gpuperf.kernels.plans import uncached
+    from gpuperf.kernels.launch import uncached
 
     def ours_uncached(x):
         with uncached():
@@ -346,7 +346,7 @@ def part_launch_bound(out: Path | None) -> None:
         "launch_bound",
         tool="gpuperf.bench.timing.host_time_ms and time_ms, and a timed loop",
         payload={"cols": LAUNCH_COLS, "rows": rows, "host_method": timing.HOST_TIMING_METHOD},
-        sources=("kernels/softmax.py", "kernels/_configs.py", "kernels/_launch.py", "kernels/_validation.py"),
+        sources=("kernels/softmax.py", "kernels/_configs.py", "kernels/launch.py", "kernels/_validation.py"),
         method="per size and provider: host time per call with the GPU kept busy (host_time_ms), "
         "GPU time (time_ms, one round), and wall time per call of 200 back-to-back calls",
     )

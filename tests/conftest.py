@@ -92,7 +92,7 @@ def eager_launches_of_a_trace(monkeypatch):
     (:func:`gpuperf.kernels.tma.tracing`) makes none."""
     from torch._subclasses.fake_tensor import is_fake
 
-    from gpuperf.kernels._launch import Launcher
+    from gpuperf.kernels.launch import Launcher
 
     found = []
     launch = Launcher.__call__

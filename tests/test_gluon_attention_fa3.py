@@ -95,6 +95,23 @@ def test_a_cpu_tensor_without_the_interpreter_is_refused(monkeypatch):
         attention_fa3(q, k, v)
 
 
+def test_a_trace_gets_a_clear_error(monkeypatch):
+    """The kernel takes host TMA descriptors, which a graph cannot hold: on a trace's tensors
+    (fake, as torch.compile traces) the op says so instead of failing inside the trace. (The
+    Hopper check is passed over here, on the CPU, to reach it.)"""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from gpuperf.kernels.gluon import attention as module
+
+    monkeypatch.setattr(module, "require_gluon_hopper", lambda name, t: None)
+    monkeypatch.setattr(module, "check_kernel_device", lambda name, t: None)
+    real = qkv((1, 2, 2, 8, 8, 64), device="cpu")
+    with FakeTensorMode() as mode:
+        q, k, v = (mode.from_tensor(t) for t in real)
+        with pytest.raises(RuntimeError, match=r"attention_fa3 cannot run inside torch\.compile"):
+            attention_fa3(q, k, v, causal=True, config=FA3Config(num_stages=2))
+
+
 # --- the schedule, compiled for sm_90 here ---------------------------------------------------
 
 #: The ladder's rungs (all warp-specialized: a producer warp and two consumer warpgroups).
@@ -230,3 +247,33 @@ def test_gpu_strided_bfloat16_and_scale():
     q2 = randn((1, 2, 100, 64, 2), torch.float16, seed=4).cuda()[..., 0]
     k2, v2 = (randn((1, 2, 90, 64), torch.float16, seed=s).cuda() for s in (5, 6))
     assert_close("copied", attention_ref(q2, k2, v2), attention_fa3(q2, k2, v2), k=90)
+
+
+@pytest.mark.gpu
+def test_gpu_a_second_call_launches_from_the_plan():
+    """Inputs like ones already checked launch from their plan, which describes the new inputs
+    and the output again (the config's optional fields, None or set, each a plan of its own);
+    an input that had to be copied leaves none."""
+    _hopper()
+    plans = attention_fa3.plans
+    plans.clear()
+    for config in (None, FA3Config(num_stages=2, persistent=False, consumer_registers=232)):
+        for seed in (0, 1):
+            q, k, v = qkv((2, 4, 2, 300, 300, 128), seed=seed)
+            out = attention_fa3(q, k, v, causal=True, config=config)
+            assert_close("attention_fa3", attention_ref(q, k, v, True), out, k=300)
+    assert len(plans) == 2
+    plans.clear()
+    q, k, v = qkv((1, 2, 2, 100, 100, 64))
+    strided = randn((1, 2, 100, 64, 2), torch.float16, seed=7).cuda()[..., 0]  # last stride 2: copied
+    assert_close("copied", attention_ref(strided, k, v), attention_fa3(strided, k, v), k=100)
+    assert len(plans) == 0
+
+
+@pytest.mark.gpu
+def test_gpu_torch_compile_gets_a_clear_error():
+    _hopper()
+    q, k, v = qkv((1, 2, 2, 64, 64, 64))
+    compiled = torch.compile(attention_fa3, fullgraph=True)
+    with pytest.raises(Exception, match=r"attention_fa3 cannot run inside torch\.compile"):
+        compiled(q, k, v)

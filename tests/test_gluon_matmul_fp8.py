@@ -87,6 +87,23 @@ def test_a_cpu_tensor_without_the_interpreter_is_refused(monkeypatch):
         matmul_fp8_promoted(a, b, scale_a, scale_b)
 
 
+def test_a_trace_gets_a_clear_error(monkeypatch):
+    """The kernel takes host TMA descriptors, which a graph cannot hold: on a trace's tensors
+    (fake, as torch.compile traces) the op says so instead of failing inside the trace. (The
+    Hopper check is passed over here, on the CPU, to reach it.)"""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from gpuperf.kernels.gluon import matmul_fp8 as module
+
+    monkeypatch.setattr(module, "require_gluon_hopper", lambda name, t: None)
+    monkeypatch.setattr(module, "check_kernel_device", lambda name, t: None)
+    real = operands(8, 8, 32, device="cpu")
+    with FakeTensorMode() as mode:
+        a, b, scale_a, scale_b = (mode.from_tensor(t) for t in real)
+        with pytest.raises(RuntimeError, match=r"matmul_fp8_promoted cannot run inside torch\.compile"):
+            matmul_fp8_promoted(a, b, scale_a, scale_b)
+
+
 # --- the schedule, compiled for sm_90 here ---------------------------------------------------
 
 
@@ -315,3 +332,35 @@ def test_the_compiling_process_imports_this_gpuperf_from_any_folder(monkeypatch,
         assert offline.compile_matmul_fp8({}, 1, 1, 1)["ptx"] == gpuperf.__file__
     finally:
         offline._close_idle()
+
+
+@pytest.mark.gpu
+def test_gpu_a_second_call_launches_from_the_plan():
+    """Operands like ones already checked launch from their plan, which describes the new
+    operands (and the output) again; an operand that had to be copied leaves none."""
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("Gluon's wgmma kernels run on Hopper only")
+    plans = matmul_fp8_promoted.plans
+    for config in (GluonFP8Config(), GluonFP8Config(tma_store=False, schedule="drain")):
+        plans.clear()
+        for seed in (0, 1, 2):
+            a, b, scale_a, scale_b = operands(300, 264, 1040, axis=-1, seed=seed)
+            out = matmul_fp8_promoted(a, b, scale_a, scale_b, config=config)
+            assert len(plans) == 1
+            ref = matmul_fp8_ref(a, b, scale_a, scale_b)
+            assert_close("gluon fp8", ref, out, k=fp8_check_k(1040, "float32"))
+    plans.clear()
+    a, b, scale_a, scale_b = operands(64, 64, 128)
+    out = matmul_fp8_promoted(a, b.contiguous(), scale_a, scale_b)  # b row-major: copied
+    assert len(plans) == 0
+    assert_close("gluon fp8", matmul_fp8_ref(a, b, scale_a, scale_b), out, k=fp8_check_k(128, "float32"))
+
+
+@pytest.mark.gpu
+def test_gpu_torch_compile_gets_a_clear_error():
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("Gluon's wgmma kernels run on Hopper only")
+    a, b, scale_a, scale_b = operands(64, 64, 128)
+    compiled = torch.compile(matmul_fp8_promoted, fullgraph=True)
+    with pytest.raises(Exception, match=r"matmul_fp8_promoted cannot run inside torch\.compile"):
+        compiled(a, b, scale_a, scale_b)

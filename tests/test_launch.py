@@ -32,7 +32,6 @@ from gpuperf.kernels import (
     to_fp8,
     vector_add,
 )
-from gpuperf.kernels._launch import uncached
 from gpuperf.kernels.launch import (
     Described,
     Launch,
@@ -43,6 +42,7 @@ from gpuperf.kernels.launch import (
     layout_key,
     named_call_source,
     op,
+    uncached,
 )
 from gpuperf.kernels.tma import address, tracing
 from gpuperf.testing import assert_close
@@ -676,6 +676,65 @@ def test_a_call_autograd_records_runs_the_function_and_keeps_no_plan():
         for _ in range(2):
             assert torch.equal(axpy(weight), x * 2)
     assert len(NAMED_CALLS) == 4 and len(axpy.plans) == 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Modes:
+    """A launch config with a str field and an optional one, as the Gluon ops' configs have."""
+
+    block: int = 64
+    mode: str = "twice"
+    factor: int | None = None
+
+
+MODED_CALLS = []
+
+
+@op("gpuperf_test::moded", tensors=("x",))
+def moded(x: torch.Tensor, *, modes: Modes | None = None) -> tuple[torch.Tensor, Launches]:
+    """``x`` times ``modes.factor``, or 2 (``"twice"``) or 3 (``"thrice"``) where it is None."""
+    MODED_CALLS.append(modes)
+    modes = modes or Modes()
+    factor = modes.factor if modes.factor is not None else {"twice": 2, "thrice": 3}[modes.mode]
+    out = torch.empty_like(x)
+    n = out.numel()
+    grid = (triton.cdiv(n, modes.block),)
+    return out, (Launch(_axpy_kernel, grid, (x, x, out, n), (factor, False, modes.block), 1),)
+
+
+def test_a_config_of_strs_and_optional_fields_reaches_the_registered_op_as_its_fields():
+    schema = str(torch.ops.gpuperf_test.moded.default._schema)
+    assert re.fullmatch(
+        r"gpuperf_test::moded\(Tensor x, \w+\? block=None, str\? mode=None, \w+\? factor=None\) -> Tensor",
+        schema,
+    ), schema
+    MODED_CALLS.clear()
+    moded.plans.clear()
+    x = _whole(randn((70,), torch.float32, 1))
+    assert torch.equal(torch.ops.gpuperf_test.moded(x, 32, "thrice", None), x * 3)
+    assert torch.equal(moded(x, modes=Modes(factor=5)), x * 5)
+    assert torch.equal(moded(x, modes=Modes(factor=5)), x * 5)  # from the plan
+    assert MODED_CALLS == [Modes(32, "thrice", None), Modes(factor=5)]
+    graphs, backend = recording_backend()
+    compiled = torch.compile(
+        lambda t: moded(t, modes=Modes(16, "thrice")) + 1, backend=backend, fullgraph=True
+    )
+    assert torch.equal(compiled(x), x * 3 + 1)
+    assert "gpuperf_test.moded" in called_ops(graphs[0])
+
+
+def test_a_config_of_other_field_types_is_refused():
+    @dataclasses.dataclass(frozen=True)
+    class Scaled:
+        factor: float = 1.0
+
+    def scaled(x: torch.Tensor, *, config: Scaled | None = None) -> tuple[torch.Tensor, Launches]:
+        return x, ()
+
+    with pytest.raises(
+        TypeError, match="config: a config parameter must be a dataclass of ints, bools and strs"
+    ):
+        op("gpuperf_test::scaled_refused", tensors=("x",))(scaled)
 
 
 def test_a_config_reaches_the_registered_op_as_its_fields():

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from gpuperf.kernels import attention, matmul, softmax, vector_add
-from gpuperf.kernels._launch import Launcher, _int_key
+from gpuperf.kernels.launch import Launcher, _int_key
 from gpuperf.reference import attention_ref, matmul_ref, softmax_ref, vector_add_ref
 from gpuperf.testing import assert_close
 from tests._params import called_ops, randn, recording_backend
@@ -171,7 +171,7 @@ def test_planned_launches_compute_on_the_new_inputs(op):
 
 
 def test_plans_forget_and_stay_bounded():
-    from gpuperf.kernels._launch import Plans
+    from gpuperf.kernels.launch import Plans
 
     plans = Plans(maxsize=2)
     plans.put("a", 1)
@@ -180,7 +180,7 @@ def test_plans_forget_and_stay_bounded():
     assert len(plans) == 2 and plans.get("a") == 1
     plans.put("c", 3)  # full: starts again
     assert len(plans) == 1 and plans.get("a") is None and plans.get("c") == 3
-    from gpuperf.kernels._launch import uncached
+    from gpuperf.kernels.launch import uncached
 
     with uncached():
         assert plans.get("c") is None  # the host benchmark's baseline path takes no plan

@@ -1,13 +1,12 @@
-"""The fast path every op shares (gpuperf.kernels.plans) and the descriptor launches it takes
-(gpuperf.kernels.launch): what a key holds, when the body runs, and what a plan replays."""
+"""What a plan's key holds (gpuperf.kernels.launch: layout_key, option_key) and the descriptor
+launches a plan takes (DescriptorLauncher, keyword_launch)."""
 
 import pytest
 import torch
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from gpuperf.kernels import PersistentConfig
-from gpuperf.kernels.launch import DescriptorLauncher
-from gpuperf.kernels.plans import call_key, planned, tensor_key
+from gpuperf.kernels.launch import DescriptorLauncher, Launcher, keyword_launch, layout_key, option_key
 from gpuperf.kernels.tma import (
     box_offset_aligned,
     check_tma_operands,
@@ -21,98 +20,62 @@ from tests._params import randn
 def test_a_key_tells_layouts_dtypes_alignment_shapes_and_options_apart():
     """A plan skips every check: its key must hold all that the checks and Triton read."""
     a, b = randn((64, 32), torch.float16), randn((32, 48), torch.float16)
-    key = call_key((a, b), (), {"config": None})
-    assert key == call_key(
-        (randn((64, 32), torch.float16, seed=3), randn((32, 48), torch.float16)), (), {"config": None}
+    key, addresses = layout_key((a, b), 2, {"config": None})
+    assert addresses == [a.data_ptr(), b.data_ptr()]
+    assert (
+        key
+        == layout_key(
+            (randn((64, 32), torch.float16, seed=3), randn((32, 48), torch.float16)), 2, {"config": None}
+        )[0]
     )
     others = [
-        call_key((a.to(torch.bfloat16), b), (), {"config": None}),  # dtype
-        call_key((a, b.t().contiguous().t()), (), {"config": None}),  # layout (strides)
-        call_key((randn((64, 40), torch.float16)[:, 8:], b), (), {"config": None}),  # 16-byte alignment
-        call_key((randn((65, 32), torch.float16), b), (), {"config": None}),  # shape
-        call_key((a, b), (), {"config": PersistentConfig(32, 32, 32)}),  # an option
+        layout_key((a.to(torch.bfloat16), b), 2, {"config": None}),  # dtype
+        layout_key((a, b.t().contiguous().t()), 2, {"config": None}),  # layout (strides)
+        layout_key((randn((64, 40), torch.float16)[:, 8:], b), 2, {"config": None}),  # 16-byte alignment
+        layout_key((randn((65, 32), torch.float16), b), 2, {"config": None}),  # shape
+        layout_key((a, b), 2, {"config": PersistentConfig(32, 32, 32)}),  # an option
+        layout_key((a, a), 2, {"config": None}),  # which inputs share an address
     ]
-    assert all(other != key for other in others)
-    assert tensor_key(a)[:3] == (a.shape, a.stride(), a.dtype)
+    assert all(other[0] != key for other in others)
 
 
 def test_a_key_tells_options_of_equal_value_and_other_types_apart():
     """True == 1 == 1.0 as dictionary keys: an op that refuses ``causal=1`` or ``scale=True``
     must not find the plan ``causal=True`` or ``scale=1.0`` left."""
+    assert len({option_key(value) for value in (True, 1, 1.0)}) == 3
+    assert option_key((64, 4, True)) != option_key((64, 4, 1))  # item by item
+    assert option_key(torch.bfloat16) == (torch.dtype, torch.bfloat16)
     x = randn((4, 4), torch.float16)
-    keys = [call_key((x,), (), {"causal": value}) for value in (True, 1, 1.0)]
-    assert len(set(keys)) == 3
-    assert call_key((x,), ((64, 4, True),), {}) != call_key((x,), ((64, 4, 1),), {})  # item by item
-    assert call_key((x,), (1,), {}) != call_key((x,), (True,), {})
-    assert call_key((x,), (), {"scale": 0.5}) == call_key(
-        (randn((4, 4), torch.float16, seed=2),), (), {"scale": 0.5}
-    )
-
-    calls = []
-
-    @planned(tensors=1)
-    def flagged(x, *, flag=False):
-        if type(flag) is not bool:
-            raise TypeError(f"flag must be a bool, got {type(flag).__name__}")
-        calls.append(flag)
-        return x + flag, (lambda t: t + flag)
-
-    flagged(x, flag=True)
-    flagged(x, flag=True)
-    assert calls == [True]  # the second call took the plan
-    with pytest.raises(TypeError, match="flag must be a bool, got int"):
-        flagged(x, flag=1)
+    assert layout_key((x, 1), 1, {})[0] != layout_key((x, True), 1, {})[0]
+    with pytest.raises(TypeError):  # an option no dictionary takes: no key, the function runs
+        hash(layout_key((x,), 1, {"factor": [3]})[0])
 
 
-def test_no_key_for_a_subclass_or_a_call_autograd_records():
-    a = randn((4, 4), torch.float32)
+def test_a_gluon_kernel_launches_with_its_keywords_in_its_order():
+    """A Gluon kernel is launched as ``kernel[grid](*args, **constants)``: the launch takes its
+    constexprs in the kernel's order, and ``num_warps`` where the kernel declares it last."""
+    from gpuperf.kernels.gluon import attention, matmul_fp8
 
-    class Tagged(torch.Tensor):
-        pass
-
-    assert call_key((a.as_subclass(Tagged),), (), {}) is None  # a subclass: its metadata may differ
-    weight = torch.nn.Parameter(a.clone())
-    assert call_key((weight,), (), {}) is None  # requires_grad with grad enabled: autograd records
-    with torch.no_grad():
-        assert call_key((weight,), (), {}) is not None  # a model's weight at inference
-
-
-def test_planned_runs_the_body_once_per_key_then_its_plan():
-    calls = []
-
-    @planned(tensors=1)
-    def double(x, *, factor=2):
-        """Doc of the op."""
-        calls.append(tuple(x.shape))
-        scale = sum(factor) if isinstance(factor, list) else factor
-        return x * scale, (lambda t: t * scale)
-
-    x = torch.ones(3)
-    assert torch.equal(double(x), 2 * x) and torch.equal(
-        double(torch.full((3,), 5.0)), torch.full((3,), 10.0)
-    )
-    assert calls == [(3,)] and len(double.plans) == 1  # the second call took the plan
-    double(torch.ones(4))  # another shape: the body again
-    double(x, factor=3)  # another option: the body again
-    assert calls == [(3,), (4,), (3,)] and len(double.plans) == 3
-    double(x, factor=[3])  # an option no dictionary takes: the body, nothing kept
-    assert len(calls) == 4 and len(double.plans) == 3
-    assert double.__doc__ == "Doc of the op." and double.__name__ == "double"
-    with pytest.raises(ValueError, match="tensors must be a positive int"):
-        planned(0)
-
-
-def test_a_body_that_returns_no_plan_keeps_running():
-    calls = []
-
-    @planned(tensors=1)
-    def copied(x):
-        calls.append(1)
-        return x.clone(), None
-
-    copied(torch.ones(2))
-    copied(torch.ones(2))
-    assert len(calls) == 2 and len(copied.plans) == 0
+    fp8 = matmul_fp8._fp8_promoted_kernel
+    constants = dict(
+        num_warps=8, TMA_STORE=True, BLOCK_M=128, PINGPONG=True, GROUP_M=8, NUM_STAGES=4,
+        COL_SCALE_B=False, ROW_SCALE_A=True,
+    )  # fmt: skip
+    launch = keyword_launch(fp8, (132,), tuple(range(8)), constants)
+    assert launch.constexprs == (True, False, 4, 8, True, 128, True)
+    assert (launch.num_warps, launch.num_stages) == (8, 3)
+    launcher = Launcher(fp8)
+    assert launcher._constants(launch.constexprs, 8) == (*launch.constexprs, 8)  # the C launcher's last
+    fa3 = attention._fa3_kernel
+    constants = dict(
+        REGISTERS=(240, 24), CONSUMERS=2, PINGPONG=False, OVERLAP=True, CAUSAL=False, NUM_STAGES=3,
+        num_warps=4,
+    )  # fmt: skip
+    launch = keyword_launch(fa3, (132,), tuple(range(10)), constants)
+    assert launch.constexprs == (3, False, True, False, 2, (240, 24)) and launch.num_warps == 4
+    assert Launcher(fa3)._constants(launch.constexprs, 4) == launch.constexprs
+    with pytest.raises(KeyError):
+        keyword_launch(fa3, (1,), tuple(range(10)), {"num_warps": 4})
 
 
 def test_descriptor_launcher_keys_descriptors_by_dtype_and_block():

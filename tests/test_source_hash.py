@@ -56,7 +56,7 @@ def test_canonical_code_is_written_the_same_on_every_python():
 def test_a_benchmark_hashes_every_module_its_sources_import():
     # Softmax names its kernel module; its launch path, checks and configs come with it.
     closure = sources.closure(catalog.SOFTMAX.sources)
-    assert {"kernels/softmax.py", "kernels/_launch.py", "kernels/_validation.py", "_runtime.py"} <= set(
+    assert {"kernels/softmax.py", "kernels/launch.py", "kernels/_validation.py", "_runtime.py"} <= set(
         closure
     )
     # Only the code under study is followed: not the references, the bench or the pages.
@@ -127,7 +127,7 @@ def test_editing_the_launch_glue_leaves_device_records_current_and_stales_the_ho
     )
     assert edited != text
     wrapper.write_text(edited)
-    launch = root / "kernels" / "_launch.py"
+    launch = root / "kernels" / "launch.py"
     launch.write_text(launch.read_text() + "\n\ndef unused_helper():\n    return 1\n")
     # The host time of a call counts every line of the wrapper; the device times do not.
     assert _stale(current) == ({"host_overhead"} & set(current))
@@ -208,7 +208,7 @@ def test_a_config_table_keys_on_its_rules_and_fields_not_its_checks(tmp_path, mo
     entries = sources.device_entries("kernels/_configs.py")
     assert {"kernels/_configs.py::MatmulConfig", "kernels/_configs.py::softmax_fused_launch"} <= set(entries)
     assert "kernels/_configs.py::SOFTMAX_MAX_FUSED_COLS" in entries
-    assert sources.device_entries("kernels/_launch.py") == {}  # launch glue: no entry
+    assert sources.device_entries("kernels/launch.py") == {}  # launch glue: no entry
     kernels = sources.device_entries("kernels/softmax.py")
     assert {"kernels/softmax.py::_softmax_kernel", "kernels/softmax.py::LOG2E"} <= set(kernels)
     assert not any(name.endswith("::softmax") for name in kernels)  # the wrapper is glue

@@ -292,7 +292,7 @@ def test_strided_copy_rejects(x, stride, error, match):
 
 def test_new_elementwise_ops_reject_cpu_tensors_without_interpreter(monkeypatch):
     from gpuperf.kernels import add_relu_mul, gelu, strided_copy
-    from gpuperf.kernels._launch import uncached
+    from gpuperf.kernels.launch import uncached
 
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     # A process's interpreter is on or off for its whole life; this test turns it off after

@@ -560,10 +560,10 @@ print(page.host_time(host))
 # arguments need: Triton specializes a kernel on each pointer's 16-byte
 # alignment and on each integer being 1, being divisible by 16, or needing 64
 # bits, besides the constexprs. ``Launcher``
-# (in ``src/gpuperf/kernels/_launch.py``) computes exactly that key in one pass
+# (in ``src/gpuperf/kernels/launch.py``) computes exactly that key in one pass
 # over the arguments, turning each tensor into its address on the way:
 #
-# .. literalinclude:: ../../src/gpuperf/kernels/_launch.py
+# .. literalinclude:: ../../src/gpuperf/kernels/launch.py
 #    :pyobject: Launcher._key_and_args
 #
 # The first call with a new key goes through ``kernel[grid]``, which compiles

@@ -13,14 +13,21 @@ the code: its times hold. :func:`rekey` proves that and writes the current hashe
 2. Hash that code the current way, and the code as it stands the same way; when the two
    agree (a kernel moved or renamed counts as the same, :func:`gpuperf.bench.sources.changes`,
    and so does a file renamed unchanged that is hashed whole now), the record gets the
-   current hashes. Its rows, provenance and ``ran`` are kept as they are.
+   current hashes. Its rows and provenance are kept as they are, and so is ``ran`` but for
+   the modules gone since (below).
 
 A record whose kernels did change is left stale: it needs ``python -m gpuperf.bench --stale``
 on a GPU. Works without a GPU, in a git checkout of gpuperf.
+
+A record's ``ran`` (the modules whose functions ran while it measured) follows the code too
+(:func:`ran_now`): a module gone since, that gave the record no entry (launch glue, whose
+functions moved to another module), is replaced by the modules that now define what it
+defined, so that ``ran`` names modules that exist and that the record follows.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib.util
 import inspect
@@ -115,13 +122,67 @@ def rekey(
     return now if code.changes(then, sources, host=host) == [] else None
 
 
+def _defined_names(text: str) -> set[str]:
+    """The names the Python source ``text`` defines at its top level: functions, classes and
+    assigned names (not dunders: every module has its ``__all__``)."""
+    names = set()
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return {name for name in names if not name.startswith("__")}
+
+
+def _text_at_commit(checkout: Path, commit: str, rel: str) -> str | None:
+    """The source ``rel`` (under ``src/gpuperf``) at ``commit``, or None where git has none."""
+    if not commit or commit.endswith("-dirty") or commit == "unknown":
+        return None
+    done = subprocess.run(
+        ["git", "show", f"{commit}:src/{code.PACKAGE}/{rel}"], cwd=checkout, capture_output=True, text=True
+    )
+    return done.stdout if done.returncode == 0 else None
+
+
+def ran_now(
+    ran: list[str] | None, stored: dict[str, str], commit: str, *, checkout: Path
+) -> list[str] | None:
+    """A record's ``ran`` as the code stands: each module it names that is gone, and that gave
+    the record no entry among its ``stored`` hashes (launch glue, in a record of device time),
+    replaced by the package's modules that now define any of the names it defined at
+    ``commit`` (its functions moved there), or left out where none does (its code is gone).
+    Sorted, each once; ``ran`` itself where nothing is gone (None stays None). A gone module
+    the record hashed is kept: the record is stale, and measuring it again writes ``ran`` anew.
+    """
+    if ran is None or all((code.PACKAGE_ROOT / rel).is_file() for rel in ran):
+        return ran
+    hashed = set(code.files(stored))
+    now = {}  # each name the package's followed modules define: the modules that define it
+    for path in sorted(code.PACKAGE_ROOT.rglob("*.py")):
+        rel = path.relative_to(code.PACKAGE_ROOT).as_posix()
+        if code.followed(rel):
+            for name in _defined_names(path.read_text()):
+                now.setdefault(name, []).append(rel)
+    kept = set()
+    for rel in ran:
+        if (code.PACKAGE_ROOT / rel).is_file() or rel in hashed:
+            kept.add(rel)
+            continue
+        text = _text_at_commit(checkout, commit, rel)
+        if text is not None:
+            kept.update(module for name in _defined_names(text) for module in now.get(name, ()))
+    return sorted(kept)
+
+
 def rekey_records(
     folder: Path, benchmarks: dict, checkout: Path, *, with_captures: bool = True, log=print
 ) -> dict[str, list[str]]:
     """:func:`rekey` every record under ``folder`` (``<gpu>/<benchmark>.json``) of a benchmark
     in ``benchmarks`` (``{name: Benchmark}``), and with ``with_captures`` every capture
     (``<gpu>/captures/*.json``),
-    writing those whose hashes change; return their paths (``gpu/name``) by outcome:
+    writing those whose hashes (or ``ran``, :func:`ran_now`) change; return their paths
+    (``gpu/name``) by outcome:
     ``"re-keyed"``, ``"unchanged"`` (already keyed the current way) and ``"stale"`` (its
     code changed: measure it again)."""
     import json
@@ -150,10 +211,21 @@ def rekey_records(
         )
         if keyed is None:
             outcome["stale"].append(name)
-        elif keyed == measurement["sources"]:
+            continue
+        ran = measurement.get("ran")
+        if ran is not None:
+            ran = ran_now(
+                ran,
+                measurement["sources"],
+                measurement["provenance"].get("gpuperf_commit", ""),
+                checkout=checkout,
+            )
+        if keyed == measurement["sources"] and ran == measurement.get("ran"):
             outcome["unchanged"].append(name)
         else:
             measurement["sources"], measurement["sources_sha256"] = keyed, code.combined_sha256(keyed)
+            if ran is not None:
+                measurement["ran"] = ran
             problems = validate(measurement)
             if problems:
                 raise ValueError(f"{name}: re-keyed, it is malformed: {problems}")

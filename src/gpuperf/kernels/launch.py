@@ -15,7 +15,7 @@ runtime arguments, constexprs, ``num_warps``, ``num_stages``); it launches nothi
 From that one function :func:`op` builds every way the op runs:
 
 * **The eager call.** The first call with inputs of a new layout runs the function and
-  launches through :class:`~gpuperf.kernels._launch.Launcher` (compiled binaries kept by
+  launches through :class:`Launcher` (compiled binaries kept by
   what Triton specializes on, handed straight to Triton's C launcher). What it launched is
   kept as a **plan** under the key of the call (:func:`layout_key`: each tensor input's
   type, shape, strides, dtype, device and address modulo 16, which inputs share an address,
@@ -39,7 +39,7 @@ allocates again) or a declared workspace, and each launch takes its tensors (and
 descriptors) first. A call that copies an input (``.contiguous()`` of a strided tensor),
 launches nothing or has a tensor among its other arguments leaves no plan, and each such
 call runs the function. Plans are off, and every launch goes through ``kernel[grid]``, under
-:func:`~gpuperf.kernels._launch.uncached` and while a launch hook (Triton's profiler,
+:func:`uncached` and while a launch hook (Triton's profiler,
 proton) is installed. The function must decide its launches from the inputs' layout and
 its other arguments only, never from the data, which a plan does not read.
 
@@ -56,8 +56,9 @@ What the decorator also takes, for the matmul family and the ops with a backward
   signature (:func:`named_call_source`). A None given for a tensor whose default is None is
   keyed as None.
 * **Launch configs** (``config: MatmulConfig | None``): a parameter annotated with a
-  dataclass of ints and bools reaches the registered op as its fields, one ``int?`` or
-  ``bool?`` schema parameter each, all None for None (a schema takes no dataclass).
+  dataclass of ints, bools and strs (each may be None: ``FA3Config.num_stages: int | None``)
+  reaches the registered op as its fields, one ``int?``, ``bool?`` or ``str?`` schema
+  parameter each, all None for None (a schema takes no dataclass).
 * **TMA descriptors** (the persistent matmul, FP8 and SwiGLU): a :class:`Launch` may take host
   tensor descriptors (Triton's ``TensorDescriptor``, Gluon's) among its leading arguments,
   each made on an input or an output. :class:`DescriptorLauncher` keys them by dtype and
@@ -132,31 +133,283 @@ log-sum-exps as two workspaces. SwiGLU's backward is matmuls around one elementw
 ``backward`` is a plain function that calls ops (:func:`~gpuperf.kernels.swiglu.swiglu_backward`),
 annotated with the gradients it returns.
 
-Still to come (on the same decorator):
-
-* **The Gluon ops** (``kernels/gluon/``), which launch through ``_launch.py`` today:
-  ``kernel[grid](...)`` compiles a ``@gluon.jit`` kernel into a binary that the same C
-  launcher runs, so a :class:`Launch` takes one as it is.
+**The Gluon ops** (``kernels/gluon/``: ``matmul_fp8_promoted``, ``attention_fa3``) are ops
+like the others: ``kernel[grid](...)`` compiles a ``@gluon.jit`` kernel into a binary that the
+same C launcher runs, so a :class:`Launch` takes one as it is (:func:`keyword_launch` makes it
+from the keyword arguments a Gluon kernel is launched with; a kernel that declares
+``num_warps`` as its last constexpr gets it there). Their kernels take host descriptors only
+and have no computed-pointer twin, so while torch.compile traces, their functions raise a
+``RuntimeError`` that says so, and they run eagerly.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
 import itertools
+import types
 import typing
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import torch
+import triton
 from torch.autograd.function import once_differentiable
+from triton import knobs
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from gpuperf._runtime import is_interpreter
-from gpuperf.kernels._launch import Launcher, Plans, fast_path_enabled, traced
-from gpuperf.kernels.plans import PLAIN_TENSORS, option_key
 from gpuperf.kernels.tma import tracing
+
+# Launching a compiled kernel -----------------------------------------------------------
+#
+# ``kernel[grid](*args)`` does a lot of Python on every call: it binds the arguments to the
+# signature, computes Triton's specialization key, turns the options into a string for a
+# dictionary lookup, checks the kernel's globals, reads the launch hooks and builds launch
+# metadata. On the virtual machines these docs measure on, that came to about 27 us per
+# launch of the softmax kernel (``torch.softmax`` costs 8-17 us), before the op's own checks.
+#
+# :class:`Launcher` keeps the compiled kernels it has seen in a dictionary keyed by exactly
+# what Triton specializes on, computed in a few lines of Python:
+#
+# * every tensor: its dtype and whether its address is a multiple of 16 bytes;
+# * every non-constexpr int: whether it equals 1, whether it is a multiple of 16, and
+#   whether it fits in 32 bits (Triton passes it as i32 or i64);
+# * every constexpr: its value; and ``num_warps``, ``num_stages`` and the device.
+#
+# The first call with a new key goes through ``kernel[grid]`` (which compiles, or finds the
+# binary in Triton's cache, and launches) and keeps the compiled kernel it returns; later
+# calls hand the arguments straight to its C launcher. So a cached binary never runs on
+# arguments that Triton would have specialized differently. While a launch hook is installed
+# (Triton's profiler, proton, adds one), under :func:`uncached` and under the interpreter,
+# every call takes ``kernel[grid]``.
+
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+#: Triton versions whose C launcher :class:`Launcher` calls directly (its argument
+#: layout is internal to Triton); other versions go through ``CompiledKernel.run``.
+DIRECT_LAUNCH_TRITON = ("3.6.",)
+
+
+#: Set to False by :func:`uncached`: every launch then goes through ``kernel[grid]``.
+CACHE_ENABLED = True
+
+
+@contextlib.contextmanager
+def uncached():
+    """Launch through ``kernel[grid]`` (Triton's own launcher) inside this block, with no plans.
+
+    The host-overhead benchmark uses it to measure what the launch cache and the plans save,
+    in the same run as the ops' own eager calls.
+    """
+    global CACHE_ENABLED
+    CACHE_ENABLED = False
+    try:
+        yield
+    finally:
+        CACHE_ENABLED = True
+
+
+def fast_path_enabled() -> bool:
+    """False under :func:`uncached` or while a launch hook (proton, say) is installed."""
+    return CACHE_ENABLED and not knobs.runtime.launch_enter_hook.calls
+
+
+def _int_key(value: int) -> int:
+    """The part of Triton's specialization that depends on an int argument's value."""
+    if value == 1:
+        return 1
+    return (2 if value % 16 == 0 else 0) | (0 if _I32_MIN <= value <= _I32_MAX else 4)
+
+
+class Launcher:
+    """Launch ``kernel`` (a ``@triton.jit`` or ``@gluon.jit`` function) through a cache of
+    compiled binaries.
+
+    Call it as ``launcher(grid, runtime, constexprs, num_warps=..., num_stages=...)``:
+    ``runtime`` holds the kernel's tensor and scalar arguments and ``constexprs`` its
+    compile-time ones, each in signature order (the kernels of this package declare their
+    constexprs last). A kernel whose last parameter is the constexpr ``num_warps`` (a Gluon
+    kernel that lays its registers out for its warps) gets ``num_warps`` there: leave it out
+    of ``constexprs``.
+
+    Raises:
+        ValueError: the kernel declares a constexpr parameter before a runtime one.
+    """
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.interpreted = is_interpreter()
+        self._compiled: dict[tuple, tuple] = {}
+        # Under the interpreter the kernel is an InterpretedFunction: no params, no binaries.
+        params = getattr(kernel, "params", ())
+        flags = [p.is_constexpr for p in params]
+        if flags and flags != sorted(flags):
+            raise ValueError(f"{kernel.__name__}: Launcher needs the constexpr parameters declared last")
+        # (Triton binds num_warps=... to such a parameter; its C launcher takes it last.)
+        self._warps_last = bool(params) and params[-1].name == "num_warps" and params[-1].is_constexpr
+        self._direct = triton.__version__.startswith(DIRECT_LAUNCH_TRITON)
+
+    def key(self, runtime: tuple, constexprs: tuple, num_warps: int, num_stages: int, device: int) -> tuple:
+        """The cache key of one launch: what Triton would specialize the binary on."""
+        return self._key_and_args(runtime, constexprs, num_warps, num_stages, device)[0]
+
+    @staticmethod
+    def _key_and_args(runtime, constexprs, num_warps, num_stages, device) -> tuple[tuple, list]:
+        # One pass over the arguments builds the key and the launch arguments, with
+        # each tensor replaced by its address: the C launcher then skips its own
+        # data_ptr() call and pointer query (a driver call) per tensor.
+        key = [constexprs, num_warps, num_stages, device]
+        args = []
+        for value in runtime:
+            if type(value) is int:
+                if value == 1:
+                    key.append(1)
+                else:
+                    key.append((2 if value % 16 == 0 else 0) | (0 if _I32_MIN <= value <= _I32_MAX else 4))
+                args.append(value)
+            elif isinstance(value, torch.Tensor):
+                address = value.data_ptr()
+                key.append(value.dtype)
+                key.append(address % 16 == 0)
+                args.append(address)
+            else:  # floats, bools, None: Triton specializes on the type only
+                key.append(type(value))
+                args.append(value)
+        return tuple(key), args
+
+    def _constants(self, constexprs: tuple, num_warps: int) -> tuple:
+        """What the C launcher takes after the runtime arguments: the constexprs (and
+        ``num_warps`` where the kernel declares it last)."""
+        return (*constexprs, num_warps) if self._warps_last else tuple(constexprs)
+
+    def __call__(
+        self,
+        grid: tuple,
+        runtime: tuple,
+        constexprs: tuple,
+        *,
+        num_warps: int = 4,
+        num_stages: int = 3,
+        bind: bool = False,
+    ):
+        """Launch; with ``bind=True`` also return a :class:`Bound` launch for the next
+        calls with the same arguments but other tensors (None where there can be none)."""
+        if self.interpreted or not fast_path_enabled():
+            self.kernel[grid](*runtime, *constexprs, num_warps=num_warps, num_stages=num_stages)
+            return None
+        device = torch._C._cuda_getDevice()
+        key, args = self._key_and_args(runtime, constexprs, num_warps, num_stages, device)
+        entry = self._compiled.get(key)
+        grid = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
+        if entry is None:
+            compiled = self.kernel[grid](*runtime, *constexprs, num_warps=num_warps, num_stages=num_stages)
+            entry = self._compiled[key] = self._entry(compiled)
+            if not bind:
+                return None
+        else:
+            launch, function, head = entry
+            stream = torch._C._cuda_getCurrentRawStream(device)
+            launch(*grid, stream, function, *head, *args, *self._constants(constexprs, num_warps))
+        if not bind:
+            return None
+        n_tensors = next((i for i, v in enumerate(runtime) if not isinstance(v, torch.Tensor)), len(runtime))
+        if any(isinstance(v, torch.Tensor) for v in runtime[n_tensors:]):
+            return None  # a Bound takes the tensors' addresses first
+        return Bound(entry, grid, device, tuple(args[n_tensors:]) + self._constants(constexprs, num_warps))
+
+    def _entry(self, compiled) -> tuple:
+        """``(launch, function, head)``: ``launch(*grid, stream, function, *head, *args)`` runs it."""
+        run = compiled.run
+        # None, None, None after the metadata: launch metadata and the enter and exit
+        # hooks, none installed. The C launcher is called directly when the kernel
+        # needs no scratch memory (which CudaLauncher.__call__ would allocate).
+        if (
+            self._direct
+            and getattr(run, "global_scratch_size", 1) == 0
+            and getattr(run, "profile_scratch_size", 1) == 0
+        ):
+            head = (run.launch_cooperative_grid, run.launch_pdl, None, None, compiled.packed_metadata)
+            return run.launch, compiled.function, (*head, None, None, None)
+        return run, compiled.function, (compiled.packed_metadata, None, None, None)
+
+
+class Bound:
+    """One launch with everything fixed but the addresses of the kernel's leading tensors:
+    what a plan calls for each of its launches (through its fields, inlined)."""
+
+    __slots__ = ("device", "function", "grid", "head", "launch", "tail")
+
+    def __init__(self, entry: tuple, grid: tuple, device: int, tail: tuple):
+        self.launch, self.function, self.head = entry
+        self.grid, self.device, self.tail = grid, device, tail
+
+    def __call__(self, *addresses: int) -> None:
+        stream = torch._C._cuda_getCurrentRawStream(self.device)
+        self.launch(*self.grid, stream, self.function, *self.head, *addresses, *self.tail)
+
+
+class Plans:
+    """The plans of one op, by the key of the calls they were made for (:func:`layout_key`).
+
+    Off (``get`` returns None) under :func:`uncached` and while a launch hook is
+    installed, like the launch cache itself. Holds at most ``maxsize`` plans and
+    starts again when full, so a program with ever-changing shapes cannot grow it.
+    """
+
+    def __init__(self, maxsize: int = 1024):
+        self.maxsize = maxsize
+        self._plans: dict = {}
+
+    def get(self, key):
+        if CACHE_ENABLED and not knobs.runtime.launch_enter_hook.calls:
+            return self._plans.get(key)
+        return None
+
+    def clear(self) -> None:
+        self._plans.clear()
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def put(self, key, plan) -> None:
+        if plan is None:
+            return
+        if len(self._plans) >= self.maxsize:
+            self._plans.clear()
+        self._plans[key] = plan
+
+
+def traced(kernel):
+    """A launch function for the bodies of the ``torch.library`` ops (called as a
+    :class:`Launcher` is).
+
+    ``torch.library.wrap_triton`` lets ``torch.compile`` see the kernel inside the
+    op and schedule it in its graph; outside compilation it launches through
+    ``kernel[grid]``. Under the interpreter (whose kernels ``wrap_triton`` does
+    not accept) the op launches directly, except while ``torch.compile`` traces it
+    with fake tensors (shapes without data): then there is nothing to compute.
+    """
+    if is_interpreter():
+        from torch._subclasses.fake_tensor import is_fake
+
+        direct = Launcher(kernel)
+
+        def launch_unless_tracing(grid, runtime, constexprs, *, num_warps=4, num_stages=3, bind=False):
+            if not any(isinstance(p, torch.Tensor) and is_fake(p) for p in runtime):
+                direct(grid, runtime, constexprs, num_warps=num_warps, num_stages=num_stages)
+
+        return launch_unless_tracing
+    from torch.library import wrap_triton
+
+    wrapped = wrap_triton(kernel)
+
+    def launch(grid, runtime, constexprs, *, num_warps=4, num_stages=3, bind=False) -> None:
+        wrapped[grid](*runtime, *constexprs, num_warps=num_warps, num_stages=num_stages)
+
+    return launch
 
 
 class Launch(NamedTuple):
@@ -171,6 +424,27 @@ class Launch(NamedTuple):
     constexprs: tuple = ()
     num_warps: int = 4
     num_stages: int = 3
+
+
+def keyword_launch(kernel, grid: tuple, args: tuple, constants: dict) -> Launch:
+    """The :class:`Launch` of ``kernel[grid](*args, **constants)``: ``constants`` names the
+    kernel's constexprs (all of those after ``args``, put in the kernel's order) and may set
+    ``num_warps`` and ``num_stages`` (Triton's defaults, 4 and 3, otherwise). A kernel that
+    declares ``num_warps`` as its last constexpr (a Gluon kernel laying its registers out for
+    its warps) takes it from there, as :class:`Launcher` passes it.
+
+    Raises:
+        KeyError: a constexpr of the kernel is not in ``constants``.
+    """
+    names = [name for name in kernel.arg_names[len(args) :] if name not in ("num_warps", "num_stages")]
+    return Launch(
+        kernel,
+        grid,
+        args,
+        tuple(constants[name] for name in names),
+        constants.get("num_warps", 4),
+        constants.get("num_stages", 3),
+    )
 
 
 class Workspace(NamedTuple):
@@ -193,7 +467,7 @@ _TRACED: dict = {}
 
 
 def launcher(kernel, args: tuple = ()) -> Launcher:
-    """The :class:`~gpuperf.kernels._launch.Launcher` of ``kernel``, one for every op that launches it:
+    """The :class:`Launcher` of ``kernel``, one for every op that launches it:
     a :class:`DescriptorLauncher` where its first launch's ``args`` hold a tensor descriptor."""
     found = _LAUNCHERS.get(kernel)
     if found is None:
@@ -211,10 +485,22 @@ def _traced(kernel) -> Callable:
 
 # The key of a call ----------------------------------------------------------------------
 
+#: Tensor types whose metadata a key holds in full, and whose plans a call may take: plain
+#: tensors and a model's weights (a subclass may hold more than its metadata says).
+PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
+def option_key(value) -> tuple:
+    """What a plan depends on of one argument that is not a tensor input: its type and value,
+    a tuple's item by item (``(64, 4, True)`` is not ``(64, 4, 1)``)."""
+    if type(value) is tuple:
+        return (tuple, *map(option_key, value))
+    return (type(value), value)
+
 
 def options_key(others: tuple, kwargs: dict) -> tuple:
     """The part of a key for the other positional arguments ``others`` and the keyword ones,
-    as given: two items, each of :func:`~gpuperf.kernels.plans.option_key` values (a type and
+    as given: two items, each of :func:`option_key` values (a type and
     a value: ``True``, ``1`` and ``1.0`` are equal dictionary keys, but an op that refuses
     ``num_warps=True`` must not take the plan of ``num_warps=1``)."""
     return (tuple(map(option_key, others)), tuple([(k, option_key(v)) for k, v in kwargs.items()]))
@@ -337,7 +623,7 @@ def _allocation(out, inputs: tuple):
 def make_plan(inputs: tuple, options: tuple, result, launches: Launches, bounds: list) -> Callable | None:
     """The plan of a call with tensor inputs ``inputs`` (None for an optional one not given) and
     other arguments ``options`` that returned ``result`` after launching ``launches`` (whose
-    :class:`~gpuperf.kernels._launch.Bound` launches are ``bounds``: None under the
+    :class:`Bound` launches are ``bounds``: None under the
     interpreter, and for a :class:`Workspace`), or None where replaying it would not be that
     call's work on new inputs (see the module's text). The plan is called as
     ``plan(args, addresses)``, ``args`` the call's positional arguments (its tensor inputs
@@ -642,7 +928,7 @@ def op(
 
     The decorated op is called as the function is and returns its outputs. It has the
     function's name, docstring and signature (returning the outputs), its plans as
-    ``op.plans`` (:class:`~gpuperf.kernels._launch.Plans`), and the registered op as
+    ``op.plans`` (:class:`Plans`), and the registered op as
     ``op.registered``.
 
     An op with a backward (its tensors counted or named) also takes (the module's text, "An
@@ -712,7 +998,7 @@ def _takes_memory(value) -> bool:
 
 
 class DescriptorLauncher(Launcher):
-    """A :class:`~gpuperf.kernels._launch.Launcher` for kernels that take host-side tensor
+    """A :class:`Launcher` for kernels that take host-side tensor
     descriptors (Triton's and Gluon's) among their arguments: its key holds each descriptor's
     dtype, block shape, padding (and Gluon's shared-memory layout), which Triton compiles for,
     and the descriptors pass to Triton's launcher as they are."""
@@ -748,14 +1034,13 @@ class DescriptorLauncher(Launcher):
             return None
         launch, function, head = entry
         grid = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
-        return BoundDescriptors(
-            launch, function, head, grid, device, tuple(args[leading:]) + tuple(constexprs)
-        )
+        tail = tuple(args[leading:]) + self._constants(constexprs, num_warps)
+        return BoundDescriptors(launch, function, head, grid, device, tail)
 
 
 class BoundDescriptors:
     """One launch with everything fixed but its leading descriptors and tensors (each tensor
-    as a tensor or its address): the :class:`~gpuperf.kernels._launch.Bound` of descriptor
+    as a tensor or its address): the :class:`Bound` of descriptor
     kernels, Triton's and Gluon's."""
 
     __slots__ = ("device", "function", "grid", "head", "launch", "tail")
@@ -763,20 +1048,6 @@ class BoundDescriptors:
     def __init__(self, launch, function, head: tuple, grid: tuple, device: int, tail: tuple):
         self.launch, self.function, self.head = launch, function, head
         self.grid, self.device, self.tail = grid, device, tail
-
-    @classmethod
-    def of_compiled(cls, kernel, compiled, grid: tuple, args: tuple, constants: dict, leading: int):
-        """The bound launch of ``compiled``, the binary that ``kernel[grid](*args, **constants)``
-        returned: the arguments after the first ``leading`` (descriptors and tensors) kept, in
-        the kernel's signature order, constants included (the launcher skips those)."""
-        values = dict(zip(kernel.arg_names, args, strict=False))
-        values.update((name, value) for name, value in constants.items() if name in kernel.arg_names)
-        defaults = kernel.signature.parameters
-        ordered = [values[name] if name in values else defaults[name].default for name in kernel.arg_names]
-        head = (compiled.packed_metadata, None, None, None)
-        grid = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
-        device = torch._C._cuda_getDevice()
-        return cls(compiled.run, compiled.function, head, grid, device, tuple(ordered[leading:]))
 
     def __call__(self, *leading) -> None:
         stream = torch._C._cuda_getCurrentRawStream(self.device)
@@ -874,14 +1145,15 @@ def _workspace_allocation(workspace: Workspace):
 # ``@op(name, tensors=("a", "b", "bias"))`` names the tensor parameters, wherever they stand
 # (matmul's ``bias`` is keyword-only and optional: a None is keyed as None). The eager call is
 # then written with the function's own signature (:func:`named_call_source`), and a launch
-# config parameter (a dataclass of ints and bools, or None: ``config: MatmulConfig | None``)
-# reaches the registered op as its fields, one ``int?`` or ``bool?`` schema parameter each,
-# all None for None, since a ``torch.library`` schema takes no dataclass.
+# config parameter (a dataclass of ints, bools and strs, or None: ``config: MatmulConfig |
+# None``) reaches the registered op as its fields, one ``int?``, ``bool?`` or ``str?`` schema
+# parameter each, all None for None, since a ``torch.library`` schema takes no dataclass.
 
 
 class _ConfigFields(NamedTuple):
     """A launch config parameter as the registered op takes it: its dataclass ``cls``, whose
-    ``fields`` (of types ``types``, int or bool) are one schema parameter each."""
+    ``fields`` (of types ``types``: int, bool or str, each possibly None) are one schema
+    parameter each."""
 
     cls: type
     fields: tuple
@@ -909,12 +1181,28 @@ def _config_fields(param: inspect.Parameter) -> _ConfigFields | None:
     (cls,) = found
     hints = typing.get_type_hints(cls)
     fields = tuple(f.name for f in dataclasses.fields(cls))
-    types = tuple(hints[f] for f in fields)
-    if any(t not in (int, bool) for t in types) or param.default not in (None, param.empty):
+    kinds = tuple(hints[f] for f in fields)
+    if not all(map(_field_type, kinds)) or param.default not in (None, param.empty):
         raise TypeError(
-            f"{param.name}: a config parameter must be a dataclass of ints and bools, default None"
+            f"{param.name}: a config parameter must be a dataclass of ints, bools and strs (each "
+            "may be None), default None"
         )
-    return _ConfigFields(cls, fields, types)
+    return _ConfigFields(cls, fields, kinds)
+
+
+#: The types of a launch config's fields that a ``torch.library`` schema takes, each as
+#: ``int?``, ``bool?`` or ``str?`` (an optional one too: ``int | None``).
+_FIELD_TYPES = (int, bool, str)
+
+
+def _field_type(kind) -> bool:
+    """Whether a config field of type ``kind`` can be a schema parameter: one of
+    :data:`_FIELD_TYPES`, or one of them or None."""
+    if kind in _FIELD_TYPES:
+        return True
+    args = typing.get_args(kind)
+    optional = typing.get_origin(kind) in (typing.Union, types.UnionType)
+    return optional and len(args) == 2 and type(None) in args and any(a in _FIELD_TYPES for a in args)
 
 
 def _tuple(items: list[str]) -> str:
@@ -961,7 +1249,7 @@ def named_call_source(
     The call has the op's own signature (a default ``d`` of parameter ``p`` read from the
     name ``_d_p``). Its key is :func:`layout_key`'s for the tensor inputs in the order
     ``tensors`` gives, an optional one left out as None (its fields as a tuple otherwise),
-    then the :func:`~gpuperf.kernels.plans.option_key` of every other parameter in order. A
+    then the :func:`option_key` of every other parameter in order. A
     call whose key cannot be made runs the function and keeps no plan; with ``recorded``, a
     call that autograd records (grad enabled and an input that requires it) runs ``_record``
     (:data:`_NAMED_RECORDED`; what that does is :func:`op`'s rule, in the module's text).
@@ -1430,19 +1718,29 @@ def _op_with_backward(
 
 
 __all__ = [
+    "DIRECT_LAUNCH_TRITON",
+    "PLAIN_TENSORS",
+    "Bound",
     "BoundDescriptors",
     "Described",
     "DescriptorLauncher",
     "Launch",
+    "Launcher",
     "Launches",
+    "Plans",
     "Workspace",
     "call_source",
+    "fast_path_enabled",
     "fields_as_dict",
     "is_descriptor",
+    "keyword_launch",
     "launcher",
     "layout_key",
     "make_plan",
     "named_call_source",
     "op",
+    "option_key",
     "options_key",
+    "traced",
+    "uncached",
 ]

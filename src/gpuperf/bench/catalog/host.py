@@ -88,7 +88,7 @@ def _ours(op, *tensors):
 
 
 def _ours_uncached(op, *tensors):
-    from gpuperf.kernels.plans import uncached
+    from gpuperf.kernels.launch import uncached
 
     with uncached():
         return _op(op)(*tensors)

@@ -50,11 +50,9 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from gpuperf._runtime import check_kernel_device
 from gpuperf.kernels._attention_checks import check_attention
-from gpuperf.kernels._launch import fast_path_enabled
 from gpuperf.kernels.device import num_sms, require_gluon_hopper
-from gpuperf.kernels.launch import BoundDescriptors, Described
-from gpuperf.kernels.plans import planned
-from gpuperf.kernels.tma import tma_copy
+from gpuperf.kernels.launch import Launches, keyword_launch, op
+from gpuperf.kernels.tma import tma_copy, tracing
 
 #: The head dims the kernel is written for (a ``wgmma``'s K is a multiple of 16; the
 #: shared-memory ring holds two ``BLOCK_N x D`` tiles a slot).
@@ -518,7 +516,7 @@ def kernel_arguments(o, q, k, v, causal: bool, scale: float, config: FA3Config):
     return _fa3_kernel, grid, args, constants
 
 
-@planned(tensors=3)
+@op("gpuperf::attention_fa3", tensors=("q", "k", "v"))
 def attention_fa3(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -527,7 +525,7 @@ def attention_fa3(
     causal: bool = False,
     scale: float | None = None,
     config: FA3Config | None = None,
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, Launches]:
     """Return ``softmax(q @ kᵀ · scale) @ v`` per batch and head: FlashAttention-3's
     forward, in Gluon (Hopper only; no backward).
 
@@ -556,8 +554,15 @@ def attention_fa3(
         TypeError, ValueError: as :func:`gpuperf.kernels.attention` (a bad tensor, dtype,
             shape, head dim, ``causal`` or ``scale``, named); also ``config`` not an
             :class:`FA3Config` (TypeError), or three consumers at D 128 (ValueError).
-        RuntimeError: Gluon cannot run here: Triton's interpreter is on, or the GPU is not
-            a Hopper (compute capability 9.x).
+        RuntimeError: Gluon cannot run here: Triton's interpreter is on, the GPU is not
+            a Hopper (compute capability 9.x), or ``torch.compile`` is tracing the call (the
+            kernel takes host TMA descriptors, which a graph cannot hold).
+
+    Registered as ``torch.ops.gpuperf.attention_fa3`` (through
+    :func:`~gpuperf.kernels.launch.op`, taking the config's fields), for eager calls only.
+    A call whose inputs are like ones already checked (shapes, strides, dtypes, device,
+    16-byte alignment, the options) and needed no copy launches from their plan
+    (:mod:`gpuperf.kernels.launch`), which describes the new inputs again.
 
     FLOPs: ``4 * B * H * S_q * S_k * D`` (half that when causal). Algorithm:
     FlashAttention-3 (arXiv:2407.08608), forward.
@@ -570,37 +575,20 @@ def attention_fa3(
     config.registers_for(q.shape[3])  # (ValueError: three consumers above D 64)
     check_kernel_device("q", q)
     require_gluon_hopper("attention_fa3", q)
+    if tracing(q, k, v):
+        raise RuntimeError(
+            "attention_fa3 cannot run inside torch.compile: its Gluon kernel takes host TMA "
+            "descriptors, which a graph cannot hold; call it outside the compiled region "
+            "(torch.compiler.disable) or use gpuperf.kernels.attention"
+        )
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     if o.numel() == 0:
-        return o, None
+        return o, ()
     # A copy is contiguous at a new, aligned address: its strides (D a multiple of 64 elements)
     # are multiples of 16 bytes, so a descriptor describes every input that reaches the kernel.
+    # (A copied input leaves no plan: the launch no longer reads the caller's tensor.)
     ready = [tma_copy(t) for t in (q, k, v)]
-    kernel, grid, args, constants = kernel_arguments(o, *ready, causal, scale, config)
-    compiled = kernel[grid](*args, **constants)
-    # Later calls with inputs like these launch from the plan (gpuperf.kernels.plans), unless
-    # an input was copied.
-    copied = any(t is not r for t, r in zip((q, k, v), ready, strict=True))
-    if copied or not fast_path_enabled():
-        return o, None
-    return o, Plan(BoundDescriptors.of_compiled(kernel, compiled, grid, args, constants, 4), o, args)
-
-
-class Plan:
-    """A checked, configured launch for inputs like the ones it was made for:
-    ``plan(q, k, v)`` allocates the output, describes the new inputs and the output with the
-    checked layouts (four descriptors) and launches."""
-
-    __slots__ = ("bound", "dtype", "layouts", "shape")
-
-    def __init__(self, bound: BoundDescriptors, o: torch.Tensor, args: tuple):
-        self.bound, self.shape, self.dtype = bound, tuple(o.shape), o.dtype
-        self.layouts = tuple(Described.layout_of(d) for d in args[:4])
-
-    def __call__(self, q, k, v) -> torch.Tensor:
-        o = q.new_empty(self.shape)
-        self.bound(*(Described(t, *layout) for t, layout in zip((q, k, v, o), self.layouts, strict=True)))
-        return o
+    return o, (keyword_launch(*kernel_arguments(o, *ready, causal, scale, config)),)
 
 
 __all__ = ["DEFAULT_CONFIG", "HEAD_DIMS", "FA3Config", "attention_fa3"]

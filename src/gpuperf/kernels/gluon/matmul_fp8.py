@@ -54,14 +54,12 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from gpuperf._runtime import check_kernel_device
-from gpuperf.kernels._launch import fast_path_enabled
 from gpuperf.kernels._validation import check_tensor, dtype_names
 from gpuperf.kernels.device import num_sms, require_gluon_hopper
-from gpuperf.kernels.launch import BoundDescriptors, Described
+from gpuperf.kernels.launch import Launches, keyword_launch, op
 from gpuperf.kernels.matmul_fp8 import FP8_DTYPES, FP8_OUT_DTYPES, check_scale
 from gpuperf.kernels.matmul_persistent import check_matmul_shapes
-from gpuperf.kernels.plans import planned
-from gpuperf.kernels.tma import check_tma_operands, tma_copy, tma_layout
+from gpuperf.kernels.tma import check_tma_operands, tma_copy, tma_layout, tracing
 
 #: The promotion schedules: ``"pingpong"`` overlaps each float32 addition with the next
 #: step's MMA (two partial accumulators); ``"drain"`` waits for each MMA first (Triton's).
@@ -344,7 +342,7 @@ def _store(acc, c_ptr, off_m, off_n, M, N, stride_cm):
     gl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-@planned(tensors=4)
+@op("gpuperf::matmul_fp8_promoted", tensors=("a", "b", "scale_a", "scale_b"))
 def matmul_fp8_promoted(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -353,7 +351,7 @@ def matmul_fp8_promoted(
     *,
     out_dtype: torch.dtype = torch.bfloat16,
     config: GluonFP8Config | None = None,
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, Launches]:
     """Return ``(a · scale_a) @ (b · scale_b)`` from FP8 operands, promoted to float32
     every 128 products along K while the tensor cores run on (Gluon, Hopper only).
 
@@ -381,8 +379,15 @@ def matmul_fp8_promoted(
         ValueError: shapes or devices do not match, a scale has the wrong shape, or an
             operand cannot be read K-major through TMA, even as a copy (its other stride,
             ``K`` bytes for a contiguous copy, must be a multiple of 16; ``K = 1`` never is).
-        RuntimeError: Gluon cannot run here: Triton's interpreter is on, or the GPU is
-            not a Hopper (compute capability 9.x).
+        RuntimeError: Gluon cannot run here: Triton's interpreter is on, the GPU is
+            not a Hopper (compute capability 9.x), or ``torch.compile`` is tracing the call
+            (the kernel takes host TMA descriptors, which a graph cannot hold).
+
+    Registered as ``torch.ops.gpuperf.matmul_fp8_promoted`` (through
+    :func:`~gpuperf.kernels.launch.op`, taking the config's fields), for eager calls only.
+    A call whose operands are like ones already checked (shapes, strides, dtypes, device,
+    16-byte alignment, the options) and needed no copy launches from their plan
+    (:mod:`gpuperf.kernels.launch`), which describes the new operands again.
 
     Algorithm: tiled matmul with a TMA + mbarrier ring and pingponged float32
     promotion; FLOPs ``2 * M * N * K``.
@@ -404,9 +409,14 @@ def matmul_fp8_promoted(
         raise TypeError(f"config must be a GluonFP8Config, got {type(config).__name__}")
     check_kernel_device("a", a)
     require_gluon_hopper("matmul_fp8_promoted", a)
+    if tracing(a, b, scale_a, scale_b):
+        raise RuntimeError(
+            "matmul_fp8_promoted cannot run inside torch.compile: its Gluon kernel takes host TMA "
+            "descriptors, which a graph cannot hold; call it outside the compiled region "
+            "(torch.compiler.disable) or use gpuperf.kernels.matmul_fp8"
+        )
     if m == 0 or n == 0 or k == 0:
-        return torch.zeros((m, n), dtype=out_dtype, device=a.device), None
-    operands = (a, b)
+        return torch.zeros((m, n), dtype=out_dtype, device=a.device), ()
     a, b = tma_copy(a, "row"), tma_copy(b, "col")
     check_tma_operands(("a", "b"), (a, b))
     # A copy cannot make every operand K-major: PyTorch gives a (1, N) b (K = 1) the strides
@@ -419,41 +429,9 @@ def matmul_fp8_promoted(
                 "multiple of 16 bytes (K = 1 cannot be); use gpuperf.kernels.matmul_fp8"
             )
     c = torch.empty((m, n), dtype=out_dtype, device=a.device)
-    plan = launch(c, a, b, scale_a.reshape(-1), scale_b.reshape(-1), config)
-    # Later calls with operands like these launch from the plan (gpuperf.kernels.plans),
-    # unless an operand was copied. (A scale's flat view has its address: the plan reads it.)
-    return c, plan if operands[0] is a and operands[1] is b else None
-
-
-class Plan:
-    """A checked, configured launch of the kernel for operands like the ones it was made for:
-    ``plan(a, b, scale_a, scale_b)`` allocates the output, describes the new operands with the
-    checked layouts (and the output, when it leaves by TMA) and launches."""
-
-    __slots__ = ("a_layout", "b_layout", "bound", "c_layout", "dtype", "shape")
-
-    def __init__(self, bound: BoundDescriptors, c: torch.Tensor, args: tuple):
-        self.bound, self.shape, self.dtype = bound, tuple(c.shape), c.dtype
-        a_desc, b_desc, c_arg = args[:3]
-        self.a_layout, self.b_layout = Described.layout_of(a_desc), Described.layout_of(b_desc)
-        self.c_layout = None if isinstance(c_arg, torch.Tensor) else Described.layout_of(c_arg)
-
-    def __call__(self, a, b, scale_a, scale_b) -> torch.Tensor:
-        c = a.new_empty(self.shape, dtype=self.dtype)
-        out = c if self.c_layout is None else Described(c, *self.c_layout)
-        self.bound(Described(a, *self.a_layout), Described(b, *self.b_layout), out, scale_a, scale_b)
-        return c
-
-
-def launch(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> Plan | None:
-    """Launch the kernel on checked operands: ``a`` row-major, ``b`` column-major (K-major
-    both), flat scales of 1 or M (N) elements, ``c`` contiguous. Returns the :class:`Plan`
-    that repeats the launch on operands like these (None where the launch cache is off)."""
-    kernel, grid, args, constants = kernel_arguments(c, a, b, scale_a, scale_b, config)
-    compiled = kernel[grid](*args, **constants)
-    if not fast_path_enabled():
-        return None
-    return Plan(BoundDescriptors.of_compiled(kernel, compiled, grid, args, constants, 5), c, args)
+    # (A scale's flat view has the scale's address: a plan reads the caller's scale. A copied
+    # operand leaves no plan: the launch no longer reads the caller's operand.)
+    return c, (keyword_launch(*kernel_arguments(c, a, b, scale_a.reshape(-1), scale_b.reshape(-1), config)),)
 
 
 def kernel_arguments(c, a, b, scale_a, scale_b, config: GluonFP8Config) -> tuple:

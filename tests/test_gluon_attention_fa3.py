@@ -105,7 +105,8 @@ def test_a_trace_gets_a_clear_error(monkeypatch):
 
     monkeypatch.setattr(module, "require_gluon_hopper", lambda name, t: None)
     monkeypatch.setattr(module, "check_kernel_device", lambda name, t: None)
-    real = qkv((1, 2, 2, 8, 8, 64), device="cpu")
+    # (Tensors of the device the tests run on: its checks ask for a kernel's device.)
+    real = qkv((1, 2, 2, 8, 8, 64))
     with FakeTensorMode() as mode:
         q, k, v = (mode.from_tensor(t) for t in real)
         with pytest.raises(RuntimeError, match=r"attention_fa3 cannot run inside torch\.compile"):

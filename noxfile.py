@@ -1,4 +1,5 @@
-"""Sessions: ``nox -s tests``, ``nox -s docs``, ``nox -s site``, ``nox -s lint``, ``nox -s bench``.
+"""Sessions: ``nox -s tests``, ``nox -s docs``, ``nox -s site``, ``nox -s lint``, ``nox -s bench``,
+``nox -s crosscheck``.
 
 Every session installs gpuperf (editable) with its dependency group from
 pyproject.toml, pinned by constraints.txt. Without an NVIDIA GPU, ``tests`` and
@@ -48,6 +49,15 @@ def tests(session: nox.Session) -> None:
     """Run the test suite (GPU tests are skipped without a GPU), spread over the cores."""
     _install(session, "tests")
     session.run("pytest", *_xdist_args(session.posargs), *session.posargs, env=_env())
+
+
+@nox.session
+def crosscheck(session: nox.Session) -> None:
+    """Check the MoE block against Hugging Face transformers' (Mixtral, Qwen3-MoE,
+    DeepSeek-V3) on the same weights: tests/test_moe_transformers.py with transformers
+    installed (the tests session skips it)."""
+    _install(session, "tests", "crosscheck")
+    session.run("pytest", "tests/test_moe_transformers.py", *session.posargs, env=_env())
 
 
 @nox.session

@@ -408,3 +408,76 @@ def test_each_tma_config_gives_the_same_answer(config, b_layout):
     b = _b(len(sizes), 200, 264, torch.bfloat16, b_layout, 4)
     offs = offsets(sizes)
     check(a, b, offs, run_tma(a, b, offs, config))
+
+
+# --- autograd ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype, groups, b_layout", cases(HALF, list(GROUPS), ["row", "linear"]))
+def test_gradients_match_the_float64_reference(dtype, groups, b_layout):
+    # da through the forward kernel on bᵀ (its rows past the last offset zero), db by the
+    # weight-gradient kernel (an expert with no rows gets zeros), against autograd through
+    # the float64 loop over experts.
+    sizes, rows = GROUPS[groups]
+    m, k, n = rows or sum(sizes), 40, 24
+    a = _a(m, k, dtype, "row", seed=1).requires_grad_()
+    b = _b(len(sizes), k, n, dtype, b_layout, seed=2).requires_grad_()
+    offs = offsets(sizes)
+    grad_out = randn((m, n), dtype, 3)
+    grouped_matmul(a, b, offs).backward(grad_out)
+    a64, b64 = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()
+    grouped_matmul_ref(a64, b64, offs).backward(grad_out.double())
+    assert a.grad.shape == a.shape and a.grad.dtype == dtype
+    assert b.grad.shape == b.shape and b.grad.dtype == dtype
+    assert_close("da", a64.grad, a.grad, k=n)
+    assert_close("db", b64.grad, b.grad, k=max(sizes, default=1))
+
+
+def test_the_registered_op_is_differentiable_and_offs_takes_no_gradient():
+    a = randn((30, 16), torch.bfloat16, 1).requires_grad_()
+    b = randn((3, 16, 8), torch.bfloat16, 2).requires_grad_()
+    offs = offsets([10, 0, 20])
+    out = torch.ops.gpuperf.grouped_matmul(a, b, offs)
+    da, db = torch.autograd.grad(out, (a, b), torch.ones_like(out))
+    a64, b64 = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()
+    grouped_matmul_ref(a64, b64, offs).sum().backward()
+    assert_close("da", a64.grad, da, k=8)
+    assert_close("db", b64.grad, db, k=20)
+    assert db[1].abs().max() == 0  # the expert with no rows
+
+
+def test_the_weight_gradient_refuses_a_gradient_of_other_rows():
+    from gpuperf.kernels.grouped_matmul import grouped_matmul_wgrad
+
+    a, grad_out = randn((9, 8), torch.float16, 1), randn((10, 4), torch.float16, 2)
+    with pytest.raises(ValueError, match="same rows"):
+        grouped_matmul_wgrad(a, grad_out, offsets([4, 5]))
+
+
+def test_compiled_training_traces_the_backward_ops(
+    compiling_in_traced_frames_only, eager_launches_of_a_trace
+):
+    """AOTAutograd traces the forward and the backward (the forward op on bᵀ and the op
+    ``torch.ops.gpuperf.grouped_matmul_wgrad``) on fake tensors: nothing launches eagerly on
+    a trace's tensors, and the compiled step gives the eager one's gradients."""
+
+    def step(a, b, offs, grad_out):
+        a, b = a.detach().requires_grad_(), b.detach().requires_grad_()
+        out = grouped_matmul(a, b, offs)
+        return torch.autograd.grad(out, (a, b), grad_out)
+
+    a, b = randn((48, 32), torch.bfloat16, 1), randn((3, 32, 16), torch.bfloat16, 2)
+    offs, grad_out = offsets([20, 0, 28]), randn((48, 16), torch.bfloat16, 3)
+
+    def loss(a, b, offs):
+        return (grouped_matmul(a, b, offs) * grad_out).sum()
+
+    compiled = torch.compile(loss, backend="aot_eager", fullgraph=True)
+    a_, b_ = a.detach().requires_grad_(), b.detach().requires_grad_()
+    got = torch.autograd.grad(compiled(a_, b_, offs), (a_, b_))
+    assert eager_launches_of_a_trace == []
+    assert [g.shape for g in got] == [a.shape, b.shape]
+    if DEVICE == "cuda":  # (the interpreter does not run the kernels of an AOTAutograd graph)
+        want = step(a, b, offs, grad_out)
+        for name, g, e in zip(("da", "db"), got, want, strict=True):
+            torch.testing.assert_close(g, e, rtol=1e-2, atol=1e-2, msg=lambda msg, n=name: f"{n}: {msg}")

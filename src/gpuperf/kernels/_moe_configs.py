@@ -92,6 +92,13 @@ GROUPED_MATMUL_TMA_CANDIDATES: tuple[PersistentConfig, ...] = (
     PersistentConfig(128, 128, 64, num_warps=4, num_stages=4),
 )
 
+#: The grouped matmul's weight gradient (``grouped_matmul_wgrad``): ``(BLOCK_M, BLOCK_N,
+#: BLOCK_K, num_warps, num_stages)``, BLOCK_M the rows summed per step. Not tuned yet: a
+#: 64 x 64 tile of each expert's (K, N) gradient, the rows 64 at a time.
+GROUPED_WGRAD_BLOCKS = (64, 64, 64, 4, 3)
+#: Under Triton's interpreter: small tiles, so that the test shapes cross tile edges.
+GROUPED_WGRAD_INTERPRETER = (16, 16, 16, 4, 1)
+
 # --- block-scaled FP8 matmul ------------------------------------------------------------
 
 #: The K extent of one scale block, and so the kernel's step along K: each step's partial
@@ -193,6 +200,8 @@ __all__ = [
     "GROUPED_MATMUL_TMA_DEFAULT",
     "GROUPED_MATMUL_TMA_INTERPRETER",
     "GROUPED_TMA_MAX_EXPERTS",
+    "GROUPED_WGRAD_BLOCKS",
+    "GROUPED_WGRAD_INTERPRETER",
     "fp8_blockwise_gluon_config",
     "moe_candidates",
 ]

@@ -57,7 +57,7 @@ from torch._subclasses.fake_tensor import is_fake
 
 from gpuperf.kernels import _moe_configs
 from gpuperf.kernels._configs import MatmulConfig
-from gpuperf.kernels._grid import cdiv
+from gpuperf.kernels._grid import cdiv, next_power_of_2
 from gpuperf.kernels._persistent_configs import PersistentConfig
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors, dtype_names
 from gpuperf.kernels.device import has_tma, num_sms, require_tma
@@ -228,6 +228,64 @@ def _grouped_matmul_tma_kernel(
         cols = col + tl.arange(0, BLOCK_N)
         c_ptrs = c_ptr + rows[:, None] * stride_cm + cols[None, :]
         tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < end) & (cols[None, :] < N))
+
+
+@triton.jit
+def _grouped_matmul_wgrad_kernel(
+    a_ptr,
+    g_ptr,
+    offs_ptr,
+    db_ptr,
+    M_total,
+    N,
+    K,
+    E,
+    stride_am,
+    stride_ak,
+    stride_gm,
+    stride_gn,
+    stride_de,
+    stride_dk,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    E_BLOCK: tl.constexpr,
+):
+    """db[e] = a[rows of e]^T @ g[rows of e] ((K, N) per expert): program (tile, e) sums one
+    (BLOCK_K, BLOCK_N) tile of expert e's gradient over its rows, BLOCK_M at a time. Rows
+    as the forward clamps them: expert e's end is the running maximum of offs[0..e] in
+    [0, M_total], its start the previous expert's end."""
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_k = tl.program_id(0) // num_pid_n
+    pid_n = tl.program_id(0) % num_pid_n
+    e = tl.program_id(1)
+    lane = tl.arange(0, E_BLOCK)
+    end = tl.max(tl.load(offs_ptr + lane, mask=lane <= e, other=0), 0)
+    start = tl.max(tl.load(offs_ptr + lane, mask=lane < e, other=0), 0)
+    end = tl.minimum(tl.maximum(end, 0), M_total)
+    start = tl.minimum(tl.maximum(start, 0), M_total)
+    ks = pid_k * BLOCK_K + tl.arange(0, BLOCK_K)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    k_in = ks < K
+    col_in = cols < N
+    acc = tl.zeros((BLOCK_K, BLOCK_N), dtype=tl.float32)
+    for m in range(start, end, BLOCK_M):
+        # int64 rows: row * stride passes 2**31 on large inputs.
+        rows = (m + tl.arange(0, BLOCK_M)).to(tl.int64)
+        row_in = rows < end
+        a_t = tl.load(
+            a_ptr + rows[None, :] * stride_am + ks[:, None] * stride_ak,
+            mask=k_in[:, None] & row_in[None, :],
+            other=0.0,
+        )
+        g = tl.load(
+            g_ptr + rows[:, None] * stride_gm + cols[None, :] * stride_gn,
+            mask=row_in[:, None] & col_in[None, :],
+            other=0.0,
+        )
+        acc = tl.dot(a_t, g, acc)
+    d_ptrs = db_ptr + e.to(tl.int64) * stride_de + ks[:, None] * stride_dk + cols[None, :]
+    tl.store(d_ptrs, acc.to(db_ptr.dtype.element_ty), mask=k_in[:, None] & col_in[None, :])
 
 
 def grouped_matmul_config(a: torch.Tensor, b: torch.Tensor | None = None) -> GroupedConfig:
@@ -409,7 +467,67 @@ def grouped_matmul_launches(
     return c, (launch,)
 
 
-@op("gpuperf::grouped_matmul", tensors=3)
+@op("gpuperf::grouped_matmul_wgrad", tensors=3)
+def grouped_matmul_wgrad(
+    a: torch.Tensor, grad_out: torch.Tensor, offs: torch.Tensor
+) -> tuple[torch.Tensor, Launches]:
+    """The weights' gradient of :func:`grouped_matmul`: ``db[e] = a[rows of e]ᵀ @
+    grad_out[rows of e]``, ``(E, K, N)`` in ``a``'s dtype, summed in float32 and rounded
+    once; an expert with no rows gets zeros. ``a`` ``(M_total, K)`` and ``grad_out``
+    ``(M_total, N)`` float16 or bfloat16, any strides; ``offs`` as :func:`grouped_matmul`
+    takes it (its rows clamped the same way). One launch, a program per
+    ``(K tile, N tile, expert)`` that walks the expert's rows
+    (:data:`~gpuperf.kernels._moe_configs.GROUPED_WGRAD_BLOCKS`). Called by the backward,
+    it checks only what :func:`check_grouped_operands` checks of ``a`` and ``offs``.
+
+    Raises:
+        TypeError, ValueError: as :func:`grouped_matmul` for ``a``, ``offs`` and a
+            ``grad_out`` of another dtype, device or row count.
+    """
+    check_tensors(("a", "grad_out"), (a, grad_out), HALF_DTYPES)
+    if a.dim() != 2 or grad_out.dim() != 2 or grad_out.shape[0] != a.shape[0]:
+        raise ValueError(
+            f"a (M_total, K) and grad_out (M_total, N) must be 2-D with the same rows, got "
+            f"{tuple(a.shape)} and {tuple(grad_out.shape)}"
+        )
+    if not isinstance(offs, torch.Tensor) or offs.dtype != torch.int32 or offs.dim() != 1:
+        raise TypeError(f"offs must be a 1-D int32 tensor, got {offs!r}")
+    m_total, k = a.shape
+    n, num_experts = grad_out.shape[1], offs.shape[0]
+    if m_total == 0 or n == 0 or k == 0 or num_experts == 0:
+        return torch.zeros((num_experts, k, n), dtype=a.dtype, device=a.device), ()
+    db = torch.empty((num_experts, k, n), dtype=a.dtype, device=a.device)  # every tile stored
+    block_m, block_n, block_k, num_warps, num_stages = (
+        _moe_configs.GROUPED_WGRAD_INTERPRETER if not a.is_cuda else _moe_configs.GROUPED_WGRAD_BLOCKS
+    )
+    grid = (cdiv(k, block_k) * cdiv(n, block_n), num_experts)
+    strides = (*a.stride(), *grad_out.stride(), *db.stride()[:2])
+    args = (a, grad_out, offs, db, m_total, n, k, num_experts, *strides)
+    constexprs = (block_m, block_n, block_k, next_power_of_2(num_experts))
+    return db, (Launch(_grouped_matmul_wgrad_kernel, grid, args, constexprs, num_warps, num_stages),)
+
+
+def grouped_matmul_backward(
+    grad_out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(da, db)`` of :func:`grouped_matmul` from the gradient ``grad_out`` ``(M_total, N)``
+    of its output and its inputs: ``da = grouped_matmul(grad_out, bᵀ)`` over the same
+    experts (``b.transpose(1, 2)``, a view the kernels read in place), its rows past the
+    last offset zeroed (they belong to no expert), and ``db`` by
+    :func:`grouped_matmul_wgrad`. No host synchronization: the rows past the last offset
+    are masked on the device."""
+    da = grouped_matmul(grad_out, b.transpose(1, 2), offs)
+    rows = torch.arange(da.shape[0], device=da.device)
+    da = da.masked_fill(rows[:, None] >= offs[-1:].clamp(min=0), 0) if offs.numel() else da.zero_()
+    return da, grouped_matmul_wgrad(a, grad_out, offs)
+
+
+@op(
+    "gpuperf::grouped_matmul",
+    tensors=3,
+    backward=grouped_matmul_backward,
+    saves=lambda a, b, offs, out: (a, b, offs),
+)
 def grouped_matmul(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> tuple[torch.Tensor, Launches]:
     """Multiply each expert's rows of ``a`` by its weight ``b[e]``: ``out[rows of e] = a[rows of
     e] @ b[e]``, with expert ``e``'s rows ``offs[e-1] <= row < offs[e]`` (``offs[-1]`` read as 0).
@@ -447,7 +565,9 @@ def grouped_matmul(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> tupl
     a grouped product.
 
     Also registered as ``torch.ops.gpuperf.grouped_matmul`` (``torch.library.triton_op``).
-    No autograd yet.
+    Differentiable with respect to ``a`` and ``b`` (:func:`grouped_matmul_backward`: ``da``
+    by this kernel on ``bᵀ``, ``db`` by :func:`grouped_matmul_wgrad`), registered with
+    ``torch.library.register_autograd``; ``offs`` takes no gradient.
 
     Algorithm: a persistent grouped GEMM whose tile schedule each program computes from
     ``offs`` on the device (see the module's text), loading through TMA on Hopper where the
@@ -466,7 +586,9 @@ __all__ = [
     "ensure_allocator",
     "grid_size",
     "grouped_matmul",
+    "grouped_matmul_backward",
     "grouped_matmul_config",
     "grouped_matmul_launches",
+    "grouped_matmul_wgrad",
     "tma_operands",
 ]

@@ -46,7 +46,9 @@ def test_the_paragraph_reads_prefill_and_decode_from_the_records():
         assert f"{times(ratio, 1)} ({page.MODEL_NAMES[model]})" in text
     assert f"of the rate of the {layer.ceiling_name()}" in text
     at64 = [decode.fraction_of_ceiling(model=m)[64] for m in cat.MOE_MODELS]
-    assert f"at {percent_span(at64)} of the {decode.ceiling_name(model='deepseek-v3')} with 64 tokens" in text
+    roof = decode.ceiling_name(model="deepseek-v3", full=False)
+    assert f"at {percent_span(at64)} of the {roof} with 64 tokens" in text
+    assert "the same step replayed from one CUDA graph" in text
 
 
 def test_the_loop_table_and_reading_quote_the_record():

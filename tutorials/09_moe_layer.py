@@ -11,10 +11,10 @@ A Mixture-of-Experts layer on Hopper: grouped GEMM and block-scaled FP8
   on the device from the offsets of the sorted tokens (:term:`token permutation`);
 * what uneven routing (:term:`load imbalance`) costs that schedule;
 * DeepSeek-V3's :term:`block-scaled FP8`: one scale per 1 x 128 tile of activations and
-  per 128 x 128 block of weights, its accuracy and its speed against cuBLASLt and
-  DeepGEMM;
-* the whole layer in prefill and decode, read against the roofs, and where its time
-  goes.
+  per 128 x 128 block of weights, its accuracy and its speed against
+  :term:`cuBLASLt` and DeepGEMM (DeepSeek's CUDA library of such matmuls);
+* the whole layer in :term:`prefill` and :term:`decode`, read against the
+  :term:`roofline`'s roofs, and where its time goes.
 """
 
 # %%
@@ -52,8 +52,11 @@ for model, (d, ffn, n_experts, top_k) in MOE_MODELS.items():
 # Each expert's matmul has only its own rows, a few hundred or fewer when there are
 # many experts: too few tiles to fill the GPU's :term:`SMs <SM>`, and each costs a
 # launch and a host :term:`synchronization` to find its rows. The grouped matmuls of
-# each model's prefill (gate and up together, then down), one ``torch.mm`` (cuBLAS) per
-# expert against ``F.grouped_mm`` and ours, in :term:`TFLOP/s`:
+# each model's prefill (gate and up together, then down), in :term:`TFLOP/s`: a loop of
+# one ``torch.mm`` (:term:`cuBLAS`) per expert (after one synchronization that reads all
+# the offsets), against PyTorch's own :term:`grouped GEMM`,
+# ``torch.nn.functional.grouped_mm`` (``F.grouped_mm``, one launch for all experts), and
+# ours:
 
 from gpuperf.bench.catalog import GROUPED_MATMUL
 from gpuperf.pages import show
@@ -64,8 +67,9 @@ print(page.loop_reading(grouped))
 
 # %%
 # With a few large experts the loop is as good as anything: each matmul fills the GPU.
-# With many small ones it falls behind, and the launches and small tiles, not the
-# arithmetic, are what it pays for.
+# With many small matmuls it falls behind (Qwen3-30B-A3B's, few rows times a narrow
+# expert, are the smallest), and the launches and small tiles, not the arithmetic, are
+# what it pays for.
 #
 # Sorting tokens by expert
 # ------------------------
@@ -110,14 +114,17 @@ print("offs:", offs.tolist())
 #
 # An expert with many rows owns many tiles and one with none owns none, so the work
 # spreads over every SM whatever the group sizes; no SM waits for a large expert while
-# the others have nothing to do, beyond the last :term:`wave`.
+# the others have nothing to do, beyond the last :term:`wave`. What the schedule cannot
+# do is fill a tile: an expert's last tile holds only its leftover rows, and an expert
+# with a handful of rows gets one mostly empty tile.
 #
 # Load imbalance
 # --------------
 #
 # A trained router is not uniform. The benchmark's skewed routing chooses expert ``e``
 # with weight ``1 / (e + 1)``; the rows per expert it gives (fewest, mean, most),
-# drawn by the benchmark's routing function:
+# drawn by the benchmark's routing function (here on the CPU, whose random numbers
+# differ from the GPU's: counts like the benchmark's, not the same):
 
 for model in MOE_MODELS:
     print(model, page.routing_counts(model))
@@ -132,8 +139,12 @@ print(page.imbalance_reading(grouped))
 # :doc:`Tutorial 05 <05_fp8_matmul>` scaled :term:`FP8` per tensor or per row.
 # DeepSeek-V3 scales each 1 x 128 tile of an activation (one token, 128 channels) and
 # each 128 x 128 block of a weight by its own float32 scale, so an outlier costs
-# precision only to the values of its block. Activations with two outlier channels,
-# against the float32 product of the unquantized operands:
+# precision only to the values of its block. An experiment on activations ``A`` with
+# two outlier channels, ``10**3`` or ``10**5`` times larger than the rest (the outlier
+# features of large language models' activations): for each way of storing ``A``, the
+# relative error of the stored values on the other, ordinary channels (what the
+# scaling keeps of them), and of the product ``A @ W.T``, both against the unquantized
+# float32 values:
 
 from gpuperf.kernels import matmul_fp8_blockwise, quantize_fp8_blockwise, to_fp8
 from gpuperf.kernels.matmul_fp8_blockwise import WEIGHT_BLOCK
@@ -161,13 +172,18 @@ print(f"kernel vs its float64 reference: {page.relative_error(out, ref):.4f}")
 # %%
 # The outlier channels carry most of the product's norm, so the product's error says
 # little on its own; what each scaling keeps of the ordinary channels says more. One
-# scale per tensor pushes them into e4m3's subnormals once the outliers are large
-# enough, while blocks lose only the values that share a tile with an outlier. The
-# matmul applies the scales inside its K loop: each step's partial product times its
-# two scales, added in float32 (which also promotes the tensor cores' accumulator once
-# per step). Its speed at DeepSeek-V3's shapes, against cuBLASLt's blockwise
-# ``torch._scaled_mm``, our per-tensor kernel on the same FP8 values, and DeepGEMM's
-# published figures (another GPU):
+# scale per tensor, set by the outliers, pushes them into :term:`e4m3`'s subnormals
+# once the outliers are large enough (below ``2**-6`` the format keeps a fixed step of
+# ``2**-9``, so a small value keeps few significant bits or none): at ``10**3`` they
+# still lose no more than without outliers, at ``10**5`` they do. Blocks lose only the
+# values that share a tile with an outlier (here the first tile of each row).
+# The matmul applies the scales inside its K loop: each step's partial product times
+# its two scales, added in float32 (which also :term:`promotes <promoted accumulation>`
+# the tensor cores' accumulator once per step). Its speed at DeepSeek-V3's shapes,
+# against cuBLASLt's blockwise ``torch._scaled_mm``, our per-tensor kernel on the same
+# FP8 values (a Triton kernel, also promoted, that applies its two scales once after
+# the K loop; the block-scaled one on Hopper is written in :term:`Gluon`), and
+# DeepGEMM's published figures (another GPU):
 
 from gpuperf.bench.catalog import MATMUL_FP8_BLOCKWISE
 from gpuperf.pages import run_or_load
@@ -190,8 +206,10 @@ layer = show(MOE_LAYER)
 
 # %%
 # A decode step of a few tokens must read every active expert's weights, so it is
-# read against the :term:`stream bandwidth` (:term:`GB/s` counts the weights the
-# routed tokens touch, the shared expert's and the router's):
+# read against the :term:`stream bandwidth`. Its :term:`GB/s` count the weights of the
+# experts the step's tokens would touch if routed uniformly (``k`` experts at one token;
+# ``E * (1 - (1 - k / E) ** T)`` on average at ``T`` tokens), the shared expert's and
+# the router's weights, and the tokens in and out:
 
 decode = show(MOE_LAYER_DECODE)
 print(page.decode_reading(decode))
@@ -201,15 +219,19 @@ print(page.decode_reading(decode))
 # -------------------
 #
 # Each part of the layer under ``torch.profiler``, every kernel added to the part that
-# launched it, for ours and the ``F.grouped_mm`` layer:
+# launched it, for ours and the ``F.grouped_mm`` layer. The table adds the step's time
+# as a loop of eager steps runs it (the host included, no L2 flush), ours replayed from
+# one :term:`CUDA graph`, and the memory a step allocates above the weights and the
+# input (peak):
 
 page.plot_time_breakdown()
 print(page.breakdown_table())
 
 # %%
-# At a token or two the GPU waits for the host: a step launches some twenty kernels
-# through Python, and the kernels together take less time than launching them does.
-# One :term:`CUDA graph` replays them all with one host call:
+# At one token the GPU waits for the host: a step launches tens of kernels (the table's
+# kernels column) through Python, and the kernels together take less time than
+# launching them does (:term:`host overhead`). One CUDA graph replays them all with one
+# host call:
 
 print(page.launch_bound_reading())
 

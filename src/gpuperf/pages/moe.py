@@ -740,8 +740,9 @@ def breakdown_table(gpu: str | None = None) -> str:
 
 def launch_bound_reading(gpu: str | None = None) -> str:
     """What the ``moe_time_breakdown`` capture of ``gpu`` (default: the reference GPU) says of
-    our decode steps: per model and token count, the step's time as a loop of steps runs it,
-    the same step replayed from one CUDA graph, and its kernels' GPU time; then the memory
+    our one-token decode steps (the launch-bound ones): per model, the step's time as a loop
+    of steps runs it, the same step replayed from one CUDA graph, and its kernels' GPU time
+    (a step of more tokens is bound by its kernels: the breakdown table shows it); then the memory
     each provider's prefill allocates above the weights and the input. Empty when the
     capture is missing (:func:`breakdown_table` says so).
 
@@ -755,7 +756,7 @@ def launch_bound_reading(gpu: str | None = None) -> str:
     lines = []
     for case in payload["cases"]:
         ours = case["providers"].get("triton", {})
-        if case["phase"] != "decode" or "graph_step_us" not in ours:
+        if case["phase"] != "decode" or case["x"] != 1 or "graph_step_us" not in ours:
             continue
         step, graph, kernels = ours["step_us"], ours["graph_step_us"], ours["kernels_us"]
         lines.append(

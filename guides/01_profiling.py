@@ -195,10 +195,11 @@ print(targets_reading(host))
 # %%
 # Every op here launches from a *plan* for inputs like ones already checked: a
 # repeat call skips the checks and the launch configuration, and pays for the
-# call's key, the output's allocation and the launch itself. A training step
-# cannot: autograd records the call, so it takes the whole path, and autograd's
-# bookkeeping comes on top. Where the training step's microseconds go, each part
-# timed alone with the same timer:
+# call's key, the output's allocation and the launch itself. A call that
+# autograd records (grad mode on, an input that requires grad) pays more: it
+# reaches its plan through PyTorch's dispatcher and autograd, and the
+# bookkeeping of the backward comes on top. Where the training step's
+# microseconds go, each part timed alone with the same timer:
 
 from gpuperf.pages.host import show_training_step
 

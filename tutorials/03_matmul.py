@@ -168,8 +168,8 @@ print(f"the bf16 ridge point: {hw.ridge_point('bf16'):.0f} FLOP/B")
 # -----------
 #
 # ``matmul`` is one plain function, decorated with ``@op``
-# (``src/gpuperf/kernels/launch.py``, the launch path every op of the package is
-# moving to; tutorial 02 shows it on softmax). It validates the inputs, picks a
+# (``src/gpuperf/kernels/launch.py``, the launch path of every op in the
+# package; tutorial 02 shows it on softmax). It validates the inputs, picks a
 # launch configuration, allocates :math:`C` and returns it with the launch that
 # fills it (kernel, grid, runtime arguments, constexprs, warps, stages); it
 # launches nothing itself. The grid is one program per tile, the strides pass as
@@ -583,6 +583,10 @@ print(page.host_time(host))
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/launch.py
 #    :pyobject: layout_key
+#
+# ``matmul`` names its tensor inputs (``a``, ``b`` and the optional ``bias``)
+# rather than taking them first, so ``@op`` writes this same key out for its
+# own parameters, a bias of None keyed as None.
 #
 # A later call with the same key (same shapes, strides, dtypes, devices,
 # alignment, and the same activation and config, each of the same type)

@@ -128,10 +128,18 @@ def training_step_reading(capture: dict) -> str:
     text = (
         f"Recording the forward adds {ours_record:.0f} µs per call to ours and {sdpa_record:.0f} µs "
         f"to SDPA's; the backward then adds {ours_backward:.0f} µs to ours and {sdpa_backward:.0f} "
-        "µs to SDPA's. A call that autograd records goes through PyTorch's dispatcher to the op "
-        "registered with torch.library and runs its autograd formula's Python (register_autograd's "
-        "setup_context, which saves what the backward needs); SDPA's autograd node is C++ that "
-        "PyTorch generates."
+        "µs to SDPA's. Our recorded call still launches from a plan, but reaches it the long way "
+        "round: the public call computes its key, sees that autograd records it and calls the "
+        "registered op, torch.ops.gpuperf.attention; PyTorch's dispatcher hands that to the "
+        "autograd kernel that torch.library.register_autograd made, a Python "
+        "torch.autograd.Function whose forward redispatches to the op's body and then runs "
+        "setup_context (saving q, k, v, the output and the log-sum-exp for the backward); the body "
+        "calls the eager call again, which computes the key a second time and replays the "
+        "registered op's plan. Our backward is Python too: the registered formula calls "
+        "attention_backward, an op with plans of its own. SDPA records a C++ node: "
+        "scaled_dot_product_attention picks a fused kernel (flash, memory-efficient or cuDNN "
+        "attention), and that kernel's autograd node is C++ that PyTorch generates from "
+        "derivatives.yaml."
     )
     return textwrap.fill(text, 88)
 

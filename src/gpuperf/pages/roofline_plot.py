@@ -191,6 +191,42 @@ def _box(ax, x, y, radius_px: float):
     return Bbox.from_extents(px - radius_px, py - radius_px, px + radius_px, py + radius_px)
 
 
+def _table_box(ax, table, renderer):
+    """The display box (at ``renderer``'s dpi) of the roof table's frame, padding included,
+    large enough at every resolution the pages save: its eight lines of small text come out
+    relatively wider at 200 dpi and taller at 100."""
+    from matplotlib.transforms import Bbox
+
+    fig = ax.figure
+    layout_dpi, boxes = fig.dpi, []
+    for dpi in sorted({layout_dpi, 100, _LAYOUT_DPI}):
+        fig.set_dpi(dpi)
+        r = fig.canvas.get_renderer()
+        table.update_bbox_position_size(r)
+        box = table.get_bbox_patch().get_window_extent(r)
+        boxes.append(Bbox(box.get_points() * (layout_dpi / dpi)))
+    fig.set_dpi(layout_dpi)
+    table.update_bbox_position_size(renderer)
+    return Bbox.union(boxes)
+
+
+def _frame_edges(ax, box, width_px: float = 3.0) -> list:
+    """The four edges of the dashed ``box`` (``((x0, x1), (y0, y1))`` in data), each a thin
+    display box: obstacles, so that a label's white background does not cut the frame
+    where another place is as good."""
+    from matplotlib.transforms import Bbox
+
+    (x0, x1), (y0, y1) = box
+    (px0, py0), (px1, py1) = ax.transData.transform([(x0, y0), (x1, y1)])
+    w = width_px / 2
+    return [
+        Bbox.from_extents(px0 - w, py0 - w, px1 + w, py0 + w),
+        Bbox.from_extents(px0 - w, py1 - w, px1 + w, py1 + w),
+        Bbox.from_extents(px0 - w, py0 - w, px0 + w, py1 + w),
+        Bbox.from_extents(px1 - w, py0 - w, px1 + w, py1 + w),
+    ]
+
+
 def _segments(points: list[Point]) -> list[list[Point]]:
     """Runs of neighbouring points a trail may join: sizes, or square shapes (as the
     tutorials' plots join them); a lone shape (a model's product, say) stands alone."""
@@ -449,7 +485,8 @@ def _panel(
     texts = [t.get_window_extent(renderer) for t in _draw_roofs(ax, placement, (x0, x1), corner=corner)]
     drawn = _draw_points(ax, placement, series, shapes)
     if not corner:
-        texts.append(_roof_table(ax, placement).get_window_extent(renderer))
+        texts.append(_table_box(ax, _roof_table(ax, placement), renderer))
+    edges = []
     if box is not None:
         from matplotlib.patches import Rectangle
 
@@ -457,7 +494,8 @@ def _panel(
         ax.add_patch(Rectangle((cx0, cy0), cx1 - cx0, cy1 - cy0, fill=False, ec="#888888", lw=0.8, ls="--"))
         note = ax.text(cx0, cy1, " magnified below", fontsize=7, color="#666666", va="bottom", ha="left")
         texts.append(note.get_window_extent(renderer))
-    obstacles = list(texts)
+        edges = _frame_edges(ax, box)
+    obstacles = list(texts) + edges
     parked: list = []
     obstacles += [_box(ax, p.intensity, p.tflops, 5) for p, kind, _ in drawn if kind != "shape"]
     rings = []
@@ -561,6 +599,9 @@ def captions(placement: Placement) -> list[str]:
     return lines
 
 
+#: The resolution the labels are placed at (the docs' 2x images: twice the figure's 100 dpi).
+_LAYOUT_DPI = 200
+
 #: The figures' layout, in inches: one panel, a column for the labels that found no
 #: room beside their point, the legend and the captions below.
 _FIG_LEFT, _FIG_PANEL_W, _FIG_COLUMN, _FIG_TOP, _FIG_PANEL_H = 0.62, 5.5, 1.45, 0.62, 4.6
@@ -593,6 +634,11 @@ def _figure(placement: Placement, kind: str, shared: list[Placement], marks: dic
     name = short_gpu_name(placement.gpu)
     with plt.rc_context(PLOT_STYLE):
         fig = plt.figure(figsize=(width, height), facecolor="white")
+        # Laid out at the largest resolution the pages save (their 2x images): small text
+        # renders relatively wider there than at the figure's own dpi, so places found free
+        # there are free at every smaller resolution too.
+        shown_dpi = fig.dpi
+        fig.set_dpi(max(shown_dpi, _LAYOUT_DPI))
         renderer = fig.canvas.get_renderer()
         ax = fig.add_axes([_FIG_LEFT / width, below / height, _FIG_PANEL_W / width, _FIG_PANEL_H / height])
         if kind == "overview":
@@ -635,6 +681,7 @@ def _figure(placement: Placement, kind: str, shared: list[Placement], marks: dic
             y -= _LINE
             color = _MARK_COLOR if line.startswith("STALE") else "#222222"
             fig.text(0.01, y / height, line, fontsize=6.5, color=color)
+        fig.set_dpi(shown_dpi)
     return fig
 
 

@@ -291,6 +291,20 @@ def kernels():
     return gpuperf.kernels
 
 
+def liger(module: str):
+    """Liger-Kernel's ``liger_kernel.ops.<module>``, imported on use: Liger-Kernel
+    (https://github.com/linkedin/Liger-Kernel, the Triton kernels most readers would install
+    for these ops) is not a dependency of gpuperf, so where it is not installed its
+    providers' rows hold the ``ModuleNotFoundError``.
+
+    Raises:
+        ModuleNotFoundError: Liger-Kernel is not installed.
+    """
+    import importlib
+
+    return importlib.import_module(f"liger_kernel.ops.{module}")
+
+
 def compiled(fn):
     """Provider factory for ``torch.compile(fn)``: a fresh compilation per size, so
     each size gets a kernel specialised to it (no dynamic-shape recompile) and the

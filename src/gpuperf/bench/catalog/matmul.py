@@ -17,6 +17,7 @@ from gpuperf.bench.catalog.benchmark import (
     call,
     compiled,
     kernels,
+    liger,
 )
 
 #: Square products from launch-bound to compute-bound, as (M, N, K).
@@ -417,6 +418,13 @@ def _swiglu_launch_config(x, w_gate_up):
     return launch_config(x, w_gate_up).as_dict()
 
 
+def _liger_swiglu(x, w_gate_up):
+    # One cuBLAS matmul into [g | u], then Liger-Kernel's kernel for silu(g) * u on it: what
+    # a model patched with Liger runs for a fused gate_up projection.
+    function = liger("swiglu").LigerFusedGateUpSiLUMulFunction
+    return lambda: function.apply(x @ w_gate_up)
+
+
 SWIGLU = Benchmark(
     name="swiglu",
     title="SwiGLU, bfloat16: silu(x @ W_gate) * (x @ W_up) in one matmul (nn.Linear layout)",
@@ -441,6 +449,9 @@ SWIGLU = Benchmark(
             "cuBLAS x @ [W_gate | W_up] alone (no epilogue)",
             call(torch.matmul),
             check_as=_swiglu_epilogue,
+        ),
+        Provider(
+            "liger", "cuBLAS, then Liger-Kernel's SiLU-mul (LigerFusedGateUpSiLUMulFunction)", _liger_swiglu
         ),
     ),
     baseline="eager",

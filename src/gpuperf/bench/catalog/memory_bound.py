@@ -9,7 +9,7 @@ import torch
 
 from gpuperf import reference
 from gpuperf.bench import metrics
-from gpuperf.bench.catalog.benchmark import Benchmark, Provider, call, compiled, kernels
+from gpuperf.bench.catalog.benchmark import Benchmark, Provider, call, compiled, kernels, liger
 
 
 def _vector_add(x, y):
@@ -141,6 +141,13 @@ def _rms_norm_inputs(n: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     return x, weight
 
 
+def _liger_rms_norm(x, weight):
+    # Llama's casting (the row's statistics in float32, the weight applied in the input's
+    # dtype), as the model's RMSNorm computes it; eps as the reference's.
+    function = liger("rms_norm").LigerRMSNormFunction
+    return lambda: function.apply(x, weight, 1e-6, 0.0, "llama")
+
+
 RMS_NORM = Benchmark(
     name="rms_norm",
     title=f"RMSNorm, bfloat16, {RMS_NORM_ROWS} rows",
@@ -158,6 +165,7 @@ RMS_NORM = Benchmark(
             "torch.nn.functional.rms_norm",
             call(lambda x, w: torch.nn.functional.rms_norm(x, w.shape, w, eps=1e-6)),
         ),
+        Provider("liger", "Liger-Kernel (LigerRMSNormFunction)", _liger_rms_norm),
     ),
     baseline="eager",
     metric="GB/s",
@@ -191,6 +199,15 @@ def _rope_inputs(seq_len: int, device) -> tuple[torch.Tensor, ...]:
     return q.transpose(1, 2), k.transpose(1, 2), cos, sin
 
 
+def _liger_rope(q, k, cos, sin):
+    # The tables as gpuperf's (one cos and one sin per pair, float32): Liger rotates the
+    # first rotary_dim entries of each head with tables of half that width. Liger's kernel
+    # rotates contiguous (batch, seq, heads, dim) copies of q and k in place.
+    function = liger("rope").LigerRopeFunction
+    head_dim = q.shape[-1]
+    return lambda: function.apply(q, k, cos, sin, None, 1, head_dim)
+
+
 ROPE = Benchmark(
     name="rope",
     title="RoPE of q and k, bfloat16, Llama 3 8B heads, batch 1",
@@ -203,6 +220,7 @@ ROPE = Benchmark(
         Provider("triton", "Triton (gpuperf.kernels.rope)", call(_rope)),
         Provider("eager", "eager formula (Llama's RoPE)", call(reference.rope_eager)),
         Provider("compile", "torch.compile(eager formula)", compiled(reference.rope_eager)),
+        Provider("liger", "Liger-Kernel (LigerRopeFunction)", _liger_rope),
     ),
     baseline="eager",
     metric="GB/s",

@@ -164,3 +164,18 @@ def test_autotune_cost_gives_each_providers_first_call_from_the_record():
             assert f"{page.NAMES[key]} {seconds:.1f} s" in text
     with pytest.raises(TypeError, match="gpu must be a GPU folder name"):
         page.autotune_cost(8)
+
+
+def test_the_liger_table_puts_ours_beside_liger_for_each_kernel_with_its_ratio():
+    from gpuperf.bench.catalog import RMS_NORM
+    from gpuperf.pages.report import load
+
+    table = page.liger_table()
+    for _, what in page.LIGER_OPS:
+        assert what in table
+    rms = load(RMS_NORM)
+    ours, liger = rms.values("triton"), rms.values("liger")
+    x = max(ours)
+    assert f"{ours[x] / liger[x]:.2f}×" in table
+    reading = page.liger_reading()
+    assert reading.startswith("Ours over Liger-Kernel's") and "RMSNorm" in reading

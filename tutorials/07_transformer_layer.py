@@ -99,6 +99,17 @@ print(page.work_per_token())
 #    :pyobject: _attention_decode_combine_kernel
 
 # %%
+# RMSNorm, RoPE and SwiGLU are also what `Liger-Kernel
+# <https://github.com/linkedin/Liger-Kernel>`_, the Triton kernels most readers would
+# install for a Llama, provides. Each beside it and :term:`torch.compile` of the eager
+# formula, in one run: Liger's RoPE rotates contiguous copies of q and k (here views
+# of the fused projection's output), and its SwiGLU gates a ``[g | u]`` that a cuBLAS
+# matmul wrote to memory, where ours keeps both products on chip:
+
+print(page.liger_table())
+print(page.liger_reading())
+
+# %%
 # Correct first
 # -------------
 #

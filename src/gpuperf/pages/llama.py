@@ -36,9 +36,12 @@ from gpuperf.bench.catalog import (
     LLAMA_SEQ_LEN,
     LLAMA_TRAIN,
     LLAMA_TRAIN_MEMORY,
+    RMS_NORM,
+    ROPE,
+    SWIGLU,
 )
 from gpuperf.pages import breakdown, captures, hardware, prose
-from gpuperf.pages.plotting import PROVIDER_COLORS, format_rate, short_gpu_name
+from gpuperf.pages.plotting import PROVIDER_COLORS, format_rate, format_x, short_gpu_name
 from gpuperf.pages.report import Result, above_roof, load, roof_caveat, x_named
 from gpuperf.pages.tables import Cell, Section, render
 
@@ -436,6 +439,66 @@ def _above_roof(result: Result, **axes) -> list[str]:
     ]
 
 
+#: The three kernels tutorial 07 adds, each beside Liger-Kernel's: (benchmark, what Liger runs).
+LIGER_OPS = (
+    (RMS_NORM, "RMSNorm"),
+    (ROPE, "RoPE of q and k"),
+    (SWIGLU, "SwiGLU (gate and up matmul with the gating)"),
+)
+
+
+def liger_table(gpu: str | None = None) -> str:
+    """RMSNorm, RoPE and SwiGLU, ours beside Liger-Kernel's and torch.compile's, from the
+    ``rms_norm``, ``rope`` and ``swiglu`` records of ``gpu`` (default: the reference GPU):
+    each size's rate (the record's metric) and ours over Liger's; the records' notes (a
+    missing or stale record, or a Liger row that holds an error) under the table.
+
+    Raises:
+        ValueError: a record without a ``liger`` provider's rows (a record from before
+            Liger-Kernel was measured beside the kernels).
+    """
+    sections, notes, footer = [], [], None
+    for bench, what in LIGER_OPS:
+        result = load(bench, gpu)
+        notes += result.all_notes()
+        if result.record is None:
+            continue
+        ours, liger, compiled = result.values("triton"), result.values("liger"), result.values("compile")
+        if not liger:
+            raise ValueError(f"the {bench.name} record has no Liger-Kernel rows")
+        metric = result.record["metric"]
+        header = [result.record["x_label"], f"ours {metric}", f"Liger {metric}", f"compile {metric}"]
+        header.append("ours / Liger")
+        section = Section(what, header)
+        for x, value in ours.items():
+            if x not in liger:
+                continue
+            row = [Cell(format_x(x), x), Cell(f"{value:.0f}", value), Cell(f"{liger[x]:.0f}", liger[x])]
+            row.append(Cell(f"{compiled[x]:.0f}", compiled[x]) if x in compiled else Cell("-"))
+            row.append(Cell(f"{value / liger[x]:.2f}×", value / liger[x]))
+            section.rows.append(row)
+        sections.append(section)
+        footer = result.measured_on()
+    return render(sections, notes, footer=footer)
+
+
+def liger_reading(gpu: str | None = None) -> str:
+    """One sentence per kernel, read off :func:`liger_table`'s numbers: the range of ours
+    over Liger-Kernel's across the sizes measured."""
+    parts = []
+    for bench, what in LIGER_OPS:
+        result = load(bench, gpu)
+        if result.record is None:
+            continue
+        ours, liger = result.values("triton"), result.values("liger")
+        ratios = [ours[x] / liger[x] for x in ours if x in liger]
+        if ratios:
+            parts.append(f"{what.split(' (')[0]} {prose.span(ratios)}×")
+    if not parts:
+        return ""
+    return textwrap.fill("Ours over Liger-Kernel's, across the sizes measured: " + "; ".join(parts) + ".", 88)
+
+
 def in_one_paragraph() -> prose.Paragraph:
     """The page's answer, from the committed records of the page's GPU (or measured live)."""
     prefill, autotune, decode = load(LLAMA_PREFILL), load(LLAMA_PREFILL_AUTOTUNE), load(LLAMA_DECODE)
@@ -514,11 +577,14 @@ def in_one_paragraph() -> prose.Paragraph:
 
 
 __all__ = [
+    "LIGER_OPS",
     "amdahl",
     "autotune_cost",
     "decode_table",
     "in_one_paragraph",
     "launch_bound",
+    "liger_reading",
+    "liger_table",
     "plot_roofline",
     "plot_time_breakdown",
     "prefill_table",

@@ -13,6 +13,7 @@ from gpuperf.pages import roofline, roofline_plot
 from gpuperf.pages.plotting import short_gpu_name
 from gpuperf.pages.report import gpus_with_current
 from gpuperf.pages.roofline import (
+    MAX_LAUNCH_FLOOR_MS,
     Placement,
     Point,
     Roof,
@@ -556,7 +557,8 @@ def test_charts_of_the_committed_records_are_legible(gpu, figure):
     if figure == "overview":
         drawn = gpu in gpus_with_current(catalog.VECTOR_ADD)
         assert ("A" in texts and "vector_add" in texts) == drawn
-        assert any(t.startswith("launch-bound") for t in texts)
+        # (Named where the GPU's records hold a near-empty kernel to take as the launch floor.)
+        assert any(t.startswith("launch-bound") for t in texts) == (placement.launch_floor_ms() is not None)
     else:
         assert ("B" in texts and "matmul bf16" in texts) == (gpu in gpus_with_current(catalog.MATMUL))
         assert any(t.startswith("causal") for t in texts) == _has_attention(gpu)
@@ -567,6 +569,13 @@ def test_charts_refuse_a_gpu_without_points():
     empty = roofline.Placement(gpu="x", slug="x", hardware=HARDWARE, roofs={}, datasheet={})
     with pytest.raises(ValueError, match="must hold a placed record"):
         roofline_plot.overview(empty)
+
+
+def test_a_gpu_whose_shortest_kernel_does_real_work_has_no_launch_floor():
+    # The H200's current records are attention's alone: its shortest call is no launch floor.
+    for placement in (load_gpu(g) for g in GPUS):
+        floor = min(p.ms for p in placement.points)
+        assert (placement.launch_floor_ms() is None) == (floor > MAX_LAUNCH_FLOOR_MS)
 
 
 def test_the_panels_hold_every_point_they_label():
@@ -582,6 +591,7 @@ def test_the_panels_hold_every_point_they_label():
                 assert roofline_plot._inside(top, corner), (s.name, s.provider)
         # The limits the chart names: the slowest launch-bound size and the causal pairs.
         notes = dict((text.split(":")[0], p) for p, text in roofline_plot.limit_notes(placement, series))
-        assert placement.launch_bound(notes["launch-bound"])
+        assert ("launch-bound" in notes) == (placement.launch_floor_ms() is not None)
+        assert "launch-bound" not in notes or placement.launch_bound(notes["launch-bound"])
         assert ("causal" in notes) == _has_attention(placement.slug)
         assert "causal" not in notes or notes["causal"].axes["causal"] is True

@@ -58,6 +58,10 @@ SAME_INTENSITY = 1.1
 #: A call shorter than this many times the shortest kernel time measured on the GPU
 #: spends at least half its time on the fixed cost of a launch, not on its work.
 LAUNCH_FACTOR = 2.0
+#: The longest shortest-kernel time taken as a launch floor, ms: launching and draining an
+#: almost empty kernel takes a few microseconds on the GPUs measured here (the profiling
+#: guide's launch-bound capture), so a shortest point above 20 µs is real work, not a floor.
+MAX_LAUNCH_FLOOR_MS = 0.02
 
 
 def _number(name: str, value) -> float:
@@ -308,9 +312,12 @@ class Placement:
         return point.flops / (slow_ms * 1e-3) / 1e12 > high
 
     def launch_floor_ms(self) -> float | None:
-        """The shortest kernel time among the points, ms (None without points): launching
-        and draining a kernel that does almost nothing."""
-        return min((p.ms for p in self.points), default=None)
+        """The shortest kernel time among the points, ms: launching and draining a kernel
+        that does almost nothing. None without points, or where the shortest is above
+        :data:`MAX_LAUNCH_FLOOR_MS` (the GPU's records hold no near-empty kernel: a GPU
+        with only attention's records, say, whose shortest call still does real work)."""
+        floor = min((p.ms for p in self.points), default=None)
+        return floor if floor is not None and floor <= MAX_LAUNCH_FLOOR_MS else None
 
     def launch_bound(self, point: Point) -> bool:
         """Whether ``point`` took less than :data:`LAUNCH_FACTOR` times :meth:`launch_floor_ms`."""

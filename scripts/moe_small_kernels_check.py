@@ -100,8 +100,10 @@ def host_times() -> None:
         "moe_combine": (lambda: moe_combine(y, rows, weights), torch_combine),
         "silu_mul": (lambda: silu_mul(gu), lambda: torch.nn.functional.silu(gu[:, :ffn]) * gu[:, ffn:]),
     }
+    # 20 calls a round, as host_overhead times its multi-kernel step: 200 calls of several
+    # launches each would fill the launch queue and time the GPU's sleep instead.
     for name, (ours, theirs) in pairs.items():
-        a, b = host_time_ms(ours).ms * 1e3, host_time_ms(theirs).ms * 1e3
+        a, b = host_time_ms(ours, calls=20).ms * 1e3, host_time_ms(theirs, calls=20).ms * 1e3
         print(f"host time per call, {name}: ours {a:.1f} us, PyTorch {b:.1f} us ({a / b:.2f}x)")
 
 

@@ -61,13 +61,26 @@ def substitutions(gpu: str = GPU) -> dict[str, str]:
 
 
 def _stream_name(c) -> str:
-    """``'read (reads alone)'``: the stream that set the stream bandwidth of
+    """``'the chunked read (reads alone)'``: the stream that set the stream bandwidth of
     ``c`` (:class:`~gpuperf.pages.hardware.Ceilings`), from its entry, with its mix."""
     from gpuperf.bench.hardware import STREAMS
     from gpuperf.pages.report import stream_mix
 
     stream = c.entries.get(c.memory_key, {}).get("stream", "copy")
-    return f"{stream} ({stream_mix(stream)})" if stream in STREAMS else str(stream)
+    if stream not in STREAMS:
+        return str(stream)
+    return f"{_STREAM_PROSE.get(stream, stream)} ({stream_mix(stream)})"
+
+
+#: How the glossary names each stream of :data:`gpuperf.bench.hardware.STREAMS`, as its
+#: definition of the stream bandwidth lists them ("read" is the chunked read, not any read).
+_STREAM_PROSE = {
+    "copy": "the copy",
+    "add": "the add",
+    "addcmul": "the multiply-add",
+    "sum": "the sum",
+    "read": "the chunked read",
+}
 
 
 def sm_limits(gpu: str = GPU) -> dict[str, str]:

@@ -123,6 +123,7 @@ def test_the_glossary_quotes_the_stream_bandwidth_from_hardware_json():
     sys.path.insert(0, str(ROOT / "docs"))
     import hardware_numbers
 
+    from gpuperf.bench.hardware import STREAMS
     from gpuperf.pages.hardware import ceilings
     from gpuperf.pages.plotting import format_rate
 
@@ -131,7 +132,12 @@ def test_the_glossary_quotes_the_stream_bandwidth_from_hardware_json():
     # The memory roof, and the stream that set it with its mix of reads and writes.
     assert numbers["h100-stream"] == format_rate(c.memory_gbps, "GB/s")
     stream = c.entries[c.memory_key].get("stream", "copy")
-    assert numbers["h100-stream-name"].startswith(f"{stream} (")
+    # Named as the glossary lists the streams ("the chunked read"), with its mix.
+    from gpuperf.pages.report import stream_mix
+
+    prose = hardware_numbers._STREAM_PROSE[stream]
+    assert numbers["h100-stream-name"] == f"{prose} ({stream_mix(stream)})"
+    assert set(hardware_numbers._STREAM_PROSE) == set(STREAMS)
     glossary = (ROOT / "docs" / "glossary.rst").read_text()
     assert "|h100-stream|" in glossary and "|h100-stream-name|" in glossary
     # The yardstick of a memory-bound kernel is the stream bandwidth, not the copy's.

@@ -179,3 +179,26 @@ def check_planned_calls(op, registered, reference, cases, k: int = 1) -> None:
         runs.append(outputs)
     for i, (first, other, again) in enumerate(zip(*runs, strict=True)):
         assert torch.equal(again, first) and not torch.equal(other, first), i
+
+
+def compiled_offline(script: str) -> dict:
+    """The JSON a ``python -c script`` subprocess prints on its last line, run with Triton's
+    interpreter off and ``src`` and the checkout on its path: an offline compile for a GPU this
+    machine may not have (the MoE kernels' Hopper compile tests). Fails the test, with the
+    subprocess's error, where it fails."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {
+        **os.environ,
+        "TRITON_INTERPRET": "0",
+        "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)]),
+    }
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=root)
+    if done.returncode:
+        pytest.fail(f"the compile failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])

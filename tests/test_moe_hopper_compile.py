@@ -2,18 +2,10 @@
 ptxas run on the CPU): each compiles, fits in shared memory, spills nothing, and keeps its
 ``wgmma`` instructions asynchronous (no ptxas C7514 note)."""
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from gpuperf.kernels._configs import SHARED_MEMORY_BYTES
-from tests._params import ptxas_report
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests._params import compiled_offline, ptxas_report
 
 #: Run in a process of its own without the interpreter (as gpuperf.kernels.gluon.offline
 #: compiles): each kernel's launch as the op makes it, on CPU tensors (the device check
@@ -56,15 +48,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def compiled() -> dict:
-    env = {
-        **os.environ,
-        "TRITON_INTERPRET": "0",
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
-    }
-    done = subprocess.run([sys.executable, "-c", _COMPILE], capture_output=True, text=True, env=env, cwd=ROOT)
-    if done.returncode:
-        pytest.fail(f"the compile failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return compiled_offline(_COMPILE)
 
 
 KERNELS = ["grouped row", "grouped linear", "fp8 tma", "fp8 gluon 128x128", "fp8 gluon 64x64"]

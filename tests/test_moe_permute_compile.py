@@ -2,17 +2,9 @@
 (Triton's compiler and ptxas on the CPU, as tests/test_moe_hopper_compile.py does): each
 compiles at DeepSeek-V3's prefill shape and spills nothing."""
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from tests._params import ptxas_report
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests._params import compiled_offline, ptxas_report
 
 #: Each launch of the three ops as they make it, on CPU tensors (the device check waived),
 #: compiled by ``warmup`` under the stand-in sm_90 driver. Prints ``{name: ptx}``.
@@ -59,15 +51,7 @@ KERNELS = [
 
 @pytest.fixture(scope="module")
 def compiled() -> dict:
-    env = {
-        **os.environ,
-        "TRITON_INTERPRET": "0",
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
-    }
-    done = subprocess.run([sys.executable, "-c", _COMPILE], capture_output=True, text=True, env=env, cwd=ROOT)
-    if done.returncode:
-        pytest.fail(f"the compile failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return compiled_offline(_COMPILE)
 
 
 @pytest.mark.parametrize("name", KERNELS)

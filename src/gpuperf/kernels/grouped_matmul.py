@@ -41,6 +41,10 @@ Two kernels run this schedule:
   per expert around the tile loop keeps it from doing so). The output is stored with a
   mask (a TMA store of a tile would write the next expert's rows).
 
+The backward's weight gradient, ``db[e] = a[rows of e]ᵀ @ grad_out[rows of e]``, is a third
+kernel (:func:`_grouped_matmul_wgrad_kernel`, :func:`grouped_matmul_wgrad`): not this
+schedule but a program per (K tile, N tile, expert), each summing its expert's rows.
+
 Semantics: ``torch.nn.functional.grouped_mm(a, b, offs=offs)`` for a 2-D ``a`` and a 3-D
 ``b``. Source of the persistent grouped schedule: Triton's grouped GEMM tutorial
 (https://triton-lang.org/main/getting-started/tutorials/08-grouped-gemm.html).
@@ -478,11 +482,14 @@ def grouped_matmul_wgrad(
     takes it (its rows clamped the same way). One launch, a program per
     ``(K tile, N tile, expert)`` that walks the expert's rows
     (:data:`~gpuperf.kernels._moe_configs.GROUPED_WGRAD_BLOCKS`). Called by the backward,
-    it checks only what :func:`check_grouped_operands` checks of ``a`` and ``offs``.
+    it checks the dtypes, devices, ranks and row counts of ``a`` and ``grad_out``, and that
+    ``offs`` is a 1-D int32 tensor on their device (not its values).
 
     Raises:
-        TypeError, ValueError: as :func:`grouped_matmul` for ``a``, ``offs`` and a
-            ``grad_out`` of another dtype, device or row count.
+        TypeError: ``a`` or ``grad_out`` is not float16/bfloat16 or their dtypes differ;
+            ``offs`` is not an int32 tensor.
+        ValueError: ``a`` or ``grad_out`` is not 2-D, their rows differ, ``offs`` is not
+            1-D, or the tensors are not on one device.
     """
     check_tensors(("a", "grad_out"), (a, grad_out), HALF_DTYPES)
     if a.dim() != 2 or grad_out.dim() != 2 or grad_out.shape[0] != a.shape[0]:
@@ -490,8 +497,13 @@ def grouped_matmul_wgrad(
             f"a (M_total, K) and grad_out (M_total, N) must be 2-D with the same rows, got "
             f"{tuple(a.shape)} and {tuple(grad_out.shape)}"
         )
-    if not isinstance(offs, torch.Tensor) or offs.dtype != torch.int32 or offs.dim() != 1:
-        raise TypeError(f"offs must be a 1-D int32 tensor, got {offs!r}")
+    if not isinstance(offs, torch.Tensor) or offs.dtype != torch.int32:
+        got = dtype_names([offs.dtype]) if isinstance(offs, torch.Tensor) else type(offs).__name__
+        raise TypeError(f"offs must be an int32 tensor, got {got}")
+    if offs.dim() != 1 or offs.device != a.device:
+        raise ValueError(
+            f"offs must be 1-D on {a.device} like a, got shape {tuple(offs.shape)} on {offs.device}"
+        )
     m_total, k = a.shape
     n, num_experts = grad_out.shape[1], offs.shape[0]
     if m_total == 0 or n == 0 or k == 0 or num_experts == 0:

@@ -357,7 +357,7 @@ def test_an_op_with_a_backward_returns_its_public_outputs_and_plans_without_savi
     assert CALLS == [False, True] and len(doubled.registered_plans) == 1
 
 
-def test_a_call_autograd_records_runs_the_registered_op_and_trains():
+def test_a_call_autograd_records_records_the_registered_backward_and_trains():
     _fresh_doubled()
     mask = randn((40,), torch.float32, 9)
     doubled(randn((40,), torch.float32, 1), mask)  # a plan for the layout, not taken below

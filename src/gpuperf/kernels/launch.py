@@ -105,16 +105,18 @@ an op like any other.
 **A call that autograd records** (grad mode on and a tensor input that requires grad)
 takes no plan: the eager call hands it to the op's ``record``, the same rule for counted
 and named tensors (:data:`_RECORDED`, :data:`_NAMED_RECORDED`). For an op with a backward,
-``record`` calls the registered op and returns the public outputs, so autograd records the
-backward (eagerly, the forward runs first as a check, launching nothing, on the first
-recorded call of each key: the dispatcher would take ``eps=True`` as 1.0, or refuse a wrong
-type with a message of its own); inside ``torch.compile`` the public op calls the same, and
-a compiled model trains in one graph. For an op without a backward, ``record`` runs the
-function without a plan: autograd records none of its launches either way, but its checks
-run (matmul_splitk refuses an input that requires grad; a plan, keyed on the layout, would
-not). An op of counted tensors without a backward does not ask, so that its plan path does
-no more work per call: none of those functions looks at ``requires_grad``, and the plan
-returns what the function would.
+``record`` runs the registered op's work and returns the public outputs, so autograd records
+the backward (the forward runs first as a check, launching nothing, on the first recorded
+call of each key: the dispatcher would take ``eps=True`` as 1.0, or refuse a wrong type with
+a message of its own). An op of counted tensors runs it as one ``torch.autograd.Function``
+(:func:`_recorded_eagerly`) with the registered backward, which skips the dispatcher's
+layers of Python; an op of named tensors calls the registered op. Inside ``torch.compile``
+the public op calls the registered op, and a compiled model trains in one graph. For an op
+without a backward, ``record`` runs the function without a plan: autograd records none of
+its launches either way, but its checks run (matmul_splitk refuses an input that requires
+grad; a plan, keyed on the layout, would not). An op of counted tensors without a backward
+does not ask, so that its plan path does no more work per call: none of those functions
+looks at ``requires_grad``, and the plan returns what the function would.
 
 Any other call of an op with a backward is the eager call with its plans, except that the
 forward is called with ``saving=False`` where it takes that keyword: it may then leave out
@@ -783,26 +785,37 @@ def _launch_eagerly(launches: Launches, bind: bool) -> list:
     ]
 
 
-def _register(name: str, fn: Callable, eager: Callable, signature: inspect.Signature) -> Callable:
-    """Register ``fn`` as the ``torch.library.triton_op`` ``name``; return the op
-    (``torch.ops.<namespace>.<name>``). Its body calls ``eager`` (the public op) on plain
-    tensors; on a trace's tensors it runs ``fn`` and launches each kernel through
-    ``torch.library.wrap_triton`` (under the interpreter, directly, unless they are fake)."""
+def _schema_arguments(fn: Callable, signature: inspect.Signature) -> Callable:
+    """``unpack(args, kwargs) -> (args, kwargs)``: the arguments of a call by the registered
+    op's schema ``signature`` (every parameter by position, defaults included) as ``fn``
+    takes them, its keyword-only parameters by keyword. Those equal (in type and value) to
+    their default are left out, so that an eager call finds the public op's plans."""
     keyword_only = [
         (p.name, p.default)
         for p in inspect.signature(fn).parameters.values()
         if p.kind is p.KEYWORD_ONLY and p.name in signature.parameters  # (not a forward's `saving`)
     ]
     n_positional = len(signature.parameters) - len(keyword_only)
-    is_compiling = torch.compiler.is_compiling
 
-    def body(*args, **kwargs):
-        # The schema passes every argument, defaults included: those equal (in type and value)
-        # to the default are left out, so that an eager call finds the public op's plans.
+    def unpack(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         for (option, default), value in zip(keyword_only, args[n_positional:], strict=False):
             if type(value) is not type(default) or value != default:
                 kwargs[option] = value
-        args = args[:n_positional]
+        return args[:n_positional], kwargs
+
+    return unpack
+
+
+def _register(name: str, fn: Callable, eager: Callable, signature: inspect.Signature) -> Callable:
+    """Register ``fn`` as the ``torch.library.triton_op`` ``name``; return the op
+    (``torch.ops.<namespace>.<name>``). Its body calls ``eager`` (the public op) on plain
+    tensors; on a trace's tensors it runs ``fn`` and launches each kernel through
+    ``torch.library.wrap_triton`` (under the interpreter, directly, unless they are fake)."""
+    unpack = _schema_arguments(fn, signature)
+    is_compiling = torch.compiler.is_compiling
+
+    def body(*args, **kwargs):
+        args, kwargs = unpack(args, kwargs)
         if not is_compiling() and all(type(t) in PLAIN_TENSORS for t in args if isinstance(t, torch.Tensor)):
             return eager(*args, **kwargs)
         result, launches = fn(*args, **kwargs)
@@ -1565,7 +1578,7 @@ def _register_autograd(
     n_public: int,
     backward: Callable,
     saves: Callable,
-) -> None:
+) -> tuple[Callable, Callable]:
     """Register the backward of the op ``name`` (whose registered op has ``signature``, its
     tensor inputs the parameters at ``positions``, in the order the op declares them, its
     first ``n_public`` outputs the public ones) with ``torch.library.register_autograd``.
@@ -1576,7 +1589,8 @@ def _register_autograd(
     ``backward(*grads, *saved)``, with a zero gradient where autograd passes none (an output
     the loss does not use), and gives the gradients it returns to the first tensor inputs,
     None to the other inputs. It is once differentiable: differentiating it again raises, as
-    ``torch.autograd.function.once_differentiable`` does."""
+    ``torch.autograd.function.once_differentiable`` does. Returns the two functions
+    ``(setup_context, backward)``, for :func:`_recorded_eagerly` too."""
     parameters = list(signature.parameters)
     n_grads = _n_gradients(backward)
     short = name.split("::")[1]
@@ -1618,6 +1632,61 @@ def _register_autograd(
         return tuple(gradients)
 
     torch.library.register_autograd(name, backward_of, setup_context=setup_context)
+    return setup_context, backward_of
+
+
+def _recorded_eagerly(
+    name: str,
+    fn: Callable,
+    eager: Callable,
+    signature: inspect.Signature,
+    context: Callable,
+    backward_of: Callable,
+) -> Callable:
+    """``recorded(*args, **kwargs)``: the registered op of schema ``signature`` called eagerly
+    in a call that autograd records, without the dispatcher: one ``torch.autograd.Function``
+    whose forward runs the registered op's eager call (``eager``, with its plans) and then
+    ``context``, and whose backward is ``backward_of``: the ``setup_context`` and backward
+    that :func:`_register_autograd` registered, so autograd records the same backward as
+    through the op. The dispatcher's path (the autograd kernel ``register_autograd`` made, then the
+    op's CUDA kernel, then :func:`_register`'s body) costs more host time per call than
+    the launches do; ``torch.compile`` still sees the registered op. The arguments are
+    bound to the schema (defaults filled in), as the dispatcher binds them."""
+    unpack = _schema_arguments(fn, signature)
+    parameters = list(signature.parameters.values())
+    names = [p.name for p in parameters]
+
+    def forward(ctx, *inputs):
+        # (The forward of the older form, which takes ctx and runs setup_context itself:
+        # Function.apply then binds no signature per call.)
+        args, kwargs = unpack(inputs, {})
+        output = eager(*args, **kwargs)
+        context(ctx, inputs, output)
+        return output
+
+    # Named as the dispatcher names the op's autograd node: "gpuperf_attentionBackward".
+    recorded_op = type(
+        name.replace("::", "_"),
+        (torch.autograd.Function,),
+        {"forward": staticmethod(forward), "backward": staticmethod(backward_of)},
+    )
+    apply = recorded_op.apply
+
+    later = [frozenset(names[n:]) for n in range(len(names) + 1)]
+    empty = inspect.Parameter.empty
+
+    def recorded(*args, **kwargs):
+        n = len(args)
+        full = args
+        if n < len(names) and later[n].issuperset(kwargs):
+            full = args + tuple(kwargs.get(p.name, p.default) for p in parameters[n:])
+        if len(full) != len(names) or any(v is empty for v in full[n:]):
+            bound = signature.bind(*args, **kwargs)  # (raises as the op's schema would)
+            bound.apply_defaults()
+            full = tuple(bound.arguments[name] for name in names)
+        return apply(*full)
+
+    return recorded
 
 
 def _op_with_backward(
@@ -1681,11 +1750,22 @@ def _op_with_backward(
             name, _traceable(fn), functools.update_wrapper(eager, fn), registered_signature
         )
         positions = list(range(tensors))
-    _register_autograd(name, registered_signature, positions, n_public, backward, saves)
+    context, backward_of = _register_autograd(
+        name, registered_signature, positions, n_public, backward, saves
+    )
+    # Eagerly, an op of counted tensors records its backward without the dispatcher.
+    recorded = (
+        None if named else _recorded_eagerly(name, fn, eager, registered_signature, context, backward_of)
+    )
 
     def registered_public(*args, **kwargs):
         """The registered op, returning the public outputs (what ``torch.compile`` sees)."""
         result = torch_op(*args, **kwargs)
+        return result if public is None else public(result)
+
+    def recorded_public(*args, **kwargs):
+        """The registered op's work and backward, recorded eagerly, returning the public outputs."""
+        result = recorded(*args, **kwargs)
         return result if public is None else public(result)
 
     checked: dict = {}
@@ -1710,7 +1790,8 @@ def _op_with_backward(
         to_registered = scope["_to_registered"]  # (a config given to the registered op as its fields)
     else:
         call, scope = _eager_call(name, tensors, _counted(run, tensors), plans, record)
-        scope["registered"] = to_registered = registered_public
+        scope["registered"] = registered_public
+        to_registered = recorded_public
     call = _finish(call, fn, public_signature, plans, torch_op)
     call.registered_plans = registered_plans
     call.backward = backward

@@ -197,8 +197,8 @@ print(targets_reading(host))
 # repeat call skips the checks and the launch configuration, and pays for the
 # call's key, the output's allocation and the launch itself. A call that
 # autograd records (grad mode on, an input that requires grad) pays more: it
-# reaches its plan through PyTorch's dispatcher and autograd, and the
-# bookkeeping of the backward comes on top. Where the training step's
+# reaches its plan through a ``torch.autograd.Function``, which keeps what the
+# backward needs, and the backward's own launches come on top. Where the training step's
 # microseconds go, each part timed alone with the same timer:
 
 from gpuperf.pages.host import show_training_step

@@ -28,8 +28,10 @@ DeepSeek-V3's sigmoid with group-limited, normalized top-k and a routed scaling 
 a few small kernels either way. :meth:`MoELayer.reference` is the loop over experts of
 :func:`gpuperf.reference.moe_ref` on the same weights.
 
-Forward only. Block-scaled FP8 expert weights (DeepSeek-V3's 128 x 128 blocks) are the
-next step: :meth:`MoELayer.quantized_experts` is where they go.
+The layer runs forward only: :func:`~gpuperf.kernels.grouped_matmul` has a backward, but
+the permutation, the activation and the combine kernels do not. Block-scaled FP8 expert
+weights (DeepSeek-V3's 128 x 128 blocks) are the next step:
+:meth:`MoELayer.quantized_experts` is where they go.
 
 Sources: Jiang et al., "Mixtral of Experts", arXiv:2401.04088; DeepSeek-AI, "DeepSeek-V3
 Technical Report", arXiv:2412.19437, 2.1.2; Hugging Face transformers'
@@ -51,6 +53,8 @@ from gpuperf.kernels.moe_activation import silu_mul
 from gpuperf.kernels.moe_permute import moe_combine, moe_permute
 from gpuperf.models.sections import Sections
 
+#: The two sets of operations a :class:`MoELayer` runs (its ``ops``): gpuperf's kernels, or
+#: PyTorch's ops without a loop over experts.
 OPS = ("gpuperf", "torch")
 
 #: The parts of the block's forward, in order, as a profiler sees them (``moe.<part>``

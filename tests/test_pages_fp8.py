@@ -144,9 +144,9 @@ def test_ratio_table_and_chosen_configs_read_every_gpu():
 
 
 def test_tables_refuse_another_benchmark_or_a_bad_scaling():
-    with pytest.raises(TypeError, match="expected the Result of matmul_fp8"):
+    with pytest.raises(ValueError, match="must be a result of 'matmul_fp8'"):
         fp8.ratio_table(report.run_or_load(catalog.MATMUL_PERSISTENT))
-    with pytest.raises(TypeError, match="expected the Result of matmul_fp8"):
+    with pytest.raises(TypeError, match=r"must be a gpuperf\.pages\.Result"):
         fp8.chosen_configs("matmul_fp8")
     with pytest.raises(ValueError, match="scaling must be one of"):
         fp8.chosen_configs(report.run_or_load(catalog.MATMUL_FP8), scaling="block")

@@ -31,9 +31,9 @@ def test_the_ladder_table_shows_every_rung_and_cublaslt():
 
 
 def test_the_ladder_table_refuses_other_inputs():
-    with pytest.raises(TypeError, match=r"expected a gpuperf\.pages\.Result"):
+    with pytest.raises(TypeError, match=r"must be a gpuperf\.pages\.Result"):
         page.fp8_ladder_table({"rows": []})
-    with pytest.raises(ValueError, match="expected the result of 'gluon_fp8'"):
+    with pytest.raises(ValueError, match="must be a result of 'gluon_fp8'"):
         page.fp8_ladder_table(load(catalog.MATMUL_FP8))
 
 
@@ -55,7 +55,7 @@ def test_the_attention_ladder_table_shows_every_rung_and_cudnn():
     table = page.attention_ladder_table(load(catalog.GLUON_ATTENTION))
     for name in (*page.ATTENTION_RUNGS.values(), "cuDNN (SDPA)", "D 128, causal", "D 64, not causal"):
         assert name in table
-    with pytest.raises(ValueError, match="expected the result of 'gluon_attention'"):
+    with pytest.raises(ValueError, match="must be a result of 'gluon_attention'"):
         page.attention_ladder_table(load(catalog.GLUON_FP8))
 
 
@@ -158,7 +158,7 @@ def test_the_overlap_is_set_against_the_arithmetic():
     assert "would give 1.25×" in text
     with pytest.raises(ValueError, match="hidden must be"):
         page.overlap_against_arithmetic(result, hidden=0.5)
-    with pytest.raises(ValueError, match="expected the result of 'gluon_fp8'"):
+    with pytest.raises(ValueError, match="must be a result of 'gluon_fp8'"):
         page.overlap_against_arithmetic(load(catalog.GLUON_ATTENTION), hidden=1.25)
 
 
@@ -224,9 +224,9 @@ def test_the_l2_reading_with_consistent_counts_reads_the_limit():
 
 def test_the_l2_reading_refuses_wrong_inputs():
     capture, _ = captures.load("ncu_gluon_fp8")
-    with pytest.raises(TypeError, match=r"expected a gpuperf\.pages\.Result"):
+    with pytest.raises(TypeError, match=r"must be a gpuperf\.pages\.Result"):
         page.l2_lines(capture, None)
-    with pytest.raises(ValueError, match="expected the result of 'gluon_fp8'"):
+    with pytest.raises(ValueError, match="must be a result of 'gluon_fp8'"):
         page.l2_lines(capture, load(catalog.MATMUL_FP8))
     broken = {**capture, "payload": {**capture["payload"], "rows": capture["payload"]["rows"][:1]}}
     with pytest.raises(ValueError, match="the capture has no gluon row"):

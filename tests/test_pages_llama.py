@@ -121,9 +121,9 @@ def test_charts_are_legible(draw):
 
 
 def test_wrong_results_are_refused():
-    with pytest.raises(TypeError, match=r"expected a gpuperf\.pages\.Result"):
+    with pytest.raises(TypeError, match=r"must be a gpuperf\.pages\.Result"):
         page.prefill_table("llama_prefill")
-    with pytest.raises(ValueError, match="expected the result of 'llama_decode'"):
+    with pytest.raises(ValueError, match="must be a result of 'llama_decode'"):
         page.decode_table(load(catalog.LLAMA_PREFILL), batch=1)
 
 

@@ -111,11 +111,11 @@ def test_decode_reading_names_the_roof_of_the_record():
 
 
 def test_wrong_results_are_refused():
-    with pytest.raises(TypeError, match=r"expected a gpuperf\.pages\.Result"):
+    with pytest.raises(TypeError, match=r"must be a gpuperf\.pages\.Result"):
         page.loop_table("grouped_matmul")
-    with pytest.raises(ValueError, match="expected the result of 'matmul_fp8_blockwise'"):
+    with pytest.raises(ValueError, match="must be a result of 'matmul_fp8_blockwise'"):
         page.fp8_table(load(cat.GROUPED_MATMUL))
-    with pytest.raises(ValueError, match="expected the result of 'moe_layer_decode'"):
+    with pytest.raises(ValueError, match="must be a result of 'moe_layer_decode'"):
         page.decode_reading(load(cat.MOE_LAYER))
 
 

@@ -184,7 +184,7 @@ def test_ladder_table_has_every_rung_of_every_gpu():
         for key in persistent.RUNGS:
             for ratio in result.ratios(key).values():
                 assert f"{ratio:.2f}x" in text
-    with pytest.raises(TypeError, match="expected the Result of matmul_persistent"):
+    with pytest.raises(ValueError, match="must be a result of 'matmul_persistent'"):
         persistent.ladder_table(report.run_or_load(catalog.MATMUL_FP8))
-    with pytest.raises(TypeError, match="expected the Result of matmul_persistent"):
+    with pytest.raises(TypeError, match=r"must be a gpuperf\.pages\.Result"):
         persistent.ladder_table(None)

@@ -416,11 +416,11 @@ def test_record_sentences_refuse_another_result():
     from gpuperf.bench.catalog import HOST_OVERHEAD, ROW_MEAN
     from gpuperf.pages import load
 
-    with pytest.raises(TypeError, match=r"expected a gpuperf\.pages\.Result"):
+    with pytest.raises(TypeError, match=r"must be a gpuperf\.pages\.Result"):
         profiling.host_time_per_call({"host_overhead": 1})
-    with pytest.raises(ValueError, match="expected the 'row_mean' result, got 'host_overhead'"):
+    with pytest.raises(ValueError, match="must be a result of 'row_mean', got a result of 'host_overhead'"):
         profiling.row_mean_ranking(load(HOST_OVERHEAD))
-    with pytest.raises(ValueError, match="expected the 'host_overhead' result"):
+    with pytest.raises(ValueError, match="must be a result of 'host_overhead'"):
         profiling.host_time_per_call(load(ROW_MEAN))
 
 

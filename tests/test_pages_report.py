@@ -549,3 +549,17 @@ def test_roof_caveat_and_stream_mix_name_what_a_ceiling_is():
         roof_caveat("hbm_gbps", {})
     with pytest.raises(TypeError, match="entry must be"):
         roof_caveat("copy_gbps", None)
+
+
+def test_check_result_names_the_argument_and_the_benchmarks_it_takes():
+    from gpuperf.pages.report import check_result
+
+    result = Result(catalog.VECTOR_ADD, None, "missing")
+    check_result(result)
+    check_result(result, catalog.SOFTMAX, catalog.VECTOR_ADD)
+    with pytest.raises(TypeError, match=r"fp8 must be a gpuperf\.pages\.Result, got dict"):
+        check_result({}, catalog.VECTOR_ADD, name="fp8")
+    with pytest.raises(ValueError, match="must be a result of 'softmax', got a result of 'vector_add'"):
+        check_result(result, catalog.SOFTMAX)
+    with pytest.raises(ValueError, match=r"must be a result of one of \['softmax', 'matmul'\]"):
+        check_result(result, catalog.SOFTMAX, catalog.MATMUL)

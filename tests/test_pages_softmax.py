@@ -118,7 +118,7 @@ def test_online_against_three_passes_reads_each_row_length_against_two_thirds():
                 assert re.search(rf"above it at [^;]*\b{re.escape(format_x(x))}\b[^;]* columns", flat)
             elif row["value_p80"] >= 2 / 3 * ceiling["value_p20"]:
                 assert re.search(rf"spread of it at [^;]*\b{re.escape(format_x(x))}\b[^;]* columns", flat)
-    with pytest.raises(ValueError, match="expected the result of 'softmax_long_rows'"):
+    with pytest.raises(ValueError, match="must be a result of 'softmax_long_rows'"):
         page.online_against_three_passes(run_or_load(SOFTMAX))
 
 
@@ -167,7 +167,7 @@ def test_functions_refuse_the_wrong_input():
     for function in (page.bandwidth_and_speedups, page.speedup_over_naive):
         with pytest.raises(TypeError, match=r"gpuperf\.pages\.Result"):
             function({"rows": []})
-        with pytest.raises(ValueError, match="expected the result of one of"):
+        with pytest.raises(ValueError, match="must be a result of one of"):
             function(vector_add)
     with pytest.raises(TypeError, match="gpu must be a GPU folder name"):
         page.config_sweep(132)

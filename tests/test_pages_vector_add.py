@@ -153,7 +153,7 @@ def test_functions_refuse_the_wrong_input():
     for function in (page.launch_bound, page.hbm_bound):
         with pytest.raises(TypeError, match=r"gpuperf\.pages\.Result"):
             function({"rows": []})
-        with pytest.raises(ValueError, match="expected the result of 'vector_add'"):
+        with pytest.raises(ValueError, match="must be a result of 'vector_add'"):
             function(softmax)
     result = load(VECTOR_ADD)
     with pytest.raises(TypeError, match="hbm_from must be an int"):

@@ -25,7 +25,7 @@ from gpuperf.bench.catalog import (
 from gpuperf.bench.sources import PACKAGE_ROOT
 from gpuperf.pages import hardware, prose
 from gpuperf.pages.plotting import short_gpu_name
-from gpuperf.pages.report import Result, load
+from gpuperf.pages.report import Result, check_result, load
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The shortest sequence the page's summaries count: below it, launch and tail effects
@@ -50,11 +50,6 @@ KERNELS = ("forward", "dkdv", "dq")
 BACKWARD_LOOPS = {"dK/dV kernel": "_dkdv_tiles", "dQ kernel": "_dq_tiles"}
 
 
-def _check_result(result, name: str = "result") -> None:
-    if not isinstance(result, Result):
-        raise TypeError(f"{name} must be a gpuperf.pages.Result, got {type(result).__name__}")
-
-
 def speedup(result: Result, other: str, min_seq: int = MIN_SEQ, **axes) -> dict[int, float]:
     """Our kernel's speed relative to ``other`` at one axis combination of ``result``'s
     own record (one GPU).
@@ -75,7 +70,7 @@ def speedup(result: Result, other: str, min_seq: int = MIN_SEQ, **axes) -> dict[
         ValueError: ``other`` is not an attention provider, or ``axes`` is not one of
             the benchmark's combinations.
     """
-    _check_result(result)
+    check_result(result)
     if other not in ATTENTION_IMPLEMENTATIONS:
         raise ValueError(f"other must be one of {list(ATTENTION_IMPLEMENTATIONS)}, got {other!r}")
     ours, theirs = result.values(**axes), result.values(other, **axes)
@@ -200,8 +195,8 @@ def naive_vs_fused(forward: Result, memory: Result) -> str:
         TypeError: ``forward`` or ``memory`` is not a :class:`~gpuperf.pages.report.Result`.
         ValueError: they are not the forward and memory benchmarks.
     """
-    _check_result(forward, "forward")
-    _check_result(memory, "memory")
+    check_result(forward, name="forward")
+    check_result(memory, name="memory")
     if forward.benchmark.name != ATTENTION_FORWARD.name or memory.benchmark.name != ATTENTION_MEMORY.name:
         raise ValueError(
             f"naive_vs_fused takes the {ATTENTION_FORWARD.name} and {ATTENTION_MEMORY.name} "
@@ -242,8 +237,8 @@ def speedups(forward: Result, backward: Result, others=("flash", "cudnn", "flex"
         TypeError: ``forward`` or ``backward`` is not a :class:`~gpuperf.pages.report.Result`.
         ValueError: a provider in ``others`` is not an attention provider.
     """
-    _check_result(forward, "forward")
-    _check_result(backward, "backward")
+    check_result(forward, name="forward")
+    check_result(backward, name="backward")
     unknown = [p for p in others if p not in ATTENTION_IMPLEMENTATIONS]
     if unknown:
         raise ValueError(f"others must be among {list(ATTENTION_IMPLEMENTATIONS)}, got {unknown}")
@@ -278,7 +273,7 @@ def memory_saving(memory: Result) -> str:
         ValueError: ``memory`` is not the :data:`~gpuperf.bench.catalog.ATTENTION_MEMORY`
             result.
     """
-    _check_result(memory, "memory")
+    check_result(memory, name="memory")
     if memory.benchmark.name != ATTENTION_MEMORY.name:
         raise ValueError(f"memory must be the {ATTENTION_MEMORY.name} result, got {memory.benchmark.name}")
     lines = list(memory.all_notes())

@@ -25,7 +25,7 @@ from gpuperf.bench.catalog import SCALE_SHIFT
 from gpuperf.pages import captures as pages_captures
 from gpuperf.pages.plotting import format_rate, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, percent, percent_span, span, times
-from gpuperf.pages.report import Result, load, per_gpu
+from gpuperf.pages.report import Result, check_result, load, per_gpu
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The captures the guide shows, in the order it shows them.
@@ -280,13 +280,6 @@ def graph_gain(shown: Mapping[str, dict]) -> str:
 # --- the benchmark against the memory roof ---------------------------------------------
 
 
-def _check(result: Result) -> None:
-    if not isinstance(result, Result):
-        raise TypeError(f"expected a gpuperf.pages.Result, got {type(result).__name__}")
-    if result.benchmark.name != SCALE_SHIFT.name:
-        raise ValueError(f"expected the result of {SCALE_SHIFT.name!r}, got {result.benchmark.name!r}")
-
-
 def against_the_roof(result: Result, hbm_from: int = HBM_FROM_ROWS) -> str:
     """How close each provider comes to the ceiling its rows are read against from
     ``hbm_from`` rows up (named from the record: the stream bandwidth, the fastest rate the
@@ -302,7 +295,7 @@ def against_the_roof(result: Result, hbm_from: int = HBM_FROM_ROWS) -> str:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
         ValueError: ``result`` is not a result of ``SCALE_SHIFT``.
     """
-    _check(result)
+    check_result(result, SCALE_SHIFT)
 
     def write(r: Result) -> list[str]:
         labels = {row["provider"]: row["label"] for row in r.record["rows"]}
@@ -428,7 +421,7 @@ def tiles_against_compile(shown: Mapping[str, dict], result: Result) -> str:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
         ValueError: ``result`` is not a result of ``SCALE_SHIFT``.
     """
-    _check(result)
+    check_result(result, SCALE_SHIFT)
 
     def write(capture: dict) -> list[str]:
         try:

@@ -14,7 +14,7 @@ from gpuperf.bench.catalog import MATMUL_FP8, MATMUL_PERSISTENT
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, percent, times, times_span
-from gpuperf.pages.report import Result, load
+from gpuperf.pages.report import Result, check_result, load
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The benchmark the page is about.
@@ -246,9 +246,10 @@ def ratio_table(result: Result) -> str:
     per GPU with a record.
 
     Raises:
-        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result` of ``matmul_fp8``.
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: it is not the result of ``matmul_fp8``.
     """
-    _check(result)
+    check_result(result, BENCHMARK)
     sections = []
     for r in result.gpus():
         shapes = _shapes(r)
@@ -270,12 +271,12 @@ def chosen_configs(result: Result, scaling: str = "tensor") -> str:
     one table per GPU.
 
     Raises:
-        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result` of ``matmul_fp8``.
-        ValueError: ``scaling`` is not one of :data:`SCALINGS`.
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: it is not the result of ``matmul_fp8``, or ``scaling`` is not one of :data:`SCALINGS`.
     """
     from gpuperf.kernels import PersistentConfig
 
-    _check(result)
+    check_result(result, BENCHMARK)
     if scaling not in SCALINGS:
         raise ValueError(f"scaling must be one of {list(SCALINGS)}, got {scaling!r}")
     sections = []
@@ -300,9 +301,3 @@ def _shapes(result: Result) -> list[tuple]:
     live build measures some of them)."""
     held = {row["x"] for row in result.record["rows"]}
     return [x for x in result.benchmark.x_values if x in held]
-
-
-def _check(result) -> None:
-    if not isinstance(result, Result) or result.benchmark.name != BENCHMARK.name:
-        got = result.benchmark.name if isinstance(result, Result) else type(result).__name__
-        raise TypeError(f"expected the Result of {BENCHMARK.name} (run_or_load(MATMUL_FP8)), got {got}")

@@ -19,7 +19,7 @@ from gpuperf.bench.catalog import GLUON_ATTENTION, GLUON_FP8
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
 from gpuperf.pages.prose import WIDTH, Paragraph, paragraph, times_span
-from gpuperf.pages.report import Result, load
+from gpuperf.pages.report import Result, check_result, load
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The FP8 ladder's providers, bottom rung first, and how the page names them.
@@ -282,10 +282,7 @@ def overlap_against_arithmetic(result: Result, hidden: float) -> str:
         ValueError: it is not the result of :data:`~gpuperf.bench.catalog.GLUON_FP8`, or
             ``hidden`` is below 1.
     """
-    if not isinstance(result, Result):
-        raise TypeError(f"expected a gpuperf.pages.Result, got {type(result).__name__}")
-    if result.benchmark.name != GLUON_FP8.name:
-        raise ValueError(f"expected the result of {GLUON_FP8.name!r}, got {result.benchmark.name!r}")
+    check_result(result, GLUON_FP8)
     if not hidden >= 1:
         raise ValueError(f"hidden must be a speed-up of at least 1, got {hidden!r}")
     lines = []
@@ -307,10 +304,7 @@ def overlap_against_arithmetic(result: Result, hidden: float) -> str:
 def _ladder_table(result: Result, benchmark, rungs: dict, baseline: str, baseline_name: str, heading) -> str:
     """TFLOP/s of each of ``rungs`` (and of ``baseline``) per x, with the ratio to the baseline,
     one section per GPU and axis combination (``heading(combo)`` names it)."""
-    if not isinstance(result, Result):
-        raise TypeError(f"expected a gpuperf.pages.Result, got {type(result).__name__}")
-    if result.benchmark.name != benchmark.name:
-        raise ValueError(f"expected the result of {benchmark.name!r}, got {result.benchmark.name!r}")
+    check_result(result, benchmark)
     sections = []
     for r in result.gpus():
         for combo in benchmark.combos():
@@ -484,10 +478,7 @@ def l2_lines(capture: dict, result: Result) -> list[str]:
         ValueError: ``result`` is not the ``gluon_fp8`` one, the capture lacks a row or a
             metric read here, or the record has no Gluon row at the capture's shape.
     """
-    if not isinstance(result, Result):
-        raise TypeError(f"expected a gpuperf.pages.Result, got {type(result).__name__}")
-    if result.benchmark.name != GLUON_FP8.name:
-        raise ValueError(f"expected the result of {GLUON_FP8.name!r}, got {result.benchmark.name!r}")
+    check_result(result, GLUON_FP8)
     from gpuperf.bench.metrics import matmul_flops
 
     payload = capture["payload"]

@@ -13,8 +13,7 @@ import textwrap
 from gpuperf.bench.catalog import HOST_OVERHEAD
 from gpuperf.bench.catalog.host import HOST_TARGETS
 from gpuperf.pages import captures as page_captures
-from gpuperf.pages.profiling.checks import check_result
-from gpuperf.pages.report import Result
+from gpuperf.pages.report import Result, check_result
 from gpuperf.pages.tables import Cell, Section, render
 
 

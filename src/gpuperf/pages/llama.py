@@ -42,7 +42,7 @@ from gpuperf.bench.catalog import (
 )
 from gpuperf.pages import breakdown, captures, hardware, prose
 from gpuperf.pages.plotting import PROVIDER_COLORS, format_rate, format_x, short_gpu_name
-from gpuperf.pages.report import Result, above_roof, load, roof_caveat, x_named
+from gpuperf.pages.report import Result, above_roof, check_result, load, roof_caveat, x_named
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The capture of where a step's time goes (``scripts/llama_capture.py``).
@@ -82,13 +82,6 @@ def _config():
     from gpuperf.models.llama import LLAMA_3_8B
 
     return LLAMA_3_8B
-
-
-def _check(result, bench) -> None:
-    if not isinstance(result, Result):
-        raise TypeError(f"expected a gpuperf.pages.Result, got {type(result).__name__}")
-    if result.benchmark.name != bench.name:
-        raise ValueError(f"expected the result of {bench.name!r}, got {result.benchmark.name!r}")
 
 
 def _ms(result: Result, provider: str, **axes) -> dict:
@@ -167,7 +160,7 @@ def prefill_table(result: Result) -> str:
     Raises:
         TypeError, ValueError: ``result`` is not a result of ``LLAMA_PREFILL``.
     """
-    _check(result, LLAMA_PREFILL)
+    check_result(result, LLAMA_PREFILL)
     sections = []
     for r in result.gpus():
         keys = [p.key for p in LLAMA_PREFILL.providers]
@@ -203,7 +196,7 @@ def decode_table(result: Result, batch: int) -> str:
         TypeError, ValueError: ``result`` is not a result of ``LLAMA_DECODE``, or ``batch``
             is not one of its batches.
     """
-    _check(result, LLAMA_DECODE)
+    check_result(result, LLAMA_DECODE)
     keys = [p.key for p in LLAMA_DECODE.providers]
     sections = []
     for r in result.gpus():
@@ -373,8 +366,8 @@ def plot_roofline(gpu: str | None = None):
 def training_summary(train: Result, memory: Result) -> str:
     """Each GPU's training step: each provider's milliseconds and peak GiB, or why it was not
     timed (a provider whose gradients did not match the float32 layer's is not timed)."""
-    _check(train, LLAMA_TRAIN)
-    _check(memory, LLAMA_TRAIN_MEMORY)
+    check_result(train, LLAMA_TRAIN)
+    check_result(memory, LLAMA_TRAIN_MEMORY)
     lines = []
     b = LLAMA_TRAIN.x_values[0]
     for r in train.gpus():

@@ -18,13 +18,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gpuperf.bench import records
-from gpuperf.bench.catalog import HOST_OVERHEAD, MATMUL, MATMUL_EPILOGUE, MATMUL_ORDER, Benchmark
+from gpuperf.bench.catalog import HOST_OVERHEAD, MATMUL, MATMUL_EPILOGUE, MATMUL_ORDER
 from gpuperf.bench.hardware import DATASHEET
 from gpuperf.bench.metrics import matmul_flops
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
 from gpuperf.pages.prose import WIDTH, Paragraph, paragraph, percent, span, times
-from gpuperf.pages.report import Result, load
+from gpuperf.pages.report import Result, check_result, load
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The square products whose ratios to cuBLAS the page averages (geometric mean).
@@ -75,14 +75,6 @@ def launch_order(num_pid_m: int, num_pid_n: int, group_m: int) -> list[list[int]
 
 
 # Helpers ------------------------------------------------------------------------------
-
-
-def _check(result: Result, benchmark: Benchmark) -> None:
-    """Refuse anything but a :class:`Result` of ``benchmark``."""
-    if not isinstance(result, Result):
-        raise TypeError(f"expected a gpuperf.pages.Result, got {type(result).__name__}")
-    if result.benchmark.name != benchmark.name:
-        raise ValueError(f"expected the result of {benchmark.name!r}, got {result.benchmark.name!r}")
 
 
 def _per_gpu(results: list[Result], write: Callable[[Result], str]) -> str:
@@ -209,7 +201,7 @@ def first_wave(order: Result) -> str:
     from gpuperf.kernels import MatmulConfig
     from gpuperf.kernels.configs import SHARED_MEMORY_BYTES
 
-    _check(order, MATMUL_ORDER)
+    check_result(order, MATMUL_ORDER)
 
     def table(result: Result) -> str:
         sms = result.record["provenance"]["sm_count"]
@@ -240,7 +232,7 @@ def order_verdicts(order: Result) -> str:
     Raises:
         TypeError, ValueError: ``order`` is not a result of ``MATMUL_ORDER``.
     """
-    _check(order, MATMUL_ORDER)
+    check_result(order, MATMUL_ORDER)
 
     def lines(result: Result) -> str:
         out = []
@@ -492,7 +484,7 @@ def sweep_drift(result: Result) -> str:
     """
     from gpuperf.bench import tuning
 
-    _check(result, MATMUL)
+    check_result(result, MATMUL)
 
     def line(res: Result) -> str:
         sweep = tuning.read_tuning(_slug(res))
@@ -532,7 +524,7 @@ def against_cublas(result: Result) -> str:
     Raises:
         TypeError, ValueError: ``result`` is not a result of ``MATMUL``.
     """
-    _check(result, MATMUL)
+    check_result(result, MATMUL)
 
     def lines(res: Result) -> str:
         sheet = DATASHEET.get(res.gpu, {})
@@ -644,7 +636,7 @@ def ceilings_by_run(result: Result) -> str:
     Raises:
         TypeError, ValueError: ``result`` is not a result of ``MATMUL``.
     """
-    _check(result, MATMUL)
+    check_result(result, MATMUL)
     keys = ("fp16_tflops", "bf16_tflops")
 
     def block(res: Result) -> str:
@@ -708,7 +700,7 @@ def smallest_product(result: Result) -> str:
     Raises:
         TypeError, ValueError: ``result`` is not a result of ``MATMUL``.
     """
-    _check(result, MATMUL)
+    check_result(result, MATMUL)
 
     def lines(res: Result) -> str:
         rows = [r for r in res.record["rows"] if r["axes"]["dtype"] == "float16" and r["ms"]]
@@ -728,7 +720,7 @@ def against_compile(result: Result) -> str:
     Raises:
         TypeError, ValueError: ``result`` is not a result of ``MATMUL``.
     """
-    _check(result, MATMUL)
+    check_result(result, MATMUL)
     dtypes = ("float16", "bfloat16")
     sections = []
     for res in result.gpus():
@@ -754,7 +746,7 @@ def fused_vs_compile(epilogue: Result) -> dict:
     Raises:
         TypeError, ValueError: ``epilogue`` is not a result of ``MATMUL_EPILOGUE``.
     """
-    _check(epilogue, MATMUL_EPILOGUE)
+    check_result(epilogue, MATMUL_EPILOGUE)
     theirs = epilogue.values("compile")
     return {x: v / theirs[x] for x, v in epilogue.values().items() if x in theirs}
 
@@ -766,7 +758,7 @@ def epilogue_ratios(epilogue: Result) -> str:
     Raises:
         TypeError, ValueError: ``epilogue`` is not a result of ``MATMUL_EPILOGUE``.
     """
-    _check(epilogue, MATMUL_EPILOGUE)
+    check_result(epilogue, MATMUL_EPILOGUE)
 
     def lines(res: Result) -> str:
         eager, compiled = res.ratios(), fused_vs_compile(res)
@@ -802,8 +794,8 @@ def epilogue_split(result: Result, epilogue: Result) -> str:
     Raises:
         TypeError, ValueError: the results are not of ``MATMUL`` and ``MATMUL_EPILOGUE``.
     """
-    _check(result, MATMUL)
-    _check(epilogue, MATMUL_EPILOGUE)
+    check_result(result, MATMUL)
+    check_result(epilogue, MATMUL_EPILOGUE)
     header = [
         "shape",
         "product: ours",
@@ -861,7 +853,7 @@ def host_time(host: Result) -> str:
     Raises:
         TypeError, ValueError: ``host`` is not a result of ``HOST_OVERHEAD``.
     """
-    _check(host, HOST_OVERHEAD)
+    check_result(host, HOST_OVERHEAD)
 
     def line(res: Result) -> str:
         us = {p: res.values(p).get("matmul") for p in ("triton", "triton_jit", "torch")}

@@ -42,7 +42,7 @@ from gpuperf.bench.catalog.moe import (
 )
 from gpuperf.pages import breakdown, captures, prose
 from gpuperf.pages.plotting import PROVIDER_COLORS, ceiling_label, format_x, short_gpu_name
-from gpuperf.pages.report import Result, above_roof, load, roof_caveat, x_named
+from gpuperf.pages.report import Result, above_roof, check_result, load, roof_caveat, x_named
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The capture of where the layer's time goes (``scripts/moe_capture.py``).
@@ -98,13 +98,6 @@ DEEPGEMM_GPU = "H800"
 #: Outlier channels of :func:`outlier_channels`: two, in the first 128 channels.
 OUTLIER_CHANNELS = (3, 70)
 WIDTH = 88
-
-
-def _check(result, bench) -> None:
-    if not isinstance(result, Result):
-        raise TypeError(f"expected a gpuperf.pages.Result, got {type(result).__name__}")
-    if result.benchmark.name != bench.name:
-        raise ValueError(f"expected the result of {bench.name!r}, got {result.benchmark.name!r}")
 
 
 def experts_of(model: str) -> tuple[int, int]:
@@ -224,7 +217,7 @@ def loop_table(result: Result) -> str:
     Raises:
         TypeError, ValueError: ``result`` is not a result of ``GROUPED_MATMUL``.
     """
-    _check(result, GROUPED_MATMUL)
+    check_result(result, GROUPED_MATMUL)
     sections = []
     header = ["gemm", "experts", "rows/expert", "loop TFLOP/s", "F.grouped_mm", "ours", "loop / ours"]
     for r in result.gpus():
@@ -252,7 +245,7 @@ def loop_reading(result: Result) -> str:
     Raises:
         TypeError, ValueError: ``result`` is not a result of ``GROUPED_MATMUL``.
     """
-    _check(result, GROUPED_MATMUL)
+    check_result(result, GROUPED_MATMUL)
     if result.record is None:
         return "\n".join(result.notes)
     speed = result.ratios("cublas_loop", over="triton", routing="uniform")
@@ -297,7 +290,7 @@ def imbalance_table(result: Result) -> str:
     Raises:
         TypeError, ValueError: ``result`` is not a result of ``GROUPED_MATMUL``.
     """
-    _check(result, GROUPED_MATMUL)
+    check_result(result, GROUPED_MATMUL)
     keys = [p.key for p in GROUPED_MATMUL.providers]
     sections = []
     for r in result.gpus():
@@ -329,7 +322,7 @@ def imbalance_reading(result: Result) -> str:
     Raises:
         TypeError, ValueError: ``result`` is not a result of ``GROUPED_MATMUL``.
     """
-    _check(result, GROUPED_MATMUL)
+    check_result(result, GROUPED_MATMUL)
     if result.record is None:
         return "\n".join(result.notes)
     many = [g for m in MOE_MODELS if experts_of(m)[0] > 8 for g in _gemms(m)]
@@ -487,7 +480,7 @@ def fp8_table(result: Result) -> str:
     Raises:
         TypeError, ValueError: ``result`` is not a result of ``MATMUL_FP8_BLOCKWISE``.
     """
-    _check(result, MATMUL_FP8_BLOCKWISE)
+    check_result(result, MATMUL_FP8_BLOCKWISE)
     keys = [p.key for p in MATMUL_FP8_BLOCKWISE.providers]
     sections = []
     for r in result.gpus():
@@ -514,7 +507,7 @@ def deepgemm_reading(result: Result) -> str:
     Raises:
         TypeError, ValueError: ``result`` is not a result of ``MATMUL_FP8_BLOCKWISE``.
     """
-    _check(result, MATMUL_FP8_BLOCKWISE)
+    check_result(result, MATMUL_FP8_BLOCKWISE)
     if result.record is None:
         return "\n".join(result.notes)
     lines = []
@@ -557,7 +550,7 @@ def plot_fp8_blockwise(result: Result):
 
     from gpuperf.pages.plotting import plot_missing
 
-    _check(result, MATMUL_FP8_BLOCKWISE)
+    check_result(result, MATMUL_FP8_BLOCKWISE)
     if result.record is None:
         return plot_missing(MATMUL_FP8_BLOCKWISE.title, " ".join(result.notes))
     keys = [p.key for p in MATMUL_FP8_BLOCKWISE.providers]
@@ -635,7 +628,7 @@ def decode_reading(result: Result) -> str:
     """
     from gpuperf.pages.report import above_roof_sentences
 
-    _check(result, MOE_LAYER_DECODE)
+    check_result(result, MOE_LAYER_DECODE)
     if result.record is None:
         return "\n".join(result.notes)
     lines = []

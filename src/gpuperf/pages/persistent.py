@@ -18,7 +18,7 @@ from gpuperf.bench.catalog import MATMUL_PERSISTENT
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, span, times
-from gpuperf.pages.report import Result, load
+from gpuperf.pages.report import Result, check_result, load
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The benchmark the page is about.
@@ -302,14 +302,10 @@ def ladder_table(result: Result) -> str:
     than cuBLAS) per shape (rows), one table per GPU with a record.
 
     Raises:
-        TypeError: ``result`` is not the :class:`~gpuperf.pages.report.Result` of
-            ``matmul_persistent``.
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: it is not the result of ``matmul_persistent``.
     """
-    if not isinstance(result, Result) or result.benchmark.name != BENCHMARK.name:
-        got = result.benchmark.name if isinstance(result, Result) else type(result).__name__
-        raise TypeError(
-            f"expected the Result of {BENCHMARK.name} (run_or_load(MATMUL_PERSISTENT)), got {got}"
-        )
+    check_result(result, BENCHMARK)
     sections = []
     for r in result.gpus():
         ratios = {key: r.ratios(key) for key in RUNGS}

@@ -474,6 +474,24 @@ def show(benchmark: Benchmark, **axes) -> Result:
     return run_or_load(benchmark).show(**axes)
 
 
+def check_result(result, *benchmarks: Benchmark, name: str = "result") -> None:
+    """Check that ``result`` is a :class:`Result` of one of ``benchmarks`` (declarations of
+    :mod:`gpuperf.bench.catalog`, compared by name; any benchmark when none is given): what
+    every page function that reads a result checks first. ``name`` is the argument's name
+    the messages use.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`Result`.
+        ValueError: it is a result of another benchmark.
+    """
+    if not isinstance(result, Result):
+        raise TypeError(f"{name} must be a gpuperf.pages.Result, got {type(result).__name__}")
+    names = [b.name for b in benchmarks]
+    if names and result.benchmark.name not in names:
+        want = repr(names[0]) if len(names) == 1 else f"one of {names}"
+        raise ValueError(f"{name} must be a result of {want}, got a result of {result.benchmark.name!r}")
+
+
 def per_gpu(result: Result, write: Callable[[Result], list[str]]) -> str:
     """The lines ``write(r)`` returns for each GPU with a record, under the GPU's name
     (indented) when there are several; the result's notes when none has one.

@@ -20,7 +20,7 @@ from gpuperf.bench import records
 from gpuperf.bench.catalog import SOFTMAX, SOFTMAX_LONG
 from gpuperf.pages.plotting import format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, percent, percent_span, span
-from gpuperf.pages.report import Result, load, per_gpu
+from gpuperf.pages.report import Result, check_result, load, per_gpu
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The benchmarks this page reads: rows that fit in registers, and rows that take the
@@ -37,15 +37,6 @@ _SWEEP_LINE = re.compile(
 )
 
 
-def _check(result: Result) -> None:
-    """Refuse anything but a :class:`Result` of one of :data:`BENCHMARKS`."""
-    if not isinstance(result, Result):
-        raise TypeError(f"expected a gpuperf.pages.Result, got {type(result).__name__}")
-    names = [b.name for b in BENCHMARKS]
-    if result.benchmark.name not in names:
-        raise ValueError(f"expected the result of one of {names}, got {result.benchmark.name!r}")
-
-
 def _labels(result: Result) -> dict:
     """``{provider key: label}`` as the record names them (``'torch.softmax'``)."""
     return {r["provider"]: r["label"] for r in result.record["rows"]}
@@ -59,7 +50,7 @@ def speedup_over_naive(result: Result) -> dict:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
         ValueError: ``result`` is not a result of ``SOFTMAX`` or ``SOFTMAX_LONG``.
     """
-    _check(result)
+    check_result(result, *BENCHMARKS)
     fused, naive = result.ratios(), result.ratios("naive")
     return {x: fused[x] / naive[x] for x in fused if naive.get(x)}
 
@@ -79,7 +70,7 @@ def bandwidth_and_speedups(result: Result) -> str:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
         ValueError: ``result`` is not a result of ``SOFTMAX`` or ``SOFTMAX_LONG``.
     """
-    _check(result)
+    check_result(result, *BENCHMARKS)
 
     def write(r: Result) -> list[str]:
         lines = []
@@ -126,9 +117,7 @@ def online_against_three_passes(result: Result) -> str:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
         ValueError: ``result`` is not a result of ``SOFTMAX_LONG``.
     """
-    _check(result)
-    if result.benchmark.name != SOFTMAX_LONG.name:
-        raise ValueError(f"expected the result of {SOFTMAX_LONG.name!r}, got {result.benchmark.name!r}")
+    check_result(result, SOFTMAX_LONG)
     cap = 1 / THREE_PASSES
 
     def write(r: Result) -> list[str]:

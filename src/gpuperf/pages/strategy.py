@@ -20,7 +20,7 @@ from gpuperf.bench.catalog import Benchmark
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import ceiling_label, format_rate, format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, percent, times
-from gpuperf.pages.report import Result, load
+from gpuperf.pages.report import Result, check_result, load
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The largest elementwise size measured (2^28 elements, far past L2).
@@ -57,11 +57,6 @@ def _row(result: Result, provider: str, x, **axes) -> dict | None:
         if r["provider"] == provider and r["x"] == x and all(r["axes"].get(k) == v for k, v in axes.items()):
             return r
     return None
-
-
-def _check_result(result, name: str = "result") -> None:
-    if not isinstance(result, Result):
-        raise TypeError(f"{name} must be a gpuperf.pages.Result, got {type(result).__name__}")
 
 
 # The opening paragraph -------------------------------------------------------------
@@ -247,7 +242,7 @@ def fused_vs_eager(result: Result, fused: str = "triton", eager: str = "naive") 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
-    _check_result(result)
+    check_result(result)
     lines = []
     for r in result.gpus():
         a, b = r.ratios(fused), r.ratios(eager)
@@ -271,7 +266,7 @@ def gelu_at_largest(result: Result) -> str:
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
-    _check_result(result)
+    check_result(result)
     keys = ("triton", "torch", "compile", "naive")
     parts = []
     for res in result.gpus():
@@ -353,7 +348,7 @@ def add_relu_mul_at_largest(result: Result) -> str:
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
-    _check_result(result)
+    check_result(result)
     byte_ratio = metrics.add_relu_mul_eager_bytes(1, 2) / metrics.elementwise_bytes(1, 2, 3)
     lines = []
     for res in result.gpus():
@@ -380,7 +375,7 @@ def matmul_vs_cublas(result: Result, shapes=(*SQUARES, (8192, 14336, 4096))) -> 
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
-    _check_result(result)
+    check_result(result)
     lines = []
     for r in result.gpus():
         ratios, shares = r.ratios(dtype="bfloat16"), r.fraction_of_ceiling(dtype="bfloat16")
@@ -404,7 +399,7 @@ def share_of_roof(result: Result, x=LARGEST) -> str:
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
-    _check_result(result)
+    check_result(result)
     lines = []
     for r in result.gpus():
         share = r.fraction_of_ceiling().get(x)
@@ -435,7 +430,7 @@ def strided_share(result: Result, stride: int = SECTOR_BYTES // ELEMENT_BYTES) -
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
-    _check_result(result)
+    check_result(result)
     useful = 2 * ELEMENT_BYTES  # the element read, and the element written
     sector = min(stride * ELEMENT_BYTES, SECTOR_BYTES)
     lines = []
@@ -465,7 +460,7 @@ def strided_table(result: Result) -> str:
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
-    _check_result(result)
+    check_result(result)
     sections = []
     for r in result.gpus():
         copy = r.record["ceilings"]["copy_gbps"]["value"]
@@ -499,8 +494,8 @@ def fp8_vs_bf16(fp8: Result, bf16: Result, shapes=SQUARES) -> str:
     Raises:
         TypeError: ``fp8`` or ``bf16`` is not a :class:`~gpuperf.pages.report.Result`.
     """
-    _check_result(fp8, "fp8")
-    _check_result(bf16, "bf16")
+    check_result(fp8, name="fp8")
+    check_result(bf16, name="bf16")
     header = ["GPU", "shape", "bf16 TFLOP/s", "FP8 fast acc.", "FP8 promoted to fp32"]
     section = Section("", header)
     for r8 in fp8.gpus():
@@ -625,7 +620,7 @@ def tuned_vs_max_autotune(result: Result) -> str:
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
-    _check_result(result)
+    check_result(result)
     lines = []
     for r in result.gpus():
         vs = {}
@@ -676,7 +671,7 @@ def persistent_ladder(result: Result, shapes=SQUARES) -> str:
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
-    _check_result(result)
+    check_result(result)
     section = Section("x cuBLAS", ["GPU", "shape", *(name for _, name in LADDER)])
     for r in result.gpus():
         ratios = {key: r.ratios(key) for key, _ in LADDER}
@@ -702,7 +697,7 @@ def roof_table(results: Sequence[Result]) -> str:
         TypeError: an item of ``results`` is not a :class:`~gpuperf.pages.report.Result`.
     """
     for result in results:
-        _check_result(result, "each item of results")
+        check_result(result, name="each item of results")
     section = Section("", ["kernel", "GPU", "% of its roof", "at", "its roof, measured in the same run"])
     notes = []
     for result in results:

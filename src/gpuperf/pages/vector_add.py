@@ -18,11 +18,11 @@ from __future__ import annotations
 import textwrap
 
 from gpuperf.bench import records
-from gpuperf.bench.catalog import HOST_OVERHEAD, VECTOR_ADD, Benchmark
+from gpuperf.bench.catalog import HOST_OVERHEAD, VECTOR_ADD
 from gpuperf.pages.hardware import ceilings
 from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, percent, percent_span, span
-from gpuperf.pages.report import Result, load, per_gpu
+from gpuperf.pages.report import Result, check_result, load, per_gpu
 
 #: Characters per printed line (the width of a code cell on the site).
 WIDTH = 88
@@ -32,14 +32,6 @@ HBM_FROM = 2**24
 #: From this many elements up launch costs no longer dominate; the page compares the
 #: kernel with PyTorch over these sizes.
 COMPARE_FROM = 2**20
-
-
-def _check(result: Result, benchmark: Benchmark = VECTOR_ADD) -> None:
-    """Refuse anything but a :class:`Result` of ``benchmark``."""
-    if not isinstance(result, Result):
-        raise TypeError(f"expected a gpuperf.pages.Result, got {type(result).__name__}")
-    if result.benchmark.name != benchmark.name:
-        raise ValueError(f"expected the result of {benchmark.name!r}, got {result.benchmark.name!r}")
 
 
 def _us_per_call(result: Result, provider: str) -> dict:
@@ -64,7 +56,7 @@ def launch_bound(result: Result) -> str:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
         ValueError: ``result`` is not a result of ``VECTOR_ADD``.
     """
-    _check(result)
+    check_result(result, VECTOR_ADD)
 
     def write(r: Result) -> str:
         providers = [r.benchmark.subject.key, r.benchmark.baseline]
@@ -89,7 +81,7 @@ def hbm_bound(result: Result, hbm_from: int = HBM_FROM, compare_from: int = COMP
             is not an int.
         ValueError: ``result`` is not a result of ``VECTOR_ADD``, or a size is below 1.
     """
-    _check(result)
+    check_result(result, VECTOR_ADD)
     for name, size in (("hbm_from", hbm_from), ("compare_from", compare_from)):
         if not isinstance(size, int) or isinstance(size, bool):
             raise TypeError(f"{name} must be an int (elements), got {type(size).__name__}")
@@ -124,8 +116,7 @@ def read_mix_line(result: Result) -> list[str]:
     Raises:
         TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
     """
-    if not isinstance(result, Result):
-        raise TypeError(f"expected a gpuperf.pages.Result, got {type(result).__name__}")
+    check_result(result)
     rows = result.rows()
     copy = (result.record or {}).get("ceilings", {}).get("copy_gbps")
     if not rows or copy is None or not copy.get("value"):

@@ -20,11 +20,12 @@ trace), :mod:`~gpuperf.pages.profiling.ncu` (Nsight Compute's counters),
 :mod:`~gpuperf.pages.profiling.proton` (proton's kernels),
 :mod:`~gpuperf.pages.profiling.figures` (the matplotlib figures),
 :mod:`~gpuperf.pages.profiling.sentences` (the sentences under each capture),
-:mod:`~gpuperf.pages.profiling.opening` (the opening paragraph) and
-:mod:`~gpuperf.pages.profiling.checks` (what they all check they were handed).
+:mod:`~gpuperf.pages.profiling.opening` (the opening paragraph); what they all check they
+were handed is :func:`gpuperf.pages.captures.capture_payload` and
+:func:`gpuperf.pages.report.check_result`.
 """
 
-from gpuperf.pages.profiling.checks import capture_payload, check_result
+from gpuperf.pages.captures import capture_payload
 from gpuperf.pages.profiling.figures import launch_bound_figure, plot_launch_bound, timeline, timeline_figure
 from gpuperf.pages.profiling.ncu import NCU_ROWS, TENSOR_PIPE, ncu_launch, ncu_table, ncu_value
 from gpuperf.pages.profiling.opening import CAPTURES, in_one_paragraph
@@ -63,6 +64,7 @@ from gpuperf.pages.profiling.traces import (
     read_trace,
     trace_path,
 )
+from gpuperf.pages.report import check_result
 
 # Not sorted: autodoc lists the functions in this order (that of the module before the split).
 __all__ = [  # noqa: RUF022

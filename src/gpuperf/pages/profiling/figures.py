@@ -5,7 +5,7 @@ capture's trace), each with the render that draws it on the page."""
 from __future__ import annotations
 
 from gpuperf.bench import captures, records
-from gpuperf.pages.profiling.checks import capture_payload
+from gpuperf.pages.captures import capture_payload
 from gpuperf.pages.profiling.sentences import step_summary
 from gpuperf.pages.profiling.timings import launch_bound_rows
 from gpuperf.pages.profiling.traces import RANGE_COLORS, TIMELINE_LANES, range_of, read_trace, trace_path

@@ -8,13 +8,13 @@ from __future__ import annotations
 import textwrap
 
 from gpuperf.bench.catalog import HOST_OVERHEAD, ROW_MEAN
-from gpuperf.pages.profiling.checks import capture_payload, check_result
+from gpuperf.pages.captures import capture_payload
 from gpuperf.pages.profiling.ncu import TENSOR_PIPE, ncu_launch, ncu_value
 from gpuperf.pages.profiling.proton import proton_table
 from gpuperf.pages.profiling.timings import crossover, launch_bound_rows, method
 from gpuperf.pages.profiling.traces import last_step_summary
 from gpuperf.pages.prose import WIDTH, percent, span
-from gpuperf.pages.report import Result
+from gpuperf.pages.report import Result, check_result
 
 #: What each provider of the row-mean benchmark is called in prose.
 ROW_MEAN_NAMES = {"triton": "Triton", "cuda": "CUDA C++", "torch": "x.mean"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpuperf.bench import captures, records
 from gpuperf.bench.traces import GPU_WORK, union_ms
-from gpuperf.pages.profiling.checks import capture_payload
+from gpuperf.pages.captures import capture_payload
 from gpuperf.pages.tables import Cell, Section, render
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf.bench import captures, records
+from gpuperf.pages import captures as pages_captures
 from gpuperf.pages import execution_model as page
 from gpuperf.pages.execution_model import SMLimits, occupancy
 from gpuperf.pages.plotting import overlapping_texts
@@ -382,7 +383,7 @@ def test_renders_refuse_another_capture():
 
 
 def test_readings_without_a_capture_say_so():
-    assert page.launch_reading({}) == page.NOTHING_YET
+    assert page.launch_reading({}) == pages_captures.NOTHING_YET
 
 
 def test_the_paragraph_reads_the_committed_capture_or_says_it_is_missing(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ import pytest
 
 from gpuperf.bench import captures, catalog, records
 from gpuperf.pages import benchmarking as page
+from gpuperf.pages import captures as pages_captures
 from gpuperf.pages.report import Result
 from tests._pages import copy_measurements, records_as_text  # noqa: F401 (autouse)
 from tests.test_bench_records import fake_provenance, synthetic_record
@@ -163,8 +164,8 @@ def test_graph_gain_says_where_a_replay_beats_hbm(tmp_path, monkeypatch):
 
 
 def test_readings_say_so_when_there_is_no_capture():
-    assert page.flush_effect({}) == page.NOTHING_YET
-    assert page.events_table({}) == page.NOTHING_YET
+    assert page.flush_effect({}) == pages_captures.NOTHING_YET
+    assert page.events_table({}) == pages_captures.NOTHING_YET
     with pytest.raises(TypeError, match="captures shown"):
         page.graph_table([timing_capture()])
 
@@ -209,7 +210,7 @@ def test_tiles_against_compile_reads_the_gap_the_search_closes():
     assert matched.endswith(": a tile from the search matches torch.compile's kernel.")
     other = page.tiles_against_compile({"gpu": autotune_capture()}, scale_shift_result("Other GPU"))
     assert other == "no record of the benchmark on this GPU to set the tiles against"
-    assert page.tiles_against_compile({}, scale_shift_result()) == page.NOTHING_YET
+    assert page.tiles_against_compile({}, scale_shift_result()) == pages_captures.NOTHING_YET
     with pytest.raises(TypeError, match="Result"):
         page.tiles_against_compile({"gpu": autotune_capture()}, scale_shift_result().record)
 

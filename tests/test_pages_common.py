@@ -184,3 +184,25 @@ def test_show_prints_the_table_and_draws_the_plot(tmp_path, monkeypatch, capsys)
     plt.close("all")
     with pytest.raises(TypeError, match="benchmark must be"):
         report.show("vector_add")
+
+
+def test_ceilings_or_none_is_none_where_a_gpu_has_none(tmp_path, monkeypatch):
+    monkeypatch.setattr(records, "measurements_dir", lambda: tmp_path)
+    monkeypatch.setattr(hardware, "_can_measure", lambda: False)
+    assert hardware.ceilings_or_none("nvidia-b200") is None
+    with pytest.raises(TypeError, match="gpu must be a GPU folder name"):
+        hardware.ceilings_or_none(3)
+
+
+def test_gpus_are_ordered_first_then_by_name_each_once():
+    order = hardware.first_then_by_name(
+        ["nvidia-h200", "nvidia-a100", "nvidia-h100", "nvidia-h200"], "nvidia-h100"
+    )
+    assert order == ["nvidia-h100", "nvidia-a100", "nvidia-h200"]
+
+
+def test_and_list_writes_a_list_as_a_sentence_does():
+    assert prose.and_list(["a"]) == "a"
+    assert prose.and_list(iter(["a", "b", "c"])) == "a, b and c"
+    with pytest.raises(ValueError, match="at least one item"):
+        prose.and_list([])

@@ -657,7 +657,7 @@ def test_missing_captures_are_said_plainly_with_the_command(measurements, capsys
     assert (
         "MISSING: no capture 'recipe_precision'" in printed and "python scripts/recipes_capture.py" in printed
     )
-    assert page.precision_reading({}) == page.NOTHING_YET
+    assert page.precision_reading({}) == pages_captures.NOTHING_YET
     fig = page.figure(page.PRECISION)
     texts = " ".join(t.get_text() for t in fig.findobj(matplotlib.text.Text))
     assert "MISSING" in texts and "recipes_capture.py" in texts
@@ -707,7 +707,7 @@ def test_the_capture_script_runs_every_part_on_the_cpu(tmp_path, monkeypatch):
         assert captures.validate(capture) == []
         assert capture["payload"]["smoke"] is True and capture["payload"]["device"] == "cpu"
         assert page.TABLES[name](capture)
-        assert READINGS[name](shown(capture)) != page.NOTHING_YET
+        assert READINGS[name](shown(capture)) != pages_captures.NOTHING_YET
         assert page.headline(capture)
     assert page.in_one_paragraph().text().startswith("Measured on the CPU smoke run")
 

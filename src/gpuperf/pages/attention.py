@@ -88,8 +88,7 @@ def _gpus() -> list[str]:
     found = {hardware.page_gpu(), *hardware.gpus()}
     for bench in (ATTENTION_FORWARD, ATTENTION_BACKWARD, ATTENTION_MEMORY):
         found.update(records.gpus_with_record(bench.name))
-    first = hardware.page_gpu()
-    return sorted(found, key=lambda slug: (slug != first, slug))
+    return hardware.first_then_by_name(found, hardware.page_gpu())
 
 
 def _gpu_sentence(name: str, forward: Result, backward: Result, memory: Result) -> str:
@@ -293,9 +292,8 @@ def memory_saving(memory: Result) -> str:
 
 def _sweep_gpus(root: Path) -> list[str]:
     """Folders under ``root`` holding an attention sweep, the page's GPU first."""
-    found = sorted(p.parent.name for p in root.glob("*/attention.json")) if root.is_dir() else []
-    first = hardware.page_gpu()
-    return sorted(found, key=lambda slug: (slug != first, slug))
+    found = [p.parent.name for p in root.glob("*/attention.json")] if root.is_dir() else []
+    return hardware.first_then_by_name(found, hardware.page_gpu())
 
 
 def tuning_table(root: Path | None = None) -> str:

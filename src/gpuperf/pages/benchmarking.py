@@ -35,8 +35,6 @@ AUTOTUNE = "autotune_scale_shift"
 #: larger than L2: the rows the guide reads against the bandwidth ceiling of its record.
 HBM_FROM_ROWS = 8192
 
-#: What a reading prints when the capture it reads is not there (the note above it says why).
-NOTHING_YET = "Nothing to read here yet: the capture above is not there."
 #: The readings of the timing capture, each with the label its tables use.
 LABELS = {
     "do_bench": "do_bench (L2 flushed)",
@@ -63,15 +61,10 @@ def _gbps(entry: dict, ms: float) -> Cell:
     return Cell(f"{rate:,.0f}", rate)
 
 
-def _each(shown: Mapping[str, dict], write: Callable[[dict], list[str]]) -> str:
-    """``write(capture)``'s lines for each GPU's capture, under the GPU's name when there
-    are several; a line saying there is nothing to read when there is none."""
-    return pages_captures.per_gpu(shown, write, NOTHING_YET)
-
-
 def _each_size(shown: Mapping[str, dict], line: Callable[[dict], str]) -> str:
-    """:func:`_each` with one line per size of the timing capture: ``line(entry)``."""
-    return _each(shown, lambda capture: [line(entry) for entry in capture["payload"]["sizes"]])
+    """One line per size of each GPU's timing capture, ``line(entry)``
+    (:func:`gpuperf.pages.captures.per_gpu`)."""
+    return pages_captures.per_gpu(shown, lambda capture: [line(e) for e in capture["payload"]["sizes"]])
 
 
 def _reading(entry: dict, key: str) -> dict:
@@ -173,7 +166,7 @@ def flush_effect(shown: Mapping[str, dict]) -> str:
             )
         return lines
 
-    return _each(shown, write)
+    return pages_captures.per_gpu(shown, write)
 
 
 # --- CUDA events and CUDA graphs -------------------------------------------------------
@@ -202,7 +195,7 @@ def _tables(shown: Mapping[str, dict], keys: tuple[str, ...]) -> str:
     if not isinstance(shown, Mapping):
         raise TypeError(f"expected the captures shown ({{gpu: capture}}), got {type(shown).__name__}")
     if not shown:
-        return NOTHING_YET
+        return pages_captures.NOTHING_YET
     sections = []
     for capture in shown.values():
         gpu = f"{short_gpu_name(capture['provenance']['gpu'])}: " if len(shown) > 1 else ""
@@ -274,7 +267,7 @@ def graph_gain(shown: Mapping[str, dict]) -> str:
             lines.append(line)
         return lines
 
-    return _each(shown, write)
+    return pages_captures.per_gpu(shown, write)
 
 
 # --- the benchmark against the memory roof ---------------------------------------------
@@ -407,7 +400,7 @@ def autotune_findings(shown: Mapping[str, dict]) -> str:
             lines.append(f"{'':>12}the tunings picked {same}: {'; '.join(winners)}{gap}")
         return lines
 
-    return _each(shown, write)
+    return pages_captures.per_gpu(shown, write)
 
 
 def tiles_against_compile(shown: Mapping[str, dict], result: Result) -> str:
@@ -457,7 +450,7 @@ def tiles_against_compile(shown: Mapping[str, dict], result: Result) -> str:
             line += ": no tile tried reaches it"
         return [line + "."]
 
-    return _each(shown, write)
+    return pages_captures.per_gpu(shown, write)
 
 
 # --- the opening paragraph -------------------------------------------------------------

@@ -14,6 +14,10 @@ from pathlib import Path
 from gpuperf.bench import captures, records
 from gpuperf.pages.plotting import short_gpu_name
 
+#: What a reading under a capture prints when there is no capture to read (the note above
+#: it says why): the default of :func:`per_gpu`.
+NOTHING_YET = "Nothing to read here yet: the capture above is not there."
+
 
 def capture_payload(capture, name: str) -> dict:
     """The payload of ``capture``, checked to be a capture named ``name``.
@@ -105,10 +109,10 @@ def show(name: str, render: Callable[[dict], object] | None = None) -> Shown:
     return shown
 
 
-def per_gpu(shown: Mapping[str, dict], write: Callable[[dict], list[str]], nothing: str) -> str:
+def per_gpu(shown: Mapping[str, dict], write: Callable[[dict], list[str]], nothing: str = NOTHING_YET) -> str:
     """``write(capture)``'s lines for each GPU's capture in ``shown`` (what :func:`show`
-    returned), under the GPU's name, indented, when there are several; ``nothing`` when
-    there is none.
+    returned), under the GPU's name, indented, when there are several; ``nothing`` (default
+    :data:`NOTHING_YET`) when there is none.
 
     Raises:
         TypeError: ``shown`` is not the ``{gpu: capture}`` that :func:`show` returns.

@@ -21,7 +21,7 @@ from gpuperf.bench import captures, records
 from gpuperf.bench.debugging import within_package
 from gpuperf.pages import captures as pages_captures
 from gpuperf.pages.plotting import short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph
+from gpuperf.pages.prose import Paragraph, and_list, paragraph
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The captures the guide shows, as ``scripts/debugging_capture.py`` names them.
@@ -386,14 +386,10 @@ def _accesses(facts: dict) -> str:
     if calls and len(facts["accesses"]) + calls == n:
         it = "it" if len(facts["accesses"]) == 1 else "them"
         after = f"{calls} CUDA call{'' if calls == 1 else 's'} that failed after {it}"
-        return f"{total}: {_and(kinds)}, then {after}"
+        return f"{total}: {and_list(kinds)}, then {after}"
     if len(facts["accesses"]) == n:
-        return f"{total}: {_and(kinds)}"
-    return f"{total}, among them {_and(kinds)}"
-
-
-def _and(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+        return f"{total}: {and_list(kinds)}"
+    return f"{total}, among them {and_list(kinds)}"
 
 
 def sanitizer_reading(shown: Mapping[str, dict]) -> str:

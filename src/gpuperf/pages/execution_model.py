@@ -41,16 +41,14 @@ from dataclasses import dataclass
 from gpuperf.bench import captures, records
 from gpuperf.bench.catalog import HOST_OVERHEAD
 from gpuperf.pages import captures as pages_captures
-from gpuperf.pages.hardware import Ceilings, ceilings
+from gpuperf.pages.hardware import Ceilings, ceilings, ceilings_or_none
 from gpuperf.pages.plotting import PLOT_STYLE, draw_ceiling, format_rate, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, percent, times
+from gpuperf.pages.prose import Paragraph, and_list, paragraph, percent, times
 from gpuperf.pages.report import load
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The capture this page reads.
 NAME = "execution_model"
-#: What a reading prints when the capture it reads is not there (the note above it says why).
-NOTHING_YET = "Nothing to read here yet: the capture above is not there."
 
 #: An SM's quarters (processing blocks), each with its own warp scheduler and a quarter of
 #: the register file; registers are allocated to a warp out of one quarter. Four on every
@@ -144,22 +142,13 @@ def _missing_part(capture: dict, part: str) -> str | None:
     return f"The {part} part was not captured: {why}"
 
 
-def _each(shown: Mapping[str, dict], write) -> str:
-    """``write(capture)``'s lines for each GPU's capture, under its name when there are
-    several; :data:`NOTHING_YET` when there is none."""
-    return pages_captures.per_gpu(shown, write, NOTHING_YET)
-
-
 def _gpu_folder(capture: dict) -> str:
     return records.gpu_slug(capture["provenance"]["gpu"])
 
 
 def _ceilings(capture: dict) -> Ceilings | None:
     """The measured ceilings of the capture's GPU, or None where it has none."""
-    try:
-        return ceilings(_gpu_folder(capture))
-    except FileNotFoundError:
-        return None
+    return ceilings_or_none(_gpu_folder(capture))
 
 
 def device_value(capture: dict, key: str) -> tuple[int | None, str | None]:
@@ -420,11 +409,6 @@ def occupancy(num_warps: int, registers: int, shared_bytes: int, limits: SMLimit
     )
 
 
-def _and(items) -> str:
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def _programs(n: int) -> str:
     return f"{n} program" + ("" if n == 1 else "s")
 
@@ -465,7 +449,7 @@ def explain(occ: Occupancy, limits: SMLimits) -> list[str]:
         lines += [
             f"resident:   {_programs(occ.programs)} x {occ.num_warps} warps = {occ.warps} of "
             f"{limits.warps} warps: {percent(occ.fraction)} occupancy,",
-            f"            set by {_and(occ.limiters)}",
+            f"            set by {and_list(occ.limiters)}",
         ]
     return lines
 
@@ -549,7 +533,7 @@ def occupancy_worked(shown: Mapping[str, dict]) -> str:
             lines += [f"  {line}" for line in explain(occ, limits)]
         return lines
 
-    return _each(shown, write)
+    return pages_captures.per_gpu(shown, write)
 
 
 def _metric(launch: dict, name: str):
@@ -592,7 +576,7 @@ def ncu_agreement(shown: Mapping[str, dict]) -> str:
             )
         return lines or ["The Nsight Compute capture holds no occupancy to compare with."]
 
-    return _each(shown, write)
+    return pages_captures.per_gpu(shown, write)
 
 
 # --- a program on the chip ---------------------------------------------------------------------
@@ -646,7 +630,7 @@ def program_reading(shown: Mapping[str, dict], name: str = "vector_add") -> str:
         wrapped = textwrap.wrap(layout, 88, subsequent_indent="    ")
         return [*textwrap.wrap(" ".join(said), 88), "The layout, from the Triton GPU IR:", *wrapped]
 
-    return _each(shown, write)
+    return pages_captures.per_gpu(shown, write)
 
 
 # --- the memory hierarchy -------------------------------------------------------------------------
@@ -900,7 +884,7 @@ def memory_reading(shown: Mapping[str, dict]) -> str:
             )
         return textwrap.wrap(" ".join(said), 88)
 
-    return _each(shown, write)
+    return pages_captures.per_gpu(shown, write)
 
 
 def _l2_shortfall(capture: dict, peak: dict, hbm: Ceilings | None) -> list[str]:
@@ -923,8 +907,8 @@ def _l2_shortfall(capture: dict, peak: dict, hbm: Ceilings | None) -> list[str]:
             f"{hbm.label('copy_gbps')}, a 1 GiB copy from HBM)"
         )
     return [
-        f"Past the peak the rate falls while both buffers still fit in the reported L2: "
-        f"{_and(rates)}{against}, whose two buffers would fill {percent(2 * largest['bytes'] / l2)} of it."
+        f"Past the peak the rate falls while both buffers still fit in the reported L2: {and_list(rates)}"
+        f"{against}, whose two buffers would fill {percent(2 * largest['bytes'] / l2)} of it."
     ]
 
 
@@ -1045,7 +1029,7 @@ def launch_reading(shown: Mapping[str, dict]) -> str:
                 )
         return textwrap.wrap(" ".join(said), 88) + [note for note in record.notes]
 
-    return _each(shown, write)
+    return pages_captures.per_gpu(shown, write)
 
 
 # --- the opening paragraph ---------------------------------------------------------------------------

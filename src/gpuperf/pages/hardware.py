@@ -42,12 +42,17 @@ def page_gpu() -> str:
     return records.reference_gpu()
 
 
+def first_then_by_name(slugs, first: str) -> list[str]:
+    """The GPU folders ``slugs``, each once, ``first`` (the page's GPU, :func:`page_gpu`, or the
+    reference GPU) first, then by name: the order a page writes about its GPUs in."""
+    return sorted(set(slugs), key=lambda slug: (slug != first, slug))
+
+
 def gpus() -> list[str]:
     """Folders of every GPU with measured ceilings: the page's GPU first, then by name."""
     root = records.measurements_dir()
-    found = sorted(p.name for p in root.iterdir() if (p / "hardware.json").is_file()) if root.is_dir() else []
-    first = page_gpu()
-    return sorted(found, key=lambda slug: slug != first)
+    found = [p.name for p in root.iterdir() if (p / "hardware.json").is_file()] if root.is_dir() else []
+    return first_then_by_name(found, page_gpu())
 
 
 @dataclass(frozen=True)
@@ -169,6 +174,19 @@ class Ceilings:
             caption = " ".join(records.caption(self.provenance).split())
             lines += textwrap.wrap(caption, 88, subsequent_indent="  ")
         return "\n".join(lines)
+
+
+def ceilings_or_none(gpu: str | None = None) -> Ceilings | None:
+    """:func:`ceilings` of ``gpu``, or None where it has none (no ``hardware.json``, and none
+    measured here).
+
+    Raises:
+        TypeError: ``gpu`` is not a string.
+    """
+    try:
+        return ceilings(gpu)
+    except FileNotFoundError:
+        return None
 
 
 def ceilings(gpu: str | None = None) -> Ceilings:

@@ -13,6 +13,7 @@ import textwrap
 from gpuperf.bench.catalog import HOST_OVERHEAD
 from gpuperf.bench.catalog.host import HOST_TARGETS
 from gpuperf.pages import captures as page_captures
+from gpuperf.pages.prose import and_list
 from gpuperf.pages.report import Result, check_result
 from gpuperf.pages.tables import Cell, Section, render
 
@@ -150,8 +151,7 @@ def show_training_step() -> page_captures.Shown:
 
 
 def _ops(ops: list[str], ratios: dict[str, float]) -> str:
-    named = [f"{op} ({ratios[op]:.2f}×)" for op in ops]
-    return named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    return and_list(f"{op} ({ratios[op]:.2f}×)" for op in ops)
 
 
 __all__ = [

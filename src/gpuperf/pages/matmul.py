@@ -23,7 +23,7 @@ from gpuperf.bench.hardware import DATASHEET
 from gpuperf.bench.metrics import matmul_flops
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
-from gpuperf.pages.prose import WIDTH, Paragraph, paragraph, percent, span, times
+from gpuperf.pages.prose import WIDTH, Paragraph, and_list, paragraph, percent, span, times
 from gpuperf.pages.report import Result, check_result, load
 from gpuperf.pages.tables import Cell, Section, render
 
@@ -96,8 +96,7 @@ def _squares_named(squares: list[tuple]) -> str:
     at = [SQUARES.index(s) for s in squares]
     if len(at) >= 3 and at == list(range(at[0], at[0] + len(at))):
         return f"{format_x(squares[0])}-{format_x(squares[-1])}"
-    names = [format_x(s) for s in squares]
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return and_list(format_x(s) for s in squares)
 
 
 def _geomean(values: list[float]) -> float:
@@ -127,9 +126,8 @@ def _slug(result: Result) -> str:
 
 def _gpus() -> list[str]:
     """Folders of every GPU with a matmul record or measured ceilings, reference first."""
-    found = set(records.gpus_with_record(MATMUL.name)) | set(hardware.gpus())
-    first = records.reference_gpu()
-    return sorted(found, key=lambda slug: (slug != first, slug))
+    found = [*records.gpus_with_record(MATMUL.name), *hardware.gpus()]
+    return hardware.first_then_by_name(found, records.reference_gpu())
 
 
 def _sentence(plain: Result, order: Result, epilogue: Result) -> str:
@@ -263,17 +261,8 @@ def ncu_record(gpu: str, root: Path | None = None) -> dict | None:
 def _ncu_gpus() -> list[str]:
     """Folders of the GPUs with Nsight Compute counters, the reference GPU first."""
     root = records.measurements_dir()
-    found = {p.parent.parent.name for p in root.glob("*/ncu/matmul_order.json")}
-    first = records.reference_gpu()
-    return sorted(found, key=lambda slug: (slug != first, slug))
-
-
-def _ceilings(gpu: str) -> hardware.Ceilings | None:
-    """The measured ceilings of ``gpu``, or None when it has none."""
-    try:
-        return hardware.ceilings(gpu)
-    except FileNotFoundError:
-        return None
+    found = [p.parent.parent.name for p in root.glob("*/ncu/matmul_order.json")]
+    return hardware.first_then_by_name(found, records.reference_gpu())
 
 
 def counter_rows(ncu: dict, copy_gbps: float) -> list[dict]:
@@ -336,7 +325,7 @@ def counters() -> str:
     header = ["shape", "order", "L2 hit", "DRAM read", "x minimum", "time", "DRAM GB/s", "% of copy"]
     blocks = []
     for gpu in gpus:
-        ncu, hw = ncu_record(gpu), _ceilings(gpu)
+        ncu, hw = ncu_record(gpu), hardware.ceilings_or_none(gpu)
         if hw is None:
             how = records.advice(records.bench_command(), "that GPU")
             blocks.append(f"MISSING: no measured ceilings for {gpu}; {how}.")
@@ -366,7 +355,7 @@ def row_major_verdict() -> str:
     bandwidth, and whether that makes it memory-bound (above 80% of the copy)."""
     out = []
     for gpu in _ncu_gpus():
-        hw = _ceilings(gpu)
+        hw = hardware.ceilings_or_none(gpu)
         if hw is None:
             continue
         rows = {(r["shape"], r["order"]): r for r in counter_rows(ncu_record(gpu), hw.copy_gbps)}
@@ -393,9 +382,9 @@ def row_major_verdict() -> str:
 def _sweep_gpus() -> list[str]:
     from gpuperf.kernels.configs import TUNED_DIR
 
-    found = sorted(p.parent.name for p in TUNED_DIR.glob("*/matmul.json"))
-    first = hardware.page_gpu()
-    return sorted(found, key=lambda s: s != first)
+    return hardware.first_then_by_name(
+        (p.parent.name for p in TUNED_DIR.glob("*/matmul.json")), hardware.page_gpu()
+    )
 
 
 def sweep_sections(sweep: dict) -> list[Section]:
@@ -640,7 +629,7 @@ def ceilings_by_run(result: Result) -> str:
     keys = ("fp16_tflops", "bf16_tflops")
 
     def block(res: Result) -> str:
-        hw = _ceilings(_slug(res))
+        hw = hardware.ceilings_or_none(_slug(res))
         runs = []  # (column name, {key: ceiling entry})
         if hw is not None:
             entries = {

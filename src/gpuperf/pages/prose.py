@@ -88,6 +88,18 @@ def times_span(ratios: Iterable[float]) -> str:
     return span(ratios) + "×"
 
 
+def and_list(items: Iterable[str]) -> str:
+    """``'a, b and c'``: ``items`` joined as a sentence lists them (one item alone).
+
+    Raises:
+        ValueError: ``items`` is empty.
+    """
+    items = list(items)
+    if not items:
+        raise ValueError("and_list needs at least one item")
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def times(value: float, digits: int = 2) -> str:
     """A ratio as the pages write it: ``'1.36×'``."""
     return f"{value:.{digits}f}×"

@@ -26,7 +26,7 @@ from gpuperf.bench import captures, records
 from gpuperf.bench.traces import GPU_WORK, union_ms
 from gpuperf.pages import captures as pages_captures
 from gpuperf.pages.plotting import short_gpu_name
-from gpuperf.pages.prose import WIDTH, Paragraph, paragraph, percent, span, times
+from gpuperf.pages.prose import WIDTH, Paragraph, and_list, paragraph, percent, span, times
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The captures, in the order the guide shows them.
@@ -50,8 +50,6 @@ TITLES = {
 }
 #: Below this relative difference a speed-up is no gain, even outside the spread.
 NOISE = 0.03
-#: What a reading prints when the capture it reads is not there (the note above says why).
-NOTHING_YET = "Nothing to read here yet: the capture above is not there."
 
 _GIB = 2**30
 
@@ -200,7 +198,7 @@ def _fill(*sentences: str) -> str:
 
 def _read(shown: Mapping[str, dict], write: Callable[[dict], list[str]]) -> str:
     """``write``'s sentences for each GPU's capture, each wrapped to the page's width."""
-    return pages_captures.per_gpu(shown, lambda c: [_fill(s) for s in write(c)], NOTHING_YET)
+    return pages_captures.per_gpu(shown, lambda c: [_fill(s) for s in write(c)])
 
 
 # --- tables ---------------------------------------------------------------------------------
@@ -569,10 +567,6 @@ def _by_workers(case: dict) -> dict[int, dict[tuple[bool, bool], str]]:
     return found
 
 
-def _join(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def _host_waits(copies: dict | None) -> list[str]:
     """How long ``.to("cuda")`` held the host behind GPU work, each way, and which copies
     waited for that work (held the host half its time or more)."""
@@ -581,14 +575,14 @@ def _host_waits(copies: dict | None) -> list[str]:
         return []
     busy = copies["busy"]["median"]
     got = {k: waits[k]["median"] for k in WAITS if k in waits}
-    held = _join([f"{ms(v)} {WAITS[k]}" for k, v in got.items()])
+    held = and_list([f"{ms(v)} {WAITS[k]}" for k, v in got.items()])
     free = [WAITS[k] for k, v in got.items() if v < 0.5 * busy]
     if not free:
         tail = "each waited for that work"
     elif len(free) == len(got):
         tail = "each returned before that work was done"
     else:
-        which = f"the copy {free[0]}" if len(free) == 1 else f"the copies {_join(free)}"
+        which = f"the copy {free[0]}" if len(free) == 1 else f"the copies {and_list(free)}"
         tail = f"{which} returned before that work was done, the others waited for it"
     started = any(v < busy for k, v in got.items() if WAITS[k] not in free)
     behind = f"{ms(busy)} of GPU work" + (

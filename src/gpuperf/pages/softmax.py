@@ -18,6 +18,7 @@ import textwrap
 
 from gpuperf.bench import records
 from gpuperf.bench.catalog import SOFTMAX, SOFTMAX_LONG
+from gpuperf.pages.hardware import first_then_by_name
 from gpuperf.pages.plotting import format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, percent, percent_span, span
 from gpuperf.pages.report import Result, check_result, load, per_gpu
@@ -269,11 +270,8 @@ def _sentence(short: Result, long: Result) -> str:
 
 def _gpus() -> list[str]:
     """Folders of every GPU with a record of either benchmark, the reference GPU first."""
-    found = set()
-    for benchmark in BENCHMARKS:
-        found |= set(records.gpus_with_record(benchmark.name))
-    first = records.reference_gpu()
-    return sorted(found, key=lambda slug: (slug != first, slug))
+    found = [gpu for benchmark in BENCHMARKS for gpu in records.gpus_with_record(benchmark.name)]
+    return first_then_by_name(found, records.reference_gpu())
 
 
 def in_one_paragraph() -> Paragraph:

@@ -148,11 +148,11 @@ def test_bad_input_gets_a_clear_error():
         page.speedup(fwd, "flash")
     with pytest.raises(TypeError, match="memory must be"):
         page.naive_vs_fused(fwd, None)
-    with pytest.raises(ValueError, match="naive_vs_fused takes"):
+    with pytest.raises(ValueError, match="forward must be a result of 'attention_forward'"):
         page.naive_vs_fused(mem, fwd)
     with pytest.raises(ValueError, match="others must be among"):
         page.speedups(fwd, fwd, others=("flash", "xformers"))
-    with pytest.raises(ValueError, match="memory must be the attention_memory"):
+    with pytest.raises(ValueError, match="memory must be a result of 'attention_memory'"):
         page.memory_saving(fwd)
     with pytest.raises(TypeError, match="root must be a path"):
         page.tuning_table(3)

@@ -563,3 +563,13 @@ def test_check_result_names_the_argument_and_the_benchmarks_it_takes():
         check_result(result, catalog.SOFTMAX)
     with pytest.raises(ValueError, match=r"must be a result of one of \['softmax', 'matmul'\]"):
         check_result(result, catalog.SOFTMAX, catalog.MATMUL)
+
+
+def test_row_finds_one_row_of_any_status_by_provider_x_and_the_axes_named():
+    record = synthetic_record()
+    result = Result(catalog.VECTOR_ADD, record, "committed")
+    first = record["rows"][0]
+    assert result.row(first["provider"], first["x"], **first["axes"]) is first
+    assert result.row(first["provider"], first["x"]) is not None
+    assert result.row("no such provider", first["x"]) is None
+    assert Result(catalog.VECTOR_ADD, None, "missing").row("triton", 1) is None

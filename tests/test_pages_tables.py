@@ -39,3 +39,13 @@ def test_a_footer_of_several_lines_is_a_line_or_a_paragraph_each():
     assert html.count('<p class="gpuperf-table-footer">') == 2
     assert '<p class="gpuperf-table-footer">a &lt; b</p>' in html
     assert to_text([_section()], footer="one line").splitlines()[-1] == "one line"
+
+
+def test_a_number_cell_is_formatted_and_sorted_by_its_value_and_a_row_cell_says_its_status():
+    from gpuperf.pages.tables import number, row_cell
+
+    assert number(1.5, ".2f", "x") == Cell("1.50x", 1.5)
+    assert number(None) == Cell("-")
+    assert row_cell(None) == Cell("-")
+    assert row_cell({"status": "oom", "value": None}) == Cell("oom")
+    assert row_cell({"status": "ok", "ms": 0.1234}, "ms", ".2f") == Cell("0.12", 0.1234)

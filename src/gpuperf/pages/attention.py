@@ -26,7 +26,7 @@ from gpuperf.bench.sources import PACKAGE_ROOT
 from gpuperf.pages import hardware, prose
 from gpuperf.pages.plotting import short_gpu_name
 from gpuperf.pages.report import Result, check_result, load
-from gpuperf.pages.tables import Cell, Section, render
+from gpuperf.pages.tables import Cell, Section, render, row_cell
 
 #: The shortest sequence the page's summaries count: below it, launch and tail effects
 #: dominate every implementation.
@@ -155,28 +155,6 @@ def _named(result: Result, name: str) -> Result | None:
     return next((r for r in result.gpus() if r.name == name), None)
 
 
-def _row(result: Result | None, provider: str, seq_len: int, combo: dict) -> dict | None:
-    """The record row of one provider at one sequence length and combination, any status."""
-    if result is None or result.record is None:
-        return None
-    return next(
-        (
-            r
-            for r in result.record["rows"]
-            if r["provider"] == provider and r["x"] == seq_len and r["axes"] == combo
-        ),
-        None,
-    )
-
-
-def _number(row: dict | None, key: str, digits: int) -> Cell:
-    if row is None:
-        return Cell("-")
-    if row["status"] != "ok":
-        return Cell(row["status"])
-    return Cell(f"{row[key]:.{digits}f}", row[key])
-
-
 def naive_vs_fused(forward: Result, memory: Result) -> str:
     """The naive version against our kernel, per sequence length and GPU: forward time
     (ms) and TFLOP/s at fp16, D = 128, not causal, and one training step's peak memory
@@ -194,13 +172,8 @@ def naive_vs_fused(forward: Result, memory: Result) -> str:
         TypeError: ``forward`` or ``memory`` is not a :class:`~gpuperf.pages.report.Result`.
         ValueError: they are not the forward and memory benchmarks.
     """
-    check_result(forward, name="forward")
-    check_result(memory, name="memory")
-    if forward.benchmark.name != ATTENTION_FORWARD.name or memory.benchmark.name != ATTENTION_MEMORY.name:
-        raise ValueError(
-            f"naive_vs_fused takes the {ATTENTION_FORWARD.name} and {ATTENTION_MEMORY.name} "
-            f"results, got {forward.benchmark.name} and {memory.benchmark.name}"
-        )
+    check_result(forward, ATTENTION_FORWARD, name="forward")
+    check_result(memory, ATTENTION_MEMORY, name="memory")
     notes = [*forward.all_notes(), *memory.all_notes()]
     # By name: a quick live build shows its own points beside the same GPU's committed sweep.
     gpus = list(dict.fromkeys(r.name for r in (*forward.gpus(), *memory.gpus())))
@@ -214,12 +187,14 @@ def naive_vs_fused(forward: Result, memory: Result) -> str:
     for s in ATTENTION_FORWARD.x_values:
         for name in gpus:
             fwd, mem = _named(forward, name), _named(memory, name)
-            rows = [(_row(fwd, p, s, NAIVE_COMBO), _row(mem, p, s, {})) for p in ("naive", "triton")]
+            rows = [
+                (fwd and fwd.row(p, s, **NAIVE_COMBO), mem and mem.row(p, s)) for p in ("naive", "triton")
+            ]
             if not any(row for pair in rows for row in pair):
                 continue  # not measured at this S on that GPU
             cells = [Cell(str(s), s), Cell(name, name)]
             for row, step in rows:
-                cells += [_number(row, "ms", 2), _number(row, "value", 0), _number(step, "value", 2)]
+                cells += [row_cell(row, "ms", ".2f"), row_cell(row, "value"), row_cell(step, "value", ".2f")]
             section.rows.append(cells)
     return render([section], notes)
 
@@ -272,9 +247,7 @@ def memory_saving(memory: Result) -> str:
         ValueError: ``memory`` is not the :data:`~gpuperf.bench.catalog.ATTENTION_MEMORY`
             result.
     """
-    check_result(memory, name="memory")
-    if memory.benchmark.name != ATTENTION_MEMORY.name:
-        raise ValueError(f"memory must be the {ATTENTION_MEMORY.name} result, got {memory.benchmark.name}")
+    check_result(memory, ATTENTION_MEMORY, name="memory")
     lines = list(memory.all_notes())
     for result in memory.gpus():
         ours, naive = result.values(), result.values("naive")

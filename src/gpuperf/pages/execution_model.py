@@ -45,7 +45,7 @@ from gpuperf.pages.hardware import Ceilings, ceilings, ceilings_or_none
 from gpuperf.pages.plotting import PLOT_STYLE, draw_ceiling, format_rate, short_gpu_name
 from gpuperf.pages.prose import Paragraph, and_list, paragraph, percent, times
 from gpuperf.pages.report import load
-from gpuperf.pages.tables import Cell, Section, render
+from gpuperf.pages.tables import Cell, Section, number, render
 
 #: The capture this page reads.
 NAME = "execution_model"
@@ -507,7 +507,7 @@ def occupancy_table(capture: dict) -> str:
                 Cell(str(occ.programs), occ.programs),
                 Cell(percent(occ.fraction), occ.fraction),
                 optional(grid) if grid is None else Cell(f"{grid:,}", grid),
-                Cell("-") if waves is None else Cell(f"{waves:,.1f}", waves),
+                number(waves, ",.1f"),
             ]
         )
     failed = [f"{k['name']}: {k['error']}" for k in _payload(capture).get("kernels") or [] if "error" in k]

@@ -15,7 +15,7 @@ from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, percent, times, times_span
 from gpuperf.pages.report import Result, check_result, load
-from gpuperf.pages.tables import Cell, Section, render
+from gpuperf.pages.tables import Cell, Section, number, render
 
 #: The benchmark the page is about.
 BENCHMARK = MATMUL_FP8
@@ -234,7 +234,7 @@ class ErrorTable:
         for r in self.rows:
             cells = [Cell(f"{r['factor']:.0e}", r["factor"]), Cell(r["method"])]
             for key in ("ordinary", "all", "vs_bf16"):
-                cells.append(Cell("-") if r[key] is None else Cell(f"{r[key]:.4f}", r[key]))
+                cells.append(number(r[key], ".4f"))
             section.rows.append(cells)
         gain = ", ".join(f"{g:.2f} at {f:.0e}" for f, g in self.per_row_gain().items())
         return f"{render([section])}\nPer-row error / per-tensor error, ordinary rows: {gain}"

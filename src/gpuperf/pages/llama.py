@@ -43,7 +43,7 @@ from gpuperf.bench.catalog import (
 from gpuperf.pages import breakdown, captures, hardware, prose
 from gpuperf.pages.plotting import PROVIDER_COLORS, format_rate, format_x, short_gpu_name
 from gpuperf.pages.report import Result, above_roof, check_result, load, roof_caveat, x_named
-from gpuperf.pages.tables import Cell, Section, render
+from gpuperf.pages.tables import Cell, Section, number, render
 
 #: The capture of where a step's time goes (``scripts/llama_capture.py``).
 BREAKDOWN = "llama_time_breakdown"
@@ -171,7 +171,7 @@ def prefill_table(result: Result) -> str:
             cells = [Cell(str(b), b)]
             for k in keys:
                 t = times[k].get(b)
-                cells.append(Cell("-") if t is None else Cell(f"{t:.2f}", t))
+                cells.append(number(t, ".2f"))
             ours, eager = times["triton"].get(b), times["eager"].get(b)
             rate = b * LLAMA_SEQ_LEN / (ours * 1e-3) if ours else None
             cells.append(Cell("-") if rate is None else Cell(f"{rate / 1e6:.2f} M", rate))

@@ -25,7 +25,7 @@ from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
 from gpuperf.pages.prose import WIDTH, Paragraph, and_list, paragraph, percent, span, times
 from gpuperf.pages.report import Result, check_result, load
-from gpuperf.pages.tables import Cell, Section, render
+from gpuperf.pages.tables import Cell, Section, number, render
 
 #: The square products whose ratios to cuBLAS the page averages (geometric mean).
 SQUARES = tuple((s, s, s) for s in (1024, 2048, 4096, 8192))
@@ -720,7 +720,7 @@ def against_compile(result: Result) -> str:
             for dtype in dtypes:
                 ours, theirs = res.values(dtype=dtype), res.values("compile", dtype=dtype)
                 ratio = ours[shape] / theirs[shape] if shape in ours and shape in theirs else None
-                cells.append(Cell("-") if ratio is None else Cell(f"{ratio:.2f}x", ratio))
+                cells.append(number(ratio, ".2f", "x"))
             section.rows.append(cells)
         sections.append(section)
     return render(sections, result.all_notes())

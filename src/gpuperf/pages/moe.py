@@ -43,7 +43,7 @@ from gpuperf.bench.catalog.moe import (
 from gpuperf.pages import breakdown, captures, prose
 from gpuperf.pages.plotting import PROVIDER_COLORS, ceiling_label, format_x, short_gpu_name
 from gpuperf.pages.report import Result, above_roof, check_result, load, roof_caveat, x_named
-from gpuperf.pages.tables import Cell, Section, render
+from gpuperf.pages.tables import Cell, Section, number, render
 
 #: The capture of where the layer's time goes (``scripts/moe_capture.py``).
 BREAKDOWN = "moe_time_breakdown"
@@ -229,7 +229,7 @@ def loop_table(result: Result) -> str:
             cells = [Cell(gemm), Cell(str(experts_of(model)[0])), Cell(str(rows_per_expert(model)))]
             for p in values:
                 v = values[p].get(gemm)
-                cells.append(Cell("-") if v is None else Cell(f"{v:.0f}", v))
+                cells.append(number(v, ".0f"))
             s = speed.get(gemm)
             cells.append(Cell("-") if s is None else Cell(prose.times(s), s))
             section.rows.append(cells)
@@ -491,7 +491,7 @@ def fp8_table(result: Result) -> str:
             cells = [Cell(format_x(shape))]
             for k in keys:
                 v = values[k].get(shape)
-                cells.append(Cell("-") if v is None else Cell(f"{v:.0f}", v))
+                cells.append(number(v, ".0f"))
             dg, ours = DEEPGEMM_TFLOPS.get(shape), values["triton"].get(shape)
             cells.append(Cell("-") if dg is None else Cell(f"{dg}", dg))
             cells.append(Cell("-") if not (dg and ours) else Cell(prose.percent(ours / dg), ours / dg))
@@ -709,14 +709,14 @@ def breakdown_table(gpu: str | None = None) -> str:
                 [
                     Cell(_case_title(case)),
                     Cell(NAMES.get(key, key)),
-                    Cell("-") if step is None else Cell(f"{step:.0f}", step),
-                    Cell("-") if graph is None else Cell(f"{graph:.0f}", graph),
+                    number(step, ".0f"),
+                    number(graph, ".0f"),
                     Cell(f"{total:.0f}", total),
                     Cell(f"{p['kernel_count']:.0f}", p["kernel_count"]),
                     Cell("-") if busy is None else Cell(prose.percent(busy), busy),
                     Cell(prose.percent(gemm), gemm),
                     Cell("-") if top is None else Cell(f"{top} {prose.percent(others[top] / total)}"),
-                    Cell("-") if peak is None else Cell(f"{peak:.0f}", peak),
+                    number(peak, ".0f"),
                 ]
             )
     caption = textwrap.fill(bench_captures.caption(capture), WIDTH)

@@ -27,7 +27,7 @@ from gpuperf.bench.traces import GPU_WORK, union_ms
 from gpuperf.pages import captures as pages_captures
 from gpuperf.pages.plotting import short_gpu_name
 from gpuperf.pages.prose import WIDTH, Paragraph, and_list, paragraph, percent, span, times
-from gpuperf.pages.tables import Cell, Section, render
+from gpuperf.pages.tables import Cell, Section, number, render
 
 #: The captures, in the order the guide shows them.
 DATA_LOADING = "recipe_data_loading"
@@ -207,10 +207,6 @@ def _read(shown: Mapping[str, dict], write: Callable[[dict], list[str]]) -> str:
 Column = tuple[str, Callable[[dict, dict], Cell]]
 
 
-def _number(value: float | None, fmt: str) -> Cell:
-    return Cell("-") if value is None else Cell(format(value, fmt), value)
-
-
 def step_table(capture: dict, extra: tuple[Column, ...] = ()) -> str:
     """One table per case: each config's median time per step with its 20th-80th
     percentiles (ms), its speed against the baseline, then the ``extra`` columns; the
@@ -240,7 +236,7 @@ def step_table(capture: dict, extra: tuple[Column, ...] = ()) -> str:
 
 
 def _loading(c: dict, capture: dict) -> Cell:
-    return _number(c.get("loading", {}).get("median"), ".2f")
+    return number(c.get("loading", {}).get("median"), ".2f")
 
 
 def _matmul_tflops(c: dict, capture: dict) -> float | None:
@@ -289,8 +285,8 @@ def precision_table(capture: dict) -> str:
     """Float32, TF32 and bfloat16 autocast: time per step, the forward's largest error
     relative to float64 (where :func:`errors_measured`), and the matmul alone in TFLOP/s."""
     n = capture["payload"]["matmul"]["n"]
-    error = ("forward's error vs float64", lambda c, _: _number(c.get("relative_error"), ".1e"))
-    matmul = (f"{n}^3 matmul alone, TFLOP/s", lambda c, cap: _number(_matmul_tflops(c, cap), ".0f"))
+    error = ("forward's error vs float64", lambda c, _: number(c.get("relative_error"), ".1e"))
+    matmul = (f"{n}^3 matmul alone, TFLOP/s", lambda c, cap: number(_matmul_tflops(c, cap), ".0f"))
     return step_table(capture, (error, matmul) if errors_measured(capture) else (matmul,))
 
 
@@ -298,8 +294,8 @@ def zero_grad_table(capture: dict) -> str:
     """Both settings of ``set_to_none`` at each model: time per step, and what one profiled
     step ran on the GPU (:func:`gpu_work`): its kernels, copies and memsets, and the time at
     least one of them ran ("-" where the capture kept no events)."""
-    ops = ("GPU kernels, copies, memsets", lambda c, cap: _number(_gpu_ops(c, cap), ",.0f"))
-    busy = ("GPU busy, ms", lambda c, cap: _number(_gpu_busy(c, cap), ".3f"))
+    ops = ("GPU kernels, copies, memsets", lambda c, cap: number(_gpu_ops(c, cap), ",.0f"))
+    busy = ("GPU busy, ms", lambda c, cap: number(_gpu_busy(c, cap), ".3f"))
     return step_table(capture, (ops, busy))
 
 
@@ -326,18 +322,18 @@ def syncs_table(capture: dict) -> str:
 def conv_table(capture: dict) -> str:
     """The four layouts and algorithm choices: time per step, and the first step's seconds
     (where ``cudnn.benchmark`` times the algorithms)."""
-    return step_table(capture, (("first step, s", lambda c, cap: _number(_first_step(c, cap), ".2f")),))
+    return step_table(capture, (("first step, s", lambda c, cap: number(_first_step(c, cap), ".2f")),))
 
 
 def checkpointing_table(capture: dict) -> str:
     """No, half and full checkpointing: time per step and the step's peak memory (GiB)."""
-    peak = ("peak memory of a step, GiB", lambda c, cap: _number(_peak_gib(c, cap), ".2f"))
+    peak = ("peak memory of a step, GiB", lambda c, cap: number(_peak_gib(c, cap), ".2f"))
     return step_table(capture, (peak,))
 
 
 def compile_table(capture: dict) -> str:
     """Eager and compiled: time per step, and the first step's seconds (the compilation)."""
-    return step_table(capture, (("first step, s", lambda c, cap: _number(_first_step(c, cap), ".2f")),))
+    return step_table(capture, (("first step, s", lambda c, cap: number(_first_step(c, cap), ".2f")),))
 
 
 #: The render of each capture, for :func:`gpuperf.pages.captures.show`.

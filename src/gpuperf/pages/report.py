@@ -26,7 +26,7 @@ from gpuperf.pages.plotting import (
     x_order,
 )
 from gpuperf.pages.prose import span
-from gpuperf.pages.tables import Cell, Section, render
+from gpuperf.pages.tables import Cell, Section, number, render, row_cell
 
 #: How the note of a stale record shown on the reference GPU starts (:func:`load`).
 STALE = "STALE:"
@@ -147,6 +147,14 @@ class Result:
         record's whole row, its time (``ms``), work (``bytes``, ``flops``) and config."""
         return self._rows(provider or self.benchmark.subject.key, self._combo(axes))
 
+    def row(self, provider: str, x, **axes) -> dict | None:
+        """The row of this result's own record for ``provider`` at ``x`` whose axes have the
+        values ``axes`` names (any status: a failed row says why), or None."""
+        for r in self.record["rows"] if self.record else ():
+            if r["provider"] == provider and r["x"] == x and axes.items() <= r["axes"].items():
+                return r
+        return None
+
     def values(self, provider: str | None = None, **axes) -> dict:
         """``{x: metric value}`` for one provider's successful rows (default: the one under study)."""
         return {x: r["value"] for x, r in self.rows(provider, **axes).items()}
@@ -258,16 +266,9 @@ class Result:
                 cells = [Cell(format_x(x), x if isinstance(x, int) else position)]
                 if multi:
                     cells.append(Cell(result.name, result.name))
-                for k in keys:
-                    r = by.get(k)
-                    if r is None:
-                        cells.append(Cell("-"))
-                    elif r["status"] != "ok":
-                        cells.append(Cell(r["status"]))
-                    else:
-                        cells.append(Cell(f"{r['value']:.{digits}f}", r["value"]))
+                cells += [row_cell(by.get(k), "value", f".{digits}f") for k in keys]
                 ratio = result.ratios(**combo).get(x)
-                cells.append(Cell("-") if ratio is None else Cell(f"{ratio:.2f}x", ratio))
+                cells.append(number(ratio, ".2f", "x"))
                 if ceiling is not None:
                     frac = result.fraction_of_ceiling(**combo).get(x)
                     cells.append(Cell("-") if frac is None else Cell(f"{100 * frac:.0f}%", frac))

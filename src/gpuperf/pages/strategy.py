@@ -21,7 +21,7 @@ from gpuperf.pages import hardware
 from gpuperf.pages.plotting import ceiling_label, format_rate, format_x, short_gpu_name
 from gpuperf.pages.prose import Paragraph, paragraph, percent, times
 from gpuperf.pages.report import Result, check_result, load
-from gpuperf.pages.tables import Cell, Section, render
+from gpuperf.pages.tables import Cell, Section, number, render
 
 #: The largest elementwise size measured (2^28 elements, far past L2).
 LARGEST = 2**28
@@ -47,18 +47,6 @@ _NOT_NAMES = frozenset(
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
-def _gpu(result: Result) -> str:
-    return result.name
-
-
-def _row(result: Result, provider: str, x, **axes) -> dict | None:
-    """The row of ``result``'s record for ``provider`` at ``x`` and ``axes`` (any status)."""
-    for r in result.record["rows"] if result.record else ():
-        if r["provider"] == provider and r["x"] == x and all(r["axes"].get(k) == v for k, v in axes.items()):
-            return r
-    return None
-
-
 # The opening paragraph -------------------------------------------------------------
 
 
@@ -70,8 +58,8 @@ def _headline(gpu: str) -> tuple[str, list[str]]:
     parts = []
     gelu = results["gelu"]
     fused, eager = (
-        _row(gelu, "triton", LARGEST, dtype="float32"),
-        _row(gelu, "naive", LARGEST, dtype="float32"),
+        gelu.row("triton", LARGEST, dtype="float32"),
+        gelu.row("naive", LARGEST, dtype="float32"),
     )
     if fused and eager and fused["status"] == eager["status"] == "ok":
         share = gelu.fraction_of_ceiling(dtype="float32")[LARGEST]
@@ -205,7 +193,7 @@ def classify_table(cases: Sequence[tuple] = CLASSIFY) -> str:
         for bench, x, axes in cases:
             result = load(bench, gpu)
             notes += [f"{ceilings.name}: {n}" for n in result.notes]
-            r = _row(result, bench.subject.key, x, **axes)
+            r = result.row(bench.subject.key, x, **axes)
             if r is None:
                 continue
             intensity = r["flops"] / r["bytes"]
@@ -249,7 +237,7 @@ def fused_vs_eager(result: Result, fused: str = "triton", eager: str = "naive") 
         ratio = {x: a[x] / b[x] for x in a if x in b}
         if ratio:
             lines.append(
-                f"{_gpu(r)}: {fused} is {min(ratio.values()):.1f}x to {max(ratio.values()):.1f}x "
+                f"{r.name}: {fused} is {min(ratio.values()):.1f}x to {max(ratio.values()):.1f}x "
                 f"faster than {eager} ({format_x(min(ratio))} to {format_x(max(ratio))})"
             )
     return "\n".join(lines + result.all_notes())
@@ -270,7 +258,7 @@ def gelu_at_largest(result: Result) -> str:
     keys = ("triton", "torch", "compile", "naive")
     parts = []
     for res in result.gpus():
-        rows = [_row(res, k, LARGEST, dtype=d) for k in keys for d in cat.ELEMENTWISE_DTYPES]
+        rows = [res.row(k, LARGEST, dtype=d) for k in keys for d in cat.ELEMENTWISE_DTYPES]
         key = next((r["ceiling"] for r in rows if r and r["ceiling"]), None)
         entry = res.record["ceilings"].get(key) if key else None
         if entry is None:
@@ -278,14 +266,14 @@ def gelu_at_largest(result: Result) -> str:
         roof = entry["value"]
         short = key.removesuffix("_gbps")
         heading = (
-            f"{_gpu(res)}, 2^28 elements; % of the {ceiling_label(key, entry)} measured in the same run, "
+            f"{res.name}, 2^28 elements; % of the {ceiling_label(key, entry)} measured in the same run, "
             f"{format_rate(roof, entry['unit'])}"
         )
         section = Section(heading, ["dtype", *(f"{k} µs (% of {short})" for k in keys)])
         for dtype in cat.ELEMENTWISE_DTYPES:
             cells = [Cell(dtype)]
             for key_ in keys:
-                r = _row(res, key_, LARGEST, dtype=dtype)
+                r = res.row(key_, LARGEST, dtype=dtype)
                 if r is None:
                     cells.append(Cell("-"))
                 elif r["status"] != "ok":
@@ -294,7 +282,7 @@ def gelu_at_largest(result: Result) -> str:
                     cells.append(Cell(f"{r['ms'] * 1e3:.0f} ({percent(r['value'] / roof)})", r["ms"]))
             section.rows.append(cells)
         parts.append(render([section]))
-        naive = _row(res, "naive", LARGEST, dtype="float32")
+        naive = res.row("naive", LARGEST, dtype="float32")
         if naive and naive["status"] == "ok":
             moved = metrics.gelu_eager_bytes(LARGEST, 4)
             real = metrics.gb_per_s(moved, naive["ms"]) / roof
@@ -302,7 +290,7 @@ def gelu_at_largest(result: Result) -> str:
                 f"the eager formula, float32, moves {moved / 2**30:.0f} GiB in {naive['ms']:.2f} ms:\n"
                 f"  {percent(real)} of the {ceiling_label(key, entry)} on the bytes it really moves"
             )
-        bf16 = _row(res, "naive", LARGEST, dtype="bfloat16")
+        bf16 = res.row("naive", LARGEST, dtype="bfloat16")
         if bf16 and bf16["status"] != "ok" and bf16.get("message"):
             why = bf16["message"].splitlines()[0].rsplit(": ", 1)[-1][:80]
             parts.append(f"the eager formula in bfloat16: {bf16['status']} ({why})")
@@ -353,11 +341,11 @@ def add_relu_mul_at_largest(result: Result) -> str:
     lines = []
     for res in result.gpus():
         for dtype in cat.ELEMENTWISE_DTYPES:
-            r = {k: _row(res, k, LARGEST, dtype=dtype) for k in ("triton", "compile", "naive")}
+            r = {k: res.row(k, LARGEST, dtype=dtype) for k in ("triton", "compile", "naive")}
             if all(v and v["status"] == "ok" for v in r.values()):
                 ours = r["triton"]["ms"]
                 lines.append(
-                    f"{_gpu(res)}, {dtype}, 2^28: eager / ours {r['naive']['ms'] / ours:.2f}x "
+                    f"{res.name}, {dtype}, 2^28: eager / ours {r['naive']['ms'] / ours:.2f}x "
                     f"(bytes: {byte_ratio:.0f}x), compile / ours {r['compile']['ms'] / ours:.2f}x"
                 )
     return "\n".join(lines + result.all_notes())
@@ -382,7 +370,7 @@ def matmul_vs_cublas(result: Result, shapes=(*SQUARES, (8192, 14336, 4096))) -> 
         for x in shapes:
             if x in ratios:
                 share = f", {percent(shares[x])} of the ceiling" if x in shares else ""
-                lines.append(f"{_gpu(r)}, bf16 {format_x(x):>15}: ours / cuBLAS {ratios[x]:.2f}x{share}")
+                lines.append(f"{r.name}, bf16 {format_x(x):>15}: ours / cuBLAS {ratios[x]:.2f}x{share}")
         ceiling = r.record["ceilings"].get("bf16_tflops")
         if ceiling is not None and any(x in shares for x in shapes):
             named = f"{hardware.ceiling_label('bf16_tflops', ceiling)}, {ceiling['value']:.0f} TFLOP/s"
@@ -405,7 +393,7 @@ def share_of_roof(result: Result, x=LARGEST) -> str:
         share = r.fraction_of_ceiling().get(x)
         if share is not None:
             lines.append(
-                f"{_gpu(r)}: {result.benchmark.name} at {format_x(x)}, {percent(share)} of the "
+                f"{r.name}: {result.benchmark.name} at {format_x(x)}, {percent(share)} of the "
                 f"{r.ceiling_name()}"
             )
     return "\n".join(lines + result.all_notes())
@@ -415,7 +403,7 @@ def _fetched_per_read(result: Result, stride: int, copy_gbps: float) -> float:
     """Bytes the memory system fetched per float32 element the strided copy read, at
     ``stride``: at the copy bandwidth, its time pays for each element's 4-byte write and
     for what serving its read fetched, ``copy GB/s x time / elements - 4``."""
-    ms = _row(result, "triton", stride)["ms"]
+    ms = result.row("triton", stride)["ms"]
     return copy_gbps * 1e9 * ms * 1e-3 / cat.STRIDED_COPY_ELEMENTS - ELEMENT_BYTES
 
 
@@ -440,7 +428,7 @@ def strided_share(result: Result, stride: int = SECTOR_BYTES // ELEMENT_BYTES) -
             continue
         fetched = _fetched_per_read(r, stride, r.record["ceilings"]["copy_gbps"]["value"])
         lines.append(
-            f"{_gpu(r)}: stride {stride} ({stride * ELEMENT_BYTES} bytes), {percent(share)} of the copy "
+            f"{r.name}: stride {stride} ({stride * ELEMENT_BYTES} bytes), {percent(share)} of the copy "
             f"bandwidth, not 1/{stride}: of the {useful} useful bytes per element, only the "
             f"{ELEMENT_BYTES}-byte read is strided; the {ELEMENT_BYTES}-byte write stays contiguous. "
             f"The time pays for {fetched:.0f} bytes fetched per read plus the write: "
@@ -466,7 +454,7 @@ def strided_table(result: Result) -> str:
         copy = r.record["ceilings"]["copy_gbps"]["value"]
         ratios = r.ratios()
         header = ["stride", "useful % of copy", "bytes fetched per float32 read", "ours / PyTorch"]
-        section = Section(_gpu(r), header)
+        section = Section(r.name, header)
         for stride, share in sorted(r.fraction_of_ceiling().items()):
             fetched = _fetched_per_read(r, stride, copy)
             ratio = ratios.get(stride)
@@ -509,7 +497,7 @@ def fp8_vs_bf16(fp8: Result, bf16: Result, shapes=SQUARES) -> str:
             if x in fast and x in promoted and x in vb:
                 section.rows.append(
                     [
-                        Cell(_gpu(r8)),
+                        Cell(r8.name),
                         Cell(format_x(x)),
                         Cell(f"{vb[x]:.0f}", vb[x]),
                         Cell(f"{fast[x]:.0f} ({fast[x] / vb[x]:.2f}x)", fast[x]),
@@ -625,12 +613,12 @@ def tuned_vs_max_autotune(result: Result) -> str:
     for r in result.gpus():
         vs = {}
         for x in cat.MATMUL_SQUARE[2:]:
-            mine, theirs = _row(r, "triton", x, dtype="bfloat16"), _row(r, "compile", x, dtype="bfloat16")
+            mine, theirs = r.row("triton", x, dtype="bfloat16"), r.row("compile", x, dtype="bfloat16")
             if mine and theirs and mine["status"] == theirs["status"] == "ok":
                 vs[x] = theirs["ms"] / mine["ms"]
         if vs:
             lines.append(
-                f"{_gpu(r)}: ours / max-autotune, bf16, {format_x(min(vs))} to {format_x(max(vs))}: "
+                f"{r.name}: ours / max-autotune, bf16, {format_x(min(vs))} to {format_x(max(vs))}: "
                 f"{min(vs.values()):.2f}x to {max(vs.values()):.2f}x"
             )
     for gpu in records.gpus_with_record(cat.MATMUL.name):
@@ -676,10 +664,10 @@ def persistent_ladder(result: Result, shapes=SQUARES) -> str:
     for r in result.gpus():
         ratios = {key: r.ratios(key) for key, _ in LADDER}
         for x in shapes:
-            cells = [Cell(_gpu(r)), Cell(format_x(x))]
+            cells = [Cell(r.name), Cell(format_x(x))]
             for key, _ in LADDER:
                 ratio = ratios[key].get(x)
-                cells.append(Cell("-") if ratio is None else Cell(f"{ratio:.2f}", ratio))
+                cells.append(number(ratio, ".2f"))
             section.rows.append(cells)
     return render([section], result.all_notes())
 
@@ -714,7 +702,7 @@ def roof_table(results: Sequence[Result]) -> str:
                 if "value" in entry:
                     roof = f"{format_rate(entry['value'], entry['unit'])}, {roof}"
                 section.rows.append(
-                    [Cell(bench.name), Cell(_gpu(r)), Cell(percent(v), v), Cell(where), Cell(roof)]
+                    [Cell(bench.name), Cell(r.name), Cell(percent(v), v), Cell(where), Cell(roof)]
                 )
     return render([section], notes)
 

@@ -38,6 +38,20 @@ class Section:
     rows: list[list[Cell]] = field(default_factory=list)
 
 
+def number(value: float | None, fmt: str = ".0f", suffix: str = "") -> Cell:
+    """A number's cell: ``format(value, fmt) + suffix`` (``number(1.5, ".2f", "x")`` shows
+    ``'1.50x'``), sorted by the value; ``'-'`` where there is no value (None)."""
+    return Cell("-") if value is None else Cell(format(value, fmt) + suffix, value)
+
+
+def row_cell(row: dict | None, key: str = "value", fmt: str = ".0f") -> Cell:
+    """The cell of one record row's ``key`` (:func:`number`); ``'-'`` without a row, and the
+    row's status (``'oom'``, ``'error'``...) where it did not run."""
+    if row is None:
+        return Cell("-")
+    return number(row[key], fmt) if row["status"] == "ok" else Cell(row["status"])
+
+
 def output_format() -> str:
     """The format asked for by ``GPUPERF_TABLES``; ``ValueError`` for any other value."""
     fmt = os.environ.get(FORMAT_VAR, "text")

@@ -4,7 +4,7 @@ rows and the crossover that the sentences and the figure read."""
 
 from __future__ import annotations
 
-from gpuperf.pages.tables import Cell, Section, render
+from gpuperf.pages.tables import Cell, Section, number, render
 
 
 def _us(ms: float | None, digits: int = 1) -> Cell:
@@ -40,7 +40,7 @@ def timing_methods_table(capture: dict, notes=()) -> str:
                     _us(entry["ms"]),
                     _us(entry.get("ms_p20")),
                     _us(entry.get("ms_p80")),
-                    Cell("-") if ratio is None else Cell(f"{ratio:,.1f}x", ratio),
+                    number(ratio, ",.1f", "x"),
                 ]
             )
         sections.append(section)

@@ -206,3 +206,10 @@ def test_and_list_writes_a_list_as_a_sentence_does():
     assert prose.and_list(iter(["a", "b", "c"])) == "a, b and c"
     with pytest.raises(ValueError, match="at least one item"):
         prose.and_list([])
+
+
+def test_fill_wraps_each_line_and_indents_what_continues_it():
+    text = prose.fill(["word " * 30, "short"], indent="    ", width=40)
+    lines = text.splitlines()
+    assert lines[-1] == "short" and all(len(line) <= 40 for line in lines)
+    assert lines[1].startswith("    ") and not lines[0].startswith(" ")

@@ -51,7 +51,7 @@ def test_the_paragraph_says_whether_torch_compile_trains_faster_than_ours():
     text = " ".join(page.in_one_paragraph().text().split())
     train = load(catalog.LLAMA_TRAIN)
     batch = catalog.LLAMA_TRAIN.x_values[0]
-    ours, compiled = page._ms(train, "triton")[batch], page._ms(train, "compile")[batch]
+    ours, compiled = train.ms("triton")[batch], train.ms("compile")[batch]
     faster = "faster than ours" if compiled < ours else "slower than ours"
     assert f"torch.compile's is {faster}: {compiled:.1f} ms against our {ours:.1f} ms" in text
     assert f"(ours {compiled / ours:.2f}× as fast)" in text
@@ -60,7 +60,7 @@ def test_the_paragraph_says_whether_torch_compile_trains_faster_than_ours():
 def test_prefill_table_gives_time_tokens_per_second_and_the_ratio_to_eager():
     result = load(catalog.LLAMA_PREFILL)
     table = page.prefill_table(result)
-    ours = page._ms(result, "triton")[1]
+    ours = result.ms("triton")[1]
     assert f"{ours:.2f}" in table and "tokens/s" in table
     assert f"{result.ratios('triton')[1]:.2f}x" in table
 
@@ -68,10 +68,10 @@ def test_prefill_table_gives_time_tokens_per_second_and_the_ratio_to_eager():
 def test_decode_table_and_launch_bound_use_the_decode_record():
     result = load(catalog.LLAMA_DECODE)
     table = page.decode_table(result, batch=1)
-    graph = page._ms(result, "triton_graph", batch=1)[4096]
+    graph = result.ms("triton_graph", batch=1)[4096]
     assert f"{graph * 1e3:.0f}" in table
     bound = page.launch_bound()
-    assert "GPU busy" in bound and f"{page._ms(result, 'triton', batch=1)[4096] * 1e3:.0f}" in bound
+    assert "GPU busy" in bound and f"{result.ms('triton', batch=1)[4096] * 1e3:.0f}" in bound
 
 
 def test_amdahl_bounds_the_prefill_by_the_matmuls_share():

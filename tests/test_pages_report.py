@@ -573,3 +573,14 @@ def test_row_finds_one_row_of_any_status_by_provider_x_and_the_axes_named():
     assert result.row(first["provider"], first["x"]) is not None
     assert result.row("no such provider", first["x"]) is None
     assert Result(catalog.VECTOR_ADD, None, "missing").row("triton", 1) is None
+
+
+def test_ms_us_and_labels_read_the_results_own_record():
+    record = synthetic_record()
+    result = Result(catalog.VECTOR_ADD, record, "committed")
+    key = catalog.VECTOR_ADD.subject.key
+    ms = result.ms()
+    assert ms and ms == {r["x"]: r["ms"] for r in record["rows"] if r["provider"] == key}
+    assert result.us(key) == {x: t * 1e3 for x, t in ms.items()}
+    assert result.labels()[key] == next(r["label"] for r in record["rows"] if r["provider"] == key)
+    assert Result(catalog.VECTOR_ADD, None, "missing").labels() == {}

@@ -12,7 +12,6 @@ The benchmarks are :data:`~gpuperf.bench.catalog.ATTENTION_FORWARD`,
 from __future__ import annotations
 
 import ast
-import textwrap
 from pathlib import Path
 
 from gpuperf.bench import metrics, records
@@ -383,4 +382,4 @@ def backward_work(path: Path | None = None) -> str:
         f"stands for {counted:g} (FlashAttention-2's single kernel): the kernels execute "
         f"{prose.times(ran / counted)} the FLOPs their TFLOP/s counts."
     )
-    return "\n".join(textwrap.fill(line, prose.WIDTH, subsequent_indent="    ") for line in lines)
+    return prose.fill(lines, "    ")

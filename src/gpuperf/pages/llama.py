@@ -42,6 +42,7 @@ from gpuperf.bench.catalog import (
 )
 from gpuperf.pages import breakdown, captures, hardware, prose
 from gpuperf.pages.plotting import PROVIDER_COLORS, format_rate, format_x, short_gpu_name
+from gpuperf.pages.prose import WIDTH
 from gpuperf.pages.report import Result, above_roof, check_result, load, roof_caveat, x_named
 from gpuperf.pages.tables import Cell, Section, number, render
 
@@ -75,18 +76,12 @@ PART_COLORS = {
     "down": "#98df8a",
     "other": "#ff7f0e",
 }
-WIDTH = 88
 
 
 def _config():
     from gpuperf.models.llama import LLAMA_3_8B
 
     return LLAMA_3_8B
-
-
-def _ms(result: Result, provider: str, **axes) -> dict:
-    """``{x: milliseconds}`` of one provider's successful rows in ``result``'s own record."""
-    return {x: r["ms"] for x, r in result.rows(provider, **axes).items()}
 
 
 # --- the arithmetic ------------------------------------------------------------------------
@@ -166,7 +161,7 @@ def prefill_table(result: Result) -> str:
         keys = [p.key for p in LLAMA_PREFILL.providers]
         header = ["batch", *(f"{NAMES[k]} ms" for k in keys), "ours tokens/s", "ours / eager"]
         section = Section(r.name, header)
-        times = {k: _ms(r, k) for k in keys}
+        times = {k: r.ms(k) for k in keys}
         for b in LLAMA_PREFILL.x_values:
             cells = [Cell(str(b), b)]
             for k in keys:
@@ -202,7 +197,7 @@ def decode_table(result: Result, batch: int) -> str:
     for r in result.gpus():
         header = ["cached", *(f"{NAMES[k]} µs" for k in keys), "graph / reduce-overhead"]
         section = Section(f"{r.name}, batch {batch}", header)
-        times = {k: _ms(r, k, batch=batch) for k in keys}
+        times = {k: r.ms(k, batch=batch) for k in keys}
         for n in LLAMA_DECODE.x_values:
             if not any(n in times[k] for k in keys):
                 continue  # not measured on that GPU (a quick live build measures part)
@@ -222,7 +217,7 @@ def _decode_step_ms(batch: int, kv_len: int, provider: str, gpu: str | None) -> 
     result = load(LLAMA_DECODE, gpu)
     if result.record is None:
         return None
-    return _ms(result, provider, batch=batch).get(kv_len)
+    return result.ms(provider, batch=batch).get(kv_len)
 
 
 def launch_bound(gpu: str | None = None) -> str:
@@ -503,8 +498,8 @@ def in_one_paragraph() -> prose.Paragraph:
         eager = _span_or_none(_speedups(prefill, "triton", "eager"))
         compiled = _span_or_none(_speedups(prefill, "triton", "compile"))
         if eager and compiled:
-            batches = sorted(_ms(prefill, "triton"))
-            tuned = _ms(autotune, "compile_max") if autotune.record is not None else {}
+            batches = sorted(prefill.ms("triton"))
+            tuned = autotune.ms("compile_max") if autotune.record is not None else {}
             autotune_ratio = _span_or_none(_speedups(autotune, "triton", "compile_max")) if tuned else None
             sentences.append(
                 f"On the {short_gpu_name(prefill.gpu)}, one Llama-3-8B layer built from this "
@@ -538,14 +533,14 @@ def in_one_paragraph() -> prose.Paragraph:
             sentences += _above_roof(kernel, batch=64)
     if train.record is not None:
         batch = LLAMA_TRAIN.x_values[0]
-        ours = _ms(train, "triton").get(batch)
+        ours = train.ms("triton").get(batch)
         eager = _span_or_none(_speedups(train, "triton", "eager"))
         gib = {}
         if memory.record is not None:
             gib = {p: memory.values(p).get(batch) for p in ("triton", "eager", "compile")}
         if eager:
             sentence = f"A training step of ours runs {eager}× as fast as eager PyTorch"
-            compiled = _ms(train, "compile").get(batch)
+            compiled = train.ms("compile").get(batch)
             if ours and compiled:
                 faster = "faster than ours" if compiled < ours else "slower than ours"
                 sentence += (

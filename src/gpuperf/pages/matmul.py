@@ -107,16 +107,6 @@ def _largest(shapes) -> tuple:
     return max(shapes, key=lambda s: matmul_flops(*s))
 
 
-def _ms(result: Result, provider: str, **axes) -> dict:
-    """``{x: microseconds per call}`` of one provider's successful rows."""
-    combo = result._combo(axes)
-    return {
-        r["x"]: r["ms"] * 1e3
-        for r in result.record["rows"]
-        if r["provider"] == provider and r["axes"] == combo and r["status"] == "ok" and r["ms"]
-    }
-
-
 def _slug(result: Result) -> str:
     return records.gpu_slug(result.gpu)
 
@@ -799,8 +789,8 @@ def epilogue_split(result: Result, epilogue: Result) -> str:
             epi = epilogue.on(res.gpu)
         except ValueError:
             continue
-        plain = {p: _ms(res, p, dtype="bfloat16") for p in ("triton", "cublas")}
-        fused = {p: _ms(epi, p) for p in ("triton", "compile")}
+        plain = {p: res.us(p, dtype="bfloat16") for p in ("triton", "cublas")}
+        fused = {p: epi.us(p) for p in ("triton", "compile")}
         section = Section(f"{res.name}, us per call", header)
         gaps = {}
         for shape, ratio in fused_vs_compile(epi).items():

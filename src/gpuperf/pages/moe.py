@@ -41,7 +41,9 @@ from gpuperf.bench.catalog.moe import (
     routed_offsets,
 )
 from gpuperf.pages import breakdown, captures, prose
+from gpuperf.pages.fp8 import relative_error
 from gpuperf.pages.plotting import PROVIDER_COLORS, ceiling_label, format_x, short_gpu_name
+from gpuperf.pages.prose import WIDTH, fill
 from gpuperf.pages.report import Result, above_roof, check_result, load, roof_caveat, x_named
 from gpuperf.pages.tables import Cell, Section, number, render
 
@@ -97,7 +99,6 @@ DEEPGEMM_SOURCE = (
 DEEPGEMM_GPU = "H800"
 #: Outlier channels of :func:`outlier_channels`: two, in the first 128 channels.
 OUTLIER_CHANNELS = (3, 70)
-WIDTH = 88
 
 
 def experts_of(model: str) -> tuple[int, int]:
@@ -389,18 +390,6 @@ def ordinary_channels(k: int):
     return keep
 
 
-def relative_error(out, ref) -> float:
-    """``‖out - ref‖ / ‖ref‖`` (Frobenius norms, in float64).
-
-    Raises:
-        ValueError: the shapes differ.
-    """
-    if tuple(out.shape) != tuple(ref.shape):
-        raise ValueError(f"shapes differ: {tuple(out.shape)} and {tuple(ref.shape)}")
-    out, ref = out.double().cpu(), ref.double().cpu()
-    return ((out - ref).norm() / ref.norm()).item()
-
-
 @dataclass
 class ScalingErrors:
     """The outlier-channel experiment's errors: per outlier factor and method, the error of
@@ -533,7 +522,7 @@ def deepgemm_reading(result: Result) -> str:
         f"(DeepGEMM's figures: {DEEPGEMM_SOURCE}; measured on another GPU, not in this run; "
         f"{DEEPGEMM_LATER}.)"
     )
-    return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="  ") for line in lines)
+    return fill(lines)
 
 
 def plot_fp8_blockwise(result: Result):
@@ -649,7 +638,7 @@ def decode_reading(result: Result) -> str:
             f"'({stream})' names the one that set it on this GPU.)"
         )
     lines += above_roof_sentences(result)
-    return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="  ") for line in lines)
+    return fill(lines)
 
 
 # --- where the time goes -------------------------------------------------------------------
@@ -765,7 +754,7 @@ def launch_bound_reading(gpu: str | None = None) -> str:
     if peaks:
         lines.append("Memory a prefill allocates above the weights and the input (peak):")
         lines += [f"  {line}" for line in peaks]
-    return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="  ") for line in lines)
+    return fill(lines)
 
 
 __all__ = [
@@ -792,7 +781,6 @@ __all__ = [
     "outlier_channels",
     "plot_fp8_blockwise",
     "plot_time_breakdown",
-    "relative_error",
     "routing_counts",
     "rows_per_expert",
 ]

@@ -52,6 +52,12 @@ class Paragraph:
         return "\n".join([f"{self.title}:", body, *self.notes])
 
 
+def fill(lines: Iterable[str], indent: str = "  ", width: int = WIDTH) -> str:
+    """``lines`` joined, each wrapped at ``width`` columns (default :data:`WIDTH`, a code cell's
+    output on the site) with its continuation lines indented by ``indent``."""
+    return "\n".join(textwrap.fill(line, width, subsequent_indent=indent) for line in lines)
+
+
 def paragraph(*sentences: str, notes: Iterable[str] = (), title: str = "In one paragraph") -> Paragraph:
     """A :class:`Paragraph` of ``sentences`` (empty ones dropped) with ``notes``, each said
     once (records loaded together share a reason when they are pending or stale alike).

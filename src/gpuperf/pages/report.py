@@ -155,6 +155,20 @@ class Result:
                 return r
         return None
 
+    def ms(self, provider: str | None = None, **axes) -> dict:
+        """``{x: milliseconds}`` of one provider's successful rows that have a time (default:
+        the provider under study): the GPU time per call (or per step) its record measured."""
+        return {x: r["ms"] for x, r in self.rows(provider, **axes).items() if r["ms"]}
+
+    def us(self, provider: str | None = None, **axes) -> dict:
+        """:meth:`ms` in microseconds."""
+        return {x: ms * 1e3 for x, ms in self.ms(provider, **axes).items()}
+
+    def labels(self) -> dict:
+        """``{provider key: label}`` as this result's own record names them
+        (``'torch.softmax'``); ``{}`` without a record."""
+        return {r["provider"]: r["label"] for r in self.record["rows"]} if self.record else {}
+
     def values(self, provider: str | None = None, **axes) -> dict:
         """``{x: metric value}`` for one provider's successful rows (default: the one under study)."""
         return {x: r["value"] for x, r in self.rows(provider, **axes).items()}
@@ -714,7 +728,7 @@ def headline(result: Result) -> str | None:
     combos = result.benchmark.combos()
     ratios = [v for combo in combos for v in result.ratios(**combo).values()]
     axes = result.benchmark.axes
-    labels = {r["provider"]: r["label"] for r in record["rows"]}
+    labels = result.labels()
     baseline = result.benchmark.baseline
     base = labels.get(baseline, baseline)
     parts = []

@@ -13,13 +13,12 @@ here is typed by hand: every number comes from a record.
 from __future__ import annotations
 
 import itertools
-import textwrap
 
 from gpuperf.bench import catalog, records
 from gpuperf.bench.hardware import CEILINGS, STREAMS
 from gpuperf.pages import roofline
 from gpuperf.pages.plotting import ceiling_label, format_rate, format_x, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, percent
+from gpuperf.pages.prose import Paragraph, fill, paragraph, percent
 from gpuperf.pages.report import stream_mix
 from gpuperf.pages.roofline import Placement
 
@@ -60,7 +59,7 @@ def marked(placement: Placement, letter: str):
 
 def _lines(out: list[str]) -> str:
     """The lines joined, each wrapped at 88 columns (a code cell's output on the site)."""
-    return "\n".join(textwrap.fill(line, 88, subsequent_indent=" " * 16) for line in out)
+    return fill(out, " " * 16)
 
 
 def _name(placement: Placement) -> str:

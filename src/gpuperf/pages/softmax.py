@@ -20,15 +20,13 @@ from gpuperf.bench import records
 from gpuperf.bench.catalog import SOFTMAX, SOFTMAX_LONG
 from gpuperf.pages.hardware import first_then_by_name
 from gpuperf.pages.plotting import format_x, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, percent, percent_span, span
+from gpuperf.pages.prose import WIDTH, Paragraph, paragraph, percent, percent_span, span
 from gpuperf.pages.report import Result, check_result, load, per_gpu
 from gpuperf.pages.tables import Cell, Section, render
 
 #: The benchmarks this page reads: rows that fit in registers, and rows that take the
 #: online kernel.
 BENCHMARKS = (SOFTMAX, SOFTMAX_LONG)
-#: Characters per printed line (the width of a code cell on the site).
-WIDTH = 88
 #: The file ``scripts/explore_configs.py`` writes into each GPU's measurements folder.
 SWEEP_LOG = "explore_configs.log"
 #: One row length of the single-pass sweep in that file.
@@ -36,11 +34,6 @@ _SWEEP_LINE = re.compile(
     r"softmax n_cols=(?P<cols>\d+): default (?P<default>\S+) ranks (?P<rank>\d+) of "
     r"(?P<of>\d+); best (?P<best>.*); worst (?P<worst>\S+): (?P<worst_gbps>\d+)"
 )
-
-
-def _labels(result: Result) -> dict:
-    """``{provider key: label}`` as the record names them (``'torch.softmax'``)."""
-    return {r["provider"]: r["label"] for r in result.record["rows"]}
 
 
 def speedup_over_naive(result: Result) -> dict:
@@ -83,7 +76,7 @@ def bandwidth_and_speedups(result: Result) -> str:
                 WIDTH - 2,
                 subsequent_indent="  ",
             )
-        labels = _labels(r)
+        labels = r.labels()
         base = labels.get(r.benchmark.baseline, r.benchmark.baseline)
         for provider, name in (("triton", "Triton"), ("naive", "naive eager"), ("compile", None)):
             ratios = r.ratios(provider)
@@ -243,7 +236,7 @@ def _sentence(short: Result, long: Result) -> str:
     fractions = short.fraction_of_ceiling() if short.record else {}
     if fractions:
         best = max(fractions, key=fractions.get)
-        base = _labels(short).get(short.benchmark.baseline, short.benchmark.baseline)
+        base = short.labels().get(short.benchmark.baseline, short.benchmark.baseline)
         part = (
             f"the fused kernel reaches {percent(fractions[best])} of the measured "
             f"{short.ceiling_name()} at {format_x(best)} columns and runs at "
@@ -256,7 +249,7 @@ def _sentence(short: Result, long: Result) -> str:
     long_fractions = long.fraction_of_ceiling() if long.record else {}
     if long_fractions:
         xs = sorted(long_fractions)
-        base = _labels(long).get(long.benchmark.baseline, long.benchmark.baseline)
+        base = long.labels().get(long.benchmark.baseline, long.benchmark.baseline)
         parts.append(
             f"on rows of {format_x(xs[0])} to {format_x(xs[-1])} columns the online kernel "
             f"reaches {percent_span(long_fractions.values())} of it at "

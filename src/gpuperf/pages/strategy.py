@@ -19,7 +19,7 @@ from gpuperf.bench import metrics, records, tuning
 from gpuperf.bench.catalog import Benchmark
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import ceiling_label, format_rate, format_x, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, percent, times
+from gpuperf.pages.prose import Paragraph, fill, paragraph, percent, times
 from gpuperf.pages.report import Result, check_result, load
 from gpuperf.pages.tables import Cell, Section, number, render
 
@@ -436,7 +436,7 @@ def strided_share(result: Result, stride: int = SECTOR_BYTES // ELEMENT_BYTES) -
             f"one {sector}-byte sector per read would leave "
             f"{useful} / ({sector} + {ELEMENT_BYTES}) = {percent(useful / (sector + ELEMENT_BYTES))}"
         )
-    return "\n".join(textwrap.fill(line, 88, subsequent_indent="  ") for line in lines + result.all_notes())
+    return fill(lines + result.all_notes())
 
 
 def strided_table(result: Result) -> str:
@@ -859,7 +859,7 @@ def compile_reading(capture: dict) -> str:
                     )
                 questions.append(slow)
         out += questions
-    return "\n".join(textwrap.fill(line, 88, subsequent_indent="      ") for line in out)
+    return fill(out, "      ")
 
 
 def compile_winners(capture: dict) -> str:

@@ -21,31 +21,15 @@ from gpuperf.bench import records
 from gpuperf.bench.catalog import HOST_OVERHEAD, VECTOR_ADD
 from gpuperf.pages.hardware import ceilings
 from gpuperf.pages.plotting import format_rate, format_x, short_gpu_name
-from gpuperf.pages.prose import Paragraph, paragraph, percent, percent_span, span
+from gpuperf.pages.prose import WIDTH, Paragraph, fill, paragraph, percent, percent_span, span
 from gpuperf.pages.report import Result, check_result, load, per_gpu
 
-#: Characters per printed line (the width of a code cell on the site).
-WIDTH = 88
 #: From this many elements up the three tensors are far larger than L2: the kernel
 #: streams from HBM and is read against the bandwidth ceiling of its record.
 HBM_FROM = 2**24
 #: From this many elements up launch costs no longer dominate; the page compares the
 #: kernel with PyTorch over these sizes.
 COMPARE_FROM = 2**20
-
-
-def _us_per_call(result: Result, provider: str) -> dict:
-    """``{x: microseconds of GPU time per call}`` of one provider's successful rows."""
-    return {
-        r["x"]: r["ms"] * 1e3
-        for r in result.record["rows"]
-        if r["provider"] == provider and r["status"] == "ok" and r["ms"]
-    }
-
-
-def _labels(result: Result) -> dict:
-    """``{provider key: label}`` as the record names them (``'PyTorch x + y'``)."""
-    return {r["provider"]: r["label"] for r in result.record["rows"]}
 
 
 def launch_bound(result: Result) -> str:
@@ -60,7 +44,7 @@ def launch_bound(result: Result) -> str:
 
     def write(r: Result) -> str:
         providers = [r.benchmark.subject.key, r.benchmark.baseline]
-        times = {p: _us_per_call(r, p) for p in providers}
+        times = {p: r.us(p) for p in providers}
         smallest = min(min(t) for t in times.values() if t)
         each = ", ".join(f"{p} {t[smallest]:.1f} µs" for p, t in times.items() if smallest in t)
         return [f"at N = {format_x(smallest)}: {each} per call"]
@@ -149,8 +133,6 @@ def flops_per_byte(gpu: str | None = None) -> str:
     Raises:
         TypeError: ``gpu`` is not a string.
     """
-    if gpu is not None and not isinstance(gpu, str):
-        raise TypeError(f"gpu must be a GPU folder name (str), got {type(gpu).__name__}")
     c = ceilings(gpu)
     tflops, gbps = c.datasheet.get("fp32_tflops"), c.datasheet.get("copy_gbps")
     if not (tflops and gbps):
@@ -188,7 +170,7 @@ def host_time() -> str:
             lines.append(f"{r.name}, host time per call: " + ", ".join(each))
     if not lines and not notes:
         notes.append(f"MISSING: no GPU has a vector_add row in {HOST_OVERHEAD.name!r}")
-    return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="  ") for line in lines + notes)
+    return fill(lines + notes)
 
 
 def _sentence(result: Result) -> str:
@@ -205,9 +187,9 @@ def _sentence(result: Result) -> str:
             f"{result.ceiling_name()} from {format_x(HBM_FROM)} elements up ({rate} at {format_x(biggest)})"
         )
     if ratios:
-        base = _labels(result).get(result.benchmark.baseline, result.benchmark.baseline)
+        base = result.labels().get(result.benchmark.baseline, result.benchmark.baseline)
         parts.append(f"at {span(ratios.values())}× the speed of {base} over every size")
-    us = _us_per_call(result, result.benchmark.subject.key)
+    us = result.us(result.benchmark.subject.key)
     if us:
         smallest = min(us)
         parts.append(

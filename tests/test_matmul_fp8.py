@@ -259,7 +259,8 @@ def test_promoted_candidates_include_deeper_steps():
 
 
 def test_sweep_table_shows_each_accumulation():
-    from gpuperf.pages.sweeps import persistent_sweep_table
+    from gpuperf.pages.persistent import sweep_section
+    from gpuperf.pages.tables import to_text
 
     config = PersistentConfig(128, 128, 256)
     trials = [
@@ -268,9 +269,10 @@ def test_sweep_table_shows_each_accumulation():
     ]
     speeds = (("fast", 900.0), ("float32", 700.0))
     best = [_sweep_entry(acc, "best", (64, 64, 64), config) | {"tflops": t} for acc, t in speeds]
-    table = persistent_sweep_table({"trials": trials, "best": best}).splitlines()
-    assert "accumulation" in table[0]
-    assert "fast" in table[1] and "float32" in table[2] and "128x128x256" in table[2]
+    sweep = {"trials": trials, "best": best, "provenance": {"gpu": "NVIDIA H100 80GB HBM3"}}
+    table = to_text([sweep_section("matmul_fp8", sweep)]).splitlines()
+    assert "accumulation" in table[1]
+    assert "fast" in table[3] and "float32" in table[4] and "128x128x256" in table[4]
 
 
 @pytest.mark.gpu

@@ -584,3 +584,23 @@ def test_ms_us_and_labels_read_the_results_own_record():
     assert result.us(key) == {x: t * 1e3 for x, t in ms.items()}
     assert result.labels()[key] == next(r["label"] for r in record["rows"] if r["provider"] == key)
     assert Result(catalog.VECTOR_ADD, None, "missing").labels() == {}
+
+
+def test_passes_roof_names_where_the_kernel_under_study_passed_its_roof():
+    from gpuperf.pages.report import passes_roof, x_named
+
+    result = _above_the_roof(catalog.VECTOR_ADD.subject.key)
+    x = above_roof(result)[0].x
+    (line,) = passes_roof(result, "ours", lambda share: " (here)")
+    assert line.startswith(f"At {x_named(result.record, x)} (here) ours passes that roof beyond the spread")
+    assert line.endswith(f"{roof_caveat('stream_gbps', {'stream': 'addcmul'})}.")
+    assert passes_roof(_above_the_roof("torch")) == []
+
+
+def test_a_results_folder_and_a_captures_gpu_folder_are_where_their_gpus_records_are():
+    from gpuperf.pages.captures import gpu_folder
+
+    result = Result(catalog.VECTOR_ADD, synthetic_record(), "committed")
+    assert result.folder == records.gpu_slug(result.gpu)
+    assert Result(catalog.VECTOR_ADD, None, "missing").folder is None
+    assert gpu_folder({"provenance": {"gpu": "NVIDIA H200"}}) == "nvidia-h200"

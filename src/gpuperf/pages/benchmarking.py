@@ -104,7 +104,7 @@ def _memory_roof(capture: dict) -> tuple[float, str] | None:
     from gpuperf.pages.hardware import ceilings
 
     try:
-        hw = ceilings(records.gpu_slug(capture["provenance"]["gpu"]))
+        hw = ceilings(pages_captures.gpu_folder(capture))
         return hw.memory_gbps, hw.memory_label
     except (FileNotFoundError, KeyError, AttributeError):
         return None
@@ -418,7 +418,7 @@ def tiles_against_compile(shown: Mapping[str, dict], result: Result) -> str:
 
     def write(capture: dict) -> list[str]:
         try:
-            record = result.on(records.gpu_slug(capture["provenance"]["gpu"]))
+            record = result.on(pages_captures.gpu_folder(capture))
         except ValueError:
             return ["no record of the benchmark on this GPU to set the tiles against"]
         compiled = record.rows("compile")

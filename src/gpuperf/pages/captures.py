@@ -19,6 +19,12 @@ from gpuperf.pages.plotting import short_gpu_name
 NOTHING_YET = "Nothing to read here yet: the capture above is not there."
 
 
+def gpu_folder(capture: dict) -> str:
+    """The folder of the GPU ``capture`` was taken on (``'nvidia-h200'``), from its provenance:
+    where that GPU's records, ceilings and other captures are."""
+    return records.gpu_slug(capture["provenance"]["gpu"])
+
+
 def capture_payload(capture, name: str) -> dict:
     """The payload of ``capture``, checked to be a capture named ``name``.
 

@@ -142,13 +142,9 @@ def _missing_part(capture: dict, part: str) -> str | None:
     return f"The {part} part was not captured: {why}"
 
 
-def _gpu_folder(capture: dict) -> str:
-    return records.gpu_slug(capture["provenance"]["gpu"])
-
-
 def _ceilings(capture: dict) -> Ceilings | None:
     """The measured ceilings of the capture's GPU, or None where it has none."""
-    return ceilings_or_none(_gpu_folder(capture))
+    return ceilings_or_none(pages_captures.gpu_folder(capture))
 
 
 def device_value(capture: dict, key: str) -> tuple[int | None, str | None]:
@@ -555,7 +551,7 @@ def ncu_agreement(shown: Mapping[str, dict]) -> str:
         limits, why = _limits_or_why(capture)
         if why:
             return [why]
-        ncu, _ = pages_captures.load("ncu_kernels", _gpu_folder(capture))
+        ncu, _ = pages_captures.load("ncu_kernels", pages_captures.gpu_folder(capture))
         if ncu is None:
             return ["No Nsight Compute capture of this GPU to compare with."]
         lines = []
@@ -1018,7 +1014,7 @@ def launch_reading(shown: Mapping[str, dict]) -> str:
                 f"Programs are cheap once launched: {big['programs']:,} empty programs took "
                 f"{big['gpu_graph']['median'] * 1e3:,.1f} µs, {extra:,.2f} ns per program beyond the first."
             )
-        record = load(HOST_OVERHEAD, _gpu_folder(capture))
+        record = load(HOST_OVERHEAD, pages_captures.gpu_folder(capture))
         if record.record is not None:
             torch_us, ours_us = record.values("torch").get("vector_add"), record.values().get("vector_add")
             if torch_us and ours_us:

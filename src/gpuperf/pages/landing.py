@@ -59,7 +59,7 @@ def over_roof(result: Result) -> str | None:
             f"over 100%: the copy bandwidth is PyTorch's ``Tensor.copy_``, {stream_mix('copy')}, measured in "
             "the same run, not a limit of the memory"
         )
-        stream = _stream_entry(records.gpu_slug(result.gpu))
+        stream = _stream_entry(result.folder)
         if stream is None:
             return (
                 f"{said}; no stream bandwidth, the fastest of a few mixes of reads and writes, is "

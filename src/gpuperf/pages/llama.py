@@ -43,7 +43,7 @@ from gpuperf.bench.catalog import (
 from gpuperf.pages import breakdown, captures, hardware, prose
 from gpuperf.pages.plotting import PROVIDER_COLORS, format_rate, format_x, short_gpu_name
 from gpuperf.pages.prose import WIDTH
-from gpuperf.pages.report import Result, above_roof, check_result, load, roof_caveat, x_named
+from gpuperf.pages.report import Result, check_result, load, passes_roof
 from gpuperf.pages.tables import Cell, Section, number, render
 
 #: The capture of where a step's time goes (``scripts/llama_capture.py``).
@@ -406,27 +406,6 @@ def _span_or_none(values) -> str | None:
     return prose.span(values) if values else None
 
 
-def _above_roof(result: Result, **axes) -> list[str]:
-    """A sentence naming where the kernel under study (at ``axes``) ran above the ceiling
-    its rows are read against beyond the spread of both timings
-    (:func:`~gpuperf.pages.report.above_roof`), and why a ceiling can be passed; ``[]``
-    where it never did."""
-    subject = result.benchmark.subject.key
-    above = [
-        s
-        for s in above_roof(result)
-        if s.row["provider"] == subject and all(s.combo.get(k) == v for k, v in axes.items())
-    ]
-    if not above:
-        return []
-    where = ", ".join(x_named(result.record, s.x) for s in above)
-    share = above[0]
-    return [
-        f"At {where} it passes that roof beyond the spread of both timings: "
-        f"{roof_caveat(share.key, share.ceiling)}."
-    ]
-
-
 #: The three kernels tutorial 07 adds, each beside Liger-Kernel's: (benchmark, what Liger runs).
 LIGER_OPS = (
     (RMS_NORM, "RMSNorm"),
@@ -530,7 +509,7 @@ def in_one_paragraph() -> prose.Paragraph:
                 f"Flash-Decoding reads the KV cache at {prose.span(ratios)}× SDPA's speed, and at "
                 f"{prose.percent_span(frac.values())} of the {kernel.ceiling_name(batch=64)} at batch 64."
             )
-            sentences += _above_roof(kernel, batch=64)
+            sentences += passes_roof(kernel, batch=64)
     if train.record is not None:
         batch = LLAMA_TRAIN.x_values[0]
         ours = train.ms("triton").get(batch)

@@ -107,10 +107,6 @@ def _largest(shapes) -> tuple:
     return max(shapes, key=lambda s: matmul_flops(*s))
 
 
-def _slug(result: Result) -> str:
-    return records.gpu_slug(result.gpu)
-
-
 # The opening paragraph ----------------------------------------------------------------
 
 
@@ -466,7 +462,7 @@ def sweep_drift(result: Result) -> str:
     check_result(result, MATMUL)
 
     def line(res: Result) -> str:
-        sweep = tuning.read_tuning(_slug(res))
+        sweep = tuning.read_tuning(res.folder)
         if sweep is None:
             return f"no tuning sweep for {res.gpu}"
         best = {(e["dtype"], tuple(e["shape"])): e for e in sweep["best"]}
@@ -619,7 +615,7 @@ def ceilings_by_run(result: Result) -> str:
     keys = ("fp16_tflops", "bf16_tflops")
 
     def block(res: Result) -> str:
-        hw = hardware.ceilings_or_none(_slug(res))
+        hw = hardware.ceilings_or_none(res.folder)
         runs = []  # (column name, {key: ceiling entry})
         if hw is not None:
             entries = {

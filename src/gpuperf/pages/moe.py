@@ -44,7 +44,7 @@ from gpuperf.pages import breakdown, captures, prose
 from gpuperf.pages.fp8 import relative_error
 from gpuperf.pages.plotting import PROVIDER_COLORS, ceiling_label, format_x, short_gpu_name
 from gpuperf.pages.prose import WIDTH, fill
-from gpuperf.pages.report import Result, above_roof, check_result, load, roof_caveat, x_named
+from gpuperf.pages.report import Result, check_result, load, passes_roof
 from gpuperf.pages.tables import Cell, Section, number, render
 
 #: The capture of where the layer's time goes (``scripts/moe_capture.py``).
@@ -127,19 +127,6 @@ def _gemms(model: str) -> list[str]:
 # --- the opening paragraph -------------------------------------------------------------
 
 
-def _above_roof(result: Result) -> list[str]:
-    """A sentence naming where ours ran above the roof it is read against beyond the spread
-    of both timings, and why a roof can be passed; ``[]`` where it never did."""
-    above = [s for s in above_roof(result) if s.row["provider"] == result.benchmark.subject.key]
-    if not above:
-        return []
-    where = ", ".join(f"{x_named(result.record, s.x)} ({MODEL_NAMES[s.combo['model']]})" for s in above)
-    return [
-        f"At {where} ours passes that roof beyond the spread of both timings: "
-        f"{roof_caveat(above[0].key, above[0].ceiling)}."
-    ]
-
-
 def in_one_paragraph() -> prose.Paragraph:
     """The page's answer, from the ``moe_layer`` and ``moe_layer_decode`` records of the
     page's GPU: the prefill against the block on ``F.grouped_mm`` and ``torch.compile`` of the
@@ -177,7 +164,7 @@ def in_one_paragraph() -> prose.Paragraph:
                 f"at {', and at '.join(reads)}, {prose.times_span(ratios)} as fast as the "
                 f"F.grouped_mm block."
             )
-            sentences += _above_roof(decode)
+            sentences += passes_roof(decode, "ours", lambda s: f" ({MODEL_NAMES[s.combo['model']]})")
             sentences += _eager_decode()
     return prose.paragraph(*sentences, notes=notes)
 

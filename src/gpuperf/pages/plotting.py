@@ -566,20 +566,6 @@ def _share_y(axes: list) -> None:
         ax.set_ylim(min(lows), max(highs))
 
 
-def plot_record(record: dict, *, source: str = "committed", notes=(), headlines=()):
-    """Draw one benchmark record (one GPU); return the matplotlib ``Figure``.
-
-    One panel per axis combination, each with its own ceiling line and % axis;
-    one legend for the figure. :func:`plot_records` draws several GPUs side by side.
-
-    Args:
-        record: a record as written by :func:`gpuperf.bench.runner.run`.
-        source: ``"live"`` (measured in this build) or ``"committed"``.
-        notes: warnings (a stale record, say) printed in red under the plot.
-    """
-    return plot_records([record], sources=[source], notes=notes, headlines=headlines)
-
-
 def plot_missing(title: str, message: str):
     """A placeholder figure that says which measurement is missing and how to make it."""
     import matplotlib.pyplot as plt

@@ -65,6 +65,11 @@ class Result:
         return self.record["provenance"]["gpu"] if self.record else None
 
     @property
+    def folder(self) -> str | None:
+        """The GPU's folder (``'nvidia-h200'``: where its records are), or None without a record."""
+        return None if self.record is None else records.gpu_slug(self.gpu)
+
+    @property
     def name(self) -> str | None:
         """How the page names this GPU's numbers (:func:`~gpuperf.pages.plotting.gpu_label`):
         ``'H100 80GB HBM3'``, or ``'H100 80GB HBM3 (live)'`` when this run measured them.
@@ -92,9 +97,9 @@ class Result:
         if not isinstance(gpu, str):
             raise TypeError(f"gpu must be a GPU name or folder (str), got {type(gpu).__name__}")
         for result in self.gpus():
-            if gpu in (result.gpu, records.gpu_slug(result.gpu)):
+            if gpu in (result.gpu, result.folder):
                 return result
-        known = [records.gpu_slug(r.gpu) for r in self.gpus()]
+        known = [r.folder for r in self.gpus()]
         raise ValueError(f"{self.benchmark.name} has no record for GPU {gpu!r}; it has records for {known}")
 
     def measured_on(self) -> str | None:
@@ -673,6 +678,31 @@ def above_roof(result: Result) -> list[Share]:
         if share.fraction > 1 and share.above_spread:
             found.append(share)
     return found
+
+
+def passes_roof(
+    result: Result, who: str = "it", where: Callable[[Share], str] = lambda share: "", **axes
+) -> list[str]:
+    """A sentence naming where the provider under study (at ``axes``) ran above the ceiling
+    its rows are read against beyond the spread of both timings (:func:`above_roof`), each x
+    named (:func:`x_named`) followed by ``where(share)``, and why a ceiling can be passed
+    (:func:`roof_caveat`); ``who`` names the provider (``'it'``, ``'ours'``). ``[]`` where
+    it never did.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`Result`.
+    """
+    subject = result.benchmark.subject.key
+    above = [
+        s for s in above_roof(result) if s.row["provider"] == subject and axes.items() <= s.combo.items()
+    ]
+    if not above:
+        return []
+    named = ", ".join(x_named(result.record, s.x) + where(s) for s in above)
+    return [
+        f"At {named} {who} passes that roof beyond the spread of both timings: "
+        f"{roof_caveat(above[0].key, above[0].ceiling)}."
+    ]
 
 
 def above_roof_sentences(result: Result) -> list[str]:

@@ -1,7 +1,8 @@
 """The committed tuning sweeps (``src/gpuperf/kernels/tuned/<gpu>/*.json``) as a page shows
-them: the matmul sweep's table and heatmap, the persistent and FP8 ladders' table, and
-any sweep's trials on a grid of two config fields (how one kernel's speed moves with its
-warps and stages). :mod:`gpuperf.bench.tuning` runs the sweeps."""
+them: the matmul sweep's table and heatmap, and any sweep's trials on a grid of two config
+fields (how one kernel's speed moves with its warps and stages); the persistent and FP8
+ladders' table is :func:`gpuperf.pages.persistent.sweep_section`. :mod:`gpuperf.bench.tuning`
+runs the sweeps."""
 
 from __future__ import annotations
 
@@ -43,33 +44,6 @@ def config_grid(trials: Sequence[dict], rows: Sequence[str], cols: Sequence[str]
             i, j = row_keys.index(row_of(t)), col_keys.index(col_of(t))
             grid[i][j] = max(grid[i][j] or 0.0, t["tflops"])
     return {"rows": row_keys, "cols": col_keys, "tflops": grid}
-
-
-def persistent_sweep_table(sweep: dict) -> str:
-    """Per shape (and FP8 accumulation): configs that ran, and the fastest config and
-    TFLOP/s of each rung of the ladder and overall (a plain-text table)."""
-    from gpuperf.kernels.configs import VARIANTS, PersistentConfig
-    from gpuperf.pages.plotting import format_x
-
-    def case(entry):
-        return tuple(entry["shape"]), entry.get("accumulation", "fast")
-
-    best = {(case(e), e["variant"]): e for e in sweep["best"]}
-    cases = list(dict.fromkeys(case(t) for t in sweep["trials"]))
-    fp8 = any(acc != "fast" for _, acc in cases)
-    ran = {c: sum(t["status"] == "ok" for t in sweep["trials"] if case(t) == c) for c in cases}
-    header = f"{'shape':>15}" + ("  accumulation" if fp8 else "") + "  ran  "
-    header += "  ".join(f"{v:>8}" for v in VARIANTS) + "  fastest config"
-    lines = [header + "  (TFLOP/s)"]
-    for c in cases:
-        cells = "  ".join(
-            f"{best[(c, v)]['tflops']:8.0f}" if (c, v) in best else f"{'-':>8}" for v in VARIANTS
-        )
-        top = best.get((c, "best"))
-        label = PersistentConfig(**top["config"]).label() if top else "-"
-        acc = f"  {c[1]:>12}" if fp8 else ""
-        lines.append(f"{format_x(c[0]):>15}{acc}  {ran[c]:>3}  {cells}  {label}")
-    return "\n".join(lines)
 
 
 def sweep_caption(sweep: dict) -> str:

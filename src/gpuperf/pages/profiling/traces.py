@@ -7,9 +7,9 @@ import gzip
 import json
 from pathlib import Path
 
-from gpuperf.bench import captures, records
+from gpuperf.bench import captures
 from gpuperf.bench.traces import GPU_WORK, union_ms
-from gpuperf.pages.captures import capture_payload
+from gpuperf.pages.captures import capture_payload, gpu_folder
 from gpuperf.pages.tables import Cell, Section, render
 
 
@@ -66,8 +66,7 @@ def trace_path(capture: dict) -> Path:
         TypeError, ValueError: ``capture`` is not a ``torch_profiler`` capture.
     """
     capture_payload(capture, "torch_profiler")
-    gpu = records.gpu_slug(capture["provenance"]["gpu"])
-    return captures.artifact_path("torch_profiler_trace", gpu, ".json.gz")
+    return captures.artifact_path("torch_profiler_trace", gpu_folder(capture), ".json.gz")
 
 
 #: Trace event categories drawn on each lane of the timeline, top to bottom.

@@ -213,3 +213,16 @@ def test_fill_wraps_each_line_and_indents_what_continues_it():
     lines = text.splitlines()
     assert lines[-1] == "short" and all(len(line) <= 40 for line in lines)
     assert lines[1].startswith("    ") and not lines[0].startswith(" ")
+
+
+def test_load_all_keeps_the_captures_there_and_one_note_for_those_missing(tmp_path, monkeypatch):
+    names = ("timing_methods", "launch_bound")
+    found, notes = pages_captures.load_all(names)
+    assert list(found) == [n for n in names if pages_captures.load(n)[0] is not None]
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    found, notes = pages_captures.load_all(names)
+    assert found == {}
+    (note,) = notes
+    assert (
+        note.startswith("MISSING: no capture of timing_methods, launch_bound for ") and "to take them" in note
+    )

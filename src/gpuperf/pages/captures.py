@@ -67,6 +67,28 @@ def load(name: str, gpu: str | None = None, root: Path | None = None) -> tuple[d
     return capture, [f"STALE: {reason}; {again} to take it again." for reason in reasons]
 
 
+def load_all(names) -> tuple[dict[str, dict], list[str]]:
+    """The reference GPU's captures of ``names`` that it has, ``{name: capture}`` in the order
+    given, and their notes (:func:`load`: ``STALE``), then one ``MISSING`` note naming those
+    it lacks and how to take them: what a guide's opening paragraph reads.
+
+    Never raises for a missing or malformed capture: the note says so instead.
+    """
+    found, notes, missing = {}, [], []
+    for name in names:
+        capture, said = load(name)
+        if capture is None:
+            missing.append(name)
+            continue
+        notes += said
+        found[name] = capture
+    if missing:
+        how = records.advice(captures.command(missing[0]))
+        where = f"{', '.join(missing)} for {records.reference_gpu()}"
+        notes.append(f"MISSING: no capture of {where} yet; {how} to take them.")
+    return found, notes
+
+
 def gpus(name: str) -> list[str]:
     """Folders of the GPUs whose capture ``name`` a page shows: the reference GPU's (whatever
     its state: a missing or stale one is said so), then each other GPU's that is current

@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from gpuperf.bench import captures, records
 from gpuperf.bench.debugging import within_package
 from gpuperf.pages import captures as pages_captures
 from gpuperf.pages.plotting import short_gpu_name
@@ -554,22 +553,7 @@ def in_one_paragraph() -> Paragraph:
         "a device-side assertion catches the access, compute-sanitizer catches it where it lands "
         "outside every allocation, and the compiled code says what the kernel really does."
     ]
-    notes, missing = [], []
-    for name, sentence in (
-        (SANITIZER, _sanitizer_sentence),
-        (ASSERT, _assert_sentence),
-        (COMPILED, _compiled_sentence),
-    ):
-        capture, found = pages_captures.load(name)
-        if capture is None:
-            missing.append(name)
-            continue
-        notes += found
-        said = sentence(capture)
-        if said:
-            sentences.append(said)
-    if missing:
-        how = records.advice(captures.command(missing[0]))
-        names = ", ".join(missing)
-        notes.append(f"MISSING: no capture of {names} for {records.reference_gpu()} yet; {how} to take them.")
+    readers = {SANITIZER: _sanitizer_sentence, ASSERT: _assert_sentence, COMPILED: _compiled_sentence}
+    found, notes = pages_captures.load_all(readers)
+    sentences += [readers[name](capture) or "" for name, capture in found.items()]
     return paragraph(*sentences, notes=notes)

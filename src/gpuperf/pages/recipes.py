@@ -22,7 +22,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable, Mapping
 
-from gpuperf.bench import captures, records
+from gpuperf.bench import captures
 from gpuperf.bench.traces import GPU_WORK, union_ms
 from gpuperf.pages import captures as pages_captures
 from gpuperf.pages.plotting import short_gpu_name
@@ -1092,15 +1092,9 @@ def in_one_paragraph() -> Paragraph:
     Returns:
         A :class:`~gpuperf.pages.prose.Paragraph`.
     """
-    clauses, notes, missing, gpu = [], [], [], None
-    for name in RECIPES:
-        capture, found = pages_captures.load(name)
-        if capture is None:
-            missing.append(name)
-            continue
-        notes += found
-        gpu = gpu or short_gpu_name(capture["provenance"]["gpu"])
-        clauses.append(headline(capture))
+    found, notes = pages_captures.load_all(RECIPES)
+    clauses = [headline(capture) for capture in found.values()]
+    gpu = short_gpu_name(next(iter(found.values()))["provenance"]["gpu"]) if found else None
     sentences = []
     if clauses:
         sentences.append(
@@ -1110,11 +1104,5 @@ def in_one_paragraph() -> Paragraph:
         sentences.append(
             "No recipe has been measured on this page's GPU yet: each section below says what "
             "its measurement will show, and the note below how to take them."
-        )
-    if missing:
-        how = records.advice(captures.command(missing[0]))
-        notes.append(
-            f"MISSING: no capture of {', '.join(missing)} for {records.reference_gpu()} yet; "
-            f"{how} to take them."
         )
     return paragraph(*sentences, notes=notes)

@@ -200,8 +200,7 @@ def device_table(capture: dict) -> str:
     Raises:
         TypeError, ValueError: ``capture`` is not an ``execution_model`` capture.
     """
-    missing = _missing_part(capture, "device")
-    if missing:
+    if missing := _missing_part(capture, "device"):
         return missing
     warp_size, _ = device_value(capture, "warp_size")
     section = Section("", ["", "value", "reported by"])
@@ -666,8 +665,7 @@ def hierarchy_table(capture: dict) -> str:
     Raises:
         TypeError, ValueError: ``capture`` is not an ``execution_model`` capture.
     """
-    missing = _missing_part(capture, "device")
-    if missing:
+    if missing := _missing_part(capture, "device"):
         return missing
     value = lambda key: device_value(capture, key)[0]
     sms, not_here = value("sms"), "not measured here"
@@ -808,8 +806,7 @@ def plot_copy_sweep(capture: dict) -> str | None:
     Raises:
         TypeError, ValueError: ``capture`` is not an ``execution_model`` capture.
     """
-    missing = _missing_part(capture, "copy_sweep")
-    if missing:
+    if missing := _missing_part(capture, "copy_sweep"):
         return missing
     copy_sweep_figure(capture)
     return None
@@ -827,8 +824,7 @@ def memory_reading(shown: Mapping[str, dict]) -> str:
     """
 
     def write(capture: dict) -> list[str]:
-        missing = _missing_part(capture, "copy_sweep")
-        if missing:
+        if missing := _missing_part(capture, "copy_sweep"):
             return [missing]
         hbm, sizes, peak = _ceilings(capture), _sweep(capture), _resident_peak(capture)
         ceiling = format_rate(hbm.copy_gbps, "GB/s") if hbm is not None else None
@@ -947,8 +943,7 @@ def launch_table(capture: dict) -> str:
     Raises:
         TypeError, ValueError: ``capture`` is not an ``execution_model`` capture.
     """
-    missing = _missing_part(capture, "launch")
-    if missing:
+    if missing := _missing_part(capture, "launch"):
         return missing
     hbm = _ceilings(capture)
     moved = "HBM moves meanwhile" + (f" (at {format_rate(hbm.copy_gbps, 'GB/s')})" if hbm else "")
@@ -984,8 +979,7 @@ def launch_reading(shown: Mapping[str, dict]) -> str:
     """
 
     def write(capture: dict) -> list[str]:
-        missing = _missing_part(capture, "launch")
-        if missing:
+        if missing := _missing_part(capture, "launch"):
             return [missing]
         timings, hbm, said = _launch_timings(capture), _ceilings(capture), []
         host, gpu = timings.get("host_jit"), timings.get("gpu_graph")

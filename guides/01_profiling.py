@@ -155,7 +155,7 @@ for capture in launch.values():
 # ``torch.softmax``'s host time per call. A profile of the call in Python
 # (``cProfile``, then reading Triton's launcher) showed where the time went:
 # computing the grid with ``triton.cdiv`` and ``triton.next_power_of_2``
-# (constexpr-function wrappers, several microseconds each; replaced by plain
+# (constexpr-function wrappers, a few microseconds each; replaced by plain
 # Python, :mod:`gpuperf.kernels._grid`), and ``kernel[grid](...)`` itself,
 # which binds the arguments, recomputes Triton's specialization key and looks
 # the binary up on every call. :class:`gpuperf.kernels.launch.Launcher` keeps
@@ -168,7 +168,10 @@ for capture in launch.values():
 # tensor descriptors, and the Gluon kernels, all over the same ``Launcher``.
 # The host-time benchmark keeps the before and the after
 # in the same record: ``triton_jit`` is the same wrapper launching through
-# ``kernel[grid]``, the path before the change.
+# ``kernel[grid]``, the path before the change; ``triton`` is the wrapper with its
+# cached launch and ``torch`` the PyTorch op. The table's last column divides
+# PyTorch's time by ours (below 1x, ours takes longer), the other way round from
+# the target table further down.
 
 from gpuperf.bench.catalog import HOST_OVERHEAD
 from gpuperf.pages import show
@@ -181,11 +184,12 @@ print(profiling.host_time_per_call(host))
 
 # %%
 # The ops a model calls in a loop have a target: at most 1.2 times the host time
-# of the PyTorch op a user would call instead, so that a decode step or a short
-# prompt built of these kernels is not host-bound where PyTorch's is not.
+# of the PyTorch op a user would call instead, so that a :term:`decode` step or a
+# short prompt built of these kernels is not host-bound where PyTorch's is not.
 # ``attention_train`` is one training step's attention, forward and backward,
-# against SDPA's. Host times on a shared virtual machine move by tens of percent
-# from run to run, so read the ratios within one run, never across runs:
+# against :term:`SDPA`'s. Host times on a shared virtual machine move by tens of
+# percent from run to run, and even a ratio moves between runs: compare times
+# only within one run, and read a ratio near its target as too close to call:
 
 from gpuperf.pages.host import targets_reading, targets_table
 
@@ -198,12 +202,13 @@ print(targets_reading(host))
 # call's key, the output's allocation and the launch itself. A call that
 # autograd records (grad mode on, an input that requires grad) pays more: it
 # reaches its plan through a ``torch.autograd.Function``, which keeps what the
-# backward needs, and the backward's own launches come on top. Where the training step's
-# microseconds go, each part timed alone with the same timer:
+# backward needs, and the backward's own launches come on top. Where the training
+# step's microseconds go, each part timed alone with the same timer, in a run of
+# its own:
 
 from gpuperf.pages.host import show_training_step
 
-show_training_step()
+show_training_step(host)
 
 # %%
 # 3. ``torch.profiler`` on a training step

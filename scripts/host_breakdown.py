@@ -47,8 +47,8 @@ def _parts(op, tensors: tuple, reference) -> dict[str, float]:
 def _attention_train_parts() -> dict[str, float]:
     """The attention training step of host_overhead (forward and backward of (1, 8, 128, 64)
     float16), split: the forward alone without autograd (a plan's replay), the forward that
-    autograd records (the registered op, through the dispatcher's autograd kernel), then the
-    backward added; and the same three for SDPA."""
+    autograd records (one torch.autograd.Function whose forward replays the registered op's
+    plan), then the backward added; and the same three for SDPA."""
     from gpuperf.bench.catalog import HOST_OVERHEAD
     from gpuperf.bench.catalog.host import ATTENTION_SHAPE
     from gpuperf.kernels import attention

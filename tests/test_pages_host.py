@@ -85,6 +85,22 @@ def test_a_recorded_forward_timed_faster_than_the_plain_one_reads_as_nothing_mea
     text = reading.replace("\n", " ")
     assert "nothing measurable to SDPA (its recorded forward timed 4 µs faster)" in text
     assert "-4" not in text
+    assert "so SDPA's 4 µs is noise" in text
+
+
+def test_the_reading_sets_the_capture_beside_the_records_step_as_another_run(host):
+    capture = _breakdown((20.0, 85.0, 325.0), (21.0, 26.0, 210.0))
+    capture["provenance"] = {"gpu": "NVIDIA H100 80GB HBM3"}
+    text = host_page.training_step_reading(capture, host).replace("\n", " ")
+    gpu = next(g for g in host.gpus() if g.folder == "nvidia-h100-80gb-hbm3")
+    ours, theirs = gpu.values("triton")["attention_train"], gpu.values("torch")["attention_train"]
+    assert f"325 µs ours and 210 µs SDPA's ({325 / 210:.2f}×)" in text
+    assert f"attention_train step, {ours:.0f} and {theirs:.0f} µs ({ours / theirs:.2f}×)" in text
+    assert f"({HOST_OVERHEAD.host_calls('attention_train')} calls a round) in another run" in text
+    # Without the record, or for a GPU the record does not have, no such sentence.
+    assert "run of its own" not in host_page.training_step_reading(capture)
+    capture["provenance"] = {"gpu": "NVIDIA B200"}
+    assert "run of its own" not in host_page.training_step_reading(capture, host)
 
 
 def test_another_capture_is_refused_by_name():

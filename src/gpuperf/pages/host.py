@@ -89,9 +89,9 @@ def targets_reading(result: Result, targets: dict[str, float] | None = None) -> 
 BREAKDOWN = "host_breakdown"
 #: The attention training step's parts in the capture: (ours, SDPA's), each ``(name, what)``.
 TRAINING_PARTS = (
-    ("forward, no autograd", "the forward alone, no gradient recorded (a plan's replay)"),
-    ("forward, recorded", "the forward that autograd records"),
-    ("forward + backward", "the forward recorded, then autograd.grad through the backward"),
+    ("forward, no autograd", "the forward under torch.no_grad() (ours: a plan's replay)"),
+    ("forward, recorded", "the forward with q, k, v requiring grad: autograd records it"),
+    ("forward + backward", "the recorded forward, then torch.autograd.grad through the backward"),
 )
 
 
@@ -114,9 +114,12 @@ def training_step_table(capture: dict) -> str:
     return render([section])
 
 
-def training_step_reading(capture: dict) -> str:
+def training_step_reading(capture: dict, host: Result | None = None) -> str:
     """One paragraph read off :func:`training_step_table`'s numbers: what recording the
-    forward costs ours and SDPA, and what the backward adds. Raises as that function does."""
+    forward costs ours and SDPA, what the backward adds, and how the capture's whole step
+    compares with the ``attention_train`` row of ``host`` (the ``host_overhead`` result,
+    another run of the same step), where ``host`` has that row for the capture's GPU.
+    Raises as :func:`training_step_table` does, and as :func:`targets_table` for ``host``."""
     parts = page_captures.capture_payload(capture, BREAKDOWN)["us_per_call"]["attention_train"]
 
     def added(prefix: str) -> tuple[float, float]:
@@ -129,22 +132,39 @@ def training_step_reading(capture: dict) -> str:
     def added_to(us: float, whose: str) -> str:
         if us >= 0:
             return f"{us:.0f} µs per call to {whose}"
-        # Parts timed seconds apart on a shared machine: the noise can exceed a small cost.
         return f"nothing measurable to {whose} (its recorded forward timed {-us:.0f} µs faster)"
 
+    negative = [(whose, -us) for whose, us in (("ours", ours_record), ("SDPA's", sdpa_record)) if us < 0]
+    if negative:
+        # Recording cannot make a call cheaper: the difference is the noise between two parts.
+        whose, us = negative[0]
+        noise = (
+            f"Recording cannot make a call cheaper, so {whose} {us:.0f} µs is noise, and it shows "
+            "how far two parts of this table can drift apart: each part is timed on its own, "
+            "seconds after the one before. Read recording's cost as tens of microseconds at "
+            "most, and the backward's hundreds as the finding. "
+        )
+    else:
+        noise = (
+            "Each part is timed on its own, seconds apart, and host times on a shared machine "
+            "move by tens of percent between runs, so read the differences to the nearest tens "
+            "of microseconds. "
+        )
     text = (
         f"Recording the forward adds {added_to(ours_record, 'ours')} and "
         f"{added_to(sdpa_record, 'SDPA')}; the backward then adds {ours_backward:.0f} µs to "
-        f"ours and {sdpa_backward:.0f} µs to SDPA. Each part is timed on its own, seconds "
-        "apart, and host times on a shared machine move by tens of percent between runs, so "
-        "read the differences to the nearest tens of microseconds. "
-        "Our recorded call still launches from a plan, but takes a longer way: the "
+        f"ours and {sdpa_backward:.0f} µs to SDPA. "
+        + noise
+        + _against_the_record(capture, parts, host)
+        + "Our recorded call still launches from a plan, but takes a longer way: the "
         "public call computes its key, sees that autograd records it and runs a Python "
-        "torch.autograd.Function whose forward calls the registered op's eager call (which "
-        "computes the key a second time and replays the plan that also saves the log-sum-exp), "
-        "then keeps q, k, v, the output and the log-sum-exp for the backward. Our backward is "
-        "Python too: the Function's backward calls attention_backward, an op with plans of its "
-        "own, which launches three kernels. SDPA records a C++ node: "
+        "torch.autograd.Function (it appears as gpuperf_attentionBackward in a profile) whose "
+        "forward calls the registered op's eager call (which computes the key a second time "
+        "and replays the registered op's plan, whose kernel also writes the log-sum-exp: each "
+        "query row's log of its softmax denominator, from which the backward recomputes the "
+        "probabilities), then keeps q, k, v, the output and the log-sum-exp for the backward. "
+        "Our backward is Python too: the Function's backward calls attention_backward, an op "
+        "with plans of its own, which launches three kernels. SDPA records a C++ node: "
         "scaled_dot_product_attention picks a fused kernel (flash, memory-efficient or cuDNN "
         "attention), and that kernel's autograd node is C++ that PyTorch generates from "
         "derivatives.yaml."
@@ -152,11 +172,39 @@ def training_step_reading(capture: dict) -> str:
     return textwrap.fill(text, 88)
 
 
-def show_training_step() -> page_captures.Shown:
+def _against_the_record(capture: dict, parts: dict, host: Result | None) -> str:
+    """The sentence that sets the capture's whole step beside ``host``'s ``attention_train``
+    row on the capture's GPU: two runs of the same step, never to be compared part by part;
+    empty where ``host`` has no such row."""
+    if host is None:
+        return ""
+    check_result(host, HOST_OVERHEAD)
+    folder = page_captures.gpu_folder(capture)
+    for gpu in host.gpus():
+        if gpu.folder != folder:
+            continue
+        ours, theirs = gpu.values("triton").get("attention_train"), gpu.values("torch").get("attention_train")
+        if not ours or not theirs:
+            return ""
+        step, sdpa_step = parts["forward + backward"], parts["SDPA forward + backward"]
+        calls = HOST_OVERHEAD.host_calls("attention_train")
+        return (
+            f"This table is a run of its own, not the host_overhead record above: its forward + "
+            f"backward, {step:.0f} µs ours and {sdpa_step:.0f} µs SDPA's ({step / sdpa_step:.2f}×), "
+            f"is the record's attention_train step, {ours:.0f} and {theirs:.0f} µs "
+            f"({ours / theirs:.2f}×), timed again the same way ({calls} calls a round) in another "
+            "run. Compare the parts within this table, never with the record. "
+        )
+    return ""
+
+
+def show_training_step(host: Result | None = None) -> page_captures.Shown:
     """Print every GPU's ``host_breakdown`` capture of the attention training step: the table
-    (:func:`training_step_table`) and its reading (:func:`training_step_reading`)."""
+    (:func:`training_step_table`) and its reading (:func:`training_step_reading`, set beside
+    ``host``, the ``host_overhead`` result the page shows, where given)."""
     return page_captures.show(
-        BREAKDOWN, lambda capture: training_step_table(capture) + "\n\n" + training_step_reading(capture)
+        BREAKDOWN,
+        lambda capture: training_step_table(capture) + "\n\n" + training_step_reading(capture, host),
     )
 
 

@@ -114,7 +114,7 @@ def host_time_per_call(result: Result, ops=("vector_add", "softmax", "matmul")) 
                 continue
             lines.append(
                 f"  {op}: {before:.1f} µs per call through kernel[grid], {ours:.1f} µs "
-                f"through the cached launch ({before / ours:.1f}x less), "
+                f"through the cached launch ({before / ours:.1f}x faster), "
                 f"PyTorch's op {torch_us:.1f} µs"
             )
     return _wrap(lines)

@@ -24,13 +24,13 @@ def _verdict(ratio: float, target: float) -> Cell:
     return Cell(f"missed by {100 * (ratio / target - 1):.0f}%", ratio / target - 1)
 
 
-def _per_gpu(result: Result, targets: dict[str, float]):
+def _per_gpu(result: Result, ops):
     """``(gpu, {op: (ours µs, PyTorch µs)})`` for each GPU of a ``host_overhead`` result,
-    over the ops of ``targets`` with both times."""
+    over the ``ops`` (names, or a dict keyed by them) with both times."""
     check_result(result, HOST_OVERHEAD)
     for gpu in result.gpus():
         ours, theirs = gpu.values("triton"), gpu.values("torch")
-        yield gpu, {op: (ours[op], theirs[op]) for op in targets if ours.get(op) and theirs.get(op)}
+        yield gpu, {op: (ours[op], theirs[op]) for op in ops if ours.get(op) and theirs.get(op)}
 
 
 def targets_table(result: Result, targets: dict[str, float] | None = None) -> str:
@@ -178,14 +178,11 @@ def _against_the_record(capture: dict, parts: dict, host: Result | None) -> str:
     empty where ``host`` has no such row."""
     if host is None:
         return ""
-    check_result(host, HOST_OVERHEAD)
     folder = page_captures.gpu_folder(capture)
-    for gpu in host.gpus():
-        if gpu.folder != folder:
+    for gpu, times in _per_gpu(host, ("attention_train",)):
+        if gpu.folder != folder or "attention_train" not in times:
             continue
-        ours, theirs = gpu.values("triton").get("attention_train"), gpu.values("torch").get("attention_train")
-        if not ours or not theirs:
-            return ""
+        ours, theirs = times["attention_train"]
         step, sdpa_step = parts["forward + backward"], parts["SDPA forward + backward"]
         calls = HOST_OVERHEAD.host_calls("attention_train")
         return (

@@ -18,10 +18,12 @@ Profiling: timing GPU code without fooling yourself, and finding out why it is s
   ``torch.utils.cpp_extension.load_inline`` and compare it with Triton and
   PyTorch on the same op, a row mean.
 
-Every table, counter and trace below was produced in one run of ``python
-scripts/profile_capture.py`` on an H100 and committed as *captures*: JSON files
-with the same provenance as the benchmark records (GPU, driver, CUDA, torch,
-triton, gpuperf commit, date, method). This page reads them, so it builds on a
+Every table, counter and trace below was measured on an H100 (by ``python
+scripts/profile_capture.py``, ``python scripts/host_breakdown.py`` and the
+benchmarks) and committed as *captures* or benchmark records: JSON files with their
+provenance (GPU, driver, CUDA, torch, triton, gpuperf commit, date, method),
+printed under each table. They come from several runs: compare numbers within one
+table. This page reads them, so it builds on a
 machine without a GPU and still shows real output.
 :func:`gpuperf.pages.captures.show` prints each GPU's capture through a function
 of :mod:`gpuperf.pages.profiling`, then where and when it was taken, and a note
@@ -394,8 +396,8 @@ print(profiling.row_mean_ranking(means))
 # per row to schedule) dominate. The Triton kernel packs several short rows into
 # one program instead. On long rows all three stream close to the stream
 # bandwidth, since a memory-bound op needs only to read every byte once with
-# coalesced loads and keep enough of them in flight. The counters in the next
-# section show the difference at 4096 columns.
+# coalesced loads and keep enough of them in flight. The next section asks ncu
+# about all three at 4096 columns.
 
 # %%
 # 5. Nsight Compute: *why* is it slow?
@@ -445,12 +447,12 @@ for capture in ncu.values():
 # reads stream. PyTorch's mean launches few, large blocks, less than one wave: its
 # blocks spread over the SMs as the line above says, each SM holding fewer than it
 # could, so its achieved occupancy is low, fewer loads are in flight to hide
-# DRAM's latency, and its DRAM throughput is the lowest. Our Triton row mean
-# streams a little below the CUDA one, at lower occupancy: its registers (a
-# 4096-element float32 tile of partial sums per program) cap how many programs fit
-# on an SM. A smaller tile would raise the occupancy, and ncu would tell whether
-# that pays. For the matmuls the question is the tensor pipe's activity, and the
-# gap between ours and cuBLAS is the one tutorial 03 measures.
+# DRAM's latency, and its DRAM throughput is the lowest. Under ncu our Triton row
+# mean streams as fast as the CUDA one (the line above) at lower occupancy: its
+# registers (a 4096-element float32 tile of partial sums per program) cap how
+# many programs fit on an SM. A smaller tile would raise the occupancy, and ncu
+# would tell whether that pays. For the matmuls the question is the tensor pipe's
+# activity, and the gap between ours and cuBLAS is the one tutorial 03 measures.
 #
 # Registers and spills need no profiler: Triton's compiler reports them. Launching a
 # ``@triton.jit`` kernel returns the compiled kernel, whose ``n_regs`` and

@@ -226,3 +226,16 @@ def test_load_all_keeps_the_captures_there_and_one_note_for_those_missing(tmp_pa
     assert (
         note.startswith("MISSING: no capture of timing_methods, launch_bound for ") and "to take them" in note
     )
+
+
+def test_load_all_says_a_malformed_capture_is_malformed_not_missing(tmp_path, monkeypatch):
+    from gpuperf.bench import captures, records
+
+    monkeypatch.setenv("GPUPERF_MEASUREMENTS", str(tmp_path))
+    path = captures.capture_path("launch_bound", records.REFERENCE_GPU, tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    found, notes = pages_captures.load_all(("timing_methods", "launch_bound"))
+    assert found == {}
+    assert [n.split(":")[0] for n in notes] == ["MALFORMED", "MISSING"]
+    assert "timing_methods" in notes[1] and "launch_bound" not in notes[1]

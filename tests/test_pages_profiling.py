@@ -128,7 +128,7 @@ def test_key_averages_table_sorts_by_cuda_time():
             "cuda_memory_bytes": 0,
             "self_cuda_memory_bytes": mem,
         }
-        for name, cuda, mem in [("small", 1.0, 0), ("big", 90.0, -2e6), ("x" * 80, 5.0, None)]
+        for name, cuda, mem in [("small", 1.0, 0), ("big", 90.0, -2 * 2**20), ("x" * 80, 5.0, None)]
     ]
     text = profiling.key_averages_table(capture("torch_profiler", {"key_averages": rows}), limit=2)
     body = [line.split()[0] for line in text.splitlines()[2:]]

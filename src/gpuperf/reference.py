@@ -412,7 +412,8 @@ def sort_by_expert(experts: torch.Tensor, num_experts: int) -> tuple[torch.Tenso
     ``order`` ``(T * k,)`` int64, the flat positions ``t * k + j`` sorted by expert (stable:
     tokens in order within an expert), so expert-sorted row ``i`` is token ``order[i] // k``;
     ``offs`` ``(num_experts,)`` int32, the cumulative row ends (``offs[e] - offs[e-1]``
-    pairs went to expert ``e``). On ``experts``' device, no host synchronization.
+    pairs went to expert ``e``). On ``experts``' device; on CUDA ``torch.bincount`` reads the
+    indices' minimum and maximum back to the host (a synchronization per call).
     """
     flat = experts.reshape(-1)
     order = torch.argsort(flat, stable=True)

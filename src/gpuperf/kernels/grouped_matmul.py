@@ -3,8 +3,9 @@
 A Mixture-of-Experts layer sends each token to a few of ``E`` experts. With the token rows
 sorted by expert into ``a`` (``M_total x K``), expert ``e`` owns the rows
 ``offs[e-1] .. offs[e]`` (``offs[-1]`` read as 0) and multiplies them by its own weight
-``b[e]`` (``K x N``). A loop over experts launches ``E`` small matmuls, each too small to
-fill the GPU, and the host pays a launch per expert. Here one launch does them all:
+``b[e]`` (``K x N``). A loop over experts launches ``E`` matmuls and the host pays a launch
+per expert; with many experts (Qwen3-30B-A3B's 128, DeepSeek-V3's 256) each is too small
+to fill the GPU. Here one launch does them all:
 
 * **The work list.** Each expert's output is cut into tiles of ``BLOCK_M x BLOCK_N``; the
   tiles of all experts are numbered in one flat list, expert by expert (within an expert in
@@ -14,10 +15,11 @@ fill the GPU, and the host pays a launch per expert. Here one launch does them a
   many tiles and an expert with none has none, so uneven groups spread over all SMs
   instead of leaving the SMs of small experts idle while a large one finishes.
 * **The schedule on the device.** Where the tiles lie depends on ``offs``, which lives on
-  the GPU. Each program walks the ``E`` offsets (``E`` scalar loads, from L2 after the
-  first program) and counts each expert's tiles as it goes, so the list is never written
-  down: no host synchronization to read ``offs`` (``.item()`` or ``.tolist()`` would wait
-  for the GPU, every call), and no second kernel writing a schedule into a workspace. The
+  the GPU. Each program reads the ``E`` offsets itself (the pointer kernel one by one as it
+  walks the experts, the TMA kernel once, as a vector; from L2 after the first program) and
+  finds each expert's tiles from them, so the list is never written down: no host
+  synchronization to read ``offs`` (``.item()`` or ``.tolist()`` would wait for the GPU,
+  every call), and no second kernel writing a schedule into a workspace. The
   grid size needs no offsets either: it is bounded by the tiles there can be,
   ``(ceil(M_total / BLOCK_M) + E) * ceil(N / BLOCK_N)``.
 
@@ -296,8 +298,9 @@ def grouped_matmul_config(a: torch.Tensor, b: torch.Tensor | None = None) -> Gro
     """The config :func:`grouped_matmul` launches with on ``a``'s device: the interpreter's
     small tile on the CPU; on a GPU with TMA, where descriptors can describe ``a`` and ``b``
     (:func:`tma_operands`), :data:`~gpuperf.kernels._moe_configs.GROUPED_MATMUL_TMA_DEFAULT`,
-    or at decode (at most :data:`~gpuperf.kernels._moe_configs.GROUPED_DECODE_ROWS_PER_EXPERT`
-    rows of ``a`` per expert of ``b``)
+    or at decode (``a`` holds at most
+    :data:`~gpuperf.kernels._moe_configs.GROUPED_DECODE_ROWS_PER_EXPERT` rows per expert of
+    ``b`` on average: ``M_total <= R * E``)
     :data:`~gpuperf.kernels._moe_configs.GROUPED_MATMUL_TMA_DECODE`; else
     :data:`~gpuperf.kernels._moe_configs.GROUPED_MATMUL_DEFAULT` (computed pointers)."""
     if not a.is_cuda:
@@ -481,7 +484,10 @@ def grouped_matmul_wgrad(
     ``(M_total, N)`` float16 or bfloat16, any strides; ``offs`` as :func:`grouped_matmul`
     takes it (its rows clamped the same way). One launch, a program per
     ``(K tile, N tile, expert)`` that walks the expert's rows
-    (:data:`~gpuperf.kernels._moe_configs.GROUPED_WGRAD_BLOCKS`). Called by the backward,
+    (:data:`~gpuperf.kernels._moe_configs.GROUPED_WGRAD_BLOCKS`): each expert gets the same
+    programs whatever its rows, so under uneven routing the busiest expert's programs finish
+    last (the schedule :term:`load imbalance` hurts; the forward's flat tile list does not).
+    Called by the backward,
     it checks the dtypes, devices, ranks and row counts of ``a`` and ``grad_out``, and that
     ``offs`` is a 1-D int32 tensor on their device (not its values).
 

@@ -10,8 +10,10 @@ come back weighted by the router::
     y = grouped_matmul(h, W_down, offs)
     out[t] = sum_j weights[t, j] * y[rows[t * k + j]]  (+ the shared expert's SwiGLU of x)
 
-No loop over experts and no host synchronization: one grouped matmul runs every expert's
-rows, the offsets ``offs`` stay on the device. Two sets of operations
+No loop over experts: one grouped matmul runs every expert's rows. With ``ops="gpuperf"``
+nothing synchronizes with the host (the offsets ``offs`` stay on the device); PyTorch's
+``bincount`` reads back to the host, so the ``"torch"`` layer synchronizes once a call and
+cannot be captured in a CUDA graph. Two sets of operations
 (:class:`MoELayer`'s ``ops``):
 
 * ``"gpuperf"``: :func:`~gpuperf.kernels.moe_permute.moe_permute` (a counting sort and a
@@ -30,8 +32,9 @@ a few small kernels either way. :meth:`MoELayer.reference` is the loop over expe
 
 The layer runs forward only: :func:`~gpuperf.kernels.grouped_matmul` has a backward, but
 the permutation, the activation and the combine kernels do not. Block-scaled FP8 expert
-weights (DeepSeek-V3's 128 x 128 blocks) are the next step:
-:meth:`MoELayer.quantized_experts` is where they go.
+weights (DeepSeek-V3's 128 x 128 blocks) are not implemented: the block-scaled FP8
+kernel (:func:`~gpuperf.kernels.matmul_fp8_blockwise`) multiplies one matrix, not a group,
+and :meth:`MoELayer.quantized_experts` raises.
 
 Sources: Jiang et al., "Mixtral of Experts", arXiv:2401.04088; DeepSeek-AI, "DeepSeek-V3
 Technical Report", arXiv:2412.19437, 2.1.2; Hugging Face transformers'
@@ -124,8 +127,9 @@ class MoEConfig:
 MIXTRAL_8X7B = MoEConfig(hidden=4096, ffn=14336, experts=8, top_k=2)
 #: Qwen3-30B-A3B's (Qwen3 Technical Report, arXiv:2505.09388; ``norm_topk_prob`` true).
 QWEN3_30B_A3B = MoEConfig(hidden=2048, ffn=768, experts=128, top_k=8)
-#: DeepSeek-V3's (arXiv:2412.19437, 4.2: 256 routed experts of width 2048, 8 per token
-#: within 4 of 8 groups, one shared expert, routed scaling 2.5).
+#: DeepSeek-V3's (arXiv:2412.19437, 4.2: one shared and 256 routed experts of width 2048,
+#: 8 per token sent to at most 4 nodes; the released config.json: n_group 8, topk_group 4,
+#: routed_scaling_factor 2.5).
 DEEPSEEK_V3 = MoEConfig(
     hidden=7168,
     ffn=2048,

@@ -1,10 +1,11 @@
 """Named parts of a model's step, for a profiler to add up: ``with SECTIONS("router"): ...``.
 
 A model wraps each part of its forward (the router, a matmul, the combine) in its
-:class:`Sections`. Normally that costs nothing: the context is a no-op. Inside
-``with SECTIONS.recording():`` each part opens a ``torch.profiler.record_function`` range
-named ``<prefix><part>``, so a ``torch.profiler`` trace can add the GPU time of every kernel
-launched inside it to that part (:func:`gpuperf.bench.traces.kernel_time_by_range`).
+:class:`Sections`. Normally that costs only a name check and an empty context on the
+host. Inside ``with SECTIONS.recording():`` each part opens a
+``torch.profiler.record_function`` range named ``<prefix><part>``, so a ``torch.profiler``
+trace can add the GPU time of every kernel launched inside it to that part
+(:func:`gpuperf.bench.traces.kernel_time_by_range`).
 Inside ``with SECTIONS.timing() as marks:`` each part records a CUDA event where it starts
 and where it ends instead, and ``marks`` collects ``(part, start, end)``: the GPU time
 between them counts the part's kernels *and* any time the GPU waited for the host to

@@ -69,8 +69,9 @@ def load(name: str, gpu: str | None = None, root: Path | None = None) -> tuple[d
 
 def load_all(names) -> tuple[dict[str, dict], list[str]]:
     """The reference GPU's captures of ``names`` that it has, ``{name: capture}`` in the order
-    given, and their notes (:func:`load`: ``STALE``), then one ``MISSING`` note naming those
-    it lacks and how to take them: what a guide's opening paragraph reads.
+    given, and their notes (:func:`load`: ``STALE``), a ``MALFORMED`` note for each it cannot
+    read, then one ``MISSING`` note naming those it lacks and how to take them (the command
+    of the first: ``names`` should share one): what a guide's opening paragraph reads.
 
     Never raises for a missing or malformed capture: the note says so instead.
     """
@@ -78,7 +79,10 @@ def load_all(names) -> tuple[dict[str, dict], list[str]]:
     for name in names:
         capture, said = load(name)
         if capture is None:
-            missing.append(name)
+            malformed = [note for note in said if note.startswith("MALFORMED")]
+            notes += malformed
+            if not malformed:
+                missing.append(name)
             continue
         notes += said
         found[name] = capture

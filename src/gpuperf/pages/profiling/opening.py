@@ -104,7 +104,8 @@ def _row_mean_sentence(result: Result) -> str:
 
 def _step_sentence(trace: dict) -> str:
     s = last_step_summary(trace)
-    verdict = ": the host set the pace" if s["busy_fraction"] < 0.5 else ""
+    slow = s["busy_fraction"] < 0.5
+    verdict = " under the profiler, which slows the host: the host set the pace" if slow else ""
     return (
         f"In a profiled training step of a bf16 MLP block the GPU was busy "
         f"{percent(s['busy_fraction'])} of the time{verdict}."

@@ -16,13 +16,13 @@ from gpuperf.pages.tables import Cell, Section, render
 def key_averages_table(capture: dict, limit: int = 12, notes=()) -> str:
     """The profiler's ``key_averages()`` rows with the most CUDA time, sorted by it:
     calls, CPU total and self time, CUDA total and self time (µs), and the CUDA
-    memory each allocated itself (MB; negative: freed)."""
+    memory each allocated itself (MiB, as the profiler's table prints them; negative: freed)."""
     rows = sorted(capture["payload"]["key_averages"], key=lambda r: (-(r["cuda_total_us"] or 0), r["name"]))[
         :limit
     ]
     section = Section(
         "",
-        ["name", "calls", "CPU total µs", "self CPU µs", "CUDA total µs", "self CUDA µs", "self CUDA MB"],
+        ["name", "calls", "CPU total µs", "self CPU µs", "CUDA total µs", "self CUDA µs", "self CUDA MiB"],
     )
     for r in rows:
         name = r["name"] if len(r["name"]) <= 60 else r["name"][:57] + "..."
@@ -35,7 +35,7 @@ def key_averages_table(capture: dict, limit: int = 12, notes=()) -> str:
                 Cell(f"{r['self_cpu_us']:,.0f}", r["self_cpu_us"]),
                 Cell(f"{r['cuda_total_us']:,.0f}", r["cuda_total_us"]),
                 Cell(f"{r['self_cuda_us']:,.0f}", r["self_cuda_us"]),
-                Cell("-") if mem is None else Cell(f"{mem / 1e6:,.1f}", mem),
+                Cell("-") if mem is None else Cell(f"{mem / 2**20:,.1f}", mem),
             ]
         )
     return render([section], notes)

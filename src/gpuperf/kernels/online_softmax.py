@@ -7,7 +7,7 @@ the keys and values past it in tiles of ``BLOCK_N``. It never holds a whole row 
 it keeps, per row, the largest score seen so far ``m``, the sum ``l`` of the exponentials
 taken relative to ``m``, and the output accumulator ``acc`` (``BLOCK_M x D``, float32),
 weighted the same way. For each tile of keys ``K_j`` and values ``V_j``, in base 2 (the scale
-``qk_scale`` holds ``log2 e``, so ``exp2`` is the hardware instruction):
+``qk_scale`` holds ``log2 e``, so ``exp2`` is the hardware instruction)::
 
     S     = Q K_jᵀ · qk_scale                       (BLOCK_M x BLOCK_N)
     m_new = max(m, rowmax(S))
@@ -19,13 +19,17 @@ weighted the same way. For each tile of keys ``K_j`` and values ``V_j``, in base
 
 After the last tile, ``O = acc / l`` and the row's log-sum-exp (base 2) is ``m + log2 l``;
 each kernel writes those itself. Source: Dao, "FlashAttention-2: Faster Attention with
-Better Parallelism and Work Partitioning" (arXiv:2307.08691), Algorithm 1, lines 8 to 10
-(the unnormalized accumulator, divided by ``l`` once at the end); the rescaling is Milakov
-and Gimelshein's online normalizer (arXiv:1805.02867), tutorial 02's long-row softmax.
+Better Parallelism and Work Partitioning" (arXiv:2307.08691), Algorithm 1's inner loop over
+key blocks (the unnormalized accumulator, divided by ``l`` once at the end); the rescaling
+is Milakov and Gimelshein's online normalizer (arXiv:1805.02867), tutorial 02's long-row
+softmax.
 
-:func:`online_softmax_tiles` is a ``@triton.jit`` function (call it from a kernel; Triton
-inlines it), with constexpr flags for what the two kernels mask differently; each flag
-that is off costs nothing in the compiled code.
+``online_softmax_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_n,
+n_keys, last, qk_scale, start, end, BLOCK_N, MASK_KEYS=False, CAUSAL=False,
+LAST_IN_RANGE=False, EMPTY_ROWS=False)`` is a ``@triton.jit`` function: a kernel calls it
+and Triton inlines it. Its constexpr flags say what the two kernels mask differently (its
+docstring gives each argument's shape and each flag's meaning); a flag that is off
+compiles to nothing.
 """
 
 from __future__ import annotations

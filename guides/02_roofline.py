@@ -148,14 +148,14 @@ print(readings.roofs(places))
 # at the ideal intensity and sits below its roof by the extra traffic. The
 # distance is the waste. The letters mark the three kernels read below.
 
-for place in places:
+for place in readings.charted(places):
     roofline_plot.overview(place, shared=places, marks=readings.MARKS)
 
 # %%
 # The compute-bound corner, where the matmuls and attention crowd together, gets
 # a figure of its own per GPU, with the roofs' values:
 
-for place in places:
+for place in readings.charted(places):
     roofline_plot.compute_bound(place, shared=places, marks=readings.MARKS)
 
 # %%

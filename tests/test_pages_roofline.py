@@ -420,7 +420,9 @@ def test_every_committed_rate_row_is_placed_or_accounted_for(gpu):
             # Each point follows from the row's own work and time, and agrees with its metric.
             rate = p.gbps if record["metric"] == "GB/s" else p.tflops
             assert rate == pytest.approx(row["value"])
-    assert len(placement.points) == expected_points > 0
+    assert len(placement.points) == expected_points
+    # The reference GPU places every record; another may hold none current (all skipped).
+    assert expected_points > 0 or gpu != records.reference_gpu()
     assert sum(n for _, _, n in placement.skipped) == expected_skipped
 
 
@@ -470,6 +472,8 @@ READ_HEAVY = {
 @pytest.mark.parametrize("gpu", GPUS)
 def test_no_table_row_is_above_its_roof_beyond_the_spread_but_read_heavy_streams(gpu, monkeypatch):
     placement = load_gpu(gpu)
+    if not placement.points:
+        pytest.skip(f"{gpu} holds no current record to place")
     shown = [s.largest for s in chart_series(placement) if s.role != "other"]
     beyond = [p for p in shown if placement.beyond_roof(p)]
     # Every row read against a compute peak is within its roof and the spreads; only
@@ -548,6 +552,8 @@ def test_charts_of_the_committed_records_are_legible(gpu, figure):
 
     placements = [load_gpu(g) for g in GPUS]
     placement = placements[GPUS.index(gpu)]
+    if not placement.points:
+        pytest.skip(f"{gpu} holds no current record to place (the guide draws no chart for it)")
     fig = getattr(roofline_plot, figure)(placement, shared=placements, marks=MARKS)
     assert overlapping_texts(fig) == []
     (legend,) = fig.legends
@@ -572,8 +578,9 @@ def test_charts_refuse_a_gpu_without_points():
 
 
 def test_a_gpu_whose_shortest_kernel_does_real_work_has_no_launch_floor():
-    # The H200's current records are attention's alone: its shortest call is no launch floor.
-    for placement in (load_gpu(g) for g in GPUS):
+    # A GPU whose current records are attention's alone (the H200's, at times) has no call
+    # short enough to be a launch floor. A GPU with no current record has no point at all.
+    for placement in (p for p in (load_gpu(g) for g in GPUS) if p.points):
         floor = min(p.ms for p in placement.points)
         assert (placement.launch_floor_ms() is None) == (floor > MAX_LAUNCH_FLOOR_MS)
 

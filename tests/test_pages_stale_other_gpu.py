@@ -3,10 +3,11 @@ it still render, and leave that GPU out of what they say about that kernel."""
 
 import json
 
+import matplotlib.pyplot as plt
 import pytest
 
 from gpuperf.bench import catalog, records
-from gpuperf.pages import roofline, strategy
+from gpuperf.pages import roofline, roofline_plot, strategy
 from gpuperf.pages import roofline_readings as readings
 from gpuperf.pages import vector_add as vector_add_page
 from gpuperf.pages.plotting import short_gpu_name
@@ -102,3 +103,25 @@ def test_a_stale_record_on_another_gpu_leaves_that_gpu_out_of_its_kernel(bench, 
     assert (f"On the {name}," in text) == (gpu in gpus_with_current(catalog.VECTOR_ADD))
     if bench == "vector_add":
         assert f"On the {name}," not in text
+
+
+def test_a_gpu_whose_every_record_is_stale_gets_no_chart(tmp_path, monkeypatch):
+    gpu = _other_gpu()
+    root = copy_measurements(tmp_path, monkeypatch)
+    for path in root.glob(f"{gpu}/*.json"):
+        record = json.loads(path.read_text())
+        if isinstance(record, dict) and isinstance(record.get("sources"), dict) and record.get("rows"):
+            path.write_text(json.dumps(with_changed_source(record)))
+    places = readings.placements()
+    stale = next(p for p in places if p.slug == gpu)
+    assert not stale.points
+    charted = readings.charted(places)
+    assert stale not in charted
+    assert [p.slug for p in charted] == [p.slug for p in places if p.points]
+    assert records.reference_gpu() in [p.slug for p in charted]
+    # The guide's charts draw for every GPU charted, on axes shared with the rest.
+    for place in charted:
+        for draw in (roofline_plot.overview, roofline_plot.compute_bound):
+            figure = draw(place, shared=places, marks=readings.MARKS)
+            assert figure.axes
+            plt.close(figure)

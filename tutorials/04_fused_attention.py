@@ -113,10 +113,13 @@ print(page.naive_vs_fused(forward, memory))
 # the backward uses as it is. FlashAttention-2
 # (Dao, 2023) puts the query tile in the outer loop, as here, so each program
 # writes its own rows and needs no synchronisation. The loop over one range of
-# key tiles:
+# key tiles, which the decode step of :doc:`tutorial 07 <07_transformer_layer>`
+# shares (its flags ``LAST_IN_RANGE`` and ``EMPTY_ROWS`` are the decode step's;
+# the forward leaves them off, and a constexpr flag that is off compiles to
+# nothing):
 #
-# .. literalinclude:: ../../src/gpuperf/kernels/attention.py
-#    :pyobject: _forward_tiles
+# .. literalinclude:: ../../src/gpuperf/kernels/online_softmax.py
+#    :pyobject: online_softmax_tiles
 #
 # Three details make it fast:
 #

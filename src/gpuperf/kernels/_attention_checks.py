@@ -1,4 +1,5 @@
-"""The argument checks that every attention forward shares (Triton's and Gluon's).
+"""The argument checks that every attention shares (the forward, Triton's and Gluon's, and the
+decode step).
 
 ``attention(q, k, v, *, causal, scale)`` takes SDPA's layout: ``q`` is ``(B, H, S_q, D)``,
 ``k`` and ``v`` are ``(B, H_kv, S_k, D)`` with ``H`` a multiple of ``H_kv`` (grouped-query
@@ -30,14 +31,7 @@ def check_attention(q, k, v, causal, scale, head_dims) -> float:
             finite, or the tensors are on different devices.
     """
     check_tensors(("q", "k", "v"), (q, k, v), HALF_DTYPES)
-    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
-        raise ValueError(
-            "q, k and v must be 4-D (batch, heads, sequence, head dim), got "
-            f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
-        )
-    if k.shape != v.shape:
-        raise ValueError(f"k and v must have the same shape, got k {tuple(k.shape)} and v {tuple(v.shape)}")
-    _, _, seq_q, head_dim, _, seq_k = check_heads(q, k, "k", head_dims)
+    _, _, seq_q, head_dim, _, seq_k = check_shapes(q, k, v, head_dims)
     if seq_k == 0:
         raise ValueError("k and v must hold at least one key (S_k = 0: the softmax would be over nothing)")
     if type(causal) is not bool:
@@ -47,6 +41,35 @@ def check_attention(q, k, v, causal, scale, head_dims) -> float:
             f"causal=True needs as many queries as keys (S_q == S_k), got S_q {seq_q} and S_k {seq_k}"
         )
     return check_scale(scale, head_dim)
+
+
+def check_shapes(
+    q, k, v, head_dims, k_name: str = "k", v_name: str = "v", keys: str = "S_k"
+) -> tuple[int, int, int, int, int, int]:
+    """Check the shapes of attention's tensors (of any attention: the forward's keys, or a
+    KV cache): ``q`` (B, H, S_q, D), ``k`` and ``v`` (B, H_kv, S_k, D), all 4-D, ``k`` and
+    ``v`` of one shape, then :func:`check_heads`; return ``(B, H, S_q, D, H_kv, S_k)``.
+
+    Args:
+        q, k, v: tensors (their types and dtypes already checked).
+        head_dims: the head dims ``D`` the kernel supports.
+        k_name, v_name: what the messages call ``k`` and ``v`` (``"k_cache"``, say).
+        keys: what the messages call the keys' sequence length (``"S_max"``, say).
+
+    Raises:
+        ValueError: naming the rule broken and the shapes.
+    """
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        raise ValueError(
+            f"q must be (B, H, S_q, D) and {k_name}, {v_name} (B, H_kv, {keys}, D): each must be 4-D, got "
+            f"q {tuple(q.shape)}, {k_name} {tuple(k.shape)}, {v_name} {tuple(v.shape)}"
+        )
+    if k.shape != v.shape:
+        raise ValueError(
+            f"{k_name} and {v_name} must have the same shape, got "
+            f"{k_name} {tuple(k.shape)} and {v_name} {tuple(v.shape)}"
+        )
+    return check_heads(q, k, k_name, head_dims)
 
 
 def check_heads(q, k, k_name: str, head_dims) -> tuple[int, int, int, int, int, int]:
@@ -89,3 +112,6 @@ def check_scale(scale, head_dim: int) -> float:
     if not (math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be positive and finite, got {scale}")
     return float(scale)
+
+
+__all__ = ["check_attention", "check_heads", "check_scale", "check_shapes"]

@@ -4,7 +4,8 @@
 to memory. Each forward program keeps one ``BLOCK_M x D`` tile of Q on chip and
 streams K and V past it in tiles of ``BLOCK_N`` keys; the softmax is computed
 online (tutorial 02's long-row kernel): a running row maximum ``m`` and row sum
-``l`` are rescaled whenever ``m`` grows, and so is the output accumulator. Only
+``l`` are rescaled whenever ``m`` grows, and so is the output accumulator
+(:mod:`gpuperf.kernels.online_softmax`, which the decode step shares). Only
 ``O`` and the log-sum-exp of each row (``m + log2 l``, 4 bytes a row) are written.
 
 The backward pass recomputes the probabilities ``P = exp2(Q Kᵀ · scale · log2 e - lse)``
@@ -38,65 +39,10 @@ from gpuperf.kernels._attention_checks import check_attention, check_scale
 from gpuperf.kernels._attention_configs import ATTENTION_HEAD_DIMS, AttentionConfig
 from gpuperf.kernels._grid import cdiv
 from gpuperf.kernels.launch import Launch, Launches, Workspace, launcher, op
+from gpuperf.kernels.online_softmax import online_softmax_tiles
 
 # exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
 LOG2E = 1.4426950408889634
-
-
-@triton.jit
-def _forward_tiles(
-    acc,
-    l_i,
-    m_i,
-    q,
-    k_ptrs,
-    v_ptrs,
-    stride_kn,
-    stride_vn,
-    offs_m,
-    offs_n,
-    seq_k,
-    qk_scale,
-    start,
-    end,
-    BLOCK_N: tl.constexpr,
-    MASK_KEYS: tl.constexpr,
-    CAUSAL_DIAGONAL: tl.constexpr,
-):
-    """Fold the key tiles ``[start, end)`` into the running ``(acc, l_i, m_i)`` of one query tile."""
-    for start_n in range(start, end, BLOCK_N):
-        start_n = tl.multiple_of(start_n, BLOCK_N)
-        cols = start_n + offs_n
-        k_tile = k_ptrs + start_n.to(tl.int64) * stride_kn
-        if MASK_KEYS:
-            k = tl.load(k_tile, mask=cols[None, :] < seq_k, other=0.0)
-        else:
-            k = tl.load(k_tile)
-        qk = tl.dot(q, k)
-        if MASK_KEYS or CAUSAL_DIAGONAL:
-            keep = cols[None, :] < seq_k
-            if CAUSAL_DIAGONAL:
-                keep = keep & (offs_m[:, None] >= cols[None, :])
-            qk = tl.where(keep, qk * qk_scale, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(qk, 1))
-            qk -= m_new[:, None]
-        else:
-            # scale > 0, so the maximum of the scaled scores is the scaled maximum.
-            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            qk = qk * qk_scale - m_new[:, None]
-        p = tl.math.exp2(qk)
-        # Rescale what was summed under the old maximum to the new one.
-        alpha = tl.math.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        v_tile = v_ptrs + start_n.to(tl.int64) * stride_vn
-        if MASK_KEYS:
-            v = tl.load(v_tile, mask=cols[:, None] < seq_k, other=0.0)
-        else:
-            v = tl.load(v_tile)
-        acc = tl.dot(p.to(v.dtype), v, acc)
-        m_i = m_new
-    return acc, l_i, m_i
 
 
 @triton.jit
@@ -167,25 +113,25 @@ def _attention_forward_kernel(
     if CAUSAL:
         # Keys left of the tile's first row: every query of the tile sees them all.
         diagonal = pid_m * BLOCK_M
-        acc, l_i, m_i = _forward_tiles(
-            acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m, offs_n, seq_k, qk_scale,
-            0, diagonal, BLOCK_N, False, False,
+        acc, l_i, m_i = online_softmax_tiles(
+            acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_n, seq_k, offs_m, qk_scale,
+            0, diagonal, BLOCK_N,
         )  # fmt: skip
         # The tiles the diagonal crosses: mask keys j > i (and keys past the end).
-        acc, l_i, m_i = _forward_tiles(
-            acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m, offs_n, seq_k, qk_scale,
-            diagonal, tl.minimum(diagonal + BLOCK_M, seq_k), BLOCK_N, not EVEN_N, True,
+        acc, l_i, m_i = online_softmax_tiles(
+            acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_n, seq_k, offs_m, qk_scale,
+            diagonal, tl.minimum(diagonal + BLOCK_M, seq_k), BLOCK_N, MASK_KEYS=not EVEN_N, CAUSAL=True,
         )  # fmt: skip
     else:
         full = seq_k if EVEN_N else (seq_k // BLOCK_N) * BLOCK_N
-        acc, l_i, m_i = _forward_tiles(
-            acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m, offs_n, seq_k, qk_scale,
-            0, full, BLOCK_N, False, False,
+        acc, l_i, m_i = online_softmax_tiles(
+            acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_n, seq_k, offs_m, qk_scale,
+            0, full, BLOCK_N,
         )  # fmt: skip
         if not EVEN_N:  # the last, partial tile of keys
-            acc, l_i, m_i = _forward_tiles(
-                acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m, offs_n, seq_k, qk_scale,
-                full, seq_k, BLOCK_N, True, False,
+            acc, l_i, m_i = online_softmax_tiles(
+                acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_n, seq_k, offs_m, qk_scale,
+                full, seq_k, BLOCK_N, MASK_KEYS=True,
             )  # fmt: skip
 
     acc = acc / l_i[:, None]

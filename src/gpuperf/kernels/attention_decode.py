@@ -18,10 +18,10 @@ one tile (``BLOCK_M``, at least 16 rows so that ``tl.dot`` runs on the tensor co
 each K and V tile is then read once per KV head, not once per query head. It reads the
 sequence's length on the device, takes its share of the keys (``chunk = cdiv(cdiv(len,
 num_splits), BLOCK_N) * BLOCK_N`` keys from ``split * chunk``: balanced whatever the
-cache's capacity), and folds them in with the online softmax of
-:mod:`gpuperf.kernels.attention`, writing the split's output ``o_s`` (normalized) and
-log-sum-exp ``lse_s`` (base 2) in float32. ``_attention_decode_combine_kernel`` merges
-them per query row:
+cache's capacity), and folds them in with the attention forward's online softmax
+(:mod:`gpuperf.kernels.online_softmax`), writing the split's output ``o_s`` (normalized)
+and log-sum-exp ``lse_s`` (base 2) in float32. ``_attention_decode_combine_kernel``
+merges them per query row:
 
     o = sum_s 2**(lse_s - lse_max) * o_s / sum_s 2**(lse_s - lse_max)
 
@@ -45,11 +45,12 @@ import triton
 import triton.language as tl
 
 from gpuperf._runtime import is_interpreter
-from gpuperf.kernels._attention_checks import check_heads, check_scale
+from gpuperf.kernels._attention_checks import check_scale, check_shapes
 from gpuperf.kernels._grid import cdiv, next_power_of_2
 from gpuperf.kernels._validation import HALF_DTYPES, check_tensors
 from gpuperf.kernels.device import num_sms
 from gpuperf.kernels.launch import Launch, Launches, Workspace, fields_as_dict, op
+from gpuperf.kernels.online_softmax import online_softmax_tiles
 from gpuperf.kernels.tma import tracing
 
 # exp(x) == exp2(x * log2(e)); exp2 is the hardware instruction.
@@ -110,55 +111,6 @@ DECODE_MAX_SPLITS_OVERRIDE = 256
 #: Splits the combine kernel merges per step, and its warps: a 16 x D float32 tile.
 DECODE_COMBINE_BLOCK_S = 16
 DECODE_COMBINE_WARPS = 4
-
-
-@triton.jit
-def _decode_tiles(
-    acc,
-    l_i,
-    m_i,
-    q,
-    k_ptrs,
-    v_ptrs,
-    stride_kn,
-    stride_vn,
-    offs_n,
-    last,
-    qk_scale,
-    start,
-    end,
-    BLOCK_N: tl.constexpr,
-    MASK_KEYS: tl.constexpr,
-):
-    """Fold the key tiles ``[start, end)`` into the running ``(acc, l_i, m_i)`` of rows whose
-    last visible key is ``last``; with ``MASK_KEYS`` keys ``>= end`` are not read."""
-    for start_n in range(start, end, BLOCK_N):
-        start_n = tl.multiple_of(start_n, BLOCK_N)
-        cols = start_n + offs_n
-        k_tile = k_ptrs + start_n.to(tl.int64) * stride_kn
-        if MASK_KEYS:
-            k = tl.load(k_tile, mask=cols[None, :] < end, other=0.0)
-        else:
-            k = tl.load(k_tile)
-        qk = tl.dot(q, k)
-        # Causal, bottom-right: row r sees keys j <= last[r] (< len, so also never a key past the end).
-        qk = tl.where(cols[None, :] <= last[:, None], qk * qk_scale, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(qk, 1))
-        # A row that has seen no key yet keeps m = -inf: subtract 0 instead (-inf - -inf is NaN).
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        p = tl.math.exp2(qk - m_safe[:, None])
-        # Rescale what was summed under the old maximum to the new one.
-        alpha = tl.math.exp2(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        v_tile = v_ptrs + start_n.to(tl.int64) * stride_vn
-        if MASK_KEYS:
-            v = tl.load(v_tile, mask=cols[:, None] < end, other=0.0)
-        else:
-            v = tl.load(v_tile)
-        acc = tl.dot(p.to(v.dtype), v, acc)
-        m_i = m_new
-    return acc, l_i, m_i
 
 
 @triton.jit
@@ -246,13 +198,15 @@ def _attention_decode_kernel(
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
     # Whole tiles without load masks, then the split's partial last tile (if any), masked:
     # keys past the length are never read, so garbage there cannot reach the output.
-    acc, l_i, m_i = _decode_tiles(
-        acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_n, last, qk_scale,
-        start, full_end, BLOCK_N, False,
+    # Causal, bottom-right: row r sees keys j <= last[r] < len, so that mask alone also
+    # keeps out keys past the end; a row may see no key of this split (or none at all).
+    acc, l_i, m_i = online_softmax_tiles(
+        acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_n, end, last, qk_scale,
+        start, full_end, BLOCK_N, MASK_KEYS=False, CAUSAL=True, LAST_IN_RANGE=True, EMPTY_ROWS=True,
     )  # fmt: skip
-    acc, l_i, m_i = _decode_tiles(
-        acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_n, last, qk_scale,
-        full_end, end, BLOCK_N, True,
+    acc, l_i, m_i = online_softmax_tiles(
+        acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_n, end, last, qk_scale,
+        full_end, end, BLOCK_N, MASK_KEYS=True, CAUSAL=True, LAST_IN_RANGE=True, EMPTY_ROWS=True,
     )  # fmt: skip
 
     # Rows of the (B, H, S_q) output in order: (b * H_kv + kv_head) * G * S_q + g * S_q + i.
@@ -428,17 +382,9 @@ def _check(q, k_cache, v_cache, cache_seqlens, scale, check_lengths, num_splits,
             "cache_seqlens must be on q's device, got "
             f"cache_seqlens on {cache_seqlens.device}, q on {q.device}"
         )
-    if q.dim() != 4 or k_cache.dim() != 4 or v_cache.dim() != 4:
-        raise ValueError(
-            "q must be (B, H, S_q, D) and k_cache, v_cache (B, H_kv, S_max, D), got "
-            f"q {tuple(q.shape)}, k_cache {tuple(k_cache.shape)}, v_cache {tuple(v_cache.shape)}"
-        )
-    if k_cache.shape != v_cache.shape:
-        raise ValueError(
-            "k_cache and v_cache must have the same shape, got "
-            f"{tuple(k_cache.shape)} and {tuple(v_cache.shape)}"
-        )
-    batch, _, seq_q, head_dim, _, s_max = check_heads(q, k_cache, "k_cache", DECODE_HEAD_DIMS)
+    batch, _, seq_q, head_dim, _, s_max = check_shapes(
+        q, k_cache, v_cache, DECODE_HEAD_DIMS, "k_cache", "v_cache", "S_max"
+    )
     if not 1 <= seq_q <= DECODE_MAX_QUERIES:
         raise ValueError(
             f"q must hold 1 to {DECODE_MAX_QUERIES} queries per sequence (S_q = q.shape[2]), got {seq_q}; "

@@ -45,6 +45,13 @@ def placements() -> list[Placement]:
     return [roofline.load_gpu(gpu) for gpu in roofline.gpus()]
 
 
+def charted(places: list[Placement]) -> list[Placement]:
+    """The GPUs of ``places`` with a record to draw: a GPU whose every record was measured
+    before its code changed has no point to place, and no chart (:func:`skipped` lists its
+    records and why)."""
+    return [p for p in places if p.points]
+
+
 def marked(placement: Placement, letter: str):
     """The point ringed with ``letter`` (:data:`MARKS`) on ``placement``, or None.
 

@@ -5,7 +5,7 @@ Writes ``<out>/<gpu>/captures/llama_time_breakdown.json``: for a prefill (batch 
 tokens) and a decode step (batch 1 and 64, 4096 cached tokens), with PyTorch's operations
 and with gpuperf's, the GPU time of each part of the layer (the norms, each projection,
 RoPE, attention, the KV-cache write), from ``torch.profiler``: every kernel launched inside
-the part's ``record_function`` range (:func:`gpuperf.models.llama.sections`) is added to it.
+the part's ``record_function`` range (:data:`gpuperf.models.llama.SECTIONS`) is added to it.
 Beside the kernels' sum, the GPU time between CUDA events at each part's ends (kernels and
 any wait for the host inside the part) and the step's time as a loop of steps sees it
 (CUDA events around back-to-back steps, no profiler): where the kernels' sum and the step
@@ -23,49 +23,6 @@ CASES = (
 PROFILED_STEPS = 5
 
 
-def breakdown(step, sections_on, prefix: str) -> dict:
-    """GPU microseconds per step of each part, of all kernels, and the kernel count, by
-    ``torch.profiler`` over :data:`PROFILED_STEPS` steps after two warm-up steps."""
-    from gpuperf.bench.traces import profile_parts
-
-    return profile_parts(step, sections_on, prefix, steps=PROFILED_STEPS)
-
-
-def event_breakdown(step, llama_module) -> dict:
-    """GPU microseconds per step between CUDA events recorded where each part starts and ends
-    (``llama.section`` replaced for the duration): every kernel of the part and any time
-    the GPU waited for the host's next launch inside it."""
-    import torch
-
-    marks = []
-
-    class _Mark:
-        def __init__(self, name):
-            self.name = name
-
-        def __enter__(self):
-            self.start = torch.cuda.Event(enable_timing=True)
-            self.start.record()
-
-        def __exit__(self, *exc):
-            end = torch.cuda.Event(enable_timing=True)
-            end.record()
-            marks.append((self.name, self.start, end))
-
-    saved = llama_module.section
-    llama_module.section = _Mark
-    try:
-        for _ in range(PROFILED_STEPS):
-            step()
-        torch.cuda.synchronize()
-    finally:
-        llama_module.section = saved
-    parts = {}
-    for name, start, end in marks:
-        parts[name] = parts.get(name, 0.0) + start.elapsed_time(end) * 1e3 / PROFILED_STEPS
-    return parts
-
-
 def main(argv=None) -> int:
     from gpuperf.bench import captures
 
@@ -74,10 +31,11 @@ def main(argv=None) -> int:
 
     import torch
 
-    import gpuperf.models.llama as llama_module
     from gpuperf.bench import timing
     from gpuperf.bench.catalog import llama
-    from gpuperf.models.llama import SECTION_PREFIX, SECTIONS, sections
+    from gpuperf.bench.traces import profile_parts
+    from gpuperf.models.llama import SECTIONS
+    from gpuperf.models.sections import event_times_us
 
     if not torch.cuda.is_available():
         print("llama_capture: needs a CUDA GPU", file=sys.stderr)
@@ -95,8 +53,12 @@ def main(argv=None) -> int:
                 continue
             step = provider.make(*inputs)
             entry = {"label": provider.label}
-            entry.update(breakdown(step, sections, SECTION_PREFIX))
-            entry["event_parts_us"] = event_breakdown(step, llama_module)
+            entry.update(profile_parts(step, SECTIONS.recording, SECTIONS.prefix, steps=PROFILED_STEPS))
+            with SECTIONS.timing() as marks:
+                for _ in range(PROFILED_STEPS):
+                    step()
+                torch.cuda.synchronize()
+            entry["event_parts_us"] = event_times_us(marks, PROFILED_STEPS)
             entry["step_us"] = timing.loop_time_ms(step).ms * 1e3
             providers[provider.key] = entry
             shown = ", ".join(f"{k} {v:.0f}" for k, v in entry["parts_us"].items())
@@ -113,7 +75,7 @@ def main(argv=None) -> int:
     cap = captures.build(
         "llama_time_breakdown",
         tool="torch.profiler (ProfilerActivity.CPU + CUDA), record_function ranges per part of the layer",
-        payload={"steps": PROFILED_STEPS, "sections": [*SECTIONS, "other"], "cases": cases},
+        payload={"steps": PROFILED_STEPS, "sections": [*SECTIONS.names, "other"], "cases": cases},
         sources=llama.LLAMA_SOURCES,
         method=(
             f"GPU kernel time per part, summed over the kernels launched inside each part's range, "

@@ -73,9 +73,8 @@ def profile_parts(step, recording, prefix: str, *, steps: int = 5, warmup: int =
 
     ``recording`` is the context under which the step opens a ``record_function`` range
     ``prefix + part`` around each part (``Sections.recording`` of
-    :mod:`gpuperf.models.sections`, or ``gpuperf.models.llama.sections``); a kernel goes to
-    the part whose range was open when it was launched (:func:`kernel_time_by_range`), or to
-    ``"other"``. Needs a CUDA GPU.
+    :mod:`gpuperf.models.sections`); a kernel goes to the part whose range was open when
+    it was launched (:func:`kernel_time_by_range`), or to ``"other"``. Needs a CUDA GPU.
     """
     import json
     import tempfile

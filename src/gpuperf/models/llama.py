@@ -32,7 +32,6 @@ fused SwiGLU as one operand (:mod:`gpuperf.kernels.swiglu`).
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from gpuperf import reference
+from gpuperf.models.sections import Sections
 
 
 @dataclass(frozen=True)
@@ -248,35 +248,13 @@ GPUPERF_OPS = Ops(
 
 _OPS = {ops.name: ops for ops in (PYTORCH_OPS, GPUPERF_OPS)}
 
-#: The parts of a layer's step, in order, as :func:`sections` names them to the profiler.
-SECTIONS = (
-    "attn_norm", "qkv_proj", "rope", "kv_cache_write", "attention", "o_proj", "mlp_norm", "gate_up", "down",
-)  # fmt: skip
-#: Prefix of the profiler ranges :func:`sections` opens.
-SECTION_PREFIX = "llama."
-_SECTIONS_ON = False
-
-
-@contextlib.contextmanager
-def sections():
-    """Inside this block, each part of a layer's step (:data:`SECTIONS`: the norms, each
-    projection, RoPE, attention, the KV-cache write) runs inside a
-    ``torch.profiler.record_function`` range named ``llama.<part>``, so a profiler
-    can add up the GPU time of each part; outside it the layer opens none (a range
-    costs host time on every call)."""
-    global _SECTIONS_ON
-    _SECTIONS_ON = True
-    try:
-        yield
-    finally:
-        _SECTIONS_ON = False
-
-
-def section(name: str):
-    """The profiler range of one part of the step while :func:`sections` is on, else nothing."""
-    if _SECTIONS_ON:
-        return torch.profiler.record_function(SECTION_PREFIX + name)
-    return contextlib.nullcontext()
+#: The parts of a layer's step, in order, as a profiler sees them (``llama.<part>`` ranges
+#: inside ``SECTIONS.recording()``; :mod:`gpuperf.models.sections`): the norms, each
+#: projection, RoPE, the KV-cache write and attention.
+SECTIONS = Sections(
+    "llama.",
+    ("attn_norm", "qkv_proj", "rope", "kv_cache_write", "attention", "o_proj", "mlp_norm", "gate_up", "down"),
+)
 
 
 class DecoderLayer(nn.Module):
@@ -347,26 +325,26 @@ class DecoderLayer(nn.Module):
     def _project_qkv(self, x, cos, sin):
         c, ops = self.config, self.ops
         b, s, _ = x.shape
-        with section("attn_norm"):
+        with SECTIONS("attn_norm"):
             h = ops.rms_norm(x, self.attn_norm, c.eps)
-        with section("qkv_proj"):
+        with SECTIONS("qkv_proj"):
             qkv = ops.linear(h.reshape(b * s, c.hidden), self.w_qkv).view(b, s, -1, c.head_dim)
         q, k, v = qkv.split([c.n_heads, c.n_kv_heads, c.n_kv_heads], dim=2)
-        with section("rope"):
+        with SECTIONS("rope"):
             q, k = ops.rope(q.transpose(1, 2), k.transpose(1, 2), cos, sin)
         return q, k, v.transpose(1, 2)
 
     def _finish(self, x, o):
         c, ops = self.config, self.ops
         b, s, _ = x.shape
-        with section("o_proj"):
+        with SECTIONS("o_proj"):
             o = o.transpose(1, 2).reshape(b * s, c.n_heads * c.head_dim)
             x = x + ops.linear(o, self.w_o).view(b, s, c.hidden)
-        with section("mlp_norm"):
+        with SECTIONS("mlp_norm"):
             h = ops.rms_norm(x, self.mlp_norm, c.eps).reshape(b * s, c.hidden)
-        with section("gate_up"):
+        with SECTIONS("gate_up"):
             g = ops.swiglu(h, self.gate_up)
-        with section("down"):
+        with SECTIONS("down"):
             return x + ops.linear(g, self.w_down).view(b, s, c.hidden)
 
     def _check(self, x, cos, sin) -> None:
@@ -396,7 +374,7 @@ class DecoderLayer(nn.Module):
         """
         self._check(x, cos, sin)
         q, k, v = self._project_qkv(x, cos, sin)
-        with section("attention"):
+        with SECTIONS("attention"):
             o = self.ops.attention(q, k, v)
         return self._finish(x, o)
 
@@ -428,12 +406,12 @@ class DecoderLayer(nn.Module):
             if t.dim() != 4 or any(w is not None and w != g for w, g in zip(want, t.shape, strict=True)):
                 raise ValueError(f"{name} must be (B, H_kv, S_max, head_dim) = {want}, got {tuple(t.shape)}")
         q, k, v = self._project_qkv(x, cos, sin)
-        with section("kv_cache_write"):
+        with SECTIONS("kv_cache_write"):
             positions = cache_seqlens.long()[:, None] + torch.arange(s_q, device=x.device)
             rows = torch.arange(b, device=x.device)[:, None]
             k_cache[rows, :, positions] = k.transpose(1, 2)
             v_cache[rows, :, positions] = v.transpose(1, 2)
-        with section("attention"):
+        with SECTIONS("attention"):
             o = self.ops.attention_decode(q, k_cache, v_cache, cache_seqlens + s_q)
         return self._finish(x, o)
 

@@ -9,25 +9,55 @@ eager call runs unrolled), the plan's lookup, the output's allocation, and the p
 (allocation and bound launch); then the whole call and PyTorch's op. Shapes are the
 host_overhead benchmark's (softmax 4096 x 256 float32, vector_add 4096 float32).
 
+The parts of a table are timed round by round in turn (one round of each, then the next
+round of each), so that a slow stretch of the host falls on every part alike; each part
+keeps its median, 20th and 80th percentiles over the rounds, and its CPU time per call.
+
     python scripts/host_breakdown.py [--out FOLDER]
 
 Prints one table per op (µs per call, median of rounds) and writes them as the
 ``host_breakdown`` capture (``<out>/<gpu>/captures/host_breakdown.json``; the profiling
-guide reads the attention training step's table). About 20 seconds on an H100.
+guide reads the attention training step's table). About a minute on an H100.
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 
 import torch
 
-from gpuperf.bench.timing import host_time_ms
+from gpuperf.bench.timing import HOST_CALLS, HOST_ROUNDS, host_time_ms, quantile
 from gpuperf.kernels import softmax, vector_add
 from gpuperf.kernels.launch import layout_key
 
+#: Rounds per part: each round is one host_time_ms round, taken in turn with the others.
+ROUNDS = 2 * HOST_ROUNDS
 
-def _parts(op, tensors: tuple, reference) -> dict[str, float]:
+
+def _interleaved(timed: dict, calls: int) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """``(median µs per call, {part: {"p20", "p80", "cpu"}})`` of each part of ``timed``
+    (``{name: fn}``), timed one round at a time, the parts in turn, :data:`ROUNDS` rounds."""
+    wall: dict[str, list[float]] = {name: [] for name in timed}
+    cpu: dict[str, list[float]] = {name: [] for name in timed}
+    for _ in range(ROUNDS):
+        for name, fn in timed.items():
+            t = host_time_ms(fn, calls=calls, rounds=1)
+            wall[name].append(t.ms * 1e3)
+            cpu[name].append(t.cpu_ms * 1e3)
+    medians = {name: statistics.median(us) for name, us in wall.items()}
+    spread = {
+        name: {
+            "p20": quantile(us, 0.2),
+            "p80": quantile(us, 0.8),
+            "cpu": statistics.median(cpu[name]),
+        }
+        for name, us in wall.items()
+    }
+    return medians, spread
+
+
+def _parts(op, tensors: tuple, reference):
     op(*tensors)  # checks, compiles, plans
     key, addresses = layout_key(tensors, len(tensors), {})
     plan = op.plans.get(key)
@@ -41,22 +71,21 @@ def _parts(op, tensors: tuple, reference) -> dict[str, float]:
         "whole call": lambda: op(*tensors),
         "PyTorch op": lambda: reference(*tensors),
     }
-    return {name: host_time_ms(fn).ms * 1e3 for name, fn in timed.items()}
+    return _interleaved(timed, HOST_CALLS)
 
 
-def _attention_train_parts() -> dict[str, float]:
+def _attention_train_parts():
     """The attention training step of host_overhead (forward and backward of (1, 8, 128, 64)
     float16), split: the forward alone without autograd (a plan's replay), the forward that
     autograd records (one torch.autograd.Function whose forward replays the registered op's
     plan), then the backward added; and the same three for SDPA."""
     from gpuperf.bench.catalog import HOST_OVERHEAD
-    from gpuperf.bench.catalog.host import ATTENTION_SHAPE
+    from gpuperf.bench.catalog.host import ATTENTION_SHAPE, forward_backward, sdpa
     from gpuperf.kernels import attention
 
     fp16 = {"device": "cuda", "dtype": torch.float16}
     q, k, v = (torch.randn(ATTENTION_SHAPE, **fp16).requires_grad_() for _ in range(3))
     grad_out = torch.randn(ATTENTION_SHAPE, **fp16)
-    sdpa = torch.nn.functional.scaled_dot_product_attention
 
     def no_grad(fn):
         def run():
@@ -66,7 +95,7 @@ def _attention_train_parts() -> dict[str, float]:
         return run
 
     def step(fn):
-        return lambda: torch.autograd.grad(fn(q, k, v), (q, k, v), grad_out)
+        return lambda: forward_backward(fn, q, k, v, grad_out)
 
     timed = {
         "forward, no autograd": no_grad(attention),
@@ -80,8 +109,7 @@ def _attention_train_parts() -> dict[str, float]:
         fn()
     # As host_overhead times the step: 20 calls a round (200 steps' kernels would fill the
     # launch queue, and the host would wait out the GPU's sleep).
-    calls = HOST_OVERHEAD.host_calls("attention_train")
-    return {name: host_time_ms(fn, calls=calls).ms * 1e3 for name, fn in timed.items()}
+    return _interleaved(timed, HOST_OVERHEAD.host_calls("attention_train"))
 
 
 def main(argv=None) -> int:
@@ -95,21 +123,27 @@ def main(argv=None) -> int:
         return 2
     x = torch.randn(4096, 256, device="cuda")
     a, b = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
-    tables = {
+    measured = {
         "softmax": _parts(softmax, (x,), lambda t: torch.softmax(t, dim=-1)),
         "vector_add": _parts(vector_add, (a, b), torch.add),
         "attention_train": _attention_train_parts(),
     }
+    tables = {op: medians for op, (medians, _) in measured.items()}
+    spreads = {op: spread for op, (_, spread) in measured.items()}
     for op, parts in tables.items():
-        print(f"{op} ({torch.cuda.get_device_name()}), µs per call:")
+        print(f"{op} ({torch.cuda.get_device_name()}), µs per call: median [p20, p80], CPU time")
         for name, us in parts.items():
-            print(f"  {name:<28} {us:7.2f}")
+            s = spreads[op][name]
+            print(f"  {name:<28} {us:7.2f} [{s['p20']:7.2f}, {s['p80']:7.2f}] {s['cpu']:7.2f}")
     cap = captures.build(
         "host_breakdown",
         tool="gpuperf.bench.timing.host_time_ms",
-        payload={"us_per_call": tables},
+        payload={"us_per_call": tables, "spread": spreads, "rounds": ROUNDS},
         sources=("kernels/softmax.py", "kernels/vector_add.py", "kernels/attention.py", "kernels/launch.py"),
-        method=f"each part of a call timed alone: {HOST_TIMING_METHOD}",
+        method=(
+            f"each part of a call timed alone, the parts in turn one round each, {ROUNDS} "
+            f"rounds: {HOST_TIMING_METHOD}"
+        ),
     )
     print("wrote", captures.write(cap, args.out), flush=True)
     return 0

@@ -21,7 +21,9 @@ Each row holds ``x`` (an int, a shape as a list of ints, or a string), ``axes``
 whatever the metric, so that any record can be placed on a roofline), ``ceiling`` (a key
 of ``ceilings``, or None), the times ``ms``, ``ms_p20``, ``ms_p80``, the metric
 ``value``, ``value_p20``, ``value_p80`` (None when not ok) and ``config``, the launch or
-autotune configuration the provider ran (or None).
+autotune configuration the provider ran (or None). A row of host time
+(:func:`gpuperf.bench.timing.host_time_ms`) also holds ``cpu_ms``, the calling thread's CPU
+time per call (records measured before it was read have none).
 """
 
 from __future__ import annotations

@@ -156,6 +156,8 @@ def run(
                     row.update(
                         ms=t.ms, ms_p20=t.ms_p20, ms_p80=t.ms_p80, value=value, value_p20=p20, value_p80=p80
                     )
+                    if t.cpu_ms is not None:  # host time: the thread's CPU time beside the clock's
+                        row["cpu_ms"] = t.cpu_ms
                 rows.append(row)
                 shown = f"{row['value']:.1f} {benchmark.metric}" if row["status"] == "ok" else row["status"]
                 log(f"{benchmark.name:>18} {where:<30} {provider.key:>16}: {shown}")

@@ -55,7 +55,8 @@ HOST_BUSY_MS = 50.0
 HOST_TIMING_METHOD = (
     f"host clock per call (time.perf_counter around {HOST_CALLS} calls, the GPU kept busy by "
     f"torch.cuda._sleep for at least {HOST_BUSY_MS:.0f} ms so the launch queue never drains), "
-    f"{HOST_ROUNDS} rounds: median with 20th and 80th percentiles over rounds"
+    f"{HOST_ROUNDS} rounds: median with 20th and 80th percentiles over rounds; beside it the "
+    f"thread's CPU time per call (time.thread_time), median over the same rounds"
 )
 
 #: Rounds of back-to-back calls by :func:`loop_time_ms`, and the GPU time each round aims for.
@@ -85,11 +86,14 @@ TIMING_METHODS = {
 
 @dataclass(frozen=True)
 class Timing:
-    """Milliseconds per call: the median and the 20th and 80th percentiles."""
+    """Milliseconds per call: the median and the 20th and 80th percentiles; for host time
+    (:func:`host_time_ms`), also the calling thread's CPU time per call, median over rounds
+    (``cpu_ms``, None for the other timers)."""
 
     ms: float
     ms_p20: float
     ms_p80: float
+    cpu_ms: float | None = None
 
 
 def require_cuda() -> None:
@@ -137,6 +141,9 @@ def host_time_ms(fn: Callable[[], object], *, calls: int = HOST_CALLS, rounds: i
     ``calls`` calls of ``fn`` with :func:`time.perf_counter` and waits for the GPU.
     With the GPU busy the whole round, each launch only appends to its queue:
     the host never waits on the GPU, and what is timed is the host's own work.
+    The calling thread's CPU time (:func:`time.thread_time`) is read around the same calls:
+    the wall clock counts the time the thread waited for a core (another process, or on
+    a virtual machine the hypervisor, ran instead), its CPU time does not.
     The sleep lasts at least :data:`HOST_BUSY_MS`, and twice as long as an
     untimed first round took, so slow calls are covered too; its length in
     cycles comes from the device's clock rate. Keep ``calls`` times the kernels
@@ -144,8 +151,9 @@ def host_time_ms(fn: Callable[[], object], *, calls: int = HOST_CALLS, rounds: i
     or the host blocks on a full queue and that wait is timed.
 
     Returns:
-        :class:`Timing`: the median over rounds of the time per call, and the 20th
-        and 80th percentiles over rounds.
+        :class:`Timing`: the median over rounds of the time per call, the 20th and 80th
+        percentiles over rounds, and the median over rounds of the CPU time per call
+        (``cpu_ms``).
 
     Raises:
         RuntimeError: no CUDA device is available.
@@ -159,21 +167,26 @@ def host_time_ms(fn: Callable[[], object], *, calls: int = HOST_CALLS, rounds: i
     fn()  # compile and warm caches outside the timed region
     torch.cuda.synchronize()
     busy_ms = HOST_BUSY_MS
-    per_call = []
+    per_call, cpu_per_call = [], []
     for i in range(rounds + 1):  # round 0 is untimed: it sizes the sleep for the others
         torch.cuda.synchronize()
         torch.cuda._sleep(_sleep_cycles(busy_ms))
-        start = time.perf_counter()
+        cpu_start, start = time.thread_time(), time.perf_counter()
         for _ in range(calls):
             fn()
         elapsed_ms = (time.perf_counter() - start) * 1e3
+        cpu_ms = (time.thread_time() - cpu_start) * 1e3
         torch.cuda.synchronize()
         if i == 0:
             busy_ms = max(HOST_BUSY_MS, 2 * elapsed_ms)
         else:
             per_call.append(elapsed_ms / calls)
+            cpu_per_call.append(cpu_ms / calls)
     return Timing(
-        ms=statistics.median(per_call), ms_p20=quantile(per_call, 0.2), ms_p80=quantile(per_call, 0.8)
+        ms=statistics.median(per_call),
+        ms_p20=quantile(per_call, 0.2),
+        ms_p80=quantile(per_call, 0.8),
+        cpu_ms=statistics.median(cpu_per_call),
     )
 
 
@@ -194,8 +207,9 @@ def loop_time_ms(
     Llama layer) through L2, so back-to-back calls do not find them cached.
 
     Returns:
-        :class:`Timing`: the median over rounds of the time per call, and the 20th
-        and 80th percentiles over rounds.
+        :class:`Timing`: the median over rounds of the time per call, the 20th and 80th
+        percentiles over rounds, and the median over rounds of the CPU time per call
+        (``cpu_ms``).
 
     Raises:
         RuntimeError: no CUDA device is available.

@@ -1635,6 +1635,18 @@ def _register_autograd(
     return setup_context, backward_of
 
 
+def _public_outputs(op: Callable, public: Callable | None) -> Callable:
+    """``op`` returning what the public function returns: ``public`` of its outputs, or
+    its outputs as they are when ``public`` is None."""
+    if public is None:
+        return op
+
+    def call(*args, **kwargs):
+        return public(op(*args, **kwargs))
+
+    return call
+
+
 def _recorded_eagerly(
     name: str,
     fn: Callable,
@@ -1758,23 +1770,16 @@ def _op_with_backward(
         None if named else _recorded_eagerly(name, fn, eager, registered_signature, context, backward_of)
     )
 
-    def registered_public(*args, **kwargs):
-        """The registered op, returning the public outputs (what ``torch.compile`` sees)."""
-        result = torch_op(*args, **kwargs)
-        return result if public is None else public(result)
-
-    def recorded_public(*args, **kwargs):
-        """The registered op's work and backward, recorded eagerly, returning the public outputs."""
-        result = recorded(*args, **kwargs)
-        return result if public is None else public(result)
-
+    registered_public = _public_outputs(torch_op, public)
+    recorded_public = None if recorded is None else _public_outputs(recorded, public)
     checked: dict = {}
 
     def record(key, args: tuple, kwargs: dict):
-        """A call that autograd records: the registered op, after the function's checks on the
-        first call of ``key`` (the function runs as the eager call would, launching nothing),
-        since the dispatcher converts a wrong argument (``eps=True``) or refuses it with a
-        message of its own."""
+        """A call that autograd records, after the function's checks on the first call of
+        ``key`` (the function runs as the eager call would, launching nothing), since the
+        dispatcher converts a wrong argument (``eps=True``) or refuses it with a message of
+        its own. An op of counted tensors then runs its ``torch.autograd.Function``
+        (:func:`_recorded_eagerly`); a named op runs the registered op."""
         if key is None or key not in checked:
             fn(*args, **kwargs, saving=False) if saving else fn(*args, **kwargs)
             if key is not None:

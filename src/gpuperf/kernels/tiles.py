@@ -1,5 +1,6 @@
-"""The persistent tile loop the persistent matmul and SwiGLU share: which output tile a program
-computes next, and how many programs a persistent grid launches.
+"""The persistent tile loop's schedule, shared by the persistent matmul (and FP8 through it),
+SwiGLU, the grouped matmul and the block-scaled FP8 matmul: which output tile a program
+computes next (:func:`tile_coords`), and how many programs a persistent grid launches.
 
 A persistent kernel launches one program per SM (or fewer, when there are fewer tiles);
 program ``p`` of ``P`` walks the output tiles ``p, p + P, p + 2P, ...``. The tiles are

@@ -63,7 +63,7 @@ def _host_inputs(op: str, device):
     return (op, a, b)
 
 
-def _forward_backward(attend, q, k, v, grad_out):
+def forward_backward(attend, q, k, v, grad_out):
     """``(dq, dk, dv)`` of ``attend(q, k, v)`` for the output gradient ``grad_out``: the
     attention of one training step, forward and backward."""
     return torch.autograd.grad(attend(q, k, v), (q, k, v), grad_out)
@@ -75,7 +75,7 @@ def _op(op: str):
     forward and backward of :func:`gpuperf.kernels.attention`."""
     if op == "attention_train":
         attend = kernels().attention
-        return lambda *tensors: _forward_backward(attend, *tensors)
+        return lambda *tensors: forward_backward(attend, *tensors)
     if op in ("attention_fa3", "matmul_fp8_promoted"):
         from gpuperf.kernels import gluon
 
@@ -98,8 +98,10 @@ def _scaled_mm(a, b, scale_a, scale_b):
     return torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16)
 
 
-def _sdpa(q, k, v, *rest):
-    # The decode step's cache is full (every sequence's length is the cache's): no mask.
+def sdpa(q, k, v, *rest):
+    """PyTorch's attention as the host benchmark calls it: SDPA with grouped-query heads
+    allowed (``enable_gqa=True``), no mask (the decode step's cache is full: every
+    sequence's length is the cache's); ``rest`` (the decode step's lengths) is ignored."""
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
 
 
@@ -114,10 +116,10 @@ _PYTORCH_OP = {
     "matmul_persistent": torch.matmul,
     "matmul_fp8": _scaled_mm,
     "matmul_fp8_promoted": _scaled_mm,
-    "attention": _sdpa,
-    "attention_train": lambda *tensors: _forward_backward(_sdpa, *tensors),
-    "attention_fa3": _sdpa,
-    "attention_decode": _sdpa,
+    "attention": sdpa,
+    "attention_train": lambda *tensors: forward_backward(sdpa, *tensors),
+    "attention_fa3": sdpa,
+    "attention_decode": sdpa,
 }
 _REFERENCE = {
     "vector_add": reference.vector_add_ref,

@@ -44,16 +44,15 @@ def test_check_norm_wise_allows_spread_error_and_fails_past_the_tolerance():
 def test_a_provider_is_checked_as_its_check_as_says_and_timed_as_it_is(monkeypatch):
     """``Provider.check_as`` maps the checked output (a matmul without its epilogue, say)
     onto the reference; the timed calls run the provider itself."""
-    import types
-
     from gpuperf.bench import runner
     from gpuperf.bench.catalog import Benchmark, Provider, call
+    from gpuperf.bench.timing import Timing
 
     timed = []
 
     def fake_timer(fn):
         timed.append(fn())
-        return types.SimpleNamespace(ms=1.0, ms_p20=0.9, ms_p80=1.1)
+        return Timing(ms=1.0, ms_p20=0.9, ms_p80=1.1)
 
     monkeypatch.setattr(runner, "require_cuda", lambda: None)
     monkeypatch.setitem(runner.TIMERS, "device", fake_timer)

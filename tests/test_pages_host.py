@@ -23,7 +23,8 @@ def test_each_targeted_op_gets_its_ratio_and_a_verdict_that_follows_from_it(host
         if ours.get(op) is None or theirs.get(op) is None:
             assert not re.search(rf"^\s*{op}\s", table, re.M)
             continue
-        row = re.search(rf"^\s*{op}\s+(\S+)\s+(\S+)\s+(\S+)×\s+≤ (\S+)×\s+(.+)$", table, re.M)
+        # (the CPU-time column, where the record read the thread's CPU time, sits before the target)
+        row = re.search(rf"^\s*{op}\s+(\S+)\s+(\S+)\s+(\S+)×\s+(?:\S+×\s+)?≤ (\S+)×\s+(.+)$", table, re.M)
         assert row, f"{op} has no row in\n{table}"
         ratio = ours[op] / theirs[op]
         assert float(row.group(3)) == pytest.approx(ratio, abs=0.006)
@@ -106,3 +107,38 @@ def test_the_reading_sets_the_capture_beside_the_records_step_as_another_run(hos
 def test_another_capture_is_refused_by_name():
     with pytest.raises(ValueError, match="host_breakdown"):
         host_page.training_step_table({"name": "launch_bound", "payload": {}})
+
+
+def _with_cpu_times(host, cpu_ms):
+    """``host`` with each row's ``cpu_ms`` set to ``cpu_ms(row)`` (None leaves it out)."""
+    import copy
+    import dataclasses
+
+    record = copy.deepcopy(host.record)
+    for row in record["rows"]:
+        row.pop("cpu_ms", None)
+        if row["status"] == "ok" and cpu_ms(row) is not None:
+            row["cpu_ms"] = cpu_ms(row)
+    return dataclasses.replace(host, record=record, others=[])
+
+
+def test_cpu_time_gets_a_column_and_the_misses_a_sentence_only_where_the_record_read_it(host):
+    without = _with_cpu_times(host, lambda row: None)
+    assert "in CPU time" not in targets_table(without)
+    assert "CPU time" not in targets_reading(without)
+    # Every CPU time half its wall time, PyTorch's a quarter: each CPU ratio is twice the wall one.
+    halved = _with_cpu_times(host, lambda row: row["ms"] / (4 if row["provider"] == "torch" else 2))
+    table = targets_table(halved)
+    assert "in CPU time" in table
+    ours, theirs = halved.values("triton"), halved.values("torch")
+    for op in HOST_TARGETS:
+        if ours.get(op) and theirs.get(op):
+            row = re.search(rf"^\s*{op}\s+\S+\s+\S+\s+(\S+)×\s+(\S+)×\s+≤", table, re.M)
+            assert row, table
+            assert float(row.group(2)) == pytest.approx(2 * float(row.group(1)), abs=0.02)
+    reading = " ".join(targets_reading(halved, {op: 0.01 for op in HOST_TARGETS}).split())
+    assert "Counted in the thread's CPU time" in reading
+    ratios = {op: 2 * ours[op] / theirs[op] for op in HOST_TARGETS if ours.get(op) and theirs.get(op)}
+    cpu_part = reading.partition("the misses read")[2]
+    for op, ratio in ratios.items():
+        assert f"{op} ({ratio:.2f}×)" in cpu_part, reading

@@ -1635,18 +1635,6 @@ def _register_autograd(
     return setup_context, backward_of
 
 
-def _public_outputs(op: Callable, public: Callable | None) -> Callable:
-    """``op`` returning what the public function returns: ``public`` of its outputs, or
-    its outputs as they are when ``public`` is None."""
-    if public is None:
-        return op
-
-    def call(*args, **kwargs):
-        return public(op(*args, **kwargs))
-
-    return call
-
-
 def _recorded_eagerly(
     name: str,
     fn: Callable,
@@ -1770,8 +1758,16 @@ def _op_with_backward(
         None if named else _recorded_eagerly(name, fn, eager, registered_signature, context, backward_of)
     )
 
-    registered_public = _public_outputs(torch_op, public)
-    recorded_public = None if recorded is None else _public_outputs(recorded, public)
+    def registered_public(*args, **kwargs):
+        """The registered op, returning the public outputs (what ``torch.compile`` sees)."""
+        result = torch_op(*args, **kwargs)
+        return result if public is None else public(result)
+
+    def recorded_public(*args, **kwargs):
+        """The registered op's work and backward, recorded eagerly, returning the public outputs."""
+        result = recorded(*args, **kwargs)
+        return result if public is None else public(result)
+
     checked: dict = {}
 
     def record(key, args: tuple, kwargs: dict):

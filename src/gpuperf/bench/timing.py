@@ -56,7 +56,7 @@ HOST_TIMING_METHOD = (
     f"host clock per call (time.perf_counter around {HOST_CALLS} calls, the GPU kept busy by "
     f"torch.cuda._sleep for at least {HOST_BUSY_MS:.0f} ms so the launch queue never drains), "
     f"{HOST_ROUNDS} rounds: median with 20th and 80th percentiles over rounds; beside it the "
-    f"thread's CPU time per call (time.thread_time), median over the same rounds"
+    f"process's CPU time per call (time.process_time, every thread), median over the same rounds"
 )
 
 #: Rounds of back-to-back calls by :func:`loop_time_ms`, and the GPU time each round aims for.
@@ -87,7 +87,7 @@ TIMING_METHODS = {
 @dataclass(frozen=True)
 class Timing:
     """Milliseconds per call: the median and the 20th and 80th percentiles; for host time
-    (:func:`host_time_ms`), also the calling thread's CPU time per call, median over rounds
+    (:func:`host_time_ms`), also the process's CPU time per call, median over rounds
     (``cpu_ms``, None for the other timers)."""
 
     ms: float
@@ -141,9 +141,10 @@ def host_time_ms(fn: Callable[[], object], *, calls: int = HOST_CALLS, rounds: i
     ``calls`` calls of ``fn`` with :func:`time.perf_counter` and waits for the GPU.
     With the GPU busy the whole round, each launch only appends to its queue:
     the host never waits on the GPU, and what is timed is the host's own work.
-    The calling thread's CPU time (:func:`time.thread_time`) is read around the same calls:
-    the wall clock counts the time the thread waited for a core (another process, or on
-    a virtual machine the hypervisor, ran instead), its CPU time does not.
+    The process's CPU time (:func:`time.process_time`, over all its threads: autograd runs
+    a CUDA backward on a thread of its own) is read around the same calls: the wall clock
+    counts the time the process waited for a core (another process, or on a virtual
+    machine the hypervisor, ran instead), its CPU time does not.
     The sleep lasts at least :data:`HOST_BUSY_MS`, and twice as long as an
     untimed first round took, so slow calls are covered too; its length in
     cycles comes from the device's clock rate. Keep ``calls`` times the kernels
@@ -171,11 +172,11 @@ def host_time_ms(fn: Callable[[], object], *, calls: int = HOST_CALLS, rounds: i
     for i in range(rounds + 1):  # round 0 is untimed: it sizes the sleep for the others
         torch.cuda.synchronize()
         torch.cuda._sleep(_sleep_cycles(busy_ms))
-        cpu_start, start = time.thread_time(), time.perf_counter()
+        cpu_start, start = time.process_time(), time.perf_counter()
         for _ in range(calls):
             fn()
         elapsed_ms = (time.perf_counter() - start) * 1e3
-        cpu_ms = (time.thread_time() - cpu_start) * 1e3
+        cpu_ms = (time.process_time() - cpu_start) * 1e3
         torch.cuda.synchronize()
         if i == 0:
             busy_ms = max(HOST_BUSY_MS, 2 * elapsed_ms)

@@ -68,6 +68,8 @@ def test_bad_input():
         layer.ops = "cuda"
     with pytest.raises(ValueError, match="x must be"):
         layer(torch.randn(3, 31, device=DEVICE).to(torch.bfloat16))
+    with pytest.raises(NotImplementedError, match="FP8"):
+        layer.quantized_experts()
 
 
 def test_model_configs():

@@ -33,7 +33,8 @@ a few small kernels either way. :meth:`MoELayer.reference` is the loop over expe
 The layer runs forward only: :func:`~gpuperf.kernels.grouped_matmul` has a backward, but
 the permutation, the activation and the combine kernels do not. Block-scaled FP8 expert
 weights (DeepSeek-V3's 128 x 128 blocks) are not implemented: the block-scaled FP8
-kernel (:func:`~gpuperf.kernels.matmul_fp8_blockwise`) multiplies one matrix, not a group.
+kernel (:func:`~gpuperf.kernels.matmul_fp8_blockwise`) multiplies one matrix, not a group,
+and :meth:`MoELayer.quantized_experts` raises.
 
 Sources: Jiang et al., "Mixtral of Experts", arXiv:2401.04088; DeepSeek-AI, "DeepSeek-V3
 Technical Report", arXiv:2412.19437, 2.1.2; Hugging Face transformers'
@@ -216,6 +217,16 @@ class MoELayer(nn.Module):
         return reference.moe_router_ref(
             x, self.router_weight, self.config.top_k, **self.config.router_options(self.bias)
         )
+
+    def quantized_experts(self):
+        """Block-scaled FP8 expert weights (1 x 128 activation tiles, 128 x 128 weight
+        blocks, :func:`~gpuperf.kernels.quantize_fp8_blockwise`) for a grouped block-scaled
+        matmul: not built yet.
+
+        Raises:
+            NotImplementedError: always, until the grouped block-scaled kernel exists.
+        """
+        raise NotImplementedError("block-scaled FP8 experts need the grouped block-scaled matmul")
 
     def _experts_gpuperf(self, x, weights, experts):
         with SECTIONS("permute"):

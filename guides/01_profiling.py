@@ -127,12 +127,20 @@ for capture in timing.values():
 # A call costs the host some microseconds (Python, PyTorch's dispatcher, the
 # launcher, the driver) and the GPU some microseconds; they overlap, since the
 # host queues the next launch while the GPU runs the last one. A loop of calls
-# therefore runs at the slower of the two. The capture measures both for the
-# softmax over rows of 1024 floats, from 16 rows to 65,536: :term:`host time per
-# call` with the GPU kept busy (:func:`~gpuperf.bench.timing.host_time_ms`), GPU time
+# therefore runs at the slower of the two. A call is *launch-bound* when a
+# back-to-back loop of it runs at the host's pace, each call taking about the
+# :term:`host time per call` (the :term:`host overhead`) while the GPU idles
+# between kernels; it is *GPU-bound* when the loop runs at the GPU's pace, slower
+# than the host issues the calls. The capture measures, for the softmax over rows
+# of 1024 floats, from 16 rows to 65,536: host time per call with the GPU kept
+# busy (:func:`~gpuperf.bench.timing.host_time_ms`), GPU time
 # (:func:`~gpuperf.bench.timing.time_ms`), and the loop. Three callers: our
 # wrapper with its cached launch, the same wrapper launching through Triton's
-# ``kernel[grid](...)``, and ``torch.softmax``.
+# ``kernel[grid](...)``, and ``torch.softmax``. Which one sets the pace is read
+# from the loop, not from the GPU time: ``time_ms`` flushes the L2 before each
+# call, while in the loop an input that fits in the L2 stays there, so the kernel
+# runs faster than that column says. The figure draws the host's time and the
+# loop's; the table adds the GPU time.
 
 launch = captures.show("launch_bound", profiling.plot_launch_bound)
 
@@ -142,15 +150,21 @@ for capture in launch.values():
     print(profiling.launch_bound_table(capture))
 
 # %%
-# Where the GPU takes over, and what the launch path costs:
+# Where the GPU takes over, and what the launch path costs. The crossover is the
+# first size from which the loop takes a clear multiple of the host's time per
+# call (the rule is printed first): the host then waits for the GPU for much of
+# every call. A smaller margin could be noise: the host clock and the loop are
+# measured apart, and they differ even at the smallest sizes, where the GPU idles.
 
 for capture in launch.values():
     print(profiling.crossovers(capture))
 
 # %%
-# Below the crossover the loop runs at the host's pace: making the kernel
+# Well below the crossover the loop runs at the host's pace: making the kernel
 # faster would change nothing, while every microsecond of Python per call
-# counts. Above it, the host's cost hides behind the GPU's.
+# counts. From the crossover on, the host's cost hides behind the GPU's; near it,
+# both count. The slower the launch path, the more work a call needs before the
+# GPU sets the pace: compare the ``kernel[grid]`` line with the cached launch's.
 #
 # **A worked example: our wrappers' host time.** This is how the wrappers got
 # their launch path. Measured first, our softmax wrapper spent several times

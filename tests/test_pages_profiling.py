@@ -88,18 +88,56 @@ def _launch_capture():
     rows = [
         _launch_row("triton", 1024, 0.010, 0.050, 0.050),
         _launch_row("triton", 16, 0.010, 0.005, 0.010),
+        # The GPU time with a flushed L2 above the host's, the loop still at the host's pace.
+        _launch_row("triton", 256, 0.009, 0.016, 0.010),
         _launch_row("triton_jit", 16, 0.030, None, 0.030),
-        _launch_row("torch", 16, 0.008, 0.009, 0.009),
+        _launch_row("triton_jit", 1024, 0.030, None, 0.050),
+        _launch_row("torch", 16, 0.008, 0.009, 0.020),
     ]
     return capture("launch_bound", {"cols": 8, "rows": rows, "host_method": "test"})
 
 
-def test_launch_bound_rows_come_smallest_first_and_the_crossover_is_where_the_gpu_takes_over():
+def test_launch_bound_rows_come_smallest_first_and_the_crossover_is_read_from_the_loop():
     cap = _launch_capture()
-    assert [r["rows"] for r in profiling.launch_bound_rows(cap, "triton")] == [16, 1024]
+    assert [r["rows"] for r in profiling.launch_bound_rows(cap, "triton")] == [16, 256, 1024]
+    # Not at 256 rows, where only the GPU time (L2 flushed) exceeds the host's: the loop
+    # there takes about the host's time per call.
     assert profiling.crossover(cap, "triton")["rows"] == 1024
-    assert profiling.crossover(cap, "torch")["rows"] == 16
-    assert profiling.crossover(cap, "triton_jit") is None  # no GPU time measured for it
+    assert profiling.below_crossover(cap, "triton")["rows"] == 256
+    assert profiling.crossover(cap, "triton_jit") is None  # 1.7x the host's time: no clear margin
+    assert profiling.below_crossover(cap, "triton_jit")["rows"] == 1024  # the largest, then
+    assert profiling.crossover(cap, "torch")["rows"] == 16  # the smallest size is GPU-bound
+    assert profiling.below_crossover(cap, "torch") is None
+    with pytest.raises(ValueError, match=r"provider 'cuda' is not in .*\['triton', 'triton_jit', 'torch'\]"):
+        profiling.crossover(cap, "cuda")
+
+
+def test_the_crossover_holds_at_every_larger_size_and_skips_rows_without_a_loop_time():
+    rows = [
+        _launch_row("triton", 16, 0.010, None, 0.010),
+        _launch_row("triton", 64, 0.010, None, 0.030),  # a spike, not the crossover
+        _launch_row("triton", 256, 0.010, None, 0.012),
+        _launch_row("triton", 1024, 0.010, None, 0.020),  # exactly the ratio: GPU-bound
+        _launch_row("triton", 4096, 0.010, None, None),  # no loop time: skipped
+        _launch_row("triton", 16384, 0.010, None, 0.080),
+    ]
+    cap = capture("launch_bound", {"cols": 8, "rows": rows})
+    assert profiling.GPU_BOUND_RATIO == 2.0
+    assert profiling.loop_over_host(rows[3]) == pytest.approx(2.0)
+    assert profiling.loop_over_host(rows[4]) is None
+    assert profiling.crossover(cap, "triton")["rows"] == 1024
+    assert profiling.below_crossover(cap, "triton")["rows"] == 256
+    untimed = capture("launch_bound", {"cols": 8, "rows": [_launch_row("triton", 16, 0.01, None, None)]})
+    assert profiling.crossover(untimed, "triton") is None
+    assert profiling.below_crossover(untimed, "triton") is None
+
+
+def test_host_paced_compares_the_loop_with_the_hosts_spread():
+    row = _launch_row("triton", 16, 0.010, None, 0.011)
+    assert not profiling.host_paced(row)  # no spread: the medians, and the loop is above
+    assert profiling.host_paced({**row, "host_ms_p80": 0.012})
+    assert not profiling.host_paced({**row, "host_ms_p80": 0.012, "loop_ms_p20": 0.0125})
+    assert not profiling.host_paced({**row, "loop_ms": None})
 
 
 def test_launch_bound_table_and_figure():
@@ -109,11 +147,23 @@ def test_launch_bound_table_and_figure():
     cap = _launch_capture()
     text = profiling.launch_bound_table(cap)
     assert "triton_jit label" in text and "16 x 8" in text and "50.0" in text
+    rows = [line.split() for line in text.splitlines() if " x 8" in line]
+    assert "loop / host" in text and "GPU µs, L2 flushed" in text
+    # The triton rows: the loop's time over the host's, the last 50 µs over 10.
+    assert [r[-1] for r in rows[:3]] == ["1.0x", "1.1x", "5.0x"]
     fig = profiling.launch_bound_figure(cap, ["a note"])
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-    assert len(ax.lines) == 5  # host for three providers, GPU for the two with GPU times
+    # Host and loop for each of three providers, and a ring at the two crossovers.
+    assert len(ax.lines) == 8
+    rings = [line for line in ax.lines if line.get_markersize() == 11]
+    assert sorted((float(r.get_xdata()[0]), float(r.get_ydata()[0])) for r in rings) == [
+        pytest.approx((16 * 64 / 1e6, 20.0)),
+        pytest.approx((1024 * 64 / 1e6, 50.0)),
+    ]
     assert any("a note" in t.get_text() for t in fig.texts)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "loop of calls, time per call" in labels and "GPU-bound from here (loop ≥ 2x host)" in labels
 
 
 def test_key_averages_table_sorts_by_cuda_time():
@@ -355,16 +405,62 @@ def test_timing_gaps_read_each_method_and_name_a_missing_one():
         profiling.timing_gaps(capture("timing_methods", _timing_payload()))
 
 
-def test_crossovers_name_where_the_gpu_takes_over():
+def test_crossovers_name_where_the_loop_takes_the_gpus_pace():
     text = profiling.crossovers(_launch_capture())
     lines = [" ".join(line.split()) for line in text.replace("\n    ", " ").splitlines()]
-    assert lines[0].startswith("triton label: GPU time first exceeds host time per call at 1024 x 8")
-    assert "host 10.0 µs, GPU 50.0 µs" in lines[0]
-    assert lines[1].startswith("torch label: GPU time first exceeds host time per call at 16 x 8")
-    assert "triton_jit" not in text  # no GPU time: no crossover to name
-    rows = [_launch_row("triton", 16, 0.010, 0.005, 0.010), _launch_row("triton_jit", 16, 0.030, None, 0.03)]
+    assert (
+        lines[0] == "Where the loop first takes at least 2x the host's time per call (GPU-bound from there):"
+    )
+    assert lines[1] == (
+        "triton label: from 1024 x 8 (0 MB moved), the loop 50.0 µs per call against the host's "
+        "10.0 µs (5.0x); GPU 50.0 µs with a flushed L2; at 256 x 8, the loop 10.0 µs per call "
+        "against the host's 9.0 µs (1.1x)"
+    )
+    assert lines[2] == (
+        "triton_jit label: at no size measured (at the largest with both times, 1024 x 8, "
+        "the loop 50.0 µs per call against the host's 30.0 µs (1.7x))"
+    )
+    assert lines[3] == (
+        "torch label: from 16 x 8 (0 MB moved), the loop 20.0 µs per call against the host's 8.0 µs (2.5x); "
+        "GPU 9.0 µs with a flushed L2"
+    )
+    assert lines[4] == "host time through kernel[grid] / through the cached launch: 3.0x over the sizes"
+    rows = [_launch_row("torch", 16, 0.010, 0.005, None)]
     text = profiling.crossovers(capture("launch_bound", {"cols": 8, "rows": rows}))
-    assert "the host sets the pace at every size" in text and "3.0x over the sizes" in text
+    assert text.splitlines()[1] == "torch label: no loop time in this capture, so no crossover to read"
+    assert "kernel[grid]" not in text  # no triton_jit rows: no ratio
+
+
+def _opening(rows):
+    from gpuperf.pages.profiling.opening import _launch_sentence
+
+    return " ".join(_launch_sentence(capture("launch_bound", {"cols": 8, "rows": rows})).split())
+
+
+def test_opening_reads_the_crossover_from_the_loop():
+    rows = [
+        {**_launch_row("triton", 16, 0.010, 0.005, 0.010), "host_ms_p80": 0.012},
+        {**_launch_row("triton", 4096, 0.0089, 0.0161, 0.0099), "host_ms_p80": 0.0101},
+        _launch_row("triton", 16384, 0.0125, 0.0491, 0.0487),
+    ]
+    assert _opening(rows) == (
+        "A back-to-back loop of softmax calls on rows of 8 float32 runs at the host's pace up to "
+        "4,096 rows (there 9.9 µs per call, the host needing 8.9 µs) and at the GPU's pace from "
+        "16,384 rows (48.7 µs per call, 3.9x the host's 12.5 µs)."
+    )
+    # A size below the crossover whose loop is clearly slower than the host: no claim
+    # about the sizes below.
+    rows[1] = _launch_row("triton", 4096, 0.010, None, 0.015)
+    assert _opening(rows) == (
+        "A back-to-back loop of softmax calls on rows of 8 float32 runs at the GPU's pace from "
+        "16,384 rows (48.7 µs per call, 3.9x the host's 12.5 µs)."
+    )
+    assert _opening(rows[:2]) == (
+        "A back-to-back loop of softmax calls on rows of 8 float32 stays under 2x the host's time "
+        "per call at every size measured, up to 4,096 rows (15.0 µs per call, the host needing 10.0 µs)."
+    )
+    assert _opening([_launch_row("triton", 16, 0.01, None, None)]) == ""
+    assert _opening([_launch_row("torch", 16, 0.01, None, 0.01)]) == ""
 
 
 def test_sentences_fit_the_output_column():
@@ -497,8 +593,14 @@ def _expected_sentences(gpu):
         rows = sorted(
             (r for r in launch["payload"]["rows"] if r["provider"] == "triton"), key=lambda r: r["bytes"]
         )
-        first = next(r for r in rows if r["device_ms"] and r["device_ms"] > r["host_ms"])
-        expected += [f"until {first['rows']:,} rows", f"{first['device_ms'] * 1e3:.1f} µs per call"]
+        # The first size from which the loop takes at least twice the host's time per call.
+        ratios = [r["loop_ms"] / r["host_ms"] for r in rows]
+        first = next(r for i, r in enumerate(rows) if all(q >= 2 for q in ratios[i:]))
+        expected += [
+            f"pace from {first['rows']:,} rows",
+            f"({first['loop_ms'] * 1e3:.1f} µs per call",
+            f"the host's {first['host_ms'] * 1e3:.1f} µs)",
+        ]
     prof, _ = pages_captures.load("torch_profiler", gpu)
     if prof is not None:
         trace = profiling.read_trace(captures.artifact_path("torch_profiler_trace", gpu, ".json.gz"))

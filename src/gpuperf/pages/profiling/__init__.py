@@ -2,7 +2,7 @@
 
 ``scripts/profile_capture.py`` writes the captures on a GPU (:mod:`gpuperf.bench.captures`);
 the functions here turn them into what the guide shows, on any machine: the timing
-methods side by side, host time against GPU time as a kernel grows, the
+methods side by side, host time against a loop's time per call as a kernel grows, the
 ``torch.profiler`` table and a timeline drawn from its Chrome trace, Nsight Compute's
 counters, and proton's tree. Tables come out as text or HTML, as
 :func:`gpuperf.pages.tables.render` is asked.
@@ -48,9 +48,13 @@ from gpuperf.pages.profiling.sentences import (
     trace_size,
 )
 from gpuperf.pages.profiling.timings import (
+    GPU_BOUND_RATIO,
+    below_crossover,
     crossover,
+    host_paced,
     launch_bound_rows,
     launch_bound_table,
+    loop_over_host,
     method,
     timing_methods_table,
 )
@@ -72,7 +76,11 @@ __all__ = [  # noqa: RUF022
     "method",
     "timing_methods_table",
     "launch_bound_rows",
+    "GPU_BOUND_RATIO",
+    "loop_over_host",
+    "host_paced",
     "crossover",
+    "below_crossover",
     "launch_bound_table",
     "launch_bound_figure",
     "key_averages_table",

@@ -1,5 +1,5 @@
-"""The profiling guide's matplotlib figures: host time against GPU time as a kernel grows
-(the ``launch_bound`` capture) and one training step's timeline (the ``torch_profiler``
+"""The profiling guide's matplotlib figures: host time against a loop's time per call as a
+kernel grows (the ``launch_bound`` capture) and one training step's timeline (the ``torch_profiler``
 capture's trace), each with the render that draws it on the page."""
 
 from __future__ import annotations
@@ -7,42 +7,70 @@ from __future__ import annotations
 from gpuperf.bench import captures, records
 from gpuperf.pages.captures import capture_payload
 from gpuperf.pages.profiling.sentences import step_summary
-from gpuperf.pages.profiling.timings import launch_bound_rows
+from gpuperf.pages.profiling.timings import GPU_BOUND_RATIO, crossover, launch_bound_rows
 from gpuperf.pages.profiling.traces import RANGE_COLORS, TIMELINE_LANES, range_of, read_trace, trace_path
 
 
 def launch_bound_figure(capture: dict, notes=()):
-    """Host time per call (dashed) and GPU time per call (solid) against the bytes a call
-    moves, log-log: where the solid line rises above the dashed one, the GPU sets the pace."""
+    """Host time per call (dashed) and a back-to-back loop's time per call (solid) against
+    the bytes a call moves, log-log, one colour per provider; a ring marks each
+    provider's crossover (:func:`~gpuperf.pages.profiling.timings.crossover`), from which
+    the loop takes at least :data:`~gpuperf.pages.profiling.timings.GPU_BOUND_RATIO`
+    times the host's time per call: the GPU sets the pace. Where the solid line lies on
+    the dashed one, the host does. (The GPU time with a flushed L2 is left to the table:
+    the loop keeps an input that fits in L2 there.)"""
     import matplotlib.pyplot as plt
 
     from gpuperf.pages.plotting import provider_color
 
     fig, ax = plt.subplots(figsize=(8, 4.6), facecolor="white", layout="constrained")
     ax.set_facecolor("white")
+    providers = []
     for key in dict.fromkeys(r["provider"] for r in capture["payload"]["rows"]):
         rows = launch_bound_rows(capture, key)
         label = rows[0]["label"]
         color = provider_color(key)
         mb = [r["bytes"] / 1e6 for r in rows]
-        ax.plot(mb, [r["host_ms"] * 1e3 for r in rows], "--", color=color, marker="o", ms=3.5, label=label)
-        gpu = [(m, r["device_ms"] * 1e3) for m, r in zip(mb, rows, strict=True) if r["device_ms"] is not None]
-        if gpu:
-            ax.plot(*zip(*gpu, strict=True), "-", color=color, marker="s", ms=3.5)
+        ax.plot(mb, [r["host_ms"] * 1e3 for r in rows], "--", color=color, marker="o", ms=3.5)
+        providers.append(plt.Line2D([], [], color=color, lw=6, label=label))
+        loop = [(m, r["loop_ms"] * 1e3) for m, r in zip(mb, rows, strict=True) if r.get("loop_ms")]
+        if loop:
+            ax.plot(*zip(*loop, strict=True), "-", color=color, marker="s", ms=3.5)
+        row = crossover(capture, key)
+        if row is not None:
+            ax.plot(row["bytes"] / 1e6, row["loop_ms"] * 1e3, "o", ms=11, mfc="none", mec=color, mew=1.5)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("MB moved per call (input + output)")
     ax.set_ylabel("µs per call")
     ax.grid(True, which="both", alpha=0.25)
-    handles, _ = ax.get_legend_handles_labels()
     styles = [
         plt.Line2D([], [], color="0.3", ls="--", marker="o", ms=3.5, label="host time per call"),
-        plt.Line2D([], [], color="0.3", ls="-", marker="s", ms=3.5, label="GPU time per call"),
+        plt.Line2D([], [], color="0.3", ls="-", marker="s", ms=3.5, label="loop of calls, time per call"),
+        plt.Line2D(
+            [],
+            [],
+            color="0.3",
+            ls="none",
+            marker="o",
+            ms=9,
+            mfc="none",
+            mew=1.5,
+            label=f"GPU-bound from here (loop ≥ {GPU_BOUND_RATIO:g}x host)",
+        ),
     ]
-    ax.legend(handles=handles + styles, loc="upper left", fontsize=8.5, frameon=False)
+    # Below the axes, where no line runs: providers (colour) in one column, line styles in the other.
+    ax.legend(
+        handles=providers + styles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.14),
+        ncol=2,
+        fontsize=8.5,
+        frameon=False,
+    )
     cols = capture["payload"]["cols"]
     ax.set_title(
-        f"Softmax over rows of {cols} float32: host time vs GPU time as the input grows", fontsize=10
+        f"Softmax over rows of {cols} float32: a loop's time per call against the host's", fontsize=10
     )
     fig.text(0.01, -0.02, "\n".join([captures.caption(capture), *notes]), fontsize=7.5, va="top", wrap=True)
     return fig

@@ -11,7 +11,15 @@ from gpuperf.pages import captures as pages_captures
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import short_gpu_name
 from gpuperf.pages.profiling.sentences import GAP_KEYS
-from gpuperf.pages.profiling.timings import crossover, method
+from gpuperf.pages.profiling.timings import (
+    GPU_BOUND_RATIO,
+    below_crossover,
+    crossover,
+    host_paced,
+    launch_bound_rows,
+    loop_over_host,
+    method,
+)
 from gpuperf.pages.profiling.traces import last_step_summary, read_trace, trace_path
 from gpuperf.pages.prose import Paragraph, paragraph, percent, span
 from gpuperf.pages.report import Result, load
@@ -67,14 +75,35 @@ def _timing_sentence(capture: dict) -> str:
 
 
 def _launch_sentence(capture: dict) -> str:
+    """Where a back-to-back loop of our softmax (the ``triton`` provider) starts to run at
+    the GPU's pace (:func:`~gpuperf.pages.profiling.timings.crossover`), and, where every
+    smaller size ran at the host's (:func:`~gpuperf.pages.profiling.timings.host_paced`),
+    the last size below it; read from the loop's and the host's times per call. Empty
+    where the capture has no ``triton`` rows or no loop times."""
     cols = capture["payload"]["cols"]
-    row = crossover(capture, "triton")
+    if not any(r["provider"] == "triton" for r in capture["payload"]["rows"]):
+        return ""
+    rows = [r for r in launch_bound_rows(capture, "triton") if loop_over_host(r) is not None]
+    if not rows:
+        return ""
+    start = f"A back-to-back loop of softmax calls on rows of {cols} float32"
+    row, below = crossover(capture, "triton"), below_crossover(capture, "triton")
     if row is None:
-        return f"A loop of softmax calls on rows of {cols} float32 is launch-bound at every size."
+        return (
+            f"{start} stays under {GPU_BOUND_RATIO:g}x the host's time per call at every "
+            f"size measured, up to {below['rows']:,} rows ({below['loop_ms'] * 1e3:.1f} µs "
+            f"per call, the host needing {below['host_ms'] * 1e3:.1f} µs)."
+        )
+    gpu = (
+        f"at the GPU's pace from {row['rows']:,} rows ({row['loop_ms'] * 1e3:.1f} µs per call, "
+        f"{loop_over_host(row):.1f}x the host's {row['host_ms'] * 1e3:.1f} µs)"
+    )
+    if below is None or not all(host_paced(r) for r in rows if r["bytes"] < row["bytes"]):
+        return f"{start} runs {gpu}."
     return (
-        f"A loop of softmax calls on rows of {cols} float32 stays launch-bound until "
-        f"{row['rows']:,} rows, where the GPU's {row['device_ms'] * 1e3:.1f} µs per call "
-        f"first exceed the host's {row['host_ms'] * 1e3:.1f} µs."
+        f"{start} runs at the host's pace up to {below['rows']:,} rows (there "
+        f"{below['loop_ms'] * 1e3:.1f} µs per call, the host needing "
+        f"{below['host_ms'] * 1e3:.1f} µs) and {gpu}."
     )
 
 

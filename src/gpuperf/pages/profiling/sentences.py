@@ -11,7 +11,14 @@ from gpuperf.bench.catalog import HOST_OVERHEAD, ROW_MEAN
 from gpuperf.pages.captures import capture_payload
 from gpuperf.pages.profiling.ncu import TENSOR_PIPE, ncu_launch, ncu_value
 from gpuperf.pages.profiling.proton import proton_table
-from gpuperf.pages.profiling.timings import crossover, launch_bound_rows, method
+from gpuperf.pages.profiling.timings import (
+    GPU_BOUND_RATIO,
+    below_crossover,
+    crossover,
+    launch_bound_rows,
+    loop_over_host,
+    method,
+)
 from gpuperf.pages.profiling.traces import last_step_summary
 from gpuperf.pages.prose import WIDTH, percent, span
 from gpuperf.pages.report import Result, check_result
@@ -59,37 +66,66 @@ def timing_gaps(capture: dict) -> str:
     return _wrap(lines)
 
 
+def _loop_vs_host(row: dict) -> str:
+    """``'the loop 48.7 µs per call against the host's 12.5 µs (3.9x)'`` for one
+    ``launch_bound`` row."""
+    return (
+        f"the loop {row['loop_ms'] * 1e3:.1f} µs per call against the host's "
+        f"{row['host_ms'] * 1e3:.1f} µs ({loop_over_host(row):.1f}x)"
+    )
+
+
 def crossovers(capture: dict) -> str:
-    """Where the GPU takes over from the host for each provider of a ``launch_bound``
-    capture that has GPU times (the input, MB moved, host and GPU µs per call), and
-    how much more host time a call costs through ``kernel[grid]`` (``triton_jit``)
-    than through the cached launch (``triton``), as a range over the sizes.
+    """Where a loop of back-to-back calls starts to run at the GPU's pace, for each
+    provider of a ``launch_bound`` capture: the rule (:func:`~gpuperf.pages.profiling.timings.crossover`,
+    its ratio formatted from :data:`~gpuperf.pages.profiling.timings.GPU_BOUND_RATIO`),
+    then per provider the first GPU-bound input (MB moved, the loop's and the host's µs
+    per call, their ratio, and the GPU's µs with a flushed L2 where measured) and the
+    size below it; then how much more host time a call costs through ``kernel[grid]``
+    (``triton_jit``) than through the cached launch (``triton``), as a range over the
+    sizes both have.
 
     Raises:
         TypeError, ValueError: ``capture`` is not a ``launch_bound`` capture.
     """
     payload = capture_payload(capture, "launch_bound")
-    lines = []
-    for key in dict.fromkeys(r["provider"] for r in payload["rows"]):
+    providers = list(dict.fromkeys(r["provider"] for r in payload["rows"]))
+    lines = [
+        f"Where the loop first takes at least {GPU_BOUND_RATIO:g}x the host's time per call "
+        "(GPU-bound from there):"
+    ]
+    for key in providers:
         rows = launch_bound_rows(capture, key)
-        if all(r["device_ms"] is None for r in rows):
+        label = rows[0]["label"]
+        if all(loop_over_host(r) is None for r in rows):
+            lines.append(f"{label}: no loop time in this capture, so no crossover to read")
             continue
-        row = crossover(capture, key)
+        row, below = crossover(capture, key), below_crossover(capture, key)
         if row is None:
-            lines.append(f"{rows[0]['label']}: the host sets the pace at every size measured")
+            lines.append(
+                f"{label}: at no size measured (at the largest with both times, "
+                f"{below['rows']} x {below['cols']}, {_loop_vs_host(below)})"
+            )
             continue
-        lines.append(
-            f"{row['label']}: GPU time first exceeds host time per call at "
-            f"{row['rows']} x {row['cols']} ({row['bytes'] / 1e6:.0f} MB moved): "
-            f"host {row['host_ms'] * 1e3:.1f} µs, GPU {row['device_ms'] * 1e3:.1f} µs"
+        before = (
+            f"; at {below['rows']} x {below['cols']}, {_loop_vs_host(below)}" if below is not None else ""
         )
-    cached, jit = launch_bound_rows(capture, "triton"), launch_bound_rows(capture, "triton_jit")
-    if cached and len(cached) == len(jit):
-        ratios = [j["host_ms"] / c["host_ms"] for c, j in zip(cached, jit, strict=True)]
-        lines.append(
-            "host time through kernel[grid] / through the cached launch: "
-            f"{span(ratios, lambda v: f'{v:.1f}')}x over the sizes"
+        gpu = (
+            f"; GPU {row['device_ms'] * 1e3:.1f} µs with a flushed L2" if row["device_ms"] is not None else ""
         )
+        lines.append(
+            f"{label}: from {row['rows']} x {row['cols']} ({row['bytes'] / 1e6:.0f} MB moved), "
+            f"{_loop_vs_host(row)}{gpu}{before}"
+        )
+    if "triton" in providers and "triton_jit" in providers:
+        cached = {r["bytes"]: r for r in launch_bound_rows(capture, "triton")}
+        jit = {r["bytes"]: r for r in launch_bound_rows(capture, "triton_jit")}
+        ratios = [jit[b]["host_ms"] / cached[b]["host_ms"] for b in cached if b in jit]
+        if ratios:
+            lines.append(
+                "host time through kernel[grid] / through the cached launch: "
+                f"{span(ratios, lambda v: f'{v:.1f}')}x over the sizes"
+            )
     return _wrap(lines)
 
 

@@ -33,9 +33,8 @@ def main(argv=None) -> int:
 
     from gpuperf.bench import timing
     from gpuperf.bench.catalog import llama
-    from gpuperf.bench.traces import profile_parts
+    from gpuperf.bench.traces import time_parts
     from gpuperf.models.llama import SECTIONS
-    from gpuperf.models.sections import event_times_us
 
     if not torch.cuda.is_available():
         print("llama_capture: needs a CUDA GPU", file=sys.stderr)
@@ -53,13 +52,7 @@ def main(argv=None) -> int:
                 continue
             step = provider.make(*inputs)
             entry = {"label": provider.label}
-            entry.update(profile_parts(step, SECTIONS.recording, SECTIONS.prefix, steps=PROFILED_STEPS))
-            with SECTIONS.timing() as marks:
-                for _ in range(PROFILED_STEPS):
-                    step()
-                torch.cuda.synchronize()
-            entry["event_parts_us"] = event_times_us(marks, PROFILED_STEPS)
-            entry["step_us"] = timing.loop_time_ms(step).ms * 1e3
+            entry.update(time_parts(step, SECTIONS, steps=PROFILED_STEPS))
             providers[provider.key] = entry
             shown = ", ".join(f"{k} {v:.0f}" for k, v in entry["parts_us"].items())
             events = ", ".join(f"{k} {v:.0f}" for k, v in entry["event_parts_us"].items())

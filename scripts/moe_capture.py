@@ -43,9 +43,8 @@ def main(argv=None) -> int:
     from gpuperf.bench import timing
     from gpuperf.bench.catalog import moe
     from gpuperf.bench.catalog.benchmark import cuda_graph
-    from gpuperf.bench.traces import profile_parts
+    from gpuperf.bench.traces import time_parts
     from gpuperf.models.moe import SECTIONS
-    from gpuperf.models.sections import event_times_us
 
     if not torch.cuda.is_available():
         print("moe_capture: needs a CUDA GPU", file=sys.stderr)
@@ -63,13 +62,7 @@ def main(argv=None) -> int:
                 layer.ops = ops
                 step = _step(layer, x)
                 entry = {"label": labels[key]}
-                entry.update(profile_parts(step, SECTIONS.recording, SECTIONS.prefix, steps=PROFILED_STEPS))
-                with SECTIONS.timing() as marks:
-                    for _ in range(PROFILED_STEPS):
-                        step()
-                    torch.cuda.synchronize()
-                entry["event_parts_us"] = event_times_us(marks, PROFILED_STEPS)
-                entry["step_us"] = timing.loop_time_ms(step).ms * 1e3
+                entry.update(time_parts(step, SECTIONS, steps=PROFILED_STEPS))
                 if key == "triton":
                     entry["graph_step_us"] = timing.loop_time_ms(cuda_graph(step)).ms * 1e3
                 torch.cuda.synchronize()

@@ -1,5 +1,8 @@
 """Kernel time per profiler range, from a Chrome trace (gpuperf.bench.traces)."""
 
+import pytest
+import torch
+
 
 def test_kernel_time_by_range_follows_each_launch_to_the_range_open_on_the_host():
     """Two ranges; a kernel launched through the runtime inside the first, one launched
@@ -23,3 +26,12 @@ def test_kernel_time_by_range_follows_each_launch_to_the_range_open_on_the_host(
     assert parts == {"norm": 4.0, "proj": 6.0, "other": 3.5}
     assert (total, count) == (13.5, 4)
     assert categories["kernel"] == 3 and categories["user_annotation"] == 3
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without a GPU")
+def test_time_parts_refuses_without_a_gpu():
+    from gpuperf.bench.traces import time_parts
+    from gpuperf.models.moe import SECTIONS
+
+    with pytest.raises(RuntimeError, match="CUDA GPU"):
+        time_parts(lambda: None, SECTIONS, steps=1)

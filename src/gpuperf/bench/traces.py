@@ -102,3 +102,33 @@ def profile_parts(step, recording, prefix: str, *, steps: int = 5, warmup: int =
         "kernel_count": count / steps,
         "trace_categories": categories,
     }
+
+
+def time_parts(step, sections, *, steps: int = 5) -> dict:
+    """Where a model step's time goes, measured three ways over ``steps`` steps: GPU
+    microseconds per part by ``torch.profiler`` (:func:`profile_parts`: ``parts_us``,
+    ``kernels_us``, ``kernel_count``, ``trace_categories``), microseconds per part between
+    CUDA events at the parts' edges (``event_parts_us``, :meth:`gpuperf.models.sections.Sections.timing`),
+    and the step's time in a back-to-back loop (``step_us``,
+    :func:`gpuperf.bench.timing.loop_time_ms`).
+
+    ``step`` is a function of no arguments that runs one step; ``sections`` the
+    :class:`~gpuperf.models.sections.Sections` the model marks its parts with.
+
+    Raises:
+        RuntimeError: no CUDA device is available.
+    """
+    import torch
+
+    from gpuperf.bench import timing
+    from gpuperf.models.sections import event_times_us
+
+    timing.require_cuda()
+    entry = profile_parts(step, sections.recording, sections.prefix, steps=steps)
+    with sections.timing() as marks:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    entry["event_parts_us"] = event_times_us(marks, steps)
+    entry["step_us"] = timing.loop_time_ms(step).ms * 1e3
+    return entry

@@ -349,6 +349,138 @@ def _config_entries(rel: str, tree: ast.Module) -> dict[str, str]:
     return found
 
 
+def _top_level_names(tree: ast.Module) -> set[str]:
+    """The names a module's top-level definitions and assignments bind."""
+    found = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        else:
+            found.update(_assigned_names(node))
+    return found
+
+
+def _module_imports(rel: str) -> list[tuple[str, str | None, str | None]]:
+    """Each package module ``rel`` imports, with what it takes: ``(path, name, alias)`` for
+    ``from module import name [as alias]`` (``path`` the module's), ``(path, None, alias)``
+    for ``from package import module [as alias]`` (the module itself, read through
+    ``alias.x``), and ``(path, None, None)`` for ``import a.b.c`` (the module as a whole)."""
+    package = ".".join([PACKAGE, *Path(rel).parent.parts])
+    found = []
+    for node in ast.walk(ast.parse((PACKAGE_ROOT / rel).read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                path = _module_file(alias.name)
+                if path is not None:
+                    found.append((path, None, None))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*parent, *([node.module] if node.module else [])])
+            for alias in node.names:
+                sub = _module_file(f"{base}.{alias.name}")
+                if sub is not None:
+                    found.append((sub, None, alias.asname or alias.name))
+                elif (path := _module_file(base)) is not None:
+                    found.append((path, alias.name, alias.asname or alias.name))
+    return found
+
+
+def _names_read(node: ast.AST, module_alias: str | None = None) -> tuple[set[str], bool]:
+    """The bare names ``node`` reads; with ``module_alias``, the attributes it reads of that
+    name instead (``alias.x`` gives ``x``), and whether it also uses the name otherwise
+    (passes the module itself around: then every entry counts)."""
+    if module_alias is None:
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}, False
+    attributes = {
+        id(n.value)
+        for n in ast.walk(node)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == module_alias
+    }
+    read = {
+        n.attr
+        for n in ast.walk(node)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == module_alias
+    }
+    whole = any(
+        isinstance(n, ast.Name) and n.id == module_alias and id(n) not in attributes for n in ast.walk(node)
+    )
+    return read, whole
+
+
+def config_uses(closed: Iterable[str]) -> dict[str, set[str] | None]:
+    """For each config table (``*configs.py``) among the sources ``closed``, the names of its
+    top-level entries that the others use: those they import by name or read as
+    ``module.name``, and, inside a config table, whatever a used entry reads of its own
+    module's names or of names it imported from another config table (followed until
+    nothing new is found). None for a table some module uses as a whole (``import a.b``,
+    or the module passed around): every entry counts.
+
+    A record of device time hashes only these entries (:func:`hashes`): the configs of
+    other kernels in the same table are not what it measured.
+    """
+    closed = [rel for rel in closed if rel.endswith(".py")]
+    tables = [rel for rel in closed if rel.endswith(CONFIG_SUFFIX)]
+    if not tables:
+        return {}
+    uses: dict[str, set[str] | None] = {rel: set() for rel in tables}
+    trees = {rel: ast.parse((PACKAGE_ROOT / rel).read_text()) for rel in tables}
+    defined = {rel: _top_level_names(tree) for rel, tree in trees.items()}
+
+    def use(table: str, names) -> bool:
+        if table not in uses or uses[table] is None:
+            return False
+        new = (defined[table] & set(names)) - uses[table]
+        uses[table] |= new
+        return bool(new)
+
+    for rel in closed:
+        if rel in trees:
+            continue
+        tree = ast.parse((PACKAGE_ROOT / rel).read_text())
+        for path, name, alias in _module_imports(rel):
+            if path not in uses:
+                continue
+            if name is not None:
+                use(path, [name])
+            elif alias is None:
+                uses[path] = None
+            else:
+                read, whole = _names_read(tree, alias)
+                if whole:
+                    uses[path] = None
+                else:
+                    use(path, read)
+    changed = True
+    while changed:
+        changed = False
+        for rel in tables:
+            wanted = uses[rel]
+            if wanted is None:
+                continue
+            imported = _module_imports(rel)
+            for node in trees[rel].body:
+                defines = isinstance(node, (ast.FunctionDef, ast.ClassDef))
+                names = [node.name] if defines else _assigned_names(node)
+                if not names or not set(names) & wanted:
+                    continue
+                read, _ = _names_read(node)
+                changed |= use(rel, read)
+                for path, name, alias in imported:
+                    if path not in uses:
+                        continue
+                    if name is not None and alias in read:
+                        changed |= use(path, [name])
+                    elif name is None and alias is not None:
+                        attrs, whole = _names_read(node, alias)
+                        if whole and uses[path] is not None:
+                            uses[path], changed = None, True
+                        else:
+                            changed |= use(path, attrs)
+    return uses
+
+
 def _whole(rel: str) -> bool:
     return rel.startswith(WHOLE) or rel.endswith(WHOLE_SUFFIXES)
 
@@ -362,14 +494,23 @@ def hashes(
     With ``host=True`` (a measurement of host time, where every line of the wrapper counts)
     every module of the closure is hashed whole: ``{path: file_sha256(path)}``. Otherwise
     (device time) each module gives its :func:`device_entries`: the kernels it defines,
-    its constants and config tables, but not the Python around the launch. ``names`` maps
-    a path to the name its entries take (:func:`device_entries`).
+    its constants and config tables, but not the Python around the launch; of a config
+    table, only the entries the closure uses (:func:`config_uses`), so that a change to
+    the matmul's configs leaves attention's records current. ``names`` maps a path to the
+    name its entries take (:func:`device_entries`).
     """
     closed = closure(sources)
     names = names or {}
     if host:
         return {names.get(rel, rel): file_sha256(rel) for rel in closed}
-    return {entry: sha for rel in closed for entry, sha in device_entries(rel, name=names.get(rel)).items()}
+    used = config_uses(closed)
+    found = {}
+    for rel in closed:
+        for entry, sha in device_entries(rel, name=names.get(rel)).items():
+            wanted = used.get(rel)
+            if wanted is None or entry.rpartition("::")[2] in wanted:
+                found[entry] = sha
+    return found
 
 
 def is_host_keyed(stored: dict[str, str]) -> bool:
@@ -415,7 +556,9 @@ def changes(stored: dict[str, str], sources: Iterable[str], *, host: bool | None
 
     ``host`` says how ``stored`` was hashed (:func:`hashes`); None reads it off ``stored``
     (:func:`is_host_keyed`). An entry that moved (the same hash under another name or in
-    another module: a kernel renamed, or moved to the module it belongs in) is no change.
+    another module: a kernel renamed, or moved to the module it belongs in) is no change,
+    and neither is a stored config table's entry that the code does not use now (a record
+    that hashed whole tables is compared on the entries it uses).
     """
     host = is_host_keyed(stored) if host is None else host
     now = hashes((rel for rel in sources if (PACKAGE_ROOT / rel).is_file()), host=host)
@@ -424,5 +567,11 @@ def changes(stored: dict[str, str], sources: Iterable[str], *, host: bool | None
     gone = sorted(set(stored) - set(now))
     moved = set(now[e] for e in new) & set(stored[e] for e in gone)
     found += [f"{e} is new" for e in new if now[e] not in moved]
-    found += [f"{e} is gone" for e in gone if stored[e] not in moved]
+    # A config table's entry the measured code does not use (:func:`config_uses`) is not
+    # what was measured: stored ones of it (hashes of whole tables) are no change.
+    found += [
+        f"{e} is gone"
+        for e in gone
+        if stored[e] not in moved and (host or not e.split("::")[0].endswith(CONFIG_SUFFIX))
+    ]
     return found

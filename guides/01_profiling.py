@@ -49,8 +49,8 @@ print(profiling.in_one_paragraph())
 # you will use on a kernel of your own (``do_bench``, CUDA events, CUDA graphs),
 # and what each does step by step, is the :ref:`benchmarking guide
 # <benchmark-do-bench>`'s subject. The capture times our fused softmax
-# (:func:`gpuperf.kernels.softmax`, tutorial 02) each way, on a large input
-# (4096 x 4096 float32: 64 MiB in, 64 MiB out) and on a tiny one (64 x 256).
+# (:func:`gpuperf.kernels.softmax`, tutorial 02) each way, on a large input,
+# larger than the L2, and on a tiny one (each table's title gives its shape).
 #
 # ``first call``
 #     The very first call, with a fresh Triton cache: it compiles the kernel
@@ -99,7 +99,7 @@ for capture in timing.values():
 # the loop): the kernel runs far longer than a launch takes, so the host keeps
 # ahead. The single-call methods add the launch and the wait for it, and the
 # unsynchronized host clock reports a fraction of the kernel: the launch only.
-# The flush changes nothing there, because 64 MiB of input does not fit in L2
+# The flush changes nothing there, because the input does not fit in L2
 # anyway.
 #
 # On the tiny input the methods spread over an order of magnitude, and the
@@ -131,12 +131,14 @@ for capture in timing.values():
 # back-to-back loop of it runs at the host's pace, each call taking about the
 # :term:`host time per call` (the :term:`host overhead`) while the GPU idles
 # between kernels; it is *GPU-bound* when the loop runs at the GPU's pace, slower
-# than the host issues the calls. The capture measures, for the softmax over rows
-# of 1024 floats, from 16 rows to 65,536: host time per call with the GPU kept
-# busy (:func:`~gpuperf.bench.timing.host_time_ms`), GPU time
+# than the host issues the calls. The capture measures the softmax over a growing
+# number of rows of one length (the table's first column gives each input):
+# host time per call with the GPU kept busy
+# (:func:`~gpuperf.bench.timing.host_time_ms`), GPU time
 # (:func:`~gpuperf.bench.timing.time_ms`), and the loop. Three callers: our
 # wrapper with its cached launch, the same wrapper launching through Triton's
-# ``kernel[grid](...)``, and ``torch.softmax``. Which one sets the pace is read
+# ``kernel[grid](...)`` (the same kernel, so its GPU time is not measured
+# again), and ``torch.softmax``. Which one sets the pace is read
 # from the loop, not from the GPU time: ``time_ms`` flushes the L2 before each
 # call, while in the loop an input that fits in the L2 stays there, so the kernel
 # runs faster than that column says. The figure draws the host's time and the
@@ -164,7 +166,11 @@ for capture in launch.values():
 # faster would change nothing, while every microsecond of Python per call
 # counts. From the crossover on, the host's cost hides behind the GPU's; near it,
 # both count. The slower the launch path, the more work a call needs before the
-# GPU sets the pace: compare the ``kernel[grid]`` line with the cached launch's.
+# GPU sets the pace. The rule's margin is a safe reading, not the exact switch:
+# ``kernel[grid]`` runs the cached launch's kernel, so where its loop takes as
+# long as the cached launch's GPU-bound loop, the GPU already sets its pace
+# too, though the loop is within the margin of its slower host (the lines above
+# say where that happens).
 #
 # **A worked example: our wrappers' host time.** This is how the wrappers got
 # their launch path. Measured first, our softmax wrapper spent several times
@@ -199,8 +205,9 @@ host = show(HOST_OVERHEAD)
 print(profiling.host_time_per_call(host))
 
 # %%
-# The ops a model calls in a loop have a target: at most 1.2 times the host time
-# of the PyTorch op a user would call instead, so that a :term:`decode` step or a
+# The ops a model calls in a loop have a target: a ceiling on their host time as
+# a multiple of the host time of the PyTorch op a user would call instead (the
+# table's target column), so that a :term:`decode` step or a
 # short prompt built of these kernels is not host-bound where PyTorch's is not.
 # ``attention_train`` is one training step's attention, forward and backward,
 # against :term:`SDPA`'s. Host times on a shared virtual machine move by tens of

@@ -96,11 +96,40 @@ def test_the_reading_sets_the_capture_beside_the_records_step_as_another_run(hos
     ours, theirs = gpu.values("triton")["attention_train"], gpu.values("torch")["attention_train"]
     assert f"325 µs ours and 210 µs SDPA's ({325 / 210:.2f}×)" in text
     assert f"attention_train step, {ours:.0f} and {theirs:.0f} µs ({ours / theirs:.2f}×)" in text
-    assert f"({HOST_OVERHEAD.host_calls('attention_train')} calls a round) in another run" in text
+    calls = HOST_OVERHEAD.host_calls("attention_train")
+    assert f"same timer and {calls} calls a round, in another run" in text
     # Without the record, or for a GPU the record does not have, no such sentence.
     assert "run of its own" not in host_page.training_step_reading(capture)
     capture["provenance"] = {"gpu": "NVIDIA B200"}
     assert "run of its own" not in host_page.training_step_reading(capture, host)
+
+
+def _with_spread(capture: dict, spread: dict) -> dict:
+    capture["payload"]["spread"] = {"attention_train": spread}
+    capture["payload"]["rounds"] = 10
+    return capture
+
+
+def test_the_spread_shows_in_the_table_and_decides_which_differences_count():
+    # Ours: recording 20 -> 85 and the backward 85 -> 325 clear the spreads; SDPA's recording
+    # 21 -> 26 does not (26's p20, 22, is below 21's p80, 24).
+    spread = {
+        "forward, no autograd": {"p20": 18.0, "p80": 22.0},
+        "forward, recorded": {"p20": 80.0, "p80": 90.0},
+        "forward + backward": {"p20": 300.0, "p80": 350.0},
+        "SDPA forward, no autograd": {"p20": 19.0, "p80": 24.0},
+        "SDPA forward, recorded": {"p20": 22.0, "p80": 30.0},
+        "SDPA forward + backward": {"p20": 200.0, "p80": 220.0},
+    }
+    capture = _with_spread(_breakdown((20.0, 85.0, 325.0), (21.0, 26.0, 210.0)), spread)
+    table = host_page.training_step_table(capture)
+    assert "ours p20–p80" in table and "80–90" in table and "22–30" in table
+    text = host_page.training_step_reading(capture).replace("\n", " ")
+    assert "(10 rounds)" in text
+    assert "here SDPA's recording does not, so read its cost as no larger than the noise" in text
+    spread["SDPA forward, recorded"] = {"p20": 25.0, "p80": 30.0}
+    text = host_page.training_step_reading(capture).replace("\n", " ")
+    assert "every difference here clears them" in text
 
 
 def test_another_capture_is_refused_by_name():

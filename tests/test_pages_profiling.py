@@ -418,7 +418,9 @@ def test_crossovers_name_where_the_loop_takes_the_gpus_pace():
     )
     assert lines[2] == (
         "triton_jit label: at no size measured (at the largest with both times, 1024 x 8, "
-        "the loop 50.0 µs per call against the host's 30.0 µs (1.7x))"
+        "the loop 50.0 µs per call against the host's 30.0 µs (1.7x)); there its loop takes as "
+        "long as the cached launch's, 50.0 µs, the same kernel at the GPU's pace: the GPU "
+        "already sets the pace, within the rule's margin"
     )
     assert lines[3] == (
         "torch label: from 16 x 8 (0 MB moved), the loop 20.0 µs per call against the host's 8.0 µs (2.5x); "
@@ -429,6 +431,29 @@ def test_crossovers_name_where_the_loop_takes_the_gpus_pace():
     text = profiling.crossovers(capture("launch_bound", {"cols": 8, "rows": rows}))
     assert text.splitlines()[1] == "torch label: no loop time in this capture, so no crossover to read"
     assert "kernel[grid]" not in text  # no triton_jit rows: no ratio
+
+
+def test_a_loop_as_long_as_the_same_kernels_gpu_bound_loop_is_named_below_the_rule():
+    # kernel[grid] runs the cached launch's kernel: at 1024 rows its loop (50 µs, 1.25x its
+    # host) takes as long as the cached launch's GPU-bound loop, so the GPU sets its pace.
+    rows = [
+        _launch_row("triton", 256, 0.009, 0.005, 0.010),
+        _launch_row("triton", 1024, 0.010, 0.050, 0.050),
+        _launch_row("triton_jit", 256, 0.030, None, 0.031),
+        {**_launch_row("triton_jit", 1024, 0.040, None, 0.0502), "loop_ms_p20": 0.049, "loop_ms_p80": 0.051},
+        _launch_row("triton_jit", 4096, 0.040, None, 0.200),
+    ]
+    launch = capture("launch_bound", {"cols": 8, "rows": rows})
+    assert [(r["rows"], t["rows"]) for r, t in profiling.paced_like(launch, "triton_jit")] == [(1024, 1024)]
+    assert profiling.paced_like(launch, "triton") == []
+    text = " ".join(profiling.crossovers(launch).split())
+    assert (
+        "at 1024 x 8, the loop 50.2 µs per call against the host's 40.0 µs (1.3x); there its loop "
+        "takes as long as the cached launch's, 50.0 µs, the same kernel at the GPU's pace"
+    ) in text
+    # Loops whose spreads do not meet: nothing said.
+    rows[3] = {**rows[3], "loop_ms": 0.060, "loop_ms_p20": 0.058, "loop_ms_p80": 0.062}
+    assert profiling.paced_like(capture("launch_bound", {"cols": 8, "rows": rows}), "triton_jit") == []
 
 
 def _opening(rows):

@@ -148,14 +148,36 @@ def training_step_table(capture: dict) -> str:
         TypeError, ValueError: ``capture`` is not a ``host_breakdown`` capture
             (:func:`~gpuperf.pages.captures.capture_payload`).
     """
-    parts = page_captures.capture_payload(capture, BREAKDOWN)["us_per_call"]["attention_train"]
-    header = ["part", "ours µs", "SDPA µs", "what it times"]
+    payload = page_captures.capture_payload(capture, BREAKDOWN)
+    parts = payload["us_per_call"]["attention_train"]
+    spread = payload.get("spread", {}).get("attention_train", {})
+
+    def cells(name: str) -> list[Cell]:
+        us = parts[name]
+        found = [Cell(f"{us:.1f}", us)]
+        if spread:
+            s = spread.get(name, {})
+            low, high = s.get("p20"), s.get("p80")
+            found.append(Cell(f"{low:.0f}–{high:.0f}", low) if low and high else Cell("-"))
+        return found
+
+    if spread:
+        header = ["part", "ours µs", "ours p20–p80", "SDPA µs", "SDPA p20–p80", "what it times"]
+    else:
+        header = ["part", "ours µs", "SDPA µs", "what it times"]
     section = Section("", header)
     for name, what in TRAINING_PARTS:
-        ours, sdpa = parts[name], parts[f"SDPA {name}"]
-        row = [Cell(name, name), Cell(f"{ours:.1f}", ours), Cell(f"{sdpa:.1f}", sdpa), Cell(what, what)]
-        section.rows.append(row)
+        section.rows.append([Cell(name, name), *cells(name), *cells(f"SDPA {name}"), Cell(what, what)])
     return render([section])
+
+
+def _clear(spread: dict, lower: str, upper: str) -> bool | None:
+    """Whether part ``upper`` took longer than part ``lower`` beyond their spread (``upper``'s
+    20th percentile above ``lower``'s 80th); ``None`` where either lacks percentiles."""
+    low, high = spread.get(upper, {}).get("p20"), spread.get(lower, {}).get("p80")
+    if low is None or high is None:
+        return None
+    return low > high
 
 
 def training_step_reading(capture: dict, host: Result | None = None) -> str:
@@ -164,7 +186,9 @@ def training_step_reading(capture: dict, host: Result | None = None) -> str:
     compares with the ``attention_train`` row of ``host`` (the ``host_overhead`` result,
     another run of the same step), where ``host`` has that row for the capture's GPU.
     Raises as :func:`training_step_table` does, and as :func:`targets_table` for ``host``."""
-    parts = page_captures.capture_payload(capture, BREAKDOWN)["us_per_call"]["attention_train"]
+    payload = page_captures.capture_payload(capture, BREAKDOWN)
+    parts = payload["us_per_call"]["attention_train"]
+    spread = payload.get("spread", {}).get("attention_train", {})
 
     def added(prefix: str) -> tuple[float, float]:
         plain, recorded = parts[f"{prefix}forward, no autograd"], parts[f"{prefix}forward, recorded"]
@@ -184,16 +208,12 @@ def training_step_reading(capture: dict, host: Result | None = None) -> str:
         whose, us = negative[0]
         noise = (
             f"Recording cannot make a call cheaper, so {whose} {us:.0f} µs is noise, and it shows "
-            "how far two parts of this table can drift apart: each part is timed on its own, "
-            "seconds after the one before. Read recording's cost as tens of microseconds at "
-            "most, and the backward's hundreds as the finding. "
+            "how far two parts of this table can drift apart: each part is timed on its own. "
+            "Read recording's cost as tens of microseconds at most, and the backward's hundreds "
+            "as the finding. "
         )
     else:
-        noise = (
-            "Each part is timed on its own, seconds apart, and host times on a shared machine "
-            "move by tens of percent between runs, so read the differences to the nearest tens "
-            "of microseconds. "
-        )
+        noise = _spread_sentence(spread, payload.get("rounds"))
     text = (
         f"Recording the forward adds {added_to(ours_record, 'ours')} and "
         f"{added_to(sdpa_record, 'SDPA')}; the backward then adds {ours_backward:.0f} µs to "
@@ -216,6 +236,44 @@ def training_step_reading(capture: dict, host: Result | None = None) -> str:
     return textwrap.fill(text, 88)
 
 
+def _spread_sentence(spread: dict, rounds: int | None) -> str:
+    """How far to trust the differences of :func:`training_step_reading`: where the capture
+    kept each part's 20th and 80th percentiles, which differences clear them (:func:`_clear`);
+    else a general caution."""
+    steps = {
+        "our": [("forward, no autograd", "forward, recorded"), ("forward, recorded", "forward + backward")],
+        "SDPA's": [
+            ("SDPA forward, no autograd", "SDPA forward, recorded"),
+            ("SDPA forward, recorded", "SDPA forward + backward"),
+        ],
+    }
+    what = ("recording", "backward")
+    verdicts = {
+        f"{whose} {what[i]}": _clear(spread, lower, upper)
+        for whose, pairs in steps.items()
+        for i, (lower, upper) in enumerate(pairs)
+    }
+    if None in verdicts.values():
+        return (
+            "Each part is timed on its own, and host times on a shared machine move by tens of "
+            "percent between runs, so read the differences to the nearest tens of microseconds. "
+        )
+    turns = f" ({rounds} rounds)" if rounds else ""
+    within = [name for name, clear in verdicts.items() if not clear]
+    verdict = (
+        "every difference here clears them"
+        if not within
+        else f"here {and_list(within)} {'does' if len(within) == 1 else 'do'} not, so read "
+        f"{'its cost' if len(within) == 1 else 'their costs'} as no larger than the noise"
+    )
+    return (
+        f"Each part is timed alone, the parts in turn one round each{turns}, so a slow stretch "
+        "of the host falls on every part alike; still, a part's rounds spread (the p20–p80 "
+        "columns), so a difference counts where the larger part's 20th percentile lies above "
+        f"the smaller's 80th: {verdict}. "
+    )
+
+
 def _against_the_record(capture: dict, parts: dict, host: Result | None) -> str:
     """The sentence that sets the capture's whole step beside ``host``'s ``attention_train``
     row on the capture's GPU: two runs of the same step, never to be compared part by part;
@@ -233,8 +291,8 @@ def _against_the_record(capture: dict, parts: dict, host: Result | None) -> str:
             f"This table is a run of its own, not the host_overhead record above: its forward + "
             f"backward, {step:.0f} µs ours and {sdpa_step:.0f} µs SDPA's ({step / sdpa_step:.2f}×), "
             f"is the record's attention_train step, {ours:.0f} and {theirs:.0f} µs "
-            f"({ours / theirs:.2f}×), timed again the same way ({calls} calls a round) in another "
-            "run. Compare the parts within this table, never with the record. "
+            f"({ours / theirs:.2f}×), timed again with the same timer and {calls} calls a round, "
+            "in another run. Compare the parts within this table, never with the record. "
         )
     return ""
 

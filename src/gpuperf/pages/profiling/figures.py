@@ -4,6 +4,8 @@ capture's trace), each with the render that draws it on the page."""
 
 from __future__ import annotations
 
+import textwrap
+
 from gpuperf.bench import captures, records
 from gpuperf.pages.captures import capture_payload
 from gpuperf.pages.profiling.sentences import step_summary
@@ -72,7 +74,13 @@ def launch_bound_figure(capture: dict, notes=()):
     ax.set_title(
         f"Softmax over rows of {cols} float32: a loop's time per call against the host's", fontsize=10
     )
-    fig.text(0.01, -0.02, "\n".join([captures.caption(capture), *notes]), fontsize=7.5, va="top", wrap=True)
+    # The caption in a strip at the bottom that the layout leaves free (text below the
+    # figure's edge would be cut off when the page saves it).
+    lines = [part for text in (captures.caption(capture), *notes) for part in textwrap.wrap(text, 135)]
+    height = fig.get_figheight() * 72  # points
+    strip = (len(lines) * 7.5 * 1.3 + 6) / height
+    fig.get_layout_engine().set(rect=(0, strip, 1, 1 - strip))
+    fig.text(0.01, strip - 3 / height, "\n".join(lines), fontsize=7.5, va="top")
     return fig
 
 

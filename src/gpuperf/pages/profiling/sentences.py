@@ -75,13 +75,78 @@ def _loop_vs_host(row: dict) -> str:
     )
 
 
+#: Providers of the ``launch_bound`` capture that launch another provider's kernel, with that
+#: provider's name in prose: the same wrapper through ``kernel[grid]`` runs the cached
+#: launch's kernel.
+SAME_KERNEL = {"triton_jit": ("triton", "the cached launch")}
+
+
+def _loop_range(row: dict) -> tuple[float, float]:
+    """A ``launch_bound`` row's loop time per call as (20th, 80th percentile), the median
+    twice where the capture has no percentiles."""
+    return row.get("loop_ms_p20") or row["loop_ms"], row.get("loop_ms_p80") or row["loop_ms"]
+
+
+def paced_like(capture: dict, provider: str) -> list[tuple[dict, dict]]:
+    """``(row, twin)`` for each size below ``provider``'s crossover at which it runs the
+    kernel of another provider (:data:`SAME_KERNEL`), that provider's loop runs at the GPU's
+    pace (at or above its own crossover), and the two loops' 20th-80th percentile ranges
+    overlap: the GPU sets this loop's pace too, though it is within
+    :data:`~gpuperf.pages.profiling.timings.GPU_BOUND_RATIO` of its own host time. Empty
+    for a provider with no twin in the capture.
+
+    Raises:
+        ValueError: the capture has no rows for ``provider``.
+    """
+    twin_key = SAME_KERNEL.get(provider, (None, ""))[0]
+    rows = launch_bound_rows(capture, provider)
+    if twin_key is None or not any(r["provider"] == twin_key for r in capture["payload"]["rows"]):
+        return []
+    twin_cross = crossover(capture, twin_key)
+    if twin_cross is None:
+        return []
+    own = crossover(capture, provider)
+    twins = {r["bytes"]: r for r in launch_bound_rows(capture, twin_key)}
+    found = []
+    for row in rows:
+        twin = twins.get(row["bytes"])
+        if own is not None and row["bytes"] >= own["bytes"]:
+            break
+        if twin is None or loop_over_host(row) is None or not twin.get("loop_ms"):
+            continue
+        if twin["bytes"] < twin_cross["bytes"]:
+            continue
+        (lo, hi), (twin_lo, twin_hi) = _loop_range(row), _loop_range(twin)
+        if lo <= twin_hi and twin_lo <= hi:
+            found.append((row, twin))
+    return found
+
+
+def _paced_like(capture: dict, provider: str, below: dict | None) -> str:
+    """The clause that names each size of :func:`paced_like` (``below``: the row the line
+    has just named, called "there"), or ``""``."""
+    twin_name = SAME_KERNEL.get(provider, (None, ""))[1]
+    clauses = []
+    for row, twin in paced_like(capture, provider):
+        there = below is not None and row["bytes"] == below["bytes"]
+        where = "there" if there else f"at {row['rows']} x {row['cols']}"
+        clauses.append(
+            f"; {where} its loop takes as long as {twin_name}'s, {twin['loop_ms'] * 1e3:.1f} µs, "
+            "the same kernel at the GPU's pace: the GPU already sets the pace, within the "
+            "rule's margin"
+        )
+    return "".join(clauses)
+
+
 def crossovers(capture: dict) -> str:
     """Where a loop of back-to-back calls starts to run at the GPU's pace, for each
     provider of a ``launch_bound`` capture: the rule (:func:`~gpuperf.pages.profiling.timings.crossover`,
     its ratio formatted from :data:`~gpuperf.pages.profiling.timings.GPU_BOUND_RATIO`),
     then per provider the first GPU-bound input (MB moved, the loop's and the host's µs
     per call, their ratio, and the GPU's µs with a flushed L2 where measured) and the
-    size below it; then how much more host time a call costs through ``kernel[grid]``
+    size below it, and any size below it where the loop already runs at the same kernel's
+    GPU-bound pace through another launch path (:func:`paced_like`); then how much more
+    host time a call costs through ``kernel[grid]``
     (``triton_jit``) than through the cached launch (``triton``), as a range over the
     sizes both have.
 
@@ -105,6 +170,7 @@ def crossovers(capture: dict) -> str:
             lines.append(
                 f"{label}: at no size measured (at the largest with both times, "
                 f"{below['rows']} x {below['cols']}, {_loop_vs_host(below)})"
+                f"{_paced_like(capture, key, below)}"
             )
             continue
         before = (
@@ -115,7 +181,7 @@ def crossovers(capture: dict) -> str:
         )
         lines.append(
             f"{label}: from {row['rows']} x {row['cols']} ({row['bytes'] / 1e6:.0f} MB moved), "
-            f"{_loop_vs_host(row)}{gpu}{before}"
+            f"{_loop_vs_host(row)}{gpu}{before}{_paced_like(capture, key, below)}"
         )
     if "triton" in providers and "triton_jit" in providers:
         cached = {r["bytes"]: r for r in launch_bound_rows(capture, "triton")}

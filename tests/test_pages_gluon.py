@@ -231,3 +231,22 @@ def test_the_l2_reading_refuses_wrong_inputs():
     broken = {**capture, "payload": {**capture["payload"], "rows": capture["payload"]["rows"][:1]}}
     with pytest.raises(ValueError, match="the capture has no gluon row"):
         page.l2_lines(broken, load(catalog.GLUON_FP8))
+
+
+def test_the_d64_reading_sets_the_kernel_against_cudnn_and_triton_at_every_length():
+    result = load(catalog.GLUON_ATTENTION)
+    text = " ".join(page.d64_reading(result).split())
+    combos = [c for c in catalog.GLUON_ATTENTION.combos() if c["head_dim"] == 64]
+    vs_cudnn = [v for c in combos for v in result.ratios("gluon", **c).values()]
+    assert f"{min(vs_cudnn):.2f}–{max(vs_cudnn):.2f}× cuDNN's speed" in text
+    assert ("short of it at every length measured" in text) == (max(vs_cudnn) < 1)
+    lost = [
+        (c["causal"], x)
+        for c in combos
+        for x, v in result.ratios("gluon", over="triton", **c).items()
+        if x < page.LONG_SEQUENCE and v < 1
+    ]
+    for causal, x in lost:
+        assert f"S {x} ({'causal' if causal else 'not causal'})" in text
+    with pytest.raises(ValueError, match="must be a result of 'gluon_attention'"):
+        page.d64_reading(load(catalog.GLUON_FP8))

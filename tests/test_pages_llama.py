@@ -75,8 +75,20 @@ def test_decode_table_and_launch_bound_use_the_decode_record():
 
 
 def test_amdahl_bounds_the_prefill_by_the_matmuls_share():
-    text = page.amdahl()
-    assert "Amdahl's law" in text and "projections are" in text
+    text = " ".join(page.amdahl().split())
+    assert "Amdahl's law" in text and "the parts that hold the four projections" in text
+
+
+def test_amdahl_names_each_part_where_ours_is_slower_than_eager():
+    from gpuperf.pages import captures
+
+    capture, _ = captures.load(page.BREAKDOWN)
+    case = next(c for c in capture["payload"]["cases"] if c["phase"] == "prefill")
+    ours, eager = (case["providers"][k]["parts_us"] for k in ("triton", "eager"))
+    text = " ".join(page.amdahl().split())
+    for part, us in ours.items():
+        named = f"{part} ({us:.0f} µs against {eager[part]:.0f} µs)" in text
+        assert named == (us > page.SLOWER_PART * eager[part])
 
 
 def test_training_summary_explains_a_provider_that_was_not_timed():
@@ -161,7 +173,8 @@ def test_autotune_cost_gives_each_providers_first_call_from_the_record():
         assert f"{result.name}, batch {batch}, time of the first call in that run:" in text
         for key in ("triton", "eager", "compile_max"):
             seconds = result.rows(key)[batch]["first_call_s"]
-            assert f"{page.NAMES[key]} {seconds:.1f} s" in text
+            shown = f"{seconds:.1f} s" if seconds >= 0.05 else "under 0.1 s"
+            assert f"{page.NAMES[key]} {shown}" in text
     with pytest.raises(TypeError, match="gpu must be a GPU folder name"):
         page.autotune_cost(8)
 

@@ -127,11 +127,13 @@ print(page.naive_vs_fused(forward, memory))
 #   once, and the hardware's base-2 exponential (the :term:`SFU`) does the rest;
 # * the probabilities are rounded to the input dtype before the second product,
 #   so both products run on the tensor cores, accumulating in float32;
-# * the :term:`masks <mask>` cost nothing where they are not needed: the kernel
-#   calls this loop once over the tiles wholly below the diagonal (no mask) and
-#   once over the tiles the diagonal crosses (with the mask), and never visits
-#   the tiles above it, half of the work when causal. A sequence that is not a
-#   multiple of the tile gets a masked last tile only.
+# * the :term:`masks <mask>` cost nothing where they are not needed. Causal, the
+#   kernel calls this loop once over the key tiles wholly below the query tile's
+#   diagonal (``CAUSAL`` and ``MASK_KEYS`` off: no mask at all) and once over the
+#   tiles the diagonal crosses (``CAUSAL`` on), and never visits the tiles above
+#   it, half of the work. Not causal, it calls it once over the whole tiles and,
+#   when the sequence is not a multiple of ``BLOCK_N``, once more over the
+#   partial last tile, the only one with ``MASK_KEYS`` on (masked loads).
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/attention.py
 #    :pyobject: _attention_forward_kernel
@@ -311,9 +313,14 @@ backward.plot(dtype="bfloat16")
 print(page.speedups(forward, backward))
 
 # %%
-# Against FlashAttention-2 (the backend PyTorch picks by default for these
-# shapes in float16 and bfloat16), the fused Triton kernel is faster in every
-# case at these sizes. Against cuDNN it is not. cuDNN's kernels are closed
+# Against SDPA's FlashAttention-2 backend the fused Triton kernel is faster in
+# every case at these sizes. Against its cuDNN backend it is not, and cuDNN is
+# the one to beat: given no backend, SDPA need not run FlashAttention-2. On
+# Hopper, PyTorch's backend selection tries cuDNN first when its cuDNN is recent
+# enough (``check_prefer_cudnn_attention``), and in the build measured here
+# SDPA's own choice and the forced FlashAttention-2 backend run at different
+# speeds (:doc:`tutorial 07 <07_transformer_layer>`'s decode benchmark times
+# both). cuDNN's kernels are closed
 # source, so what they do is an inference: :doc:`tutorial 08 <08_gluon_hopper>`'s
 # Nsight Compute counters show that its kernel's name includes ``wgmma`` and
 # that it launches one program per SM with as many registers a thread as

@@ -39,7 +39,9 @@ print(page.in_one_paragraph())
 # .. literalinclude:: ../../src/gpuperf/models/llama.py
 #    :pyobject: DecoderLayer._finish
 #
-# Each ``section`` names a part of the step for the profiler. With
+# Each ``with SECTIONS(...)`` block names a part of the step
+# (:class:`gpuperf.models.sections.Sections`): an empty context normally, a
+# ``torch.profiler`` range when the page's capture records where the time goes. With
 # ``ops="gpuperf"``, the parts run ``gpuperf.kernels.rms_norm`` (tutorial 02's
 # row reduction, for RMSNorm), ``matmul_persistent`` (tutorial 06; for a decode
 # step's few rows, ``matmul_splitk``, which splits the weight's rows among
@@ -93,7 +95,11 @@ print(page.work_per_token())
 # tiles of tutorial 04. Each program takes one key/value head with all the query
 # heads of its group as the rows of one tile (so each cache tile is read once per
 # group), and one slice of the sequence's keys, read on the device from
-# ``cache_seqlens``; a second kernel merges the slices' partial softmaxes:
+# ``cache_seqlens``. Over its slice it runs tutorial 04's loop,
+# ``online_softmax_tiles``, with the two flags the decode step needs:
+# ``LAST_IN_RANGE`` (the causal mask alone keeps out keys past the sequence's
+# end) and ``EMPTY_ROWS`` (a row may see no key of its slice). A second kernel
+# merges the slices' partial softmaxes, each weighted by its log-sum-exp:
 #
 # .. literalinclude:: ../../src/gpuperf/kernels/attention_decode.py
 #    :pyobject: _attention_decode_combine_kernel
@@ -127,6 +133,7 @@ config = LlamaConfig() if device == "cuda" else LlamaConfig(64, 4, 2, 16, 96)
 dtype = torch.bfloat16
 layer = DecoderLayer(config, device=device, dtype=dtype)
 b, s, h_kv, d = 2, 12, config.n_kv_heads, config.head_dim
+torch.manual_seed(0)  # the same input, so the same printed differences, on every build
 x = torch.randn(b, s + 1, config.hidden, device=device, dtype=dtype)
 cos, sin = rotary_tables(torch.arange(s + 1, device=device).expand(b, -1), config)
 zero = torch.zeros(b, dtype=torch.int32, device=device)
@@ -182,8 +189,10 @@ print(page.amdahl())
 # In eager PyTorch the norms, RoPE and the SwiGLU's elementwise half each read and
 # write whole activations several times; ours does each in one pass, and the MLP's
 # gate costs nothing beyond its matmul. What is left is matmuls and attention, where
-# ``torch.compile`` keeps cuBLAS and SDPA: from here, a faster layer needs faster
-# matmuls and attention, not more fusion.
+# ``torch.compile`` keeps cuBLAS and SDPA (SDPA's own choice of backend: on Hopper,
+# cuDNN's when PyTorch's cuDNN is recent enough, as tutorial 04 explains), and
+# where the parts listed above show what ours still loses to those libraries. From
+# here, a faster layer needs faster matmuls and attention, not more fusion.
 #
 # Decode
 # ------

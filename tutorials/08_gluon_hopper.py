@@ -407,9 +407,14 @@ attention_ladder.plot()
 # per tile, so the default launches a program per tile there.
 #
 # At D 64 the GEMMs are half as long and the exponentials are not: the
-# arithmetic above gives the exponentials as many clocks as the GEMMs. The kernel
-# stays short of cuDNN there except on the longest causal sequences; the
-# counters further down say why.
+# arithmetic above gives the exponentials as many clocks as the GEMMs. Where the
+# kernel stands there, every length included (the opening paragraph counts
+# S 4096 and longer only):
+
+print(gluon.d64_reading(attention_ladder))
+
+# %%
+# The D 64 counters further down say where the time goes.
 #
 # The counters, one launch of each at the sequence length and head dim the
 # table names (the "exp2 pipe" is the SFU's share of its peak):

@@ -198,7 +198,8 @@ print(page.deepgemm_reading(fp8))
 # ---------------
 #
 # A prefill: ours, the same layer on ``F.grouped_mm`` (PyTorch's sort and
-# gather around it), and ``torch.compile`` of the loop over experts:
+# gather around it; the strongest other path, so the baseline every ratio below is
+# taken against), and ``torch.compile`` of the loop over experts:
 
 from gpuperf.bench.catalog import MOE_LAYER, MOE_LAYER_DECODE
 

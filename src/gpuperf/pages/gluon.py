@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from gpuperf.bench.catalog import GLUON_ATTENTION, GLUON_FP8
 from gpuperf.pages import hardware
 from gpuperf.pages.plotting import format_x, short_gpu_name
-from gpuperf.pages.prose import WIDTH, Paragraph, paragraph, times_span
+from gpuperf.pages.prose import WIDTH, Paragraph, and_list, paragraph, times_span
 from gpuperf.pages.report import Result, check_result, load
 from gpuperf.pages.tables import Cell, Section, render
 
@@ -210,8 +210,8 @@ def fp8_sentence(result: Result) -> str:
 
 def attention_sentence(result: Result) -> str:
     """One GPU's attention ladder in a sentence: the Gluon kernel (default rungs) against
-    cuDNN and tutorial 04's Triton kernel at each head dim over the issue's sequence lengths
-    (4096 and longer), and what each rung bought at D 128.
+    cuDNN and tutorial 04's Triton kernel at each head dim over the long sequences
+    (:data:`LONG_SEQUENCE` and longer), and what each rung bought at D 128.
 
     Raises:
         ValueError: ``result`` has no record.
@@ -241,7 +241,55 @@ def attention_sentence(result: Result) -> str:
     )
 
 
-#: The shortest sequence the attention targets count (the issue's S 4096-16384).
+def d64_reading(result: Result) -> str:
+    """Per GPU, where the Gluon attention kernel (the default rung) stands at D 64: against
+    cuDNN at every sequence length measured (where it is closest), and against tutorial
+    04's Triton kernel on the sequences shorter than :data:`LONG_SEQUENCE`, which the
+    opening paragraph leaves out.
+
+    Raises:
+        TypeError: ``result`` is not a :class:`~gpuperf.pages.report.Result`.
+        ValueError: it is not the result of :data:`~gpuperf.bench.catalog.GLUON_ATTENTION`.
+    """
+    check_result(result, GLUON_ATTENTION)
+    lines = []
+    for r in result.gpus():
+        combos = [c for c in GLUON_ATTENTION.combos() if c["head_dim"] == 64]
+
+        def ratios(over=None, r=r, combos=combos):
+            return {(c["causal"], x): v for c in combos for x, v in r.ratios("gluon", over=over, **c).items()}
+
+        def named(items):
+            return [f"S {s} ({'causal' if c else 'not causal'})" for (c, s), v in sorted(items)]
+
+        vs_cudnn, vs_triton = ratios(), ratios("triton")
+        if not vs_cudnn:
+            continue
+        (causal, x), best = max(vs_cudnn.items(), key=lambda item: item[1])
+        where = f"S {x} ({'causal' if causal else 'not causal'})"
+        if best < 1:
+            line = (
+                f"{r.name}: at D 64 the Gluon kernel runs at {times_span(vs_cudnn.values())} cuDNN's "
+                f"speed, short of it at every length measured, closest at {where}."
+            )
+        else:
+            faster = named(item for item in vs_cudnn.items() if item[1] >= 1)
+            line = (
+                f"{r.name}: at D 64 the Gluon kernel runs at {times_span(vs_cudnn.values())} cuDNN's "
+                f"speed, at least as fast only at {and_list(faster)}."
+            )
+        short = {key: v for key, v in vs_triton.items() if key[1] < LONG_SEQUENCE}
+        lost = named(item for item in short.items() if item[1] < 1)
+        if lost:
+            line += (
+                f" Below S {LONG_SEQUENCE} it runs at {times_span(short.values())} tutorial 04's "
+                f"Triton kernel's speed, slower than it at {and_list(lost)}."
+            )
+        lines.append(textwrap.fill(line, WIDTH, subsequent_indent="  "))
+    return "\n".join(lines) or "\n".join(result.all_notes())
+
+
+#: The shortest sequence the attention summaries count (S 4096 to 16384: the long sequences).
 LONG_SEQUENCE = 4096
 
 

@@ -143,9 +143,14 @@ def autotune_cost(gpu: str | None = None) -> str:
             for key in NAMES
             if (row := result.rows(key).get(batch)) and row.get("first_call_s") is not None
         }
-        each = ", ".join(f"{NAMES[key]} {seconds:.1f} s" for key, seconds in firsts.items())
+        each = ", ".join(f"{NAMES[key]} {_seconds(seconds)}" for key, seconds in firsts.items())
         lines.append(f"{result.name}, batch {batch}, time of the first call in that run: {each}")
     return "\n".join([*(textwrap.fill(line, WIDTH, subsequent_indent="  ") for line in lines), *result.notes])
+
+
+def _seconds(seconds: float) -> str:
+    """A first call's time: ``'61.5 s'``, or ``'under 0.1 s'`` where one decimal would read 0.0."""
+    return f"{seconds:.1f} s" if seconds >= 0.05 else "under 0.1 s"
 
 
 def prefill_table(result: Result) -> str:
@@ -255,8 +260,9 @@ def launch_bound(gpu: str | None = None) -> str:
 
 def amdahl(gpu: str | None = None) -> str:
     """What the prefill breakdown bounds: the matmuls' share of eager PyTorch's kernel time,
-    the largest speed-up that making everything else free could give (Amdahl's law), and
-    what ours measured."""
+    the largest speed-up that making everything else free could give (Amdahl's law), what
+    ours measured, and the parts where ours takes longer than eager PyTorch (by more than
+    :data:`SLOWER_PART`)."""
     capture, notes = captures.load(BREAKDOWN, gpu)
     if capture is None:
         return "\n".join(notes)
@@ -264,13 +270,25 @@ def amdahl(gpu: str | None = None) -> str:
     eager, ours = case["providers"]["eager"], case["providers"]["triton"]
     share = sum(eager["parts_us"].get(p, 0.0) for p in MATMUL_PARTS) / eager["kernels_us"]
     text = (
-        f"Prefill at batch {case['x']}: the four projections are {prose.percent(share)} of eager "
-        f"PyTorch's kernel time. With everything else made free and the matmuls as they are, "
-        f"the layer could run at most {1 / share:.2f}× as fast (Amdahl's law); ours, whose "
-        f"matmuls differ too, takes {ours['kernels_us'] / eager['kernels_us']:.2f} of eager's "
-        f"kernel time."
+        f"Prefill at batch {case['x']}: the parts that hold the four projections (each matmul "
+        f"with the elementwise work inside its part: the residual adds, and in eager PyTorch "
+        f"SwiGLU's gating) are {prose.percent(share)} of eager PyTorch's kernel time. With "
+        f"everything else made free and those parts as they are, the layer could run at most "
+        f"{1 / share:.2f}× as fast (Amdahl's law); ours, whose matmuls differ too, takes "
+        f"{ours['kernels_us'] / eager['kernels_us']:.2f} of eager's kernel time."
     )
+    slower = [
+        f"{part} ({ours['parts_us'][part]:.0f} µs against {eager['parts_us'][part]:.0f} µs)"
+        for part in ours["parts_us"]
+        if eager["parts_us"].get(part) and ours["parts_us"][part] > SLOWER_PART * eager["parts_us"][part]
+    ]
+    if slower:
+        text += f" Part by part, ours takes longer than eager PyTorch in {prose.and_list(slower)}."
     return "\n".join([textwrap.fill(text, WIDTH), *notes])
+
+
+#: A part of ours counts as slower than eager PyTorch's above this ratio of their times.
+SLOWER_PART = 1.05
 
 
 def _case_title(case: dict) -> str:

@@ -223,3 +223,35 @@ def test_a_config_table_keys_on_its_rules_and_fields_not_its_checks(tmp_path, mo
     table.write_text(text.replace("    num_stages: int = 3\n", "    num_stages: int = 4\n", 1))
     changed = sources.device_entries("kernels/_configs.py")
     assert [e for e in entries if changed[e] != entries[e]] == ["kernels/_configs.py::MatmulConfig"]
+
+
+def test_a_record_keys_on_the_config_entries_its_code_uses():
+    from gpuperf.bench import sources
+
+    attention = sources.config_uses(sources.closure(["kernels/attention.py"]))
+    # attention reads TUNED_DIR of the tiled matmul's table (through its own), nothing else
+    assert attention["kernels/_configs.py"] == {"TUNED_DIR"}
+    assert {"attention_configs", "_attention_table", "ATTENTION_DEFAULT"} <= attention[
+        "kernels/_attention_configs.py"
+    ]
+    hashed = sources.hashes(["kernels/attention.py"])
+    assert "kernels/_configs.py::TUNED_DIR" in hashed and "kernels/_configs.py::MatmulConfig" not in hashed
+    vector_add = sources.config_uses(sources.closure(["kernels/vector_add.py"]))
+    assert vector_add["kernels/_configs.py"] == {"VECTOR_ADD_BLOCK_SIZE", "VECTOR_ADD_NUM_WARPS"}
+
+
+def test_an_unused_config_entry_stored_is_no_change_and_a_used_one_that_changed_is():
+    from gpuperf.bench import sources
+
+    now = sources.hashes(["kernels/attention.py"])
+    whole = {**now, "kernels/_configs.py::MatmulConfig": "0" * 64}  # hashed whole, before
+    assert sources.changes(whole, ["kernels/attention.py"], host=False) == []
+    changed = {**now, "kernels/_configs.py::TUNED_DIR": "0" * 64}
+    assert sources.changes(changed, ["kernels/attention.py"], host=False) == [
+        "kernels/_configs.py::TUNED_DIR changed"
+    ]
+    # a kernel's entry gone is still a change
+    gone = {**now, "kernels/attention.py::_gone_kernel": "1" * 64}
+    assert sources.changes(gone, ["kernels/attention.py"], host=False) == [
+        "kernels/attention.py::_gone_kernel is gone"
+    ]

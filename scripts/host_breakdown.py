@@ -11,7 +11,8 @@ host_overhead benchmark's (softmax 4096 x 256 float32, vector_add 4096 float32).
 
 The parts of a table are timed round by round in turn (one round of each, then the next
 round of each), so that a slow stretch of the host falls on every part alike; each part
-keeps its median, 20th and 80th percentiles over the rounds, and its CPU time per call.
+keeps its median, 20th and 80th percentiles over the rounds, and the process's CPU time
+per call (every thread: autograd runs a CUDA backward on a thread of its own).
 
     python scripts/host_breakdown.py [--out FOLDER]
 
@@ -114,7 +115,7 @@ def _attention_train_parts():
 
 def main(argv=None) -> int:
     from gpuperf.bench import captures
-    from gpuperf.bench.timing import HOST_TIMING_METHOD
+    from gpuperf.bench.catalog import HOST_OVERHEAD
 
     parser = captures.script_parser(__doc__.splitlines()[0])
     args = parser.parse_args(argv)
@@ -141,8 +142,12 @@ def main(argv=None) -> int:
         payload={"us_per_call": tables, "spread": spreads, "rounds": ROUNDS},
         sources=("kernels/softmax.py", "kernels/vector_add.py", "kernels/attention.py", "kernels/launch.py"),
         method=(
-            f"each part of a call timed alone, the parts in turn one round each, {ROUNDS} "
-            f"rounds: {HOST_TIMING_METHOD}"
+            f"host clock per call (time.perf_counter around {HOST_CALLS} calls of each softmax and "
+            f"vector_add part, {HOST_OVERHEAD.host_calls('attention_train')} of each training-step "
+            f"part, the GPU kept busy by torch.cuda._sleep so the launch queue never drains), the "
+            f"parts taken in turn one round each, {ROUNDS} rounds: median with 20th and 80th "
+            f"percentiles over rounds; beside it the process's CPU time per call (time.process_time), "
+            f"median over the same rounds"
         ),
     )
     print("wrote", captures.write(cap, args.out), flush=True)

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from gpuperf.bench import records, sources
+from gpuperf.bench import catalog, records, sources
 from gpuperf.pages import report
 from gpuperf.pages.tables import FORMAT_VAR
 
@@ -43,7 +43,10 @@ def current_measurements(tmp_path, monkeypatch):
         if not isinstance(record, dict) or not isinstance(record.get("sources"), dict):
             continue
         stored = record["sources"]
-        present = [rel for rel in sources.files(stored) if (sources.PACKAGE_ROOT / rel).is_file()]
+        # The benchmark's own sources too: a config entry counts where the code uses it
+        # (sources.config_uses), and the module that uses it may hold no kernel of its own.
+        named = list(catalog.by_name(record["benchmark"]).sources) if record.get("benchmark") else []
+        present = [rel for rel in {*sources.files(stored), *named} if (sources.PACKAGE_ROOT / rel).is_file()]
         record["sources"] = sources.hashes(present, host=sources.is_host_keyed(stored))
         record["sources_sha256"] = sources.combined_sha256(record["sources"])
         path.write_text(json.dumps(record))

@@ -371,3 +371,14 @@ def test_memory_ratios_and_table_read_less_as_better():
     # triton (first provider) 0.25 GiB, flash (the baseline, second) 0.5 GiB: triton needs half.
     assert result.ratios() == {512: 2.0, 1024: 2.0}
     assert "flash/triton memory" in result.table()
+
+
+def test_a_commit_is_printed_at_one_width():
+    from gpuperf.bench.records import COMMIT_DIGITS, caption, short_commit
+
+    assert short_commit("74e0a8d1b053845b6a6dcb8cafa0ed004d5cecf9") == "74e0a8d"
+    assert short_commit("309fc96f60e6-dirty") == "309fc96-dirty"
+    assert short_commit("unknown") == "unknown"
+    record = records.read(records.record_path("softmax", records.REFERENCE_GPU))
+    full = record["provenance"]["gpuperf_commit"]
+    assert f"gpuperf {full[:COMMIT_DIGITS]}," in caption(record["provenance"])

@@ -150,7 +150,8 @@ def test_each_cell_is_dated_from_its_own_record(shown):
     bench, gpu, result = shown
     provenance = result.record["provenance"]
     text = landing.cell(bench, gpu)
-    assert f"Measured {provenance['date'][:10]} at gpuperf ``{provenance['gpuperf_commit']}``" in text
+    commit = records.short_commit(provenance["gpuperf_commit"])
+    assert f"Measured {provenance['date'][:10]} at gpuperf ``{commit}``" in text
     assert len(re.findall(r"Measured \d{4}-\d\d-\d\d", text)) == 1
 
 
@@ -246,8 +247,9 @@ def test_a_stale_record_of_another_gpu_is_named_stale_not_absent(tmp_path, monke
     path.write_text(json.dumps(with_changed_source(record)))
     text = landing.cell(catalog.by_name(path.stem), gpu)
     provenance = record["provenance"]
+    commit = records.short_commit(provenance["gpuperf_commit"])
     assert text == (
-        f"not shown: measured {provenance['date'][:10]} at gpuperf ``{provenance['gpuperf_commit']}``, "
+        f"not shown: measured {provenance['date'][:10]} at gpuperf ``{commit}``, "
         "on an older version of its code (stale)"
     )
 

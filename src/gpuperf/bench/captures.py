@@ -260,7 +260,7 @@ def staleness(capture: dict) -> list[str]:
         return []
     return [
         f"its code changed after it was captured at gpuperf "
-        f"{capture['provenance']['gpuperf_commit']} ({'; '.join(changed)})"
+        f"{records.short_commit(capture['provenance']['gpuperf_commit'])} ({'; '.join(changed)})"
     ]
 
 

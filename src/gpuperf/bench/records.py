@@ -131,6 +131,20 @@ def gpuperf_commit() -> str:
     return head + ("-dirty" if dirty else "")
 
 
+#: Hex digits of a commit that captions and notes print: one width wherever a commit is shown.
+COMMIT_DIGITS = 7
+
+
+def short_commit(commit: str) -> str:
+    """A provenance's ``gpuperf_commit`` as captions print it: its first
+    :data:`COMMIT_DIGITS` hex digits, keeping a ``-dirty`` suffix; anything that is not a
+    hash (``'unknown'``) as it is."""
+    head, dirty, _ = commit.partition("-dirty")
+    if not re.fullmatch(r"[0-9a-f]{7,40}", head):
+        return commit
+    return head[:COMMIT_DIGITS] + dirty
+
+
 def collect_provenance(timer: str = "device", device_index: int = 0, *, method: str | None = None) -> dict:
     """Describe the CUDA device, the software stack and the timing method of ``timer``
     (``"device"`` or ``"host"``, see :data:`gpuperf.bench.timing.TIMING_METHODS`), or
@@ -171,7 +185,7 @@ def caption(provenance: dict) -> str:
     return (
         f"{p['gpu']} ({p['sm_count']} SMs, {p['memory_gib']} GiB), driver {p['driver']}, "
         f"CUDA {p['cuda']}, torch {p['torch']}, triton {p['triton']}, "
-        f"gpuperf {p['gpuperf_commit']}, {p['date'][:10]}; {method}"
+        f"gpuperf {short_commit(p['gpuperf_commit'])}, {p['date'][:10]}; {method}"
     )
 
 
@@ -457,7 +471,7 @@ def staleness(record: dict, benchmark) -> list[str]:
     if changed:
         reasons.append(
             f"its code changed after it was measured at gpuperf "
-            f"{record['provenance']['gpuperf_commit']} ({'; '.join(changed)})"
+            f"{short_commit(record['provenance']['gpuperf_commit'])} ({'; '.join(changed)})"
         )
     measured = {_point(r["x"], r["axes"], r["provider"]) for r in record["rows"]}
     declared = {

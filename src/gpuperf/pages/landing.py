@@ -111,8 +111,9 @@ def cell(benchmark: Benchmark, gpu: str) -> str:
     if result.record is None:
         if result.source == "stale":
             old = records.read(records.record_path(benchmark.name, gpu))["provenance"]
+            commit = records.short_commit(old["gpuperf_commit"])
             return (
-                f"not shown: measured {old['date'][:10]} at gpuperf ``{old['gpuperf_commit']}``, "
+                f"not shown: measured {old['date'][:10]} at gpuperf ``{commit}``, "
                 "on an older version of its code (stale)"
             )
         if any(note.startswith("MALFORMED") for note in result.notes):

@@ -790,4 +790,4 @@ def measured_when(result: Result) -> tuple[str, str] | None:
     if result.record is None:
         return None
     provenance = result.record["provenance"]
-    return provenance["date"][:10], provenance["gpuperf_commit"]
+    return provenance["date"][:10], records.short_commit(provenance["gpuperf_commit"])

@@ -584,7 +584,7 @@ def captions(placement: Placement) -> list[str]:
     """Provenance lines for one GPU: the run that measured its roofs, and the records' dates and commits."""
     hw = placement.hardware["provenance"]
     dates = sorted(p["date"][:10] for p in placement.provenance.values())
-    commits = sorted({p["gpuperf_commit"] for p in placement.provenance.values()})
+    commits = sorted({records.short_commit(p["gpuperf_commit"]) for p in placement.provenance.values()})
     lines = [f"{short_gpu_name(placement.gpu)} roofs: {records.caption(hw)}"]
     if dates:
         lines.append(

@@ -23,12 +23,11 @@ guide reads the attention training step's table). About a minute on an H100.
 
 from __future__ import annotations
 
-import statistics
 import sys
 
 import torch
 
-from gpuperf.bench.timing import HOST_CALLS, HOST_ROUNDS, host_time_ms, quantile
+from gpuperf.bench.timing import HOST_CALLS, HOST_ROUNDS, host_times_ms
 from gpuperf.kernels import softmax, vector_add
 from gpuperf.kernels.launch import layout_key
 
@@ -38,22 +37,16 @@ ROUNDS = 2 * HOST_ROUNDS
 
 def _interleaved(timed: dict, calls: int) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """``(median µs per call, {part: {"p20", "p80", "cpu"}})`` of each part of ``timed``
-    (``{name: fn}``), timed one round at a time, the parts in turn, :data:`ROUNDS` rounds."""
-    wall: dict[str, list[float]] = {name: [] for name in timed}
-    cpu: dict[str, list[float]] = {name: [] for name in timed}
-    for _ in range(ROUNDS):
-        for name, fn in timed.items():
-            t = host_time_ms(fn, calls=calls, rounds=1)
-            wall[name].append(t.ms * 1e3)
-            cpu[name].append(t.cpu_ms * 1e3)
-    medians = {name: statistics.median(us) for name, us in wall.items()}
+    (``{name: fn}``), timed in turn one round each, :data:`ROUNDS` rounds
+    (``gpuperf.bench.timing.host_times_ms``)."""
+    times = dict(zip(timed, host_times_ms(list(timed.values()), calls=calls, rounds=ROUNDS), strict=True))
+    for name, t in times.items():
+        if isinstance(t, Exception):
+            raise RuntimeError(f"{name}: {t}") from t
+    medians = {name: t.ms * 1e3 for name, t in times.items()}
     spread = {
-        name: {
-            "p20": quantile(us, 0.2),
-            "p80": quantile(us, 0.8),
-            "cpu": statistics.median(cpu[name]),
-        }
-        for name, us in wall.items()
+        name: {"p20": t.ms_p20 * 1e3, "p80": t.ms_p80 * 1e3, "cpu": t.cpu_ms * 1e3}
+        for name, t in times.items()
     }
     return medians, spread
 

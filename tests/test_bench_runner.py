@@ -88,6 +88,81 @@ def test_a_provider_is_checked_as_its_check_as_says_and_timed_as_it_is(monkeypat
     assert [r["provider"] for r in some] == ["fused", "part"]
 
 
+def test_host_time_times_the_providers_of_a_size_in_turn(monkeypatch):
+    """With ``timer="host"``, the providers of one size are checked first, then timed together
+    by ``host_times_ms`` (in turn, round by round); a provider whose timing fails gets an
+    error row, and every row keeps the process's CPU time."""
+    from gpuperf.bench import runner
+    from gpuperf.bench.catalog import Benchmark, Provider, call
+    from gpuperf.bench.timing import Timing
+
+    batches = []
+
+    def fake_host_times(fns, calls=None):
+        batches.append([fn() for fn in fns])
+        return [Timing(ms=0.01, ms_p20=0.009, ms_p80=0.011, cpu_ms=0.0095), RuntimeError("queue full")]
+
+    monkeypatch.setattr(runner, "require_cuda", lambda: None)
+    monkeypatch.setattr(runner, "host_times_ms", fake_host_times)
+    monkeypatch.setattr(runner.records, "collect_provenance", lambda timer: {"gpu": "test"})
+    bench = Benchmark(
+        name="host_test",
+        title="t",
+        x_name="n",
+        x_label="n",
+        x_values=(4, 8),
+        make_inputs=lambda n, device: (torch.arange(n, dtype=torch.float32),),
+        reference=lambda x: (2 * x).double(),
+        providers=(
+            Provider("ours", "ours", call(lambda x: 2 * x)),
+            Provider("wrong", "wrong", call(lambda x: x + 0)),
+            Provider("theirs", "theirs", call(lambda x: x * 2)),
+        ),
+        baseline="theirs",
+        metric="us/call",
+        bytes=lambda n: 0,
+        flops=lambda n: 0,
+        ceiling=None,
+        sources=(),
+        timer="host",
+    )
+    rows = runner.run(bench, log=lambda line: None)["rows"]
+    # one batch per size, of the providers that matched, in declared order
+    assert len(batches) == 2 and [len(b) for b in batches] == [2, 2]
+    assert [(r["x"], r["provider"], r["status"]) for r in rows] == [
+        (4, "ours", "ok"),
+        (4, "wrong", "mismatch"),
+        (4, "theirs", "error"),
+        (8, "ours", "ok"),
+        (8, "wrong", "mismatch"),
+        (8, "theirs", "error"),
+    ]
+    assert rows[0]["value"] == pytest.approx(10.0) and rows[0]["cpu_ms"] == 0.0095
+    assert "queue full" in rows[2]["message"]
+
+
+def test_host_times_take_each_function_in_turn_and_keep_what_failed(monkeypatch):
+    from gpuperf.bench import timing
+
+    order = []
+
+    def fake_host_time(fn, calls, rounds):
+        assert rounds == 1
+        order.append(fn())
+        if fn() == "b" and order.count("b") == 2:
+            raise RuntimeError("b broke")
+        return timing.Timing(ms=len(order), ms_p20=0, ms_p80=0, cpu_ms=len(order) / 2)
+
+    monkeypatch.setattr(timing, "require_cuda", lambda: None)
+    monkeypatch.setattr(timing, "host_time_ms", fake_host_time)
+    a, b = timing.host_times_ms([lambda: "a", lambda: "b"], calls=3, rounds=3)
+    assert order == ["a", "b", "a", "b", "a"]  # in turn; b is timed no further once it failed
+    assert (a.ms, a.cpu_ms) == (3, 1.5)  # median of rounds at positions 1, 3, 5
+    assert isinstance(b, RuntimeError)
+    with pytest.raises(ValueError, match="rounds"):
+        timing.host_times_ms([lambda: None], rounds=0)
+
+
 def test_the_bench_command_skips_a_benchmark_whose_kernels_cannot_run_here(monkeypatch, tmp_path, capsys):
     """``python -m gpuperf.bench`` on a GPU the kernel under study does not support (Gluon's
     Hopper kernels on an A100) says so and measures nothing, rather than failing."""

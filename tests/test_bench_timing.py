@@ -97,3 +97,19 @@ def test_host_time_includes_host_work():
 def test_sleep_cycles_scale_with_milliseconds():
     assert timing._sleep_cycles(50.0) == pytest.approx(10 * timing._sleep_cycles(5.0), rel=1e-6)
     assert timing._sleep_cycles(50.0) > 10_000_000  # any GPU clock is above 200 MHz
+
+
+@pytest.mark.gpu
+def test_host_times_read_each_functions_host_work_in_turn():
+    """Two calls whose host work differs by a 1 ms sleep: timed in turn, each keeps its own
+    time, and the sleeping one's CPU time stays far below its clock time (a sleep is no work)."""
+    x = torch.randn(1024, device="cuda")
+
+    def sleeps():
+        time.sleep(1e-3)
+        return x + 1
+
+    quick, slow = timing.host_times_ms([lambda: x + 1, sleeps], calls=5, rounds=3)
+    assert slow.ms > 0.9 and quick.ms < 0.5
+    assert slow.cpu_ms < 0.5 * slow.ms
+    assert quick.ms_p20 <= quick.ms <= quick.ms_p80

@@ -15,7 +15,14 @@ import torch
 from gpuperf.bench import hardware, metrics, records
 from gpuperf.bench import sources as code
 from gpuperf.bench.catalog import Benchmark
-from gpuperf.bench.timing import host_time_ms, loop_time_ms, peak_memory_bytes, require_cuda, time_ms
+from gpuperf.bench.timing import (
+    host_time_ms,
+    host_times_ms,
+    loop_time_ms,
+    peak_memory_bytes,
+    require_cuda,
+    time_ms,
+)
 from gpuperf.testing import assert_close
 
 #: A benchmark's ``timer`` -> the function that times one provider.
@@ -38,8 +45,10 @@ def run(
     ``check_as``, if any) is first compared with the reference
     (:func:`gpuperf.testing.assert_close`); only a provider
     that matched is timed, on the GPU or on the host as the benchmark's
-    ``timer`` says. A provider that fails or mismatches gets a row with status
-    ``"error"`` or ``"mismatch"`` and its message, not a time.
+    ``timer`` says; for host time, the providers of one size that matched are timed
+    together, in turn one round each (:func:`~gpuperf.bench.timing.host_times_ms`), so that
+    a slow stretch of the host falls on all of them. A provider that fails or mismatches
+    gets a row with status ``"error"`` or ``"mismatch"`` and its message, not a time.
 
     Args:
         benchmark: the declaration to run.
@@ -83,7 +92,7 @@ def run(
         ceilings.update(hardware.measure_ceilings(missing))
     timer = TIMERS[benchmark.timer]
 
-    rows = []
+    rows, pending = [], []
     for combo in combos:
         key = benchmark.ceiling_key(**combo)
         for x in x_values or benchmark.x_values:
@@ -138,6 +147,11 @@ def run(
                     if benchmark.timer == "memory":
                         gib = peak_memory_bytes(fn) / metrics.GIB
                         row.update(value=gib, value_p20=gib, value_p80=gib)
+                    elif benchmark.timer == "host":
+                        # Timed below, the providers of this x in turn, round by round.
+                        pending.append((row, fn))
+                        rows.append(row)
+                        continue
                     else:
                         t = timer(fn, **timer_options(benchmark, x, combo))
                     row["timing_s"] = round(time.perf_counter() - timing, 2)
@@ -150,23 +164,44 @@ def run(
                         rows.append(row)
                         log(f"{benchmark.name:>18} {where:<30} {provider.key:>16}: {row['value']:.2f} GiB")
                         continue
-                    value, p20, p80 = metrics.metric_values(
-                        benchmark.metric, t.ms, t.ms_p20, t.ms_p80, n_bytes=n_bytes, flops=flops
-                    )
-                    row.update(
-                        ms=t.ms, ms_p20=t.ms_p20, ms_p80=t.ms_p80, value=value, value_p20=p20, value_p80=p80
-                    )
-                    if t.cpu_ms is not None:  # host time: the thread's CPU time beside the clock's
-                        row["cpu_ms"] = t.cpu_ms
+                    _fill(row, t, benchmark.metric)
                 rows.append(row)
-                shown = f"{row['value']:.1f} {benchmark.metric}" if row["status"] == "ok" else row["status"]
-                log(f"{benchmark.name:>18} {where:<30} {provider.key:>16}: {shown}")
+                _log_row(log, benchmark, where, row)
+            if pending:
+                timing = time.perf_counter()
+                times = host_times_ms([fn for _, fn in pending], **timer_options(benchmark, x, combo))
+                spent = round((time.perf_counter() - timing) / len(pending), 2)
+                for (row, _), t in zip(pending, times, strict=True):
+                    if isinstance(t, Exception):
+                        row.update(status="error", message=f"{type(t).__name__}: {t}"[:500])
+                    else:
+                        _fill(row, t, benchmark.metric)
+                        row["timing_s"] = spent
+                    _log_row(log, benchmark, where, row)
+                pending.clear()
             del inputs, expected
             torch.cuda.empty_cache()
 
     provenance = records.collect_provenance(benchmark.timer)
     wall_s = time.perf_counter() - started
     return records.build_record(benchmark, rows, ceilings, provenance, ran=ran, wall_s=wall_s)
+
+
+def _fill(row: dict, t, metric: str) -> None:
+    """Write the :class:`~gpuperf.bench.timing.Timing` ``t`` into ``row``: its times, the
+    metric's values from them (the row's ``bytes`` and ``flops``), and for host time the
+    process's CPU time (``cpu_ms``)."""
+    value, p20, p80 = metrics.metric_values(
+        metric, t.ms, t.ms_p20, t.ms_p80, n_bytes=row["bytes"], flops=row["flops"]
+    )
+    row.update(ms=t.ms, ms_p20=t.ms_p20, ms_p80=t.ms_p80, value=value, value_p20=p20, value_p80=p80)
+    if t.cpu_ms is not None:
+        row["cpu_ms"] = t.cpu_ms
+
+
+def _log_row(log, benchmark: Benchmark, where: str, row: dict) -> None:
+    shown = f"{row['value']:.1f} {benchmark.metric}" if row["status"] == "ok" else row["status"]
+    log(f"{benchmark.name:>18} {where:<30} {row['provider']:>16}: {shown}")
 
 
 def timer_options(benchmark: Benchmark, x, combo: dict) -> dict:

@@ -55,7 +55,8 @@ HOST_BUSY_MS = 50.0
 HOST_TIMING_METHOD = (
     f"host clock per call (time.perf_counter around {HOST_CALLS} calls, the GPU kept busy by "
     f"torch.cuda._sleep for at least {HOST_BUSY_MS:.0f} ms so the launch queue never drains), "
-    f"{HOST_ROUNDS} rounds: median with 20th and 80th percentiles over rounds; beside it the "
+    f"{HOST_ROUNDS} rounds, the providers of each size timed in turn one round each: median "
+    f"with 20th and 80th percentiles over rounds; beside it the "
     f"process's CPU time per call (time.process_time, every thread), median over the same rounds"
 )
 
@@ -189,6 +190,53 @@ def host_time_ms(fn: Callable[[], object], *, calls: int = HOST_CALLS, rounds: i
         ms_p80=quantile(per_call, 0.8),
         cpu_ms=statistics.median(cpu_per_call),
     )
+
+
+def host_times_ms(
+    fns: list[Callable[[], object]], *, calls: int = HOST_CALLS, rounds: int = HOST_ROUNDS
+) -> list[Timing | Exception]:
+    """:func:`host_time_ms` of several functions (our op and PyTorch's, say), timed in turn
+    one round each, ``rounds`` times: a slow stretch of the host (another process on the
+    machine, a lower clock) then falls on every function alike, and their ratio holds
+    where each one's own time moves.
+
+    Returns:
+        One :class:`Timing` per function, in order (median, 20th and 80th percentiles over
+        its rounds, and its median CPU time), or the exception that function raised (it
+        is timed no further).
+
+    Raises:
+        RuntimeError: no CUDA device is available.
+        ValueError: ``calls`` or ``rounds`` is below 1.
+    """
+    if calls < 1 or rounds < 1:
+        raise ValueError(f"calls and rounds must be at least 1, got calls={calls}, rounds={rounds}")
+    require_cuda()
+    wall: list[list[float]] = [[] for _ in fns]
+    cpu: list[list[float]] = [[] for _ in fns]
+    failed: list[Exception | None] = [None] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            if failed[i] is not None:
+                continue
+            try:
+                t = host_time_ms(fn, calls=calls, rounds=1)
+            except Exception as err:  # reported in that function's place
+                failed[i] = err
+                continue
+            wall[i].append(t.ms)
+            cpu[i].append(t.cpu_ms)
+    return [
+        failed[i]
+        if failed[i] is not None
+        else Timing(
+            ms=statistics.median(wall[i]),
+            ms_p20=quantile(wall[i], 0.2),
+            ms_p80=quantile(wall[i], 0.8),
+            cpu_ms=statistics.median(cpu[i]),
+        )
+        for i in range(len(fns))
+    ]
 
 
 def loop_time_ms(

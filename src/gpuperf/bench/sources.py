@@ -365,9 +365,16 @@ def _module_imports(rel: str) -> list[tuple[str, str | None, str | None]]:
     ``from module import name [as alias]`` (``path`` the module's), ``(path, None, alias)``
     for ``from package import module [as alias]`` (the module itself, read through
     ``alias.x``), and ``(path, None, None)`` for ``import a.b.c`` (the module as a whole)."""
+    return list(_module_imports_of((PACKAGE_ROOT / rel).read_text(), rel, PACKAGE_ROOT))
+
+
+@functools.cache
+def _module_imports_of(text: str, rel: str, root: Path) -> tuple[tuple[str, str | None, str | None], ...]:
+    """:func:`_module_imports` of the source ``text`` of ``rel`` under ``root``, kept per
+    process (``root``: where its imports resolve, :func:`package_at`)."""
     package = ".".join([PACKAGE, *Path(rel).parent.parts])
     found = []
-    for node in ast.walk(ast.parse((PACKAGE_ROOT / rel).read_text())):
+    for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 path = _module_file(alias.name)
@@ -384,7 +391,7 @@ def _module_imports(rel: str) -> list[tuple[str, str | None, str | None]]:
                     found.append((sub, None, alias.asname or alias.name))
                 elif (path := _module_file(base)) is not None:
                     found.append((path, alias.name, alias.asname or alias.name))
-    return found
+    return tuple(found)
 
 
 def _names_read(node: ast.AST, module_alias: str | None = None) -> tuple[set[str], bool]:
@@ -420,12 +427,22 @@ def config_uses(closed: Iterable[str]) -> dict[str, set[str] | None]:
     A record of device time hashes only these entries (:func:`hashes`): the configs of
     other kernels in the same table are not what it measured.
     """
-    closed = [rel for rel in closed if rel.endswith(".py")]
-    tables = [rel for rel in closed if rel.endswith(CONFIG_SUFFIX)]
-    if not tables:
+    closed = tuple(rel for rel in closed if rel.endswith(".py"))
+    if not any(rel.endswith(CONFIG_SUFFIX) for rel in closed):
         return {}
+    texts = tuple((PACKAGE_ROOT / rel).read_text() for rel in closed)
+    found = _config_uses(closed, texts, PACKAGE_ROOT)
+    return {rel: None if names is None else set(names) for rel, names in found.items()}
+
+
+@functools.cache
+def _config_uses(closed: tuple[str, ...], texts: tuple[str, ...], root: Path) -> dict:
+    """:func:`config_uses` of the sources ``closed`` whose texts are ``texts`` (under
+    ``root``), kept per process: the pages ask it for every record, many times a build."""
+    tables = [rel for rel in closed if rel.endswith(CONFIG_SUFFIX)]
     uses: dict[str, set[str] | None] = {rel: set() for rel in tables}
-    trees = {rel: ast.parse((PACKAGE_ROOT / rel).read_text()) for rel in tables}
+    source = dict(zip(closed, texts, strict=True))
+    trees = {rel: ast.parse(source[rel]) for rel in tables}
     defined = {rel: _top_level_names(tree) for rel, tree in trees.items()}
 
     def use(table: str, names) -> bool:
@@ -438,7 +455,7 @@ def config_uses(closed: Iterable[str]) -> dict[str, set[str] | None]:
     for rel in closed:
         if rel in trees:
             continue
-        tree = ast.parse((PACKAGE_ROOT / rel).read_text())
+        tree = ast.parse(source[rel])
         for path, name, alias in _module_imports(rel):
             if path not in uses:
                 continue
@@ -478,7 +495,7 @@ def config_uses(closed: Iterable[str]) -> dict[str, set[str] | None]:
                             uses[path], changed = None, True
                         else:
                             changed |= use(path, attrs)
-    return uses
+    return {rel: None if names is None else frozenset(names) for rel, names in uses.items()}
 
 
 def _whole(rel: str) -> bool:

@@ -54,10 +54,10 @@ HOST_BUSY_MS = 50.0
 
 HOST_TIMING_METHOD = (
     f"host clock per call (time.perf_counter around {HOST_CALLS} calls, the GPU kept busy by "
-    f"torch.cuda._sleep for at least {HOST_BUSY_MS:.0f} ms so the launch queue never drains), "
-    f"{HOST_ROUNDS} rounds, the providers of each size timed in turn one round each: median "
-    f"with 20th and 80th percentiles over rounds; beside it the "
-    f"process's CPU time per call (time.process_time, every thread), median over the same rounds"
+    f"torch.cuda._sleep for at least {HOST_BUSY_MS:.0f} ms so the launch queue never drains, the "
+    f"providers of each size timed in turn one round each), {HOST_ROUNDS} rounds: median with "
+    f"20th and 80th percentiles over rounds; beside it the process's CPU time per call "
+    f"(time.process_time, every thread), median over the same rounds"
 )
 
 #: Rounds of back-to-back calls by :func:`loop_time_ms`, and the GPU time each round aims for.

@@ -255,3 +255,13 @@ def test_an_unused_config_entry_stored_is_no_change_and_a_used_one_that_changed_
     assert sources.changes(gone, ["kernels/attention.py"], host=False) == [
         "kernels/attention.py::_gone_kernel is gone"
     ]
+
+
+def test_a_config_name_passed_on_by_another_table_counts_where_it_is_defined():
+    from gpuperf.bench import sources
+
+    # swiglu.py takes SHARED_MEMORY_BYTES from _persistent_configs.py, which imports it
+    # from _configs.py: the entry hashed is _configs.py's
+    uses = sources.config_uses(sources.closure(["kernels/swiglu.py"]))
+    assert "SHARED_MEMORY_BYTES" in uses["kernels/_configs.py"]
+    assert "kernels/_configs.py::SHARED_MEMORY_BYTES" in sources.hashes(["kernels/swiglu.py"])

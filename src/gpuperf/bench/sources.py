@@ -419,7 +419,8 @@ def _names_read(node: ast.AST, module_alias: str | None = None) -> tuple[set[str
 def config_uses(closed: Iterable[str]) -> dict[str, set[str] | None]:
     """For each config table (``*configs.py``) among the sources ``closed``, the names of its
     top-level entries that the others use: those they import by name or read as
-    ``module.name``, and, inside a config table, whatever a used entry reads of its own
+    ``module.name`` (a name a table imports from another table and passes on counts where
+    it is defined), and, inside a config table, whatever a used entry reads of its own
     module's names or of names it imported from another config table (followed until
     nothing new is found). None for a table some module uses as a whole (``import a.b``,
     or the module passed around): every entry counts.
@@ -445,12 +446,25 @@ def _config_uses(closed: tuple[str, ...], texts: tuple[str, ...], root: Path) ->
     trees = {rel: ast.parse(source[rel]) for rel in tables}
     defined = {rel: _top_level_names(tree) for rel, tree in trees.items()}
 
+    # A name a table imports from another table and passes on (``from tile_configs import
+    # TUNED_DIR`` in _configs.py): using it there uses it where it is defined.
+    passed_on = {
+        rel: {alias: (path, name) for path, name, alias in _module_imports(rel) if name is not None}
+        for rel in tables
+    }
+
     def use(table: str, names) -> bool:
         if table not in uses or uses[table] is None:
             return False
-        new = (defined[table] & set(names)) - uses[table]
+        names = set(names)
+        new = (defined[table] & names) - uses[table]
         uses[table] |= new
-        return bool(new)
+        grew = bool(new)
+        for name in names - defined[table]:
+            path, original = passed_on[table].get(name, (None, None))
+            if path is not None:
+                grew |= use(path, [original])
+        return grew
 
     for rel in closed:
         if rel in trees:

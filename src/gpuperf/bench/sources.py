@@ -121,20 +121,6 @@ def _code_sha256(text: str) -> str:
     return hashlib.sha256(canonical_code(text).encode()).hexdigest()
 
 
-@functools.cache
-def _imports(text: str) -> tuple[tuple[str | None, int, tuple[str, ...]], ...]:
-    """The import statements of the Python source ``text``, anywhere in it, in order:
-    ``(None, 0, names)`` for ``import a, b.c``, ``(module, level, names)`` for
-    ``from module import names`` (``module`` None for ``from . import x``)."""
-    found = []
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.Import):
-            found.append((None, 0, tuple(alias.name for alias in node.names)))
-        elif isinstance(node, ast.ImportFrom):
-            found.append((node.module, node.level, tuple(alias.name for alias in node.names)))
-    return tuple(found)
-
-
 def _module_file(module: str) -> str | None:
     """The source path (relative to the package) of the dotted ``module``, or None when it is
     not one of the package's modules."""
@@ -163,34 +149,8 @@ def _reexports(package_file: str) -> dict[str, str]:
 
 def _imported_files(rel: str) -> set[str]:
     """The package's source files that ``rel`` imports, anywhere in it (a function's
-    imports included). ``from pkg import name`` counts the submodule ``pkg.name`` if there
-    is one, else the module the package's ``__init__`` takes ``name`` from, else the
-    ``__init__`` itself."""
-    package = ".".join([PACKAGE, *Path(rel).parent.parts])
-    found = set()
-    for module_name, level, names in _imports((PACKAGE_ROOT / rel).read_text()):
-        if module_name is None and not level:  # import a, b.c
-            modules = list(names)
-        else:
-            base = module_name or ""
-            if level:
-                parent = package.split(".")[: len(package.split(".")) - (level - 1)]
-                base = ".".join([*parent, *([module_name] if module_name else [])])
-            modules = []
-            for name in names:
-                sub = f"{base}.{name}"
-                init = _module_file(base)
-                if _module_file(sub) is not None:
-                    modules.append(sub)
-                elif init is not None and init.endswith("__init__.py") and name in _reexports(init):
-                    modules.append(_reexports(init)[name])
-                else:
-                    modules.append(base)
-        for module in modules:
-            path = _module_file(module)
-            if path is not None:
-                found.add(path)
-    return found
+    imports included): those of :func:`_module_imports`."""
+    return {path for path, _, _ in _module_imports(rel)}
 
 
 def followed(rel: str) -> bool:
@@ -361,8 +321,10 @@ def _top_level_names(tree: ast.Module) -> set[str]:
 
 
 def _module_imports(rel: str) -> list[tuple[str, str | None, str | None]]:
-    """Each package module ``rel`` imports, with what it takes: ``(path, name, alias)`` for
-    ``from module import name [as alias]`` (``path`` the module's), ``(path, None, alias)``
+    """Each package module ``rel`` imports, anywhere in it (a function's imports included),
+    with what it takes: ``(path, name, alias)`` for ``from module import name [as alias]``
+    (``path`` the module's; for ``from package import name``, the module the package's
+    ``__init__`` takes ``name`` from, where it re-exports it), ``(path, None, alias)``
     for ``from package import module [as alias]`` (the module itself, read through
     ``alias.x``), and ``(path, None, None)`` for ``import a.b.c`` (the module as a whole)."""
     return list(_module_imports_of((PACKAGE_ROOT / rel).read_text(), rel, PACKAGE_ROOT))
@@ -385,12 +347,17 @@ def _module_imports_of(text: str, rel: str, root: Path) -> tuple[tuple[str, str 
             if node.level:
                 parent = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 base = ".".join([*parent, *([node.module] if node.module else [])])
+            init = _module_file(base)
             for alias in node.names:
                 sub = _module_file(f"{base}.{alias.name}")
                 if sub is not None:
                     found.append((sub, None, alias.asname or alias.name))
-                elif (path := _module_file(base)) is not None:
-                    found.append((path, alias.name, alias.asname or alias.name))
+                elif init is not None and init.endswith("__init__.py") and alias.name in _reexports(init):
+                    path = _module_file(_reexports(init)[alias.name])
+                    if path is not None:
+                        found.append((path, alias.name, alias.asname or alias.name))
+                elif init is not None:
+                    found.append((init, alias.name, alias.asname or alias.name))
     return tuple(found)
 
 

@@ -97,6 +97,22 @@ class Timing:
     cpu_ms: float | None = None
 
 
+def _over_rounds(per_call: list[float], cpu_per_call: list[float] | None = None) -> Timing:
+    """The :class:`Timing` of per-round times per call (ms): their median and 20th and 80th
+    percentiles, and the median of the rounds' CPU times where given."""
+    return Timing(
+        ms=statistics.median(per_call),
+        ms_p20=quantile(per_call, 0.2),
+        ms_p80=quantile(per_call, 0.8),
+        cpu_ms=None if cpu_per_call is None else statistics.median(cpu_per_call),
+    )
+
+
+def _check_counts(calls: int, rounds: int) -> None:
+    if calls < 1 or rounds < 1:
+        raise ValueError(f"calls and rounds must be at least 1, got calls={calls}, rounds={rounds}")
+
+
 def require_cuda() -> None:
     """Raise ``RuntimeError`` unless PyTorch sees a CUDA device."""
     import torch
@@ -161,8 +177,7 @@ def host_time_ms(fn: Callable[[], object], *, calls: int = HOST_CALLS, rounds: i
         RuntimeError: no CUDA device is available.
         ValueError: ``calls`` or ``rounds`` is below 1.
     """
-    if calls < 1 or rounds < 1:
-        raise ValueError(f"calls and rounds must be at least 1, got calls={calls}, rounds={rounds}")
+    _check_counts(calls, rounds)
     require_cuda()
     import torch
 
@@ -184,12 +199,7 @@ def host_time_ms(fn: Callable[[], object], *, calls: int = HOST_CALLS, rounds: i
         else:
             per_call.append(elapsed_ms / calls)
             cpu_per_call.append(cpu_ms / calls)
-    return Timing(
-        ms=statistics.median(per_call),
-        ms_p20=quantile(per_call, 0.2),
-        ms_p80=quantile(per_call, 0.8),
-        cpu_ms=statistics.median(cpu_per_call),
-    )
+    return _over_rounds(per_call, cpu_per_call)
 
 
 def host_times_ms(
@@ -209,8 +219,7 @@ def host_times_ms(
         RuntimeError: no CUDA device is available.
         ValueError: ``calls`` or ``rounds`` is below 1.
     """
-    if calls < 1 or rounds < 1:
-        raise ValueError(f"calls and rounds must be at least 1, got calls={calls}, rounds={rounds}")
+    _check_counts(calls, rounds)
     require_cuda()
     wall: list[list[float]] = [[] for _ in fns]
     cpu: list[list[float]] = [[] for _ in fns]
@@ -226,17 +235,7 @@ def host_times_ms(
                 continue
             wall[i].append(t.ms)
             cpu[i].append(t.cpu_ms)
-    return [
-        failed[i]
-        if failed[i] is not None
-        else Timing(
-            ms=statistics.median(wall[i]),
-            ms_p20=quantile(wall[i], 0.2),
-            ms_p80=quantile(wall[i], 0.8),
-            cpu_ms=statistics.median(cpu[i]),
-        )
-        for i in range(len(fns))
-    ]
+    return [failed[i] if failed[i] is not None else _over_rounds(wall[i], cpu[i]) for i in range(len(fns))]
 
 
 def loop_time_ms(
@@ -256,9 +255,8 @@ def loop_time_ms(
     Llama layer) through L2, so back-to-back calls do not find them cached.
 
     Returns:
-        :class:`Timing`: the median over rounds of the time per call, the 20th and 80th
-        percentiles over rounds, and the median over rounds of the CPU time per call
-        (``cpu_ms``).
+        :class:`Timing`: the median over rounds of the time per call, and the 20th
+        and 80th percentiles over rounds.
 
     Raises:
         RuntimeError: no CUDA device is available.
@@ -284,9 +282,7 @@ def loop_time_ms(
             calls = max(1, min(10_000, round(round_ms / max(elapsed, 1e-3))))
         else:
             per_call.append(elapsed / calls)
-    return Timing(
-        ms=statistics.median(per_call), ms_p20=quantile(per_call, 0.2), ms_p80=quantile(per_call, 0.8)
-    )
+    return _over_rounds(per_call)
 
 
 def peak_memory_bytes(fn: Callable[[], object]) -> int:

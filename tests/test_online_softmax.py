@@ -67,17 +67,23 @@ def _fold_kernel(
 
 
 def _fold(
-    n_keys: int, last: list[int], *, causal: bool, last_in_range: bool = False, empty_rows: bool = False
+    n_keys: int,
+    last: list[int],
+    *,
+    causal: bool,
+    last_in_range: bool = False,
+    empty_rows: bool = False,
+    dtype=torch.float16,
 ):
-    """Run the kernel on random float16 rows and ``n_keys`` keys (the memory past them NaN);
-    return the inputs and ``(o, l, m)``."""
+    """Run the kernel on random rows of ``dtype`` and ``n_keys`` keys (the memory past them
+    NaN); return the inputs and ``(o, l, m)``."""
     gen = torch.Generator().manual_seed(n_keys)
     capacity = triton.cdiv(n_keys, BLOCK_N) * BLOCK_N
-    q = torch.randn((BLOCK_M, D), generator=gen).to(torch.float16).to(DEVICE)
-    k = torch.full((capacity, D), float("nan"), dtype=torch.float16, device=DEVICE)
-    v = torch.full((capacity, D), float("nan"), dtype=torch.float16, device=DEVICE)
-    k[:n_keys] = torch.randn((n_keys, D), generator=gen).to(torch.float16).to(DEVICE)
-    v[:n_keys] = torch.randn((n_keys, D), generator=gen).to(torch.float16).to(DEVICE)
+    q = torch.randn((BLOCK_M, D), generator=gen).to(dtype).to(DEVICE)
+    k = torch.full((capacity, D), float("nan"), dtype=dtype, device=DEVICE)
+    v = torch.full((capacity, D), float("nan"), dtype=dtype, device=DEVICE)
+    k[:n_keys] = torch.randn((n_keys, D), generator=gen).to(dtype).to(DEVICE)
+    v[:n_keys] = torch.randn((n_keys, D), generator=gen).to(dtype).to(DEVICE)
     rows_last = torch.tensor(last, dtype=torch.int32, device=DEVICE)
     o = torch.empty((BLOCK_M, D), dtype=torch.float32, device=DEVICE)
     l_i = torch.empty((BLOCK_M,), dtype=torch.float32, device=DEVICE)
@@ -101,11 +107,12 @@ def _reference(q, k, v, last, scale, causal: bool):
     return p @ v.double(), scores
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("n_keys", [16, 48, 37, 5], ids=lambda n: f"keys{n}")
-def test_without_causal_every_key_counts_once(n_keys):
-    inputs, (o, l_i, m_i) = _fold(n_keys, [0] * BLOCK_M, causal=False)
+def test_without_causal_every_key_counts_once(n_keys, dtype):
+    inputs, (o, l_i, m_i) = _fold(n_keys, [0] * BLOCK_M, causal=False, dtype=dtype)
     ref, scores = _reference(*inputs, causal=False)
-    assert_close("o", ref, o.to(torch.float16), k=n_keys)  # rounded once, as the kernels write it
+    assert_close("o", ref, o.to(dtype), k=n_keys)  # rounded once, as the kernels write it
     # The row's log-sum-exp, base 2, as the kernels write it: m + log2 l.
     lse = (m_i + torch.log2(l_i)).double()
     torch.testing.assert_close(lse, torch.logsumexp(scores, dim=1) * LOG2E, rtol=1e-3, atol=1e-3)

@@ -10,9 +10,9 @@ The roofline model: every kernel against its GPU
 * why the roofs on this site are *measured* (the fastest of a few streaming ops
   for bandwidth, cuBLAS per dtype, ``torch._scaled_mm`` for FP8) and the
   datasheet's figures only drawn beside them;
-* how to read a chart that holds every benchmark of every tutorial, on the
-  H100 and the H200: which kernels sit on their roof, which do not, and what
-  the distance means;
+* how to read a chart that holds every benchmark of every tutorial, one chart
+  per GPU with current records (each chart's title names its GPU): which kernels
+  sit on their roof, which do not, and what the distance means;
 * where the model stops being true (caches, launch latency, uneven work), each
   shown on the chart.
 

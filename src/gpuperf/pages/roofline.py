@@ -387,9 +387,12 @@ def place_record(
     # The baseline as the benchmark declares it now (a record keeps the one of its run).
     baseline = benchmark.baseline if benchmark is not None else record["baseline"]
     points = []
+    # Failed rows by status, with their providers (from the rows: a reader must not take a
+    # baseline's failure for the kernel's).
+    failed: dict[str, list[str]] = {}
     for row in record["rows"]:
         if row["status"] != "ok":
-            _skip(skipped, name, f"status {row['status']}")
+            failed.setdefault(row["status"], []).append(row["provider"])
             continue
         if not row["flops"] or not row["bytes"] or row["flops"] < 0 or row["bytes"] < 0:
             _skip(skipped, name, "zero FLOPs or bytes: no intensity")
@@ -423,6 +426,9 @@ def place_record(
                 ms_p80=row.get("ms_p80"),
             )
         )
+    for status, providers in failed.items():
+        names = ", ".join(sorted(set(providers)))
+        skipped.insert(0, (name, f"status {status} ({names})", len(providers)))
     return points, skipped
 
 

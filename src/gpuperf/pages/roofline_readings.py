@@ -411,7 +411,8 @@ def far_below(places: list[Placement]) -> str:
         naive, fused = marked(p, "C"), p.largest("softmax", "triton")
         if naive is None or fused is None:
             continue
-        moved = 8 * rows * naive.x * 4
+        # Eight passes over the data where the least traffic (the row's bytes) is two.
+        moved = naive.n_bytes * 8 / 2
         streamed = moved / (naive.ms * 1e-3) / 1e9 / p.memory_gbps
         roof = ceiling_label(p.memory_key, p.hardware["ceilings"][p.memory_key])
         out.append(
@@ -491,19 +492,30 @@ def causal(places: list[Placement]) -> str:
 
 def head_dims(places: list[Placement]) -> str:
     """Attention forward (fp16, not causal, each implementation's longest sequence): its
-    share of the roof at head dim 64 and at 128."""
+    share of the roof at head dim 64 and at 128, labelled with the benchmark, dtype, mask
+    and sequence length of the rows the shares come from."""
     out = []
     for p in places:
         shares: dict[str, dict[int, float]] = {}
+        chosen = []
         for d in (64, 128):
             for s in p.find("attention_forward", dtype="float16", head_dim=d, causal=False):
                 if s.x == max(q.x for q in p.find("attention_forward", s.provider)):
                     shares.setdefault(s.provider, {})[d] = p.fraction(s)
+                    chosen.append(s)
         both = {k: v for k, v in shares.items() if len(v) == 2}
         if not both:
             continue
+        used = [s for s in chosen if s.provider in both]
+        dtypes = sorted({s.axes["dtype"] for s in used})
+        masks = sorted({"causal" if s.axes["causal"] else "not causal" for s in used})
+        lengths = sorted({s.x for s in used})
+        where = f"S={lengths[0]}" if len(lengths) == 1 else "each at its longest S"
         lower = sum(v[64] < v[128] for v in both.values())
-        out.append(f"{short_gpu_name(p.gpu)}, share of the roof at D = 64 / D = 128:")
+        out.append(
+            f"{short_gpu_name(p.gpu)}, {used[0].benchmark} {'/'.join(dtypes)}, {'/'.join(masks)}, "
+            f"{where}: share of the roof at D = 64 / D = 128:"
+        )
         out.append("  " + ", ".join(f"{k} {percent(v[64])} / {percent(v[128])}" for k, v in both.items()))
         out.append(f"  lower at D = 64 for {lower} of {len(both)} implementations")
     return _lines(out)

@@ -208,7 +208,9 @@ def host_times_ms(
     """:func:`host_time_ms` of several functions (our op and PyTorch's, say), timed in turn
     one round each, ``rounds`` times: a slow stretch of the host (another process on the
     machine, a lower clock) then falls on every function alike, and their ratio holds
-    where each one's own time moves.
+    where each one's own time moves. Each turn is one :func:`host_time_ms` round, with its
+    untimed warm call and sizing round before it, so a measurement takes about twice
+    :func:`host_time_ms`'s time.
 
     Returns:
         One :class:`Timing` per function, in order (median, 20th and 80th percentiles over

@@ -467,7 +467,7 @@ def l2_resident(places: list[Placement]) -> str:
         out.append(
             f"{_name(p)} L2 {l2 / 2**20:.0f} MiB: {len(cached)} memory-bound sizes fit in it; "
             f"{above} above the HBM roof; the highest, {top.benchmark} at {format_x(top.x)}, "
-            f"{percent(p.fraction(top))} of it"
+            f"{percent(p.fraction(top))} of the HBM roof"
         )
     return _lines(out)
 

@@ -89,9 +89,9 @@ def _loop_range(row: dict) -> tuple[float, float]:
 
 def paced_like(capture: dict, provider: str) -> list[tuple[dict, dict]]:
     """``(row, twin)`` for each size below ``provider``'s crossover at which it runs the
-    kernel of another provider (:data:`SAME_KERNEL`), that provider's loop runs at the GPU's
-    pace (at or above its own crossover), and the two loops' 20th-80th percentile ranges
-    overlap: the GPU sets this loop's pace too, though it is within
+    kernel of another provider (:data:`~gpuperf.pages.profiling.sentences.SAME_KERNEL`),
+    that provider's loop runs at the GPU's pace (at or above its own crossover), and the
+    two loops' 20th-80th percentile ranges overlap: the GPU sets this loop's pace too, though it is within
     :data:`~gpuperf.pages.profiling.timings.GPU_BOUND_RATIO` of its own host time. Empty
     for a provider with no twin in the capture.
 
